@@ -1,0 +1,35 @@
+package engine
+
+import "errors"
+
+// Sentinel errors. Errors returned by idforge wrap one of these with details
+// (which generator, by how much, which store), so test them with [errors.Is].
+var (
+	// ErrUnknownGenerator: no generator is registered under the requested kind or name.
+	ErrUnknownGenerator = errors.New("idforge: unknown generator")
+	// ErrDuplicateGenerator: a kind or name is registered twice.
+	ErrDuplicateGenerator = errors.New("idforge: generator already registered")
+	// ErrInvalidLayout: a snowflake bit layout that cannot work.
+	ErrInvalidLayout = errors.New("idforge: invalid layout")
+	// ErrInvalidConfig: an option or argument out of range.
+	ErrInvalidConfig = errors.New("idforge: invalid configuration")
+	// ErrClockBackwards: the clock went back further than the generator waits out.
+	ErrClockBackwards = errors.New("idforge: clock moved backwards")
+	// ErrTimestampOverflow: the layout's timestamp bits are used up (epoch + 2^bits passed).
+	ErrTimestampOverflow = errors.New("idforge: timestamp overflow")
+	// ErrMachineIDOverflow: every machine ID of the namespace is taken.
+	ErrMachineIDOverflow = errors.New("idforge: machine IDs exhausted")
+	// ErrMachineIDLost: this instance's machine ID lapsed or was taken over by another
+	// instance; generators using it refuse to issue until a new one is distributed.
+	ErrMachineIDLost = errors.New("idforge: machine ID lost")
+	// ErrStoreUnavailable: the store behind a distributor failed or could not be reached.
+	ErrStoreUnavailable = errors.New("idforge: store unavailable")
+	// ErrSegmentExhausted: a segment generator has no IDs left and could not fetch more.
+	ErrSegmentExhausted = errors.New("idforge: segment exhausted")
+	// ErrIDOverflow: the next ID would not fit in a signed 64-bit integer.
+	ErrIDOverflow = errors.New("idforge: id overflow")
+	// ErrInvalidID: a string or value that is not a valid ID for the given format or layout.
+	ErrInvalidID = errors.New("idforge: invalid id")
+	// ErrClosed: the generator, chain or registry was closed.
+	ErrClosed = errors.New("idforge: closed")
+)

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"strconv"
+)
+
+// ID is an int64 identifier that travels safely through JSON: it marshals as a
+// string, because JavaScript numbers lose precision above 2^53, and accepts
+// either a string or a number when unmarshalled. In a database it is a plain
+// BIGINT ([driver.Valuer] and [sql.Scanner]).
+type ID int64
+
+// Int64 returns the ID as an int64.
+func (id ID) Int64() int64 { return int64(id) }
+
+// String returns the decimal form of the ID.
+func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
+
+// IsZero reports whether the ID is unset.
+func (id ID) IsZero() bool { return id == 0 }
+
+// ParseID reads the decimal form written by [ID.String].
+func ParseID(s string) (ID, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, invalidID(s, err)
+	}
+	return ID(v), nil
+}
+
+// MarshalText implements encoding.TextMarshaler (and so JSON as a string).
+func (id ID) MarshalText() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(id), 10), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (id *ID) UnmarshalText(b []byte) error {
+	v, err := ParseID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = v
+	return nil
+}
+
+// MarshalJSON writes the ID as a JSON string: "1234".
+func (id ID) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 22)
+	b = append(b, '"')
+	b = strconv.AppendInt(b, int64(id), 10)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON accepts "1234", 1234 and null (which leaves the ID unchanged).
+func (id *ID) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := ParseID(s)
+	if err != nil {
+		return err
+	}
+	*id = v
+	return nil
+}
+
+// Value implements driver.Valuer: the ID is stored as an int64.
+func (id ID) Value() (driver.Value, error) { return int64(id), nil }
+
+// Scan implements sql.Scanner for integer, text and NULL columns.
+func (id *ID) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*id = 0
+	case int64:
+		*id = ID(v)
+	case []byte:
+		return id.UnmarshalText(v)
+	case string:
+		return id.UnmarshalText([]byte(v))
+	default:
+		return fmt.Errorf("%w: cannot scan %T into engine.ID", ErrInvalidID, src)
+	}
+	return nil
+}
+
+func invalidID(s string, err error) error {
+	return fmt.Errorf("%w: %q: %v", ErrInvalidID, s, err)
+}

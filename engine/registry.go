@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+)
+
+// Factory builds the generator for one name of a kind, for example the
+// segment chain of kind "chain" named "order". The registry calls it once per
+// name and caches the result.
+type Factory func(ctx context.Context, name string) (Generator, error)
+
+type genKey struct{ kind, name string }
+
+// Registry is the named generator provider (CosId's IdGeneratorProvider).
+// A generator is found by kind ("snowflake", "chain", "segment"...) and name;
+// the empty name is the kind's shared default. Kinds registered with a
+// [Factory] create their named generators on first use.
+//
+// Struct tags refer to registry entries: `idgen:"chain,name=order"` asks for
+// kind "chain", name "order". A Registry is safe for concurrent use.
+type Registry struct {
+	mu        sync.RWMutex
+	gens      map[genKey]Generator
+	factories map[string]Factory
+	closed    bool
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{gens: map[genKey]Generator{}, factories: map[string]Factory{}}
+}
+
+// Register adds g under kind and name ("" for the kind's shared default).
+func (r *Registry) Register(kind, name string, g Generator) error {
+	if kind == "" || g == nil {
+		return fmt.Errorf("%w: Register needs a kind and a generator", ErrInvalidConfig)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	k := genKey{kind, name}
+	if _, ok := r.gens[k]; ok {
+		return fmt.Errorf("%w: %s", ErrDuplicateGenerator, k)
+	}
+	r.gens[k] = g
+	return nil
+}
+
+// RegisterFactory makes kind available for any name: the first lookup of a
+// name the registry does not hold yet calls f.
+func (r *Registry) RegisterFactory(kind string, f Factory) error {
+	if kind == "" || f == nil {
+		return fmt.Errorf("%w: RegisterFactory needs a kind and a factory", ErrInvalidConfig)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if _, ok := r.factories[kind]; ok {
+		return fmt.Errorf("%w: factory for kind %q", ErrDuplicateGenerator, kind)
+	}
+	r.factories[kind] = f
+	return nil
+}
+
+// Has reports whether kind has a generator or a factory, without creating
+// anything. Integrations use it to reject unknown kinds when a model is first seen.
+func (r *Registry) Has(kind string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, ok := r.factories[kind]; ok {
+		return true
+	}
+	for k := range r.gens {
+		if k.kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Kinds lists the registered kinds, sorted.
+func (r *Registry) Kinds() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for k := range r.factories {
+		out = append(out, k)
+	}
+	for k := range r.gens {
+		out = append(out, k.kind)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Generator returns the generator for kind and name, creating it with the
+// kind's factory if needed. An unknown kind or name wraps [ErrUnknownGenerator].
+func (r *Registry) Generator(ctx context.Context, kind, name string) (Generator, error) {
+	k := genKey{kind, name}
+	r.mu.RLock()
+	g, ok := r.gens[k]
+	f := r.factories[kind]
+	closed := r.closed
+	r.mu.RUnlock()
+	switch {
+	case ok:
+		return g, nil
+	case closed:
+		return nil, ErrClosed
+	case f == nil:
+		return nil, fmt.Errorf("%w: %s (registered kinds: %v)", ErrUnknownGenerator, k, r.Kinds())
+	}
+	// Build outside the lock: a factory may talk to a store.
+	g, err := f(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("idforge: create generator %s: %w", k, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev, ok := r.gens[k]; ok { // lost a race with another caller
+		closeGenerator(g)
+		return prev, nil
+	}
+	if r.closed {
+		closeGenerator(g)
+		return nil, ErrClosed
+	}
+	r.gens[k] = g
+	return g, nil
+}
+
+// NextID draws one ID from the generator for kind and name.
+func (r *Registry) NextID(ctx context.Context, kind, name string) (int64, error) {
+	g, err := r.Generator(ctx, kind, name)
+	if err != nil {
+		return 0, err
+	}
+	return g.NextID(ctx)
+}
+
+// Close closes every generator the registry holds that implements io.Closer
+// (segment chains stop their prefetch workers, machine-ID leases are
+// reverted) and refuses further lookups.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	gens := r.gens
+	r.gens = map[genKey]Generator{}
+	r.mu.Unlock()
+	var errs []error
+	for _, g := range gens {
+		errs = append(errs, closeGenerator(g))
+	}
+	return errors.Join(errs...)
+}
+
+func closeGenerator(g Generator) error {
+	if c, ok := g.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func (k genKey) String() string {
+	if k.name == "" {
+		return fmt.Sprintf("%q", k.kind)
+	}
+	return fmt.Sprintf("%q name %q", k.kind, k.name)
+}
