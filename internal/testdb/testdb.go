@@ -25,8 +25,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	_ "github.com/glebarez/go-sqlite" // registers "sqlite"
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	"github.com/redis/go-redis/v9"
 )
