@@ -46,7 +46,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // timestamps a little late. Use it for wide-sequence layouts where the
 // per-ID cost matters more than timestamp precision. Close stops the goroutine.
 type Cached struct {
-	now  atomic.Pointer[time.Time]
+	now  atomic.Int64 // Unix nanoseconds
 	stop chan struct{}
 	once sync.Once
 	done chan struct{}
@@ -56,8 +56,7 @@ type Cached struct {
 func NewCached(resolution time.Duration) *Cached {
 	resolution = max(resolution, 100*time.Microsecond)
 	c := &Cached{stop: make(chan struct{}), done: make(chan struct{})}
-	now := time.Now()
-	c.now.Store(&now)
+	c.now.Store(time.Now().UnixNano())
 	go func() {
 		defer close(c.done)
 		t := time.NewTicker(resolution)
@@ -67,8 +66,7 @@ func NewCached(resolution time.Duration) *Cached {
 			case <-c.stop:
 				return
 			case <-t.C:
-				now := time.Now()
-				c.now.Store(&now)
+				c.now.Store(time.Now().UnixNano())
 			}
 		}
 	}()
@@ -76,7 +74,11 @@ func NewCached(resolution time.Duration) *Cached {
 }
 
 // Now returns the time read at the last refresh.
-func (c *Cached) Now() time.Time { return *c.now.Load() }
+func (c *Cached) Now() time.Time { return time.Unix(0, c.now.Load()) }
+
+// UnixNano returns the time read at the last refresh without building a
+// time.Time: the hot path of generators that check for it.
+func (c *Cached) UnixNano() int64 { return c.now.Load() }
 
 // Sleep sleeps on the system clock.
 func (c *Cached) Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
