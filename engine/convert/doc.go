@@ -1,0 +1,33 @@
+// Package convert turns int64 IDs into strings and back: radix-62 and
+// radix-36 with optional zero padding, decimal, prefix and suffix wrappers and
+// a date prefix. Every formatter implements [engine.Formatter], so it plugs
+// into [engine.Stringer] to make a string generator:
+//
+//	r, _ := convert.NewRadix62(convert.Padded())
+//	orders := engine.Stringer{Generator: gen, Formatter: convert.WithPrefix("ord_", r)}
+//
+// # Canonical forms
+//
+// Each formatter has exactly one string per ID, and Parse accepts only that
+// string: Parse(Format(x)) == x for every int64 x, and Format(Parse(s)) == s
+// for every s that Parse accepts. Radix-36 is lower case, so "ZZ" is rejected,
+// and an unpadded radix string with a leading zero is rejected, so one ID
+// cannot hide behind two strings in a unique column. Parse errors wrap
+// [engine.ErrInvalidID] and quote the input; a value above [math.MaxInt64] is an
+// error, never a wrap-around.
+//
+// # Sorting
+//
+// The radix-62 alphabet is 0-9A-Za-z and the radix-36 alphabet 0-9a-z, both in
+// ASCII order, so padded strings of non-negative IDs sort byte-wise (as SQL
+// binary collations and [strings.Compare] do) exactly like the numbers.
+// Unpadded strings do not: "z" (61) sorts after "10" (62). Use [Padded] or
+// [WithWidth] when the strings are sorted or range-scanned.
+//
+// # Negative IDs
+//
+// Generators hand out non-negative IDs, but a Formatter must format any int64,
+// so negative IDs are supported the way strconv does it: a leading '-' before
+// the digits (padded to the same width). They round-trip, but do not sort:
+// ordering holds for non-negative IDs only.
+package convert
