@@ -1,0 +1,325 @@
+package snowflake
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+)
+
+// Fence guards the machine ID a generator issues under. NextID calls Check
+// with the Unix millisecond time of the tick it is about to use, on every ID,
+// and returns Check's error instead of an ID: a process whose machine-ID lease
+// lapsed (engine/machine's Lease) stops issuing rather than duplicating
+// another instance's IDs. Check must be cheap and safe for concurrent use.
+type Fence interface {
+	Check(unixMilli int64) error
+}
+
+// Option configures a [Generator].
+type Option func(*config)
+
+type config struct {
+	layout        Layout
+	clock         clock.Clock
+	maxBackwards  time.Duration
+	lastTimestamp int64
+	fence         Fence
+}
+
+// WithLayout sets the bit layout (default [Default]).
+func WithLayout(l Layout) Option { return func(c *config) { c.layout = l } }
+
+// WithClock sets the time source (default clock.System). A clock with a
+// `UnixNano() int64` method, such as clock.Cached, is read through it.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithMaxBackwards sets how long a clock step back is waited out before
+// NextID fails with engine.ErrClockBackwards (default
+// clock.DefaultMaxBackwards). 0 fails at once.
+func WithMaxBackwards(d time.Duration) Option { return func(c *config) { c.maxBackwards = d } }
+
+// WithLastTimestamp tells the generator the Unix millisecond time of the last
+// ID (or heartbeat) saved for its machine ID, e.g. machine.State.LastTimestamp.
+// Its tick counts as used up: the first ID comes from a later tick. If the
+// clock is behind it by no more than the MaxBackwards bound, the first NextID
+// waits; further behind, New fails with engine.ErrClockBackwards. 0 means unknown.
+func WithLastTimestamp(unixMilli int64) Option {
+	return func(c *config) { c.lastTimestamp = unixMilli }
+}
+
+// WithFence makes every NextID ask f first (see [Fence]).
+func WithFence(f Fence) Option { return func(c *config) { c.fence = f } }
+
+// unixNanoer is the fast path of clocks that can tell the time without
+// building a time.Time (clock.Cached).
+type unixNanoer interface{ UnixNano() int64 }
+
+type systemNanos struct{}
+
+func (systemNanos) UnixNano() int64 { return time.Now().UnixNano() }
+
+type clockNanos struct{ c clock.Clock }
+
+func (c clockNanos) UnixNano() int64 { return c.c.Now().UnixNano() }
+
+// spinMax is the longest wait for the next tick that is spun through rather
+// than slept: timers overshoot sub-millisecond sleeps by more than the wait.
+const spinMax = time.Millisecond
+
+// Generator issues snowflake IDs for one machine ID. It is safe for any
+// number of goroutines: its whole state is the last ID issued, advanced with
+// one compare-and-swap per ID, so it never blocks on a lock and allocates
+// nothing.
+//
+// Per ID: a new tick restarts the sequence at 0 only once it reached the
+// layout's reset threshold, and otherwise continues it; within a tick the
+// sequence counts up, and past MaxSequence NextID waits for the next tick. A
+// clock behind the last tick is waited out up to MaxBackwards, beyond that
+// NextID fails with engine.ErrClockBackwards; a clock past the layout's
+// Expiry fails with engine.ErrTimestampOverflow. IDs from one Generator are
+// strictly increasing and never repeat.
+type Generator struct {
+	// Read-only after New.
+	layout      Layout
+	machine     int64
+	machinePart int64 // machine << SequenceBits
+	tickShift   uint
+	seqMask     int64
+	threshold   int64
+	maxTick     int64
+	seconds     bool
+	epochNanos  int64
+	epochMilli  int64
+	unitNanos   int64
+	unitMilli   int64
+	now         unixNanoer
+	clock       clock.Clock
+	sync        clock.Synchronizer
+	fence       Fence
+
+	_ [64]byte // keep the contended state off the read-only fields' cache line
+	// state is the last ID issued. Before the first it holds tick -1 (or the
+	// WithLastTimestamp tick) with a full sequence, so the next ID takes a
+	// later tick and starts its sequence at 0.
+	state atomic.Int64
+	_     [56]byte
+}
+
+var _ engine.Generator = (*Generator)(nil)
+
+// New returns a generator for machineID under the configured layout. A bad
+// layout wraps engine.ErrInvalidLayout, a machine ID out of range or a bad
+// option engine.ErrInvalidConfig.
+func New(machineID int64, opts ...Option) (*Generator, error) {
+	cfg := config{layout: Default, clock: clock.System, maxBackwards: clock.DefaultMaxBackwards}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	l := cfg.layout
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case machineID < 0 || machineID > l.MaxMachineID():
+		return nil, fmt.Errorf("%w: snowflake machine ID %d is outside [0, %d] of layout %s",
+			engine.ErrInvalidConfig, machineID, l.MaxMachineID(), l)
+	case cfg.clock == nil:
+		return nil, fmt.Errorf("%w: snowflake clock is nil", engine.ErrInvalidConfig)
+	case cfg.maxBackwards < 0:
+		return nil, fmt.Errorf("%w: snowflake max backwards %v is negative", engine.ErrInvalidConfig, cfg.maxBackwards)
+	case cfg.lastTimestamp < 0:
+		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, cfg.lastTimestamp)
+	}
+	g := &Generator{
+		layout:      l,
+		machine:     machineID,
+		machinePart: machineID << l.SequenceBits,
+		tickShift:   uint(l.MachineBits + l.SequenceBits),
+		seqMask:     l.MaxSequence(),
+		threshold:   l.ResetThreshold(),
+		maxTick:     l.MaxTick(),
+		seconds:     l.Unit == Second,
+		epochNanos:  l.Epoch.UnixNano(),
+		epochMilli:  l.Epoch.UnixMilli(),
+		unitNanos:   int64(l.Unit.Duration()),
+		unitMilli:   l.Unit.millis(),
+		clock:       cfg.clock,
+		sync:        clock.Synchronizer{Clock: cfg.clock, MaxWait: cfg.maxBackwards},
+		fence:       cfg.fence,
+	}
+	switch c := cfg.clock.(type) {
+	case unixNanoer:
+		g.now = c
+	default:
+		if cfg.clock == clock.System {
+			g.now = systemNanos{}
+		} else {
+			g.now = clockNanos{c}
+		}
+	}
+	g.state.Store(-1<<g.tickShift | g.seqMask)
+
+	nowNanos := g.now.UnixNano()
+	if g.tickOf(nowNanos) > g.maxTick {
+		return nil, l.overflow(time.Unix(0, nowNanos))
+	}
+	if last := cfg.lastTimestamp; last > 0 && last >= g.epochMilli {
+		tick := (last - g.epochMilli) / g.unitMilli
+		if tick > g.maxTick {
+			return nil, l.overflow(time.UnixMilli(last))
+		}
+		ahead := time.Duration(last)*time.Millisecond - time.Duration(nowNanos)
+		if ahead > cfg.maxBackwards {
+			return nil, fmt.Errorf("idforge: snowflake machine %d: last saved timestamp %s: %w", machineID,
+				time.UnixMilli(last).UTC().Format(time.RFC3339Nano), &clock.BackwardsError{Behind: ahead, MaxWait: cfg.maxBackwards})
+		}
+		g.state.Store(tick<<g.tickShift | g.seqMask)
+	}
+	return g, nil
+}
+
+// Layout returns the generator's bit layout.
+func (g *Generator) Layout() Layout { return g.layout }
+
+// MachineID returns the machine ID the generator issues under.
+func (g *Generator) MachineID() int64 { return g.machine }
+
+// LastTimestamp returns the Unix millisecond time of the tick of the newest
+// ID issued (or of WithLastTimestamp's tick before the first), 0 if none: the
+// value a machine-ID guard heartbeats so a restart can wait it out.
+func (g *Generator) LastTimestamp() int64 {
+	tick := g.state.Load() >> g.tickShift
+	if tick < 0 {
+		return 0
+	}
+	return g.epochMilli + tick*g.unitMilli
+}
+
+// tickOf converts a Unix nanosecond time to a tick; any time before the epoch
+// gives a negative tick.
+func (g *Generator) tickOf(nanos int64) int64 {
+	d := nanos - g.epochNanos
+	switch {
+	case d < 0:
+		return -1 - (-d / g.unitNanos)
+	case g.seconds:
+		return d / 1e9
+	default:
+		return d / 1e6
+	}
+}
+
+// NextID returns the next ID. It waits (honouring ctx) only for a sequence
+// overflow, spinning through the rest of a millisecond tick and sleeping on
+// the clock for a second tick, and for a clock step back within MaxBackwards.
+func (g *Generator) NextID(ctx context.Context) (int64, error) {
+	// Load the state before reading the clock: the state's tick then comes
+	// from an earlier reading and cannot look like the clock went back.
+	last := g.state.Load()
+	now := g.tickOf(g.now.UnixNano())
+	for {
+		tick, seq := last>>g.tickShift, last&g.seqMask
+		switch {
+		case now > tick:
+			tick = now
+			if seq >= g.threshold {
+				seq = 0
+			} else {
+				seq++
+			}
+		case now == tick && seq < g.seqMask:
+			seq++
+		default: // sequence used up, or the clock is behind the last tick
+			var err error
+			if now, err = g.wait(ctx, now, tick); err != nil {
+				return 0, err
+			}
+			last = g.state.Load()
+			continue
+		}
+		if tick > g.maxTick {
+			return 0, g.layout.overflow(time.Unix(0, g.epochNanos+tick*g.unitNanos))
+		}
+		if g.fence != nil {
+			if err := g.fence.Check(g.epochMilli + tick*g.unitMilli); err != nil {
+				return 0, err
+			}
+		}
+		id := tick<<g.tickShift | g.machinePart | seq
+		if g.state.CompareAndSwap(last, id) {
+			return id, nil
+		}
+		// Another goroutine won. Its tick came from a clock reading no
+		// earlier than ours unless it read a later tick; only then read again.
+		last = g.state.Load()
+		if last>>g.tickShift > now {
+			now = g.tickOf(g.now.UnixNano())
+		}
+	}
+}
+
+// wait returns once the clock has moved past lastTick (now == lastTick, the
+// sequence is used up) or reached it (now < lastTick, the clock went back),
+// and returns the tick it then reads.
+func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if now < 0 {
+		return 0, fmt.Errorf("%w: snowflake clock reads %s, before the epoch of layout %s", engine.ErrInvalidConfig,
+			g.clock.Now().UTC().Format(time.RFC3339Nano), g.layout)
+	}
+	if now < lastTick {
+		if err := g.waitBackwards(ctx, lastTick); err != nil {
+			return 0, err
+		}
+		return g.tickOf(g.now.UnixNano()), nil
+	}
+	next := g.epochNanos + (lastTick+1)*g.unitNanos
+	var spinStart time.Time
+	for i := 0; ; i++ {
+		nanos := g.now.UnixNano()
+		if nanos >= next {
+			return g.tickOf(nanos), nil
+		}
+		// Sleep on the generator's clock when the wait is long, or when the
+		// clock did not move while we spun (a fake or a cached clock).
+		long := time.Duration(next-nanos) > spinMax
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, fmt.Errorf("idforge: snowflake waiting for the next tick: %w", err)
+			}
+			if i == 0 {
+				spinStart = time.Now()
+			} else if time.Since(spinStart) > spinMax {
+				long = true
+			}
+		}
+		if long {
+			if err := g.clock.Sleep(ctx, time.Duration(next-nanos)); err != nil {
+				return 0, fmt.Errorf("idforge: snowflake waiting for the next tick: %w", err)
+			}
+			spinStart = time.Now()
+			continue
+		}
+		runtime.Gosched()
+	}
+}
+
+// waitBackwards waits until the clock reaches lastTick again, up to the
+// MaxBackwards bound.
+func (g *Generator) waitBackwards(ctx context.Context, lastTick int64) error {
+	target := time.Unix(0, g.epochNanos+lastTick*g.unitNanos)
+	if g.sync.MaxWait == 0 { // the Synchronizer reads 0 as its default
+		if behind := target.Sub(g.clock.Now()); behind > 0 {
+			return &clock.BackwardsError{Behind: behind}
+		}
+		return nil
+	}
+	return g.sync.WaitUntil(ctx, target)
+}

@@ -1,0 +1,420 @@
+package snowflake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+)
+
+// start is a whole millisecond, so clock steps come out as round durations.
+var start = time.Date(2026, 6, 23, 13, 17, 30, 192e6, time.UTC)
+
+func newGen(t testing.TB, machine int64, opts ...Option) *Generator {
+	t.Helper()
+	g, err := New(machine, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func next(t testing.TB, g *Generator) int64 {
+	t.Helper()
+	id, err := g.NextID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// residueRatio counts ids by id % n and returns max/min (+Inf if a residue is unused).
+func residueRatio(ids []int64, n int64) (ratio float64, used int) {
+	counts := make([]int, n)
+	for _, id := range ids {
+		counts[id%n]++
+	}
+	lo, hi := slices.Min(counts), slices.Max(counts)
+	for _, c := range counts {
+		if c > 0 {
+			used++
+		}
+	}
+	if lo == 0 {
+		return float64(hi) / 0, used
+	}
+	return float64(hi) / float64(lo), used
+}
+
+// TestThresholdSpreadsShards is DESIGN.md's evenness target: from one ID a
+// second to saturation, id % n for n in {2,3,4,8,16} stays within 1.05
+// max/min over 10,000 IDs.
+func TestThresholdSpreadsShards(t *testing.T) {
+	rates := []struct {
+		name         string
+		perTick, gap int // perTick IDs, then advance gap ms
+	}{
+		{"1/s", 1, 1000},
+		{"1/ms", 1, 1},
+		{"7/ms", 7, 1},
+		{"100/ms", 100, 1},
+		{"saturated", 1 << 20, 1}, // never advances by hand: only sequence overflow moves the clock
+	}
+	for _, r := range rates {
+		t.Run(r.name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			g := newGen(t, 5, WithClock(clk))
+			ids := make([]int64, 0, 10_000)
+			for len(ids) < cap(ids) {
+				for i := 0; i < r.perTick && len(ids) < cap(ids); i++ {
+					ids = append(ids, next(t, g))
+				}
+				clk.Advance(time.Duration(r.gap) * time.Millisecond)
+			}
+			for _, n := range []int64{2, 3, 4, 8, 16} {
+				if ratio, used := residueRatio(ids, n); ratio > 1.05 {
+					t.Errorf("id %% %d: max/min = %.3f, %d of %d residues used", n, ratio, used, n)
+				}
+			}
+		})
+	}
+}
+
+// TestResetEveryTickSkews is the contrast: a per-tick reset puts every
+// low-traffic ID on one residue, so the test above cannot pass by accident.
+func TestResetEveryTickSkews(t *testing.T) {
+	l := Default
+	l.SequenceResetThreshold = ResetEveryTick
+	for _, gap := range []time.Duration{time.Millisecond, time.Second} {
+		clk := clock.NewFake(start)
+		g := newGen(t, 5, WithClock(clk), WithLayout(l))
+		ids := make([]int64, 10_000)
+		for i := range ids {
+			ids[i] = next(t, g)
+			clk.Advance(gap)
+		}
+		for _, n := range []int64{2, 16} {
+			if _, used := residueRatio(ids, n); used != 1 {
+				t.Errorf("gap %v: per-tick reset used %d residues of id %% %d, want 1", gap, used, n)
+			}
+		}
+	}
+}
+
+func TestSequenceContinuesBelowThreshold(t *testing.T) {
+	l := Default
+	l.SequenceResetThreshold = 3
+	clk := clock.NewFake(start)
+	g := newGen(t, 1, WithClock(clk), WithLayout(l))
+	var seqs []int64
+	for range 10 {
+		p, _ := l.Decode(next(t, g))
+		seqs = append(seqs, p.Sequence)
+		clk.Advance(time.Millisecond)
+	}
+	if want := []int64{0, 1, 2, 3, 0, 1, 2, 3, 0, 1}; !slices.Equal(seqs, want) {
+		t.Errorf("sequences %v, want %v", seqs, want)
+	}
+}
+
+func assertIncreasing(t *testing.T, ids []int64) {
+	t.Helper()
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("ids[%d] = %d is not above ids[%d] = %d", i, ids[i], i-1, ids[i-1])
+		}
+	}
+}
+
+func TestShortStepBackIsWaitedOut(t *testing.T) {
+	clk := clock.NewFake(start)
+	g := newGen(t, 1, WithClock(clk))
+	var ids []int64
+	for range 5 {
+		ids = append(ids, next(t, g), next(t, g))
+		clk.Advance(time.Millisecond)
+	}
+	lastTick := ids[len(ids)-1] >> 22
+	clk.StepBack(2 * time.Millisecond)
+	sleeps := clk.Sleeps()
+	for range 50 {
+		ids = append(ids, next(t, g))
+	}
+	if clk.Sleeps() == sleeps {
+		t.Fatal("the step back was not waited out on the clock")
+	}
+	if tick := ids[10] >> 22; tick < lastTick {
+		t.Errorf("ID after the step back has tick %d, before the last tick %d", tick, lastTick)
+	}
+	assertIncreasing(t, ids)
+}
+
+func TestLongStepBackErrors(t *testing.T) {
+	clk := clock.NewFake(start)
+	g := newGen(t, 1, WithClock(clk))
+	last := next(t, g)
+	clk.StepBack(5 * time.Second)
+	_, err := g.NextID(context.Background())
+	if !errors.Is(err, engine.ErrClockBackwards) {
+		t.Fatalf("err = %v, want ErrClockBackwards", err)
+	}
+	if !strings.Contains(err.Error(), "5s behind") {
+		t.Errorf("message %q does not say by how much", err)
+	}
+	if g.LastTimestamp() != start.UnixMilli() {
+		t.Errorf("LastTimestamp moved to %d on a failed NextID", g.LastTimestamp())
+	}
+	clk.Advance(5 * time.Second)
+	if id := next(t, g); id <= last {
+		t.Errorf("after the clock recovered: %d <= %d", id, last)
+	}
+}
+
+func TestMaxBackwardsZeroFailsAtOnce(t *testing.T) {
+	clk := clock.NewFake(start)
+	g := newGen(t, 1, WithClock(clk), WithMaxBackwards(0))
+	next(t, g)
+	clk.StepBack(time.Millisecond)
+	if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "1ms") {
+		t.Fatalf("err = %v, want ErrClockBackwards by 1ms", err)
+	}
+	if clk.Sleeps() != 0 {
+		t.Errorf("slept %d times with MaxBackwards 0", clk.Sleeps())
+	}
+}
+
+func TestSequenceOverflowWaitsATick(t *testing.T) {
+	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 8, Unit: Second}
+	for _, l := range []Layout{Default, small} {
+		t.Run(l.String(), func(t *testing.T) {
+			clk := clock.NewFake(start)
+			g := newGen(t, 3, WithClock(clk), WithLayout(l))
+			ids := make([]int64, l.IDsPerTick()+1)
+			for i := range ids {
+				ids[i] = next(t, g)
+			}
+			assertIncreasing(t, ids)
+			first, _ := l.Decode(ids[0])
+			lastOfTick, _ := l.Decode(ids[len(ids)-2])
+			over, _ := l.Decode(ids[len(ids)-1])
+			if first.Tick != lastOfTick.Tick || lastOfTick.Sequence != l.MaxSequence() {
+				t.Fatalf("tick filled up to %+v from %+v", lastOfTick, first)
+			}
+			if over.Tick != first.Tick+1 || over.Sequence != 0 {
+				t.Errorf("overflow ID %+v, want tick %d sequence 0", over, first.Tick+1)
+			}
+			if clk.Now().Before(over.Time) {
+				t.Errorf("clock %v is before the overflow ID's tick %v", clk.Now(), over.Time)
+			}
+		})
+	}
+}
+
+func TestTimestampOverflow(t *testing.T) {
+	for _, l := range []Layout{Default, JSSafe, JSSafeSeconds} {
+		clk := clock.NewFake(l.Expiry().Add(-l.Unit.Duration()))
+		g := newGen(t, l.MaxMachineID(), WithClock(clk), WithLayout(l))
+		// Up to the expiry, even the JS-safe layouts stay within 2^53-1.
+		n := min(l.IDsPerTick(), 4096)
+		for range n {
+			if id := next(t, g); id > l.MaxID() || id < 0 {
+				t.Fatalf("%s: id %d above MaxID %d", l, id, l.MaxID())
+			}
+		}
+		if n < l.IDsPerTick() { // else the full tick makes NextID wait for the next one
+			clk.Advance(l.Unit.Duration())
+		}
+		if id, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
+			t.Fatalf("%s: past the last tick got %d, %v; want ErrTimestampOverflow", l, id, err)
+		}
+		clk.Advance(time.Hour)
+		if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
+			t.Errorf("%s: after expiry: %v", l, err)
+		}
+		if _, err := New(0, WithClock(clk), WithLayout(l)); !errors.Is(err, engine.ErrTimestampOverflow) {
+			t.Errorf("%s: New after expiry: %v", l, err)
+		}
+	}
+}
+
+func TestLastTimestampAtStartUp(t *testing.T) {
+	clk := clock.NewFake(start)
+	ahead := start.Add(2 * time.Millisecond).UnixMilli()
+	g := newGen(t, 1, WithClock(clk), WithLastTimestamp(ahead))
+	if g.LastTimestamp() != ahead {
+		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.LastTimestamp(), ahead)
+	}
+	p, _ := Default.Decode(next(t, g))
+	if p.Time.UnixMilli() <= ahead {
+		t.Errorf("first ID at %v, not after the saved timestamp %v", p.Time, time.UnixMilli(ahead).UTC())
+	}
+	if g.LastTimestamp() != p.Time.UnixMilli() {
+		t.Errorf("LastTimestamp = %d, want the ID's %d", g.LastTimestamp(), p.Time.UnixMilli())
+	}
+
+	_, err := New(1, WithClock(clk), WithLastTimestamp(clk.Now().Add(5*time.Second).UnixMilli()))
+	if !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "5s behind") {
+		t.Errorf("5 s ahead: %v, want ErrClockBackwards saying 5s", err)
+	}
+
+	// A saved timestamp in the past only marks its tick as used.
+	past := clk.Now().Add(-time.Hour).UnixMilli()
+	g = newGen(t, 1, WithClock(clk), WithLastTimestamp(past))
+	if p, _ := Default.Decode(next(t, g)); !p.Time.Equal(clk.Now()) {
+		t.Errorf("with an old saved timestamp the ID is at %v, want now %v", p.Time, clk.Now())
+	}
+}
+
+type fenceFunc func(int64) error
+
+func (f fenceFunc) Check(ms int64) error { return f(ms) }
+
+func TestFenceStopsIssuing(t *testing.T) {
+	clk := clock.NewFake(start)
+	var lost atomic.Bool
+	var seen atomic.Int64
+	fence := fenceFunc(func(ms int64) error {
+		seen.Store(ms)
+		if lost.Load() {
+			return fmt.Errorf("%w: lease expired", engine.ErrMachineIDLost)
+		}
+		return nil
+	})
+	g := newGen(t, 1, WithClock(clk), WithFence(fence))
+	p, _ := Default.Decode(next(t, g))
+	if seen.Load() != p.Time.UnixMilli() {
+		t.Errorf("fence saw %d, want the ID's time %d", seen.Load(), p.Time.UnixMilli())
+	}
+	lost.Store(true)
+	clk.Advance(time.Millisecond)
+	for range 3 {
+		if id, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrMachineIDLost) {
+			t.Fatalf("after the lease lapsed: %d, %v", id, err)
+		}
+	}
+	if g.LastTimestamp() != p.Time.UnixMilli() {
+		t.Errorf("a refused ID moved LastTimestamp")
+	}
+}
+
+func TestContextCancelWhileWaiting(t *testing.T) {
+	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: Second}
+	cases := map[string]struct {
+		layout Layout
+		setup  func(*clock.Fake, *Generator)
+	}{
+		"step back": {Default, func(clk *clock.Fake, g *Generator) {
+			next(t, g)
+			clk.StepBack(5 * time.Millisecond)
+		}},
+		"sequence overflow": {small, func(clk *clock.Fake, g *Generator) {
+			next(t, g)
+			next(t, g)
+		}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			clk.ManualSleep = true // sleeps block until the test moves the clock
+			g := newGen(t, 1, WithClock(clk), WithLayout(c.layout))
+			c.setup(clk, g)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := g.NextID(ctx)
+				done <- err
+			}()
+			for clk.Sleeps() == 0 {
+				runtime.Gosched()
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+		})
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	cases := map[string]struct {
+		machine int64
+		opts    []Option
+	}{
+		"machine too big":         {1024, nil},
+		"negative machine":        {-1, nil},
+		"machine above JS-safe":   {8, []Option{WithLayout(JSSafe)}},
+		"nil clock":               {0, []Option{WithClock(nil)}},
+		"negative max backwards":  {0, []Option{WithMaxBackwards(-time.Millisecond)}},
+		"negative last timestamp": {0, []Option{WithLastTimestamp(-1)}},
+	}
+	for name, c := range cases {
+		if _, err := New(c.machine, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+		}
+	}
+	clk := clock.NewFake(DefaultEpoch.Add(-time.Hour))
+	g := newGen(t, 0, WithClock(clk))
+	if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "before the epoch") {
+		t.Errorf("clock before the epoch: %v", err)
+	}
+}
+
+func TestNoAllocations(t *testing.T) {
+	g := newGen(t, 1)
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(10_000, func() { g.NextID(ctx) }); n != 0 {
+		t.Errorf("%v allocations per ID", n)
+	}
+}
+
+func TestConcurrentIDsAreDistinct(t *testing.T) {
+	const goroutines, perGoroutine = 16, 250_000
+	g := newGen(t, 7)
+	all := make([][]int64, goroutines)
+	var wg sync.WaitGroup
+	for w := range all {
+		wg.Go(func() {
+			ids := make([]int64, perGoroutine)
+			for i := range ids {
+				id, err := g.NextID(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[i] = id
+			}
+			all[w] = ids
+		})
+	}
+	wg.Wait()
+	merged := make([]int64, 0, goroutines*perGoroutine)
+	for w, ids := range all {
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				t.Fatalf("goroutine %d: id %d after %d", w, ids[i], ids[i-1])
+			}
+		}
+		merged = append(merged, ids...)
+	}
+	if len(merged) != goroutines*perGoroutine {
+		t.Fatalf("%d IDs, want %d", len(merged), goroutines*perGoroutine)
+	}
+	slices.Sort(merged)
+	for i := 1; i < len(merged); i++ {
+		if merged[i] == merged[i-1] {
+			t.Fatalf("duplicate ID %d", merged[i])
+		}
+	}
+	if p, _ := Default.Decode(merged[len(merged)-1]); p.Machine != 7 {
+		t.Errorf("machine %d, want 7", p.Machine)
+	}
+}

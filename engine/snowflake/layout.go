@@ -1,0 +1,294 @@
+package snowflake
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// Unit is the length of one timestamp tick.
+type Unit int
+
+// Timestamp units. The zero Unit is invalid, so a Layout that forgets to set
+// one fails validation instead of silently picking a unit.
+const (
+	Millisecond Unit = iota + 1
+	Second
+)
+
+// Duration returns the length of one tick, 0 for an unknown unit.
+func (u Unit) Duration() time.Duration {
+	switch u {
+	case Millisecond:
+		return time.Millisecond
+	case Second:
+		return time.Second
+	}
+	return 0
+}
+
+// String returns "ms" or "s".
+func (u Unit) String() string {
+	switch u {
+	case Millisecond:
+		return "ms"
+	case Second:
+		return "s"
+	}
+	return fmt.Sprintf("Unit(%d)", int(u))
+}
+
+func (u Unit) millis() int64 { return int64(u.Duration() / time.Millisecond) }
+
+// ResetEveryTick as [Layout.SequenceResetThreshold] restarts the sequence at
+// 0 on every new tick, as Twitter's snowflake and bwmarrin/snowflake do. Under
+// low traffic every ID then ends in the same low bits and `id % 2^k` sends
+// them all to one shard; it exists for compatibility and comparison only.
+const ResetEveryTick int64 = -1
+
+// DefaultEpoch is CosId's epoch, 2019-12-24T16:00:00Z (1577203200000 ms).
+var DefaultEpoch = time.Date(2019, 12, 24, 16, 0, 0, 0, time.UTC)
+
+// Presets. Layouts are values: copy one and change a field to derive your own.
+var (
+	// Default is 41 bits of milliseconds (until 2089), 10 machine bits, 12
+	// sequence bits: 4,096,000 IDs/s per machine, 1024 machines.
+	Default = Layout{Epoch: DefaultEpoch, TimestampBits: 41, MachineBits: 10, SequenceBits: 12, Unit: Millisecond}
+	// Seconds is 31 bits of seconds (until 2087), 10 machine bits, 22
+	// sequence bits: 4,194,304 IDs/s per machine, with no wait at the tick
+	// boundary for bursts up to that size.
+	Seconds = Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 22, Unit: Second}
+	// JSSafe fits 53 bits, so IDs survive JavaScript's Number: 41 bits of
+	// milliseconds, 3 machine bits, 9 sequence bits (512,000 IDs/s, 8 machines).
+	JSSafe = Layout{Epoch: DefaultEpoch, TimestampBits: 41, MachineBits: 3, SequenceBits: 9, Unit: Millisecond}
+	// JSSafeSeconds fits 53 bits with second ticks: 31/3/19 (524,288 IDs/s, 8 machines).
+	JSSafeSeconds = Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 3, SequenceBits: 19, Unit: Second}
+)
+
+// minSpan is the shortest life a layout may have: fewer timestamp bits than
+// this are a typo, not a design.
+const minSpan = 365 * 24 * time.Hour
+
+// Layout is a snowflake bit layout:
+//
+//	id = tick << (MachineBits+SequenceBits) | machine << SequenceBits | sequence
+//
+// where tick counts Units since Epoch. IDs have at most 63 bits, so they stay
+// positive in a signed BIGINT. A Layout is a plain value; [Layout.Validate]
+// says whether it can work.
+type Layout struct {
+	// Epoch is tick 0. It must be a whole Unit, not before 1970 and not in the future.
+	Epoch         time.Time
+	TimestampBits int
+	MachineBits   int // may be 0 for a single generator
+	SequenceBits  int
+	Unit          Unit
+	// SequenceResetThreshold decides when a new tick restarts the sequence at
+	// 0: only once the sequence has reached the threshold; below it the
+	// sequence continues (+1) across ticks, so the low bits of low-traffic IDs
+	// keep cycling and `id % n` spreads them evenly (CosId's fix).
+	//
+	// 0 means the default, 2^(SequenceBits-1)-1 (2047 for 12 bits; 1 for a
+	// single sequence bit). Any value in [1, MaxSequence] is used as is;
+	// MaxSequence makes the sequence cycle through its whole range.
+	// [ResetEveryTick] restarts at 0 on every tick. Under saturation every
+	// tick ends past any threshold, so the threshold never costs throughput.
+	SequenceResetThreshold int64
+}
+
+// Validate reports whether the layout can work, with an error wrapping
+// engine.ErrInvalidLayout that says what is wrong.
+func (l Layout) Validate() error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	if now := time.Now(); l.Epoch.After(now) {
+		return l.invalid("epoch %s is in the future", l.Epoch.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// check is Validate without the clock: what Decode and Compose need.
+func (l Layout) check() error {
+	tb, mb, sb := l.TimestampBits, l.MachineBits, l.SequenceBits
+	switch {
+	case tb < 0 || mb < 0 || sb < 0:
+		return l.invalid("bit counts must not be negative")
+	case tb+mb+sb > 63:
+		return l.invalid("%d+%d+%d = %d bits, at most 63 fit a signed int64", tb, mb, sb, tb+mb+sb)
+	case sb == 0:
+		return l.invalid("sequence bits must be at least 1")
+	case l.Unit != Millisecond && l.Unit != Second:
+		return l.invalid("unknown unit %v (use Millisecond or Second)", l.Unit)
+	case l.Epoch.IsZero():
+		return l.invalid("epoch is not set")
+	case l.Epoch.Before(time.Unix(0, 0)):
+		return l.invalid("epoch %s is before 1970", l.Epoch.UTC().Format(time.RFC3339Nano))
+	case l.Epoch.UnixNano()%int64(l.Unit.Duration()) != 0:
+		return l.invalid("epoch %s is not a whole %v", l.Epoch.UTC().Format(time.RFC3339Nano), l.Unit)
+	}
+	if minTicks := int64(minSpan / l.Unit.Duration()); mask(tb)+1 < minTicks {
+		return l.invalid("%d timestamp bits of %v last only %v, less than a year",
+			tb, l.Unit, time.Duration(mask(tb)+1)*l.Unit.Duration())
+	}
+	if t := l.SequenceResetThreshold; t != ResetEveryTick && (t < 0 || t > l.MaxSequence()) {
+		return l.invalid("sequence reset threshold %d is outside [0, %d] (or ResetEveryTick)", t, l.MaxSequence())
+	}
+	return nil
+}
+
+func (l Layout) invalid(format string, args ...any) error {
+	return fmt.Errorf("%w %s: %s", engine.ErrInvalidLayout, l, fmt.Sprintf(format, args...))
+}
+
+// String describes the layout, e.g. "41/10/12 ms since 2019-12-24T16:00:00Z".
+func (l Layout) String() string {
+	s := fmt.Sprintf("%d/%d/%d %v since %s", l.TimestampBits, l.MachineBits, l.SequenceBits,
+		l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano))
+	if l.SequenceResetThreshold != 0 {
+		s += fmt.Sprintf(" reset threshold %d", l.SequenceResetThreshold)
+	}
+	return s
+}
+
+// mask returns 2^bits - 1, or 0 for a bit count outside [0, 63].
+func mask(bits int) int64 {
+	if bits < 0 || bits > 63 {
+		return 0
+	}
+	return int64(uint64(1)<<bits - 1)
+}
+
+// MaxMachineID is the largest machine ID: 2^MachineBits - 1.
+func (l Layout) MaxMachineID() int64 { return mask(l.MachineBits) }
+
+// MaxSequence is the largest sequence number within a tick: 2^SequenceBits - 1.
+func (l Layout) MaxSequence() int64 { return mask(l.SequenceBits) }
+
+// MaxTick is the last tick the timestamp bits can hold: 2^TimestampBits - 1.
+func (l Layout) MaxTick() int64 { return mask(l.TimestampBits) }
+
+// MaxID is the largest ID of the layout: 2^(all bits) - 1 (2^53-1 for JSSafe).
+func (l Layout) MaxID() int64 { return mask(l.TimestampBits + l.MachineBits + l.SequenceBits) }
+
+// IDsPerTick is how many IDs one machine can issue per tick.
+func (l Layout) IDsPerTick() int64 { return l.MaxSequence() + 1 }
+
+// IDsPerSecond is how many IDs one machine can issue per second.
+func (l Layout) IDsPerSecond() int64 {
+	if l.Unit == Millisecond {
+		return l.IDsPerTick() * 1000
+	}
+	return l.IDsPerTick()
+}
+
+// ResetThreshold returns the sequence reset threshold in effect: the default
+// when SequenceResetThreshold is 0, otherwise the field (ResetEveryTick included).
+func (l Layout) ResetThreshold() int64 {
+	if l.SequenceResetThreshold != 0 {
+		return l.SequenceResetThreshold
+	}
+	return max(mask(l.SequenceBits-1), 1)
+}
+
+// Expiry is the moment the timestamp runs out: Epoch + 2^TimestampBits ticks.
+// A generator fails with engine.ErrTimestampOverflow from then on.
+func (l Layout) Expiry() time.Time { return l.tickTime(l.MaxTick() + 1) }
+
+// tickTime is the start of a tick, in UTC.
+func (l Layout) tickTime(tick int64) time.Time {
+	if l.Unit == Second {
+		return time.Unix(l.Epoch.Unix()+tick, 0).UTC()
+	}
+	return time.UnixMilli(l.Epoch.UnixMilli() + tick).UTC()
+}
+
+// Tick returns the tick holding t (t rounded down to the unit).
+func (l Layout) Tick(t time.Time) (int64, error) {
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	if t.Before(l.Epoch) {
+		return 0, fmt.Errorf("%w: %s is before the epoch of %s", engine.ErrInvalidID, t.UTC().Format(time.RFC3339Nano), l)
+	}
+	// t - epoch as whole seconds plus nanoseconds, without time.Duration's 292-year limit.
+	secs := t.Unix() - l.Epoch.Unix()
+	nanos := int64(t.Nanosecond() - l.Epoch.Nanosecond())
+	if nanos < 0 {
+		secs, nanos = secs-1, nanos+1e9
+	}
+	tick := secs
+	if l.Unit == Millisecond {
+		if secs > l.MaxTick()/1000 {
+			return 0, l.overflow(t)
+		}
+		tick = secs*1000 + nanos/1e6
+	}
+	if tick > l.MaxTick() {
+		return 0, l.overflow(t)
+	}
+	return tick, nil
+}
+
+func (l Layout) overflow(t time.Time) error {
+	return fmt.Errorf("%w: %s is past the end of %s (%s)", engine.ErrTimestampOverflow,
+		t.UTC().Format(time.RFC3339Nano), l, l.Expiry().Format(time.RFC3339Nano))
+}
+
+// Compose builds the ID for time t (rounded down to the unit), machine and
+// sequence. Parts out of range are errors wrapping engine.ErrInvalidID, a
+// time past the layout's Expiry wraps engine.ErrTimestampOverflow.
+func (l Layout) Compose(t time.Time, machine, seq int64) (int64, error) {
+	tick, err := l.Tick(t)
+	if err != nil {
+		return 0, err
+	}
+	return l.ComposeTick(tick, machine, seq)
+}
+
+// ComposeTick is [Layout.Compose] with the tick given directly.
+func (l Layout) ComposeTick(tick, machine, seq int64) (int64, error) {
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	switch {
+	case tick < 0:
+		return 0, fmt.Errorf("%w: tick %d is negative", engine.ErrInvalidID, tick)
+	case tick > l.MaxTick():
+		return 0, fmt.Errorf("%w: tick %d exceeds %d of %s", engine.ErrTimestampOverflow, tick, l.MaxTick(), l)
+	case machine < 0 || machine > l.MaxMachineID():
+		return 0, fmt.Errorf("%w: machine %d is outside [0, %d] of %s", engine.ErrInvalidID, machine, l.MaxMachineID(), l)
+	case seq < 0 || seq > l.MaxSequence():
+		return 0, fmt.Errorf("%w: sequence %d is outside [0, %d] of %s", engine.ErrInvalidID, seq, l.MaxSequence(), l)
+	}
+	return tick<<(l.MachineBits+l.SequenceBits) | machine<<l.SequenceBits | seq, nil
+}
+
+// Parts is a decoded snowflake ID.
+type Parts struct {
+	ID       int64
+	Time     time.Time // start of the tick, UTC
+	Tick     int64     // units since the epoch
+	Machine  int64
+	Sequence int64
+}
+
+// Decode splits id into its parts. Negative IDs and IDs above MaxID are
+// errors wrapping engine.ErrInvalidID.
+func (l Layout) Decode(id int64) (Parts, error) {
+	if err := l.check(); err != nil {
+		return Parts{}, err
+	}
+	if id < 0 || id > l.MaxID() {
+		return Parts{}, fmt.Errorf("%w: %d is outside [0, %d] of %s", engine.ErrInvalidID, id, l.MaxID(), l)
+	}
+	tick := id >> (l.MachineBits + l.SequenceBits)
+	return Parts{
+		ID:       id,
+		Time:     l.tickTime(tick),
+		Tick:     tick,
+		Machine:  id >> l.SequenceBits & l.MaxMachineID(),
+		Sequence: id & l.MaxSequence(),
+	}, nil
+}
