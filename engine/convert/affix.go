@@ -1,0 +1,79 @@
+package convert
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// affix wraps an inner formatter with a fixed prefix and suffix.
+type affix struct {
+	prefix, suffix string
+	inner          engine.Formatter
+}
+
+// WithPrefix returns a formatter that writes prefix before inner's string
+// ("ord_" + "7n42DGM5Tflk") and whose Parse requires and strips it.
+func WithPrefix(prefix string, inner engine.Formatter) engine.Formatter {
+	return &affix{prefix: prefix, inner: inner}
+}
+
+// WithSuffix returns a formatter that writes suffix after inner's string and
+// whose Parse requires and strips it.
+func WithSuffix(suffix string, inner engine.Formatter) engine.Formatter {
+	return &affix{suffix: suffix, inner: inner}
+}
+
+func (a *affix) Format(id int64) string { return formatID(a, id) }
+
+func (a *affix) Parse(s string) (int64, error) {
+	rest, ok := strings.CutPrefix(s, a.prefix)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q: want prefix %q", engine.ErrInvalidID, s, a.prefix)
+	}
+	rest, ok = strings.CutSuffix(rest, a.suffix)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q: want suffix %q", engine.ErrInvalidID, s, a.suffix)
+	}
+	return parseInner(a.inner, s, rest)
+}
+
+// parseInner parses the part of s that a wrapper's inner formatter wrote, and
+// names the whole input if that fails.
+func parseInner(inner engine.Formatter, s, part string) (int64, error) {
+	v, err := inner.Parse(part)
+	if err != nil {
+		return 0, fmt.Errorf("convert: %q: %w", s, err)
+	}
+	return v, nil
+}
+
+// formatID formats id with f into a stack buffer, so the returned string is
+// the only allocation when it fits in 64 bytes.
+func formatID(f engine.Formatter, id int64) string {
+	var buf [64]byte
+	return string(appendID(buf[:0], f, id))
+}
+
+// appendID appends f's form of id to dst. It switches on the concrete types
+// of this package instead of calling an interface method, which would make
+// dst escape to the heap and cost wrappers a second allocation.
+func appendID(dst []byte, f engine.Formatter, id int64) []byte {
+	switch f := f.(type) {
+	case *Radix:
+		return f.appendID(dst, id)
+	case engine.Decimal:
+		return strconv.AppendInt(dst, id, 10)
+	case *affix:
+		dst = append(dst, f.prefix...)
+		dst = appendID(dst, f.inner, id)
+		return append(dst, f.suffix...)
+	case *dated:
+		dst = f.now().AppendFormat(dst, dateLayout)
+		return appendID(dst, f.inner, id)
+	default:
+		return append(dst, f.Format(id)...)
+	}
+}

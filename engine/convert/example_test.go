@@ -1,0 +1,89 @@
+package convert_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+)
+
+// A string generator of prefixed, sortable radix-62 order numbers: engine.Stringer
+// joins any Generator with a Formatter from this package.
+func Example() {
+	var next int64 = 1_234_567_890
+	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { next++; return next, nil })
+	r, err := convert.NewRadix62(convert.Padded())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	orders := engine.Stringer{Generator: gen, Formatter: convert.WithPrefix("ord_", r)}
+	for range 2 {
+		s, _ := orders.NextString(context.Background())
+		fmt.Println(s)
+	}
+	// Output:
+	// ord_000001LY7VL
+	// ord_000001LY7VM
+}
+
+func ExampleNewRadix62() {
+	plain, _ := convert.NewRadix62()
+	padded, _ := convert.NewRadix62(convert.Padded())
+	for _, id := range []int64{61, 62} {
+		fmt.Println(plain.Format(id), padded.Format(id))
+	}
+	id, err := padded.Parse("0000000001z")
+	fmt.Println(id, err)
+	_, err = padded.Parse("1z") // too short for the padded form
+	fmt.Println(err)
+	// Output:
+	// z 0000000000z
+	// 10 00000000010
+	// 123 <nil>
+	// idforge: invalid id: radix62 "1z": 2 digits, want 11
+}
+
+func ExampleWithPrefix() {
+	f := convert.WithPrefix("ord_", engine.Decimal{})
+	fmt.Println(f.Format(42))
+	fmt.Println(f.Parse("ord_42"))
+	fmt.Println(f.Parse("usr_42"))
+	// Output:
+	// ord_42
+	// 42 <nil>
+	// 0 idforge: invalid id: "usr_42": want prefix "ord_"
+}
+
+func ExampleWithDatePrefix() {
+	now := func() time.Time { return time.Date(2026, 11, 21, 23, 27, 14, 0, time.UTC) }
+	r36, _ := convert.NewRadix36()
+	f := convert.WithDatePrefix(now, r36)
+	fmt.Println(f.Format(1_000_000))
+	fmt.Println(f.Parse("20261121lfls"))
+	fmt.Println(f.Parse("19991231lfls")) // any date: it is not part of the ID
+	// Output:
+	// 20261121lfls
+	// 1000000 <nil>
+	// 1000000 <nil>
+}
+
+// ByName is how struct tags such as `idgen:"snowflake,format=radix62"` find
+// their formatter.
+func ExampleByName() {
+	for _, name := range []string{"decimal", "radix36", "radix62", "base64"} {
+		f, err := convert.ByName(name)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(name, f.Format(1<<53))
+	}
+	// Output:
+	// decimal 9007199254740992
+	// radix36 2gosa7pa2gw
+	// radix62 fFgnDxSe8
+	// idforge: invalid configuration: unknown format "base64" (known: [decimal radix36 radix62])
+}
