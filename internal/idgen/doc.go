@@ -1,0 +1,18 @@
+// Package idgen is what the GORM plugin and the sqlx helper share: the one
+// `idgen` struct-tag syntax, the checks that a tagged field can hold an ID,
+// and filling a zero-valued field by reflection.
+//
+// The tag is `idgen:"<kind>[,name=<name>][,format=<format>]"`:
+//
+//	ID    int64  `idgen:"snowflake"`                 // kind "snowflake", the kind's shared default
+//	ID    int64  `idgen:"chain,name=order"`          // kind "chain", generator "order"
+//	Code  string `idgen:"snowflake,format=radix62"`  // string fields take a format (default decimal)
+//
+// Tagged fields may be int64, uint64, int (on 64-bit platforms), engine.ID or
+// any other type of those kinds, string, or a pointer to one of them. Every
+// mistake (an unknown option, an empty kind, a bad format, a field that cannot
+// hold an ID, a kind the registry does not know) is an error that names the
+// model and the field and wraps [engine.ErrInvalidConfig] or
+// [engine.ErrUnknownGenerator], so callers test it with errors.Is without
+// importing this package.
+package idgen

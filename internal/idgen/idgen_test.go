@@ -1,0 +1,313 @@
+package idgen
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+)
+
+func TestParseTag(t *testing.T) {
+	good := []struct {
+		tag  string
+		want Spec
+	}{
+		{"snowflake", Spec{Kind: "snowflake"}},
+		{"chain,name=order", Spec{Kind: "chain", Name: "order"}},
+		{"snowflake,format=radix62", Spec{Kind: "snowflake", Format: "radix62"}},
+		{" chain , format=radix36 , name=order ", Spec{Kind: "chain", Name: "order", Format: "radix36"}},
+	}
+	for _, c := range good {
+		got, err := ParseTag(c.tag)
+		if err != nil || got != c.want {
+			t.Errorf("ParseTag(%q) = %+v, %v; want %+v", c.tag, got, err, c.want)
+		}
+	}
+	bad := []struct{ tag, why string }{
+		{"", "kind is missing"},
+		{",name=order", "kind is missing"},
+		{"name=order", "not a generator kind"},
+		{"chain,nmae=order", `unknown option "nmae"`},
+		{"chain,order", `"order" is not key=value`},
+		{"chain,name=", `"name" has no value`},
+		{"chain,name=a,name=b", "given twice"},
+		{"snow flake", "not a generator kind"},
+	}
+	for _, c := range bad {
+		_, err := ParseTag(c.tag)
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("ParseTag(%q) = %v; want ErrInvalidConfig saying %q", c.tag, err, c.why)
+		}
+	}
+}
+
+type Base struct {
+	ID int64 `idgen:"snowflake"`
+}
+
+type inner struct {
+	Code string `idgen:"snowflake,format=radix62"`
+}
+
+type Good struct {
+	*Base
+	inner
+	U      uint64     `idgen:"chain,name=u"`
+	I      int        `idgen:"snowflake"`
+	E      engine.ID  `idgen:"snowflake"`
+	PI     *int64     `idgen:"snowflake"`
+	PS     *string    `idgen:"snowflake"`
+	PE     *engine.ID `idgen:"snowflake"`
+	Dec    string     `idgen:"snowflake"`
+	Pinned int64      `idgen:"snowflake"`
+	Other  int64
+}
+
+func counterRegistry(t testing.TB) (*engine.Registry, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	n.Store(1_000_000)
+	g := engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil })
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) { return g, nil }); err != nil {
+		t.Fatal(err)
+	}
+	return reg, &n
+}
+
+func TestPlanFillsZeroFieldsOnly(t *testing.T) {
+	p, err := PlanOf(reflect.TypeFor[Good]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range p.Fields {
+		names = append(names, f.Name)
+	}
+	want := "Base.ID inner.Code U I E PI PS PE Dec Pinned"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("fields %q, want %q", got, want)
+	}
+	if again, _ := PlanOf(reflect.TypeFor[Good]()); again != p {
+		t.Error("PlanOf did not cache the plan")
+	}
+	reg, _ := counterRegistry(t)
+	gens, err := p.Bind(context.Background(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	g := Good{Pinned: 7, PI: &zero}
+	keep := g.PI
+	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(&g).Elem()); err != nil {
+		t.Fatal(err)
+	}
+	r62, _ := convert.ByName("radix62")
+	seen := map[int64]string{}
+	add := func(name string, id int64) {
+		if id <= 1_000_000 {
+			t.Errorf("%s = %d, not drawn from the generator", name, id)
+		}
+		if prev, dup := seen[id]; dup {
+			t.Errorf("%s and %s share id %d", prev, name, id)
+		}
+		seen[id] = name
+	}
+	if g.Base == nil {
+		t.Fatal("nil embedded *Base was not allocated")
+	}
+	add("Base.ID", g.ID)
+	code, err := r62.Parse(g.Code)
+	if err != nil {
+		t.Fatalf("Code %q is not radix62: %v", g.Code, err)
+	}
+	add("Code", code)
+	add("U", int64(g.U))
+	add("I", int64(g.I))
+	add("E", g.E.Int64())
+	if g.PI != keep {
+		t.Error("PI pointed at 0 and was replaced instead of filled in place")
+	}
+	add("PI", *g.PI)
+	ps, err := engine.Decimal{}.Parse(*g.PS)
+	if err != nil {
+		t.Fatalf("PS %q: %v", *g.PS, err)
+	}
+	add("PS", ps)
+	add("PE", g.PE.Int64())
+	dec, err := engine.Decimal{}.Parse(g.Dec)
+	if err != nil {
+		t.Fatalf("Dec %q: %v", g.Dec, err)
+	}
+	add("Dec", dec)
+	if g.Pinned != 7 {
+		t.Errorf("pinned id overwritten: %d", g.Pinned)
+	}
+	if g.Other != 0 {
+		t.Errorf("untagged field written: %d", g.Other)
+	}
+
+	before := g
+	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(&g).Elem()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, g) {
+		t.Errorf("second fill changed set ids: %+v -> %+v", before, g)
+	}
+}
+
+func TestFieldErrorsNameModelAndField(t *testing.T) {
+	cases := []struct {
+		value any
+		is    error
+		field string
+		why   string
+	}{
+		{struct {
+			A int32 `idgen:"snowflake"`
+		}{}, engine.ErrInvalidConfig, "field A", "type int32"},
+		{struct {
+			F float64 `idgen:"snowflake"`
+		}{}, engine.ErrInvalidConfig, "field F", "type float64"},
+		{struct {
+			S struct{ X int64 } `idgen:"snowflake"`
+		}{}, engine.ErrInvalidConfig, "field S", "cannot hold a 64-bit ID"},
+		{struct {
+			B []byte `idgen:"snowflake"`
+		}{}, engine.ErrInvalidConfig, "field B", "type []uint8"},
+		{struct {
+			PP **int64 `idgen:"snowflake"`
+		}{}, engine.ErrInvalidConfig, "field PP", "type **int64"},
+		{struct {
+			N int64 `idgen:"snowflake,fromat=radix62"`
+		}{}, engine.ErrInvalidConfig, "field N", `unknown option "fromat"`},
+		{struct {
+			N int64 `idgen:"snowflake,format=radix62"`
+		}{}, engine.ErrInvalidConfig, "field N", "string fields only"},
+		{struct {
+			S string `idgen:"snowflake,format=radix63"`
+		}{}, engine.ErrInvalidConfig, "field S", `"radix63"`},
+		{struct {
+			n int64 `idgen:"snowflake"`
+		}{}, engine.ErrInvalidConfig, "field n", "unexported"},
+	}
+	for _, c := range cases {
+		typ := reflect.TypeOf(c.value)
+		_, err := PlanOf(typ)
+		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), "model "+typ.String()+" "+c.field) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: got %v; want %v naming %q and saying %q", typ, err, c.is, c.field, c.why)
+		}
+		if _, again := PlanOf(typ); again == nil || again.Error() != err.Error() {
+			t.Errorf("%s: the error is not reported again: %v", typ, again)
+		}
+	}
+}
+
+type Order struct {
+	ID int64 `idgen:"chian"`
+}
+
+func TestUnknownKindNamesModelAndField(t *testing.T) {
+	p, err := PlanOf(reflect.TypeFor[Order]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := counterRegistry(t)
+	_, err = p.Bind(context.Background(), reg)
+	if !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), "model Order field ID") || !strings.Contains(err.Error(), `"chian"`) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := p.Bind(context.Background(), nil); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("nil registry: %v", err)
+	}
+}
+
+func TestGeneratorErrorAndNegativeUnsigned(t *testing.T) {
+	boom := errors.New("store down")
+	f, err := NewField("M", "U", reflect.TypeFor[uint64](), Spec{Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u uint64
+	v := reflect.ValueOf(&u).Elem()
+	err = f.Fill(context.Background(), engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom }), v)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "model M field U") {
+		t.Errorf("generator error: %v", err)
+	}
+	if err := f.Set(v, -5); !errors.Is(err, engine.ErrInvalidID) || u != 0 {
+		t.Errorf("negative id into uint64: %v, u=%d", err, u)
+	}
+}
+
+func TestNotSettable(t *testing.T) {
+	p, err := PlanOf(reflect.TypeFor[Base]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := counterRegistry(t)
+	gens, _ := p.Bind(context.Background(), reg)
+	err = p.FillRow(context.Background(), gens, reflect.ValueOf(Base{}))
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "pass a pointer") {
+		t.Fatalf("got %v", err)
+	}
+	// A set id in an unaddressable struct needs no write and is fine.
+	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(Base{ID: 3})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRows(t *testing.T) {
+	var n int
+	count := func(reflect.Value) error { n++; return nil }
+	for _, c := range []struct {
+		v    any
+		rows int
+	}{{Base{}, 1}, {[]Base{{}, {}}, 2}, {[2]*Base{{}, {}}, 2}, {[]*Base{{}}, 1}, {[]Base{}, 0}} {
+		n = 0
+		if err := Rows(reflect.ValueOf(c.v), count); err != nil || n != c.rows {
+			t.Errorf("%T: %d rows, %v; want %d", c.v, n, err, c.rows)
+		}
+	}
+	for _, v := range []any{[]*Base{{}, nil}, []int{1}, 5, map[string]any{}} {
+		if err := Rows(reflect.ValueOf(v), count); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%T: %v", v, err)
+		}
+	}
+}
+
+type Wide struct {
+	ID   int64     `idgen:"snowflake"`
+	U    uint64    `idgen:"snowflake"`
+	E    engine.ID `idgen:"snowflake"`
+	Code string    `idgen:"snowflake,format=radix62"`
+}
+
+func TestAllocations(t *testing.T) {
+	reg, _ := counterRegistry(t)
+	p, _ := PlanOf(reflect.TypeFor[Wide]())
+	gens, err := p.Bind(context.Background(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]Wide, 1001) // AllocsPerRun adds a warm-up run
+	i := 0
+	allocs := testing.AllocsPerRun(len(rows)-1, func() {
+		row := &rows[i]
+		i++
+		if err := p.FillRow(context.Background(), gens, reflect.ValueOf(row).Elem()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The radix-62 string is the only allocation: numbers are set in place.
+	if allocs > 1 {
+		t.Errorf("%.1f allocations per row, want at most 1", allocs)
+	}
+}

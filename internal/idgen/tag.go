@@ -1,0 +1,77 @@
+package idgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// TagKey is the struct-tag key read by the GORM plugin and the sqlx helper.
+const TagKey = "idgen"
+
+// Spec is a parsed idgen tag.
+type Spec struct {
+	// Kind is the registry kind, e.g. "snowflake" or "chain".
+	Kind string
+	// Name is the generator name within the kind; "" is the kind's shared default.
+	Name string
+	// Format names the string format for string fields ("decimal", "radix62",
+	// "radix36"); "" means decimal.
+	Format string
+}
+
+// String returns the spec in tag syntax.
+func (s Spec) String() string {
+	out := s.Kind
+	if s.Name != "" {
+		out += ",name=" + s.Name
+	}
+	if s.Format != "" {
+		out += ",format=" + s.Format
+	}
+	return out
+}
+
+// ParseTag parses the value of an idgen tag. Spaces around parts are
+// ignored; an empty kind, an option without '=', an empty or repeated option
+// and an unknown option are errors wrapping [engine.ErrInvalidConfig]. The
+// kind and the format are checked later, against the registry and the field.
+func ParseTag(tag string) (Spec, error) {
+	parts := strings.Split(tag, ",")
+	var s Spec
+	s.Kind = strings.TrimSpace(parts[0])
+	if s.Kind == "" {
+		return Spec{}, tagError(tag, "the generator kind is missing (want e.g. \"snowflake\" or \"chain,name=order\")")
+	}
+	if strings.ContainsAny(s.Kind, "= ") {
+		return Spec{}, tagError(tag, fmt.Sprintf("%q is not a generator kind; the tag starts with the kind, options follow after commas", s.Kind))
+	}
+	seen := map[string]bool{}
+	for _, p := range parts[1:] {
+		key, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		switch {
+		case !ok:
+			return Spec{}, tagError(tag, fmt.Sprintf("option %q is not key=value (known options: name, format)", key))
+		case val == "":
+			return Spec{}, tagError(tag, fmt.Sprintf("option %q has no value", key))
+		case seen[key]:
+			return Spec{}, tagError(tag, fmt.Sprintf("option %q given twice", key))
+		}
+		seen[key] = true
+		switch key {
+		case "name":
+			s.Name = val
+		case "format":
+			s.Format = val
+		default:
+			return Spec{}, tagError(tag, fmt.Sprintf("unknown option %q (known options: name, format)", key))
+		}
+	}
+	return s, nil
+}
+
+func tagError(tag, why string) error {
+	return fmt.Errorf("%w: tag `%s:%q`: %s", engine.ErrInvalidConfig, TagKey, tag, why)
+}
