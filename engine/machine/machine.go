@@ -6,7 +6,18 @@
 // heartbeating for longer than the safe-guard duration, else takes the next
 // unused number, and past 2^machineBits fails with
 // engine.ErrMachineIDOverflow. A [Lease] keeps the ID: it heartbeats the
-// last timestamp while the process lives and reverts the ID on Close.
+// last timestamp while the process lives, fences the generator (its Check
+// fails once the ID may belong to someone else) and reverts the ID on Close.
+//
+// Distributors in this package: [Manual] (a fixed number), [StatefulSet] (the
+// Kubernetes pod ordinal), [LocalState] (a decorator remembering the last
+// timestamp in a local file across restarts) and [Default] (zero
+// configuration). The SQL and Redis distributors live in engine/sqlstore and
+// engine/redisstore; engine/machine/machinetest checks any implementation
+// against the contract below.
+//
+// Defaults follow CosId: 10 machine bits, a heartbeat every minute and a
+// five-minute safe-guard duration.
 package machine
 
 import (
@@ -20,10 +31,12 @@ type Instance struct {
 	// usually the service name.
 	Namespace string
 	// ID is unique per running instance: host:port, a pod name, or any
-	// explicit string.
+	// explicit string. Two processes running with one ID share its machine
+	// ID and will issue duplicates.
 	ID string
 	// Stable instances (a StatefulSet pod, a fixed host) keep their machine ID
-	// across restarts: Revert leaves it assigned to them.
+	// across restarts: Revert leaves it assigned to them and no other instance
+	// ever reclaims it.
 	Stable bool
 }
 
@@ -38,15 +51,44 @@ type State struct {
 
 // Distributor stores machine-ID assignments. Every method is atomic in the
 // store: two instances racing never receive the same machine ID.
+//
+// A store judges expiry by "now" in Unix milliseconds read from a
+// clock.Clock it is configured with (so tests can drive it with clock.Fake),
+// not by the database or Redis server time. All instances of a namespace use
+// the same machineBits.
 type Distributor interface {
-	// Distribute returns the machine ID for inst, in [0, 2^machineBits).
-	// IDs whose last heartbeat is older than safeGuard may be reclaimed.
+	// Distribute returns the machine ID for inst, in [0, 2^machineBits),
+	// trying in this order:
+	//
+	//   - self: the ID inst already holds (a stable instance still holds its
+	//     ID after Revert);
+	//   - reclaim: an ID nobody holds (an unstable instance reverted it), or
+	//     one held by an unstable instance whose stored last timestamp is
+	//     <= now - safeGuard. IDs held by stable instances are never
+	//     reclaimed; retiring one is an operator's job in the store;
+	//   - new: a number never handed out;
+	//
+	// and otherwise fails with an error wrapping engine.ErrMachineIDOverflow.
+	// The returned LastTimestamp is the ID's stored last timestamp before
+	// this call (0 for a new number): the generator waits until its clock
+	// passes it. The store then records inst (and inst.Stable) as the holder
+	// and raises the stored timestamp to at least now, so the ID cannot be
+	// reclaimed for safeGuard. Arguments rejected by [ValidateDistribute] give
+	// an error wrapping engine.ErrInvalidConfig; a failing store, one wrapping
+	// engine.ErrStoreUnavailable.
 	Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error)
-	// Guard records that inst still holds st.MachineID, with st.LastTimestamp
-	// as its newest timestamp. It returns an error wrapping
-	// engine.ErrMachineIDLost if the ID now belongs to another instance.
+	// Guard records that inst still holds st.MachineID, raising the stored
+	// last timestamp to st.LastTimestamp (never lowering it: a delayed,
+	// older heartbeat must not make a live ID look expired). If inst does
+	// not hold st.MachineID any more, because another instance reclaimed it
+	// after inst was silent for safeGuard, Guard changes nothing and returns
+	// an error wrapping engine.ErrMachineIDLost.
 	Guard(ctx context.Context, inst Instance, st State) error
-	// Revert gives the machine ID back (stable instances keep it), saving
-	// st.LastTimestamp for whoever takes it next.
+	// Revert gives the machine ID back when inst stops, raising the stored
+	// last timestamp to st.LastTimestamp for whoever takes the ID next. An
+	// unstable inst releases the ID; a stable one keeps holding it. If inst
+	// does not hold st.MachineID, Revert changes nothing (it must never free
+	// the new holder's ID) and returns an error wrapping
+	// engine.ErrMachineIDLost.
 	Revert(ctx context.Context, inst Instance, st State) error
 }

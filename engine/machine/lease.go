@@ -1,0 +1,356 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+)
+
+// Lease defaults, CosId's.
+const (
+	DefaultMachineBits = 10
+	DefaultSafeGuard   = 5 * time.Minute
+	DefaultHeartbeat   = time.Minute
+)
+
+// revertTimeout bounds the Revert in Close: a shutdown must not hang on a
+// dead store, and an ID that is not given back expires after the safe-guard.
+const revertTimeout = 5 * time.Second
+
+// Option configures [Acquire].
+type Option func(*config)
+
+type config struct {
+	machineBits int
+	safeGuard   time.Duration
+	heartbeat   time.Duration
+	margin      time.Duration
+	marginSet   bool
+	clock       clock.Clock
+	logger      *slog.Logger
+	source      func() int64
+}
+
+// WithMachineBits sets the width of the machine ID (default 10: IDs 0 to
+// 1023). It must match the generator's layout.
+func WithMachineBits(n int) Option { return func(c *config) { c.machineBits = n } }
+
+// WithSafeGuard sets how long an unstable instance may stay silent before
+// another may reclaim its machine ID (default 5 minutes). Keep it well above
+// the clock skew between hosts and the longest store outage to ride out.
+func WithSafeGuard(d time.Duration) Option { return func(c *config) { c.safeGuard = d } }
+
+// WithHeartbeat sets the interval between heartbeats (default 1 minute). It
+// must be shorter than the safe-guard minus the skew margin, so a lease is
+// confirmed several times before it could lapse.
+func WithHeartbeat(d time.Duration) Option { return func(c *config) { c.heartbeat = d } }
+
+// WithSkewMargin sets how long before the safe-guard runs out the lease
+// stops trusting itself (default a fifth of the safe-guard, one minute). It
+// covers the clock skew between this host and the instance that could
+// reclaim the ID; it must be in [0, safe-guard).
+func WithSkewMargin(d time.Duration) Option {
+	return func(c *config) { c.margin, c.marginSet = d, true }
+}
+
+// WithClock sets the clock for heartbeats and lease expiry (default
+// clock.System). Use the generator's clock: Check compares the generator's
+// timestamps with times read from this one. A clock.Fake needs ManualSleep,
+// because the heartbeat goroutine sleeps on the clock and a Fake that
+// advances itself on Sleep would race forward.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithLogger sets the logger for heartbeat failures, recovery and loss
+// (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithTimestampSource sets a function returning the newest Unix millisecond
+// timestamp the generator has used, such as a snowflake generator's last
+// timestamp. Heartbeats and Close store the later of it and now, so the next
+// holder of the ID waits out IDs issued ahead of the clock. It is called from
+// the heartbeat goroutine and must be safe for concurrent use.
+func WithTimestampSource(f func() int64) Option { return func(c *config) { c.source = f } }
+
+func (c *config) validate() error {
+	if !c.marginSet {
+		c.margin = c.safeGuard / 5
+	}
+	switch {
+	case c.clock == nil:
+		return fmt.Errorf("%w: machine: nil clock", engine.ErrInvalidConfig)
+	case c.heartbeat <= 0:
+		return fmt.Errorf("%w: machine: heartbeat interval %v must be positive", engine.ErrInvalidConfig, c.heartbeat)
+	case c.margin < 0 || c.margin >= c.safeGuard:
+		return fmt.Errorf("%w: machine: skew margin %v outside [0, safe-guard %v)", engine.ErrInvalidConfig, c.margin, c.safeGuard)
+	case c.heartbeat >= c.safeGuard-c.margin:
+		return fmt.Errorf("%w: machine: heartbeat interval %v must be shorter than the safe-guard %v minus the skew margin %v",
+			engine.ErrInvalidConfig, c.heartbeat, c.safeGuard, c.margin)
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	return nil
+}
+
+// Lease is a machine ID held by this process: the ID a snowflake generator
+// runs on, kept alive by a heartbeat goroutine and given back by Close.
+//
+// Check fences the generator. A successful heartbeat that started at time s
+// stored a last timestamp of at least s, so no other instance can reclaim the
+// ID before its own clock reads s + safeGuard; Check refuses timestamps from
+// s + safeGuard - margin on. It judges the timestamp of the ID being made,
+// not the time it is handed out, so a process paused past the safe-guard
+// (GC, VM freeze, SIGSTOP) refuses as soon as it wakes, before its heartbeat
+// goroutine runs, and even an ID made just before the pause is older than
+// anything the new holder issues, as long as the hosts' clocks differ by
+// less than the margin.
+//
+// Transient heartbeat errors (store down) are logged and retried every
+// quarter interval; the lease stays valid until the window above runs out,
+// then Check fails until a heartbeat succeeds again. A heartbeat that finds
+// the ID taken over ends the lease for good: Check, Heartbeat and Err report
+// engine.ErrMachineIDLost and Lost is closed; acquire a new lease (and build
+// a new generator) to go on.
+type Lease struct {
+	dist  Distributor
+	inst  Instance
+	cfg   config
+	state State
+	log   *slog.Logger
+
+	// validUntil is the Unix millisecond time from which Check fails,
+	// math.MinInt64 once the lease ended. It is Check's only read on the
+	// fast path; writers hold mu.
+	validUntil atomic.Int64
+	end        atomic.Pointer[ending]
+	lost       chan struct{}
+
+	// mu serialises Guard and Revert calls, so the store receives this
+	// lease's timestamps in order.
+	mu        sync.Mutex
+	highWater int64 // the newest timestamp distributed or sent; under mu
+
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type ending struct{ err error }
+
+// Acquire distributes a machine ID for inst from d and starts heartbeating
+// it. ctx bounds the distribution only; the heartbeat runs until Close.
+// Acquire does not wait out State().LastTimestamp: the generator does, at
+// start-up. Invalid options fail with engine.ErrInvalidConfig; the
+// distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
+// when every ID is taken).
+func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) (*Lease, error) {
+	cfg := config{
+		machineBits: DefaultMachineBits,
+		safeGuard:   DefaultSafeGuard,
+		heartbeat:   DefaultHeartbeat,
+		clock:       clock.System,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%w: machine: Acquire needs a distributor", engine.ErrInvalidConfig)
+	}
+	if err := ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	start := cfg.clock.Now().UnixMilli()
+	st, err := d.Distribute(ctx, inst, cfg.machineBits, cfg.safeGuard)
+	if err != nil {
+		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", inst, err)
+	}
+	if err := checkFits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
+		return nil, err
+	}
+	hb, stop := context.WithCancel(context.Background())
+	l := &Lease{
+		dist:      d,
+		inst:      inst,
+		cfg:       cfg,
+		state:     st,
+		log:       cfg.logger.With("namespace", inst.Namespace, "instance", inst.ID, "machine_id", st.MachineID),
+		lost:      make(chan struct{}),
+		highWater: st.LastTimestamp,
+		stop:      stop,
+		done:      make(chan struct{}),
+	}
+	l.validUntil.Store(start + l.window())
+	l.log.Info("idforge: machine ID acquired", "last_timestamp", st.LastTimestamp)
+	go l.run(hb)
+	return l, nil
+}
+
+// window is how long a heartbeat confirms the lease, in milliseconds.
+func (l *Lease) window() int64 { return (l.cfg.safeGuard - l.cfg.margin).Milliseconds() }
+
+// MachineID returns the leased machine ID.
+func (l *Lease) MachineID() int64 { return l.state.MachineID }
+
+// State returns the state as distributed: LastTimestamp is what a generator
+// must wait out before issuing its first ID.
+func (l *Lease) State() State { return l.state }
+
+// Check returns nil while IDs with the Unix millisecond timestamp unixMilli
+// may be issued under the leased machine ID. Otherwise it returns an error
+// wrapping engine.ErrMachineIDLost (the ID was taken over, or no heartbeat
+// confirmed it recently enough) or engine.ErrClosed (after Close). Pass
+// timestamps from the clock given to [WithClock]. It is the snowflake
+// generator's Fence: one atomic load, no lock, no allocation while valid.
+func (l *Lease) Check(unixMilli int64) error {
+	if unixMilli < l.validUntil.Load() {
+		return nil
+	}
+	return l.refuse(unixMilli)
+}
+
+func (l *Lease) refuse(unixMilli int64) error {
+	if e := l.end.Load(); e != nil {
+		return e.err
+	}
+	until := l.validUntil.Load()
+	if unixMilli < until { // a heartbeat has just confirmed the lease
+		return nil
+	}
+	confirmed := until - l.window()
+	return fmt.Errorf("%w: machine: machine ID %d of %s not confirmed since %s, %v before the timestamp %s asked for; "+
+		"after the safe-guard %v (less margin %v) another instance may hold it: refusing until a heartbeat succeeds",
+		engine.ErrMachineIDLost, l.state.MachineID, l.inst, fmtMilli(confirmed),
+		time.Duration(unixMilli-confirmed)*time.Millisecond, fmtMilli(unixMilli), l.cfg.safeGuard, l.cfg.margin)
+}
+
+func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// Lost returns a channel closed when the lease ends: its machine ID was taken
+// over by another instance, or Close was called. Err then tells which.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err returns nil while the lease lasts, then an error wrapping
+// engine.ErrMachineIDLost (taken over) or engine.ErrClosed. A lease that
+// merely lapsed for want of heartbeats has not ended: Err stays nil.
+func (l *Lease) Err() error {
+	if e := l.end.Load(); e != nil {
+		return e.err
+	}
+	return nil
+}
+
+// Heartbeat guards the machine ID now, storing the newest of the clock, the
+// timestamp source and every timestamp sent before. Success confirms the
+// lease for another safe-guard window, also after it lapsed. If the ID was
+// taken over, the lease ends and Heartbeat returns an error wrapping
+// engine.ErrMachineIDLost; other errors leave the lease as it was.
+func (l *Lease) Heartbeat(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.end.Load(); e != nil {
+		return e.err
+	}
+	start := l.cfg.clock.Now().UnixMilli()
+	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: l.newest(start)})
+	switch {
+	case err == nil:
+		if until := start + l.window(); until > l.validUntil.Load() {
+			l.validUntil.Store(until)
+		}
+		return nil
+	case errors.Is(err, engine.ErrMachineIDLost):
+		l.endWith(fmt.Errorf("machine: %s lost machine ID %d, taken over by another instance; stop issuing and acquire a new one: %w",
+			l.inst, l.state.MachineID, err))
+		l.log.Error("idforge: machine ID taken over by another instance; IDs under it are refused", "err", err)
+		return l.Err()
+	default:
+		return fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, l.inst, err)
+	}
+}
+
+// newest returns the timestamp to store now and remembers it. Callers hold mu.
+func (l *Lease) newest(now int64) int64 {
+	ts := max(l.highWater, now)
+	if l.cfg.source != nil {
+		ts = max(ts, l.cfg.source())
+	}
+	l.highWater = ts
+	return ts
+}
+
+// endWith ends the lease with err. Callers hold mu.
+func (l *Lease) endWith(err error) {
+	if l.end.Load() != nil {
+		return
+	}
+	l.end.Store(&ending{err: err})
+	l.validUntil.Store(math.MinInt64)
+	close(l.lost)
+}
+
+func (l *Lease) run(ctx context.Context) {
+	defer close(l.done)
+	wait, failing := l.cfg.heartbeat, false
+	for {
+		if l.cfg.clock.Sleep(ctx, wait) != nil {
+			return
+		}
+		hctx, cancel := context.WithTimeout(ctx, l.cfg.heartbeat)
+		err := l.Heartbeat(hctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil, l.end.Load() != nil:
+			return // closed, or lost (Heartbeat logged it)
+		case err == nil:
+			if failing {
+				l.log.Info("idforge: machine ID heartbeat recovered")
+			}
+			wait, failing = l.cfg.heartbeat, false
+		default:
+			// Retry sooner: each miss brings the lapse of the lease closer.
+			wait, failing = l.cfg.heartbeat/4, true
+			l.log.Warn("idforge: machine ID heartbeat failed; IDs are refused from valid_until on unless one succeeds",
+				"err", err, "valid_until", fmtMilli(l.validUntil.Load()))
+		}
+	}
+}
+
+// Close stops the heartbeat, makes Check refuse, and reverts the machine ID
+// with the newest timestamp used, so the next holder waits it out (a stable
+// instance keeps its ID: that is the distributor's job). A lease whose ID was
+// taken over reverts nothing. Close waits for the heartbeat goroutine to exit
+// and bounds the Revert by a few seconds; it returns the Revert's error and
+// is safe to call more than once.
+func (l *Lease) Close() error {
+	l.closeOnce.Do(func() {
+		l.stop()
+		<-l.done
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.end.Load() != nil {
+			return
+		}
+		l.endWith(fmt.Errorf("%w: machine: lease of machine ID %d for %s", engine.ErrClosed, l.state.MachineID, l.inst))
+		// Read after endWith: no ID passes Check any more, so the
+		// timestamp below covers every ID issued under the lease.
+		st := State{MachineID: l.state.MachineID, LastTimestamp: l.newest(l.cfg.clock.Now().UnixMilli())}
+		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
+		defer cancel()
+		if err := l.dist.Revert(ctx, l.inst, st); err != nil {
+			l.closeErr = fmt.Errorf("machine: reverting machine ID %d for %s: %w", l.state.MachineID, l.inst, err)
+		}
+	})
+	return l.closeErr
+}

@@ -1,0 +1,172 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
+
+type localState struct {
+	dir   string
+	inner Distributor
+}
+
+// LocalState decorates inner with a state file per (namespace, instance ID)
+// in dir holding "machineId|lastTimestamp" (CosId's LocalMachineStateStorage),
+// so a restarted process waits out a clock that went back while it was down
+// even when inner stores no timestamp ([Manual], [StatefulSet]).
+//
+// Distribute asks inner, then, if the file names the machine ID inner handed
+// out, returns the later of the two last timestamps. Guard and Revert write
+// the file (a temporary file renamed over the old one, so a crash leaves the
+// old or the new state, never half of one; the timestamp never goes back for
+// one machine ID) and then call inner, reporting both errors.
+//
+// The file is only useful to an instance whose ID survives restarts: with
+// [HostInstance] and port 0 every run writes a new file. An empty dir or a
+// nil inner makes every method fail with engine.ErrInvalidConfig; an
+// unreadable or corrupt file, with engine.ErrStoreUnavailable.
+func LocalState(dir string, inner Distributor) Distributor {
+	return localState{dir: dir, inner: inner}
+}
+
+func (s localState) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
+	if err := s.check(inst); err != nil {
+		return State{}, err
+	}
+	// Read first: a corrupt file must stop us before inner assigns an ID.
+	saved, found, err := s.read(inst)
+	if err != nil {
+		return State{}, err
+	}
+	st, err := s.inner.Distribute(ctx, inst, machineBits, safeGuard)
+	if err != nil {
+		return State{}, err
+	}
+	if found && saved.MachineID == st.MachineID {
+		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
+	}
+	return st, nil
+}
+
+func (s localState) Guard(ctx context.Context, inst Instance, st State) error {
+	if err := s.check(inst); err != nil {
+		return err
+	}
+	// The file first: it is the local record of what this process issued,
+	// true whatever the store answers.
+	fileErr := s.write(inst, st)
+	return errors.Join(s.inner.Guard(ctx, inst, st), fileErr)
+}
+
+func (s localState) Revert(ctx context.Context, inst Instance, st State) error {
+	if err := s.check(inst); err != nil {
+		return err
+	}
+	fileErr := s.write(inst, st)
+	return errors.Join(s.inner.Revert(ctx, inst, st), fileErr)
+}
+
+func (s localState) check(inst Instance) error {
+	switch {
+	case s.dir == "":
+		return fmt.Errorf("%w: machine: LocalState needs a directory", engine.ErrInvalidConfig)
+	case s.inner == nil:
+		return fmt.Errorf("%w: machine: LocalState needs an inner distributor", engine.ErrInvalidConfig)
+	}
+	return inst.Validate()
+}
+
+// path names the state file "<namespace>@<id>.state", both escaped so any
+// instance ID gives one plain file name inside dir.
+func (s localState) path(inst Instance) string {
+	return filepath.Join(s.dir, escapeName(inst.Namespace)+"@"+escapeName(inst.ID)+".state")
+}
+
+// escapeName keeps letters, digits, '-', '_' and '.' and writes every other
+// byte as %XX: reversible (no two names share a file), and free of path
+// separators and characters some file systems reject (':' on Windows).
+func escapeName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// read returns the saved state; found is false when there is no file yet.
+func (s localState) read(inst Instance) (st State, found bool, err error) {
+	p := s.path(inst)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{}, false, nil
+	}
+	if err != nil {
+		return State{}, false, fmt.Errorf("%w: machine: reading state file: %v", engine.ErrStoreUnavailable, err)
+	}
+	id, ts, ok := strings.Cut(strings.TrimSpace(string(data)), "|")
+	if ok {
+		st.MachineID, err = strconv.ParseInt(id, 10, 64)
+		if err == nil {
+			st.LastTimestamp, err = strconv.ParseInt(ts, 10, 64)
+		}
+	}
+	if !ok || err != nil || st.MachineID < 0 {
+		return State{}, false, fmt.Errorf("%w: machine: state file %s holds %q, not machineId|lastTimestamp; delete it if the clock is known not to have gone back",
+			engine.ErrStoreUnavailable, p, data)
+	}
+	return st, true, nil
+}
+
+// write saves st, keeping a later timestamp already saved for the same ID.
+func (s localState) write(inst Instance, st State) error {
+	if saved, found, err := s.read(inst); err == nil && found && saved.MachineID == st.MachineID {
+		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
+	}
+	// A corrupt file is replaced: what we write now is the truth.
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("%w: machine: state directory: %v", engine.ErrStoreUnavailable, err)
+	}
+	p := s.path(inst)
+	if err := writeAtomic(p, strconv.FormatInt(st.MachineID, 10)+"|"+strconv.FormatInt(st.LastTimestamp, 10)); err != nil {
+		return fmt.Errorf("%w: machine: writing state file %s: %v", engine.ErrStoreUnavailable, p, err)
+	}
+	return nil
+}
+
+// writeAtomic replaces path with content through a synced temporary file and
+// a rename, atomic on POSIX file systems.
+func writeAtomic(path, content string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

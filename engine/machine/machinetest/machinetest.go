@@ -1,0 +1,370 @@
+// Package machinetest checks machine.Distributor implementations against the
+// contract documented on [machine.Distributor], and provides [Memory], an
+// in-memory reference implementation for unit tests.
+//
+// A store implementation runs the suite from its own tests:
+//
+//	func TestMachineDistributor(t *testing.T) {
+//		db := testdb.Postgres(t)
+//		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+//			return sqlstore.NewMachineDistributor(db, sqlstore.WithClock(c))
+//		})
+//	}
+//
+// The distributor must read "now" for its reclaim decisions from the clock it
+// is given, so stores need a clock option: the suite drives a clock.Fake past
+// the safe-guard duration instead of waiting for it.
+package machinetest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+)
+
+// safeGuard is the suite's safe-guard duration; the fake clock makes its
+// length irrelevant to the run time.
+const safeGuard = time.Minute
+
+// start is where every case's fake clock begins.
+var start = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// nonce makes namespaces unique across runs and cases, so a store may be
+// shared between cases and between runs without cleaning it.
+var nonce atomic.Int64
+
+func init() { nonce.Store(time.Now().UnixNano()) }
+
+// Run checks the distributor newDistributor builds against the contract of
+// machine.Distributor, one subtest per rule. newDistributor is called once per
+// subtest with a fresh clock.Fake; the distributor must judge expiry by that
+// clock and be safe for concurrent use (up to 65 goroutines race). Every
+// subtest works in its own new namespace, so all may share one store. Keep
+// the distributor's own validation compatible with namespaces of the form
+// "mt-<case>-<digits>".
+func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.Distributor) {
+	t.Helper()
+	cases := []struct {
+		name string
+		run  func(*env)
+	}{
+		{"Validate", testValidate},
+		{"Self", testSelf},
+		{"Race", testRace},
+		{"Namespaces", testNamespaces},
+		{"GuardRaisesTimestamp", testGuard},
+		{"RevertFreesUnstable", testRevert},
+		{"ExpiredIsReclaimed", testExpired},
+		{"ReclaimRace", testReclaimRace},
+		{"StableIsReserved", testStable},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			e := &env{t: t, clk: clk, ns: fmt.Sprintf("mt-%s-%d", c.name, nonce.Add(1))}
+			e.d = newDistributor(t, clk)
+			if e.d == nil {
+				t.Fatal("newDistributor returned nil")
+			}
+			c.run(e)
+		})
+	}
+}
+
+type env struct {
+	t   *testing.T
+	clk *clock.Fake
+	d   machine.Distributor
+	ns  string
+}
+
+func (e *env) inst(id string) machine.Instance {
+	return machine.Instance{Namespace: e.ns, ID: id}
+}
+
+func (e *env) stable(id string) machine.Instance {
+	return machine.Instance{Namespace: e.ns, ID: id, Stable: true}
+}
+
+func (e *env) now() int64 { return e.clk.Now().UnixMilli() }
+
+func (e *env) distribute(inst machine.Instance, bits int) machine.State {
+	e.t.Helper()
+	st, err := e.d.Distribute(e.t.Context(), inst, bits, safeGuard)
+	if err != nil {
+		e.t.Fatalf("Distribute(%v, %d bits): %v", inst, bits, err)
+	}
+	if st.MachineID < 0 || st.MachineID >= 1<<bits {
+		e.t.Fatalf("Distribute(%v, %d bits) = machine ID %d, outside [0, %d)", inst, bits, st.MachineID, 1<<bits)
+	}
+	return st
+}
+
+func (e *env) overflow(inst machine.Instance, bits int) {
+	e.t.Helper()
+	st, err := e.d.Distribute(e.t.Context(), inst, bits, safeGuard)
+	if !errors.Is(err, engine.ErrMachineIDOverflow) {
+		e.t.Fatalf("Distribute(%v, %d bits) = %+v, %v; want an error wrapping ErrMachineIDOverflow", inst, bits, st, err)
+	}
+}
+
+func (e *env) guard(inst machine.Instance, st machine.State) {
+	e.t.Helper()
+	if err := e.d.Guard(e.t.Context(), inst, st); err != nil {
+		e.t.Fatalf("Guard(%v, %+v): %v", inst, st, err)
+	}
+}
+
+func (e *env) revert(inst machine.Instance, st machine.State) {
+	e.t.Helper()
+	if err := e.d.Revert(e.t.Context(), inst, st); err != nil {
+		e.t.Fatalf("Revert(%v, %+v): %v", inst, st, err)
+	}
+}
+
+// lost asserts that Guard and Revert of st by inst both fail with
+// ErrMachineIDLost.
+func (e *env) lost(inst machine.Instance, st machine.State) {
+	e.t.Helper()
+	if err := e.d.Guard(e.t.Context(), inst, st); !errors.Is(err, engine.ErrMachineIDLost) {
+		e.t.Errorf("Guard(%v, %+v) = %v; want an error wrapping ErrMachineIDLost", inst, st, err)
+	}
+	if err := e.d.Revert(e.t.Context(), inst, st); !errors.Is(err, engine.ErrMachineIDLost) {
+		e.t.Errorf("Revert(%v, %+v) = %v; want an error wrapping ErrMachineIDLost", inst, st, err)
+	}
+}
+
+// fill distributes IDs to n instances named prefix0..prefix<n-1>.
+func (e *env) fill(prefix string, n, bits int) []machine.State {
+	e.t.Helper()
+	sts := make([]machine.State, n)
+	for i := range sts {
+		sts[i] = e.distribute(e.inst(prefix+strconv.Itoa(i)), bits)
+	}
+	return sts
+}
+
+// race distributes to the given instances concurrently and returns each
+// result; it fails the test on errors other than ErrMachineIDOverflow.
+func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]machine.Instance, overflows int) {
+	e.t.Helper()
+	sts := make([]machine.State, len(insts))
+	errs := make([]error, len(insts))
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i, inst := range insts {
+		wg.Go(func() {
+			<-gate
+			sts[i], errs[i] = e.d.Distribute(e.t.Context(), inst, bits, safeGuard)
+		})
+	}
+	close(gate)
+	wg.Wait()
+	ids = map[int64]machine.Instance{}
+	for i, err := range errs {
+		switch {
+		case errors.Is(err, engine.ErrMachineIDOverflow):
+			overflows++
+		case err != nil:
+			e.t.Fatalf("racing Distribute(%v): %v", insts[i], err)
+		default:
+			id := sts[i].MachineID
+			if other, dup := ids[id]; dup {
+				e.t.Fatalf("machine ID %d handed to both %v and %v", id, other, insts[i])
+			}
+			if id < 0 || id >= 1<<bits {
+				e.t.Fatalf("machine ID %d for %v outside [0, %d)", id, insts[i], 1<<bits)
+			}
+			ids[id] = insts[i]
+		}
+	}
+	return ids, overflows
+}
+
+func testValidate(e *env) {
+	bad := []struct {
+		what string
+		inst machine.Instance
+		bits int
+		sg   time.Duration
+	}{
+		{"empty namespace", machine.Instance{ID: "a"}, 10, safeGuard},
+		{"empty instance ID", machine.Instance{Namespace: e.ns}, 10, safeGuard},
+		{"0 machine bits", e.inst("a"), 0, safeGuard},
+		{"too many machine bits", e.inst("a"), machine.MaxMachineBits + 1, safeGuard},
+		{"zero safe-guard", e.inst("a"), 10, 0},
+		{"negative safe-guard", e.inst("a"), 10, -time.Second},
+	}
+	for _, b := range bad {
+		st, err := e.d.Distribute(e.t.Context(), b.inst, b.bits, b.sg)
+		if !errors.Is(err, engine.ErrInvalidConfig) {
+			e.t.Errorf("%s: Distribute = %+v, %v; want an error wrapping ErrInvalidConfig", b.what, st, err)
+		}
+	}
+}
+
+func testSelf(e *env) {
+	a, b := e.inst("a"), e.inst("b")
+	first := e.distribute(a, 4)
+	if first.LastTimestamp != 0 {
+		e.t.Errorf("new machine ID %d has LastTimestamp %d, want 0", first.MachineID, first.LastTimestamp)
+	}
+	other := e.distribute(b, 4)
+	if other.MachineID == first.MachineID {
+		e.t.Fatalf("instances a and b both got machine ID %d", first.MachineID)
+	}
+	e.clk.Advance(time.Second)
+	again := e.distribute(a, 4)
+	if again.MachineID != first.MachineID {
+		e.t.Errorf("a distributed again got machine ID %d, want its own %d", again.MachineID, first.MachineID)
+	}
+	if again.LastTimestamp > e.now() {
+		e.t.Errorf("a distributed again got LastTimestamp %d, ahead of the clock %d though nothing ran ahead", again.LastTimestamp, e.now())
+	}
+	e.guard(a, again)
+	e.guard(b, other)
+}
+
+func testRace(e *env) {
+	const bits = 6
+	insts := make([]machine.Instance, 1<<bits)
+	for i := range insts {
+		insts[i] = e.inst("racer" + strconv.Itoa(i))
+	}
+	ids, overflows := e.race(insts, bits)
+	if len(ids) != 1<<bits || overflows != 0 {
+		e.t.Fatalf("%d racers got %d distinct machine IDs and %d overflows; want %d and 0", len(insts), len(ids), overflows, 1<<bits)
+	}
+	e.overflow(e.inst("one-too-many"), bits)
+	for id, inst := range ids {
+		e.guard(inst, machine.State{MachineID: id, LastTimestamp: e.now()})
+	}
+}
+
+func testNamespaces(e *env) {
+	e.fill("a", 2, 1)
+	e.overflow(e.inst("c"), 1)
+	other := machine.Instance{Namespace: e.ns + "-other", ID: "c"}
+	e.distribute(other, 1)
+}
+
+func testGuard(e *env) {
+	a := e.inst("a")
+	st := e.distribute(a, 4)
+	ahead := e.now() + 10_000
+	e.guard(a, machine.State{MachineID: st.MachineID, LastTimestamp: ahead})
+	if got := e.distribute(a, 4); got.MachineID != st.MachineID || got.LastTimestamp != ahead {
+		e.t.Errorf("after Guard(LastTimestamp %d) Distribute = %+v, want {MachineID:%d LastTimestamp:%d}", ahead, got, st.MachineID, ahead)
+	}
+	// An older, delayed heartbeat must not lower it.
+	e.guard(a, machine.State{MachineID: st.MachineID, LastTimestamp: ahead - 5_000})
+	if got := e.distribute(a, 4); got.LastTimestamp != ahead {
+		e.t.Errorf("an older Guard lowered LastTimestamp from %d to %d", ahead, got.LastTimestamp)
+	}
+	e.lost(e.inst("intruder"), st)
+	e.lost(a, machine.State{MachineID: st.MachineID + 1, LastTimestamp: e.now()})
+}
+
+func testRevert(e *env) {
+	const bits = 2
+	sts := e.fill("a", 1<<bits, bits)
+	a, late := e.inst("a0"), e.inst("late")
+	e.overflow(late, bits)
+	e.guard(a, machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 5_000})
+	reverted := machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 7_000}
+	e.revert(a, reverted)
+
+	got := e.distribute(late, bits)
+	if got != reverted {
+		e.t.Fatalf("after a0 reverted %+v, late got %+v; want that ID and its timestamp to wait out", reverted, got)
+	}
+	e.lost(a, reverted)
+	e.guard(late, got) // a0's Revert above must not have freed it
+	e.overflow(e.inst("later"), bits)
+}
+
+func testExpired(e *env) {
+	const bits = 2
+	sts := e.fill("a", 1<<bits, bits)
+	t0 := e.now()
+	e.guard(e.inst("a0"), machine.State{MachineID: sts[0].MachineID, LastTimestamp: t0})
+	e.clk.Advance(safeGuard - time.Millisecond)
+	for i := 1; i < len(sts); i++ {
+		e.guard(e.inst("a"+strconv.Itoa(i)), machine.State{MachineID: sts[i].MachineID, LastTimestamp: e.now()})
+	}
+	late := e.inst("late")
+	e.overflow(late, bits) // a0 is silent for 1ms less than the safe-guard
+
+	e.clk.Advance(time.Millisecond)
+	got := e.distribute(late, bits)
+	want := machine.State{MachineID: sts[0].MachineID, LastTimestamp: t0}
+	if got != want {
+		e.t.Fatalf("a0 silent for the safe-guard: late got %+v, want a0's %+v", got, want)
+	}
+	// a0 wakes up: its heartbeat and revert must fail and must not disturb late.
+	e.lost(e.inst("a0"), sts[0])
+	e.guard(late, got)
+	e.overflow(e.inst("later"), bits)
+	// Nor may a0 get its old ID back by asking again.
+	e.overflow(e.inst("a0"), bits)
+}
+
+func testReclaimRace(e *env) {
+	const bits = 3
+	old := e.fill("old", 1<<bits, bits)
+	e.clk.Advance(safeGuard)
+	insts := make([]machine.Instance, 2<<bits)
+	for i := range insts {
+		insts[i] = e.inst("new" + strconv.Itoa(i))
+	}
+	ids, overflows := e.race(insts, bits)
+	if len(ids) != 1<<bits || overflows != 1<<bits {
+		e.t.Fatalf("%d racers for %d expired IDs: %d got one, %d overflowed; want %d and %d",
+			len(insts), 1<<bits, len(ids), overflows, 1<<bits, 1<<bits)
+	}
+	for i, st := range old {
+		e.lost(e.inst("old"+strconv.Itoa(i)), st)
+	}
+}
+
+func testStable(e *env) {
+	const bits = 2
+	s1, s2 := e.stable("s1"), e.stable("s2")
+	st1, st2 := e.distribute(s1, bits), e.distribute(s2, bits)
+	reverted := machine.State{MachineID: st1.MachineID, LastTimestamp: e.now() + 3_000}
+	e.revert(s1, reverted) // s2 crashes: it never reverts
+	u1 := e.inst("u1")
+	u1st := e.distribute(u1, bits)
+	u2st := e.distribute(e.inst("u2"), bits)
+	for _, u := range []machine.State{u1st, u2st} {
+		if u.MachineID == st1.MachineID || u.MachineID == st2.MachineID {
+			e.t.Fatalf("an unstable instance got machine ID %d of a stable one", u.MachineID)
+		}
+	}
+
+	e.clk.Advance(10 * safeGuard)
+	e.guard(u1, machine.State{MachineID: u1st.MachineID, LastTimestamp: e.now()})
+	// u2 expired and is reclaimed; the stable IDs are not, however old.
+	ids, overflows := e.race([]machine.Instance{e.inst("u3"), e.inst("u4"), e.inst("u5")}, bits)
+	if len(ids) != 1 || overflows != 2 {
+		e.t.Fatalf("3 newcomers with one expired unstable ID: %d got one, %d overflowed; want 1 and 2", len(ids), overflows)
+	}
+	if _, ok := ids[u2st.MachineID]; !ok {
+		e.t.Fatalf("newcomers got %v, want the expired u2's machine ID %d", ids, u2st.MachineID)
+	}
+
+	if got := e.distribute(s1, bits); got != reverted {
+		e.t.Errorf("stable s1 back after Revert got %+v, want its own %+v", got, reverted)
+	}
+	if got := e.distribute(s2, bits); got.MachineID != st2.MachineID {
+		e.t.Errorf("stable s2 back after a crash got machine ID %d, want its own %d", got.MachineID, st2.MachineID)
+	}
+}

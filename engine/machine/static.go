@@ -1,0 +1,196 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// MachineIDEnv is the environment variable [Default] reads a fixed machine
+// ID from.
+const MachineIDEnv = "IDFORGE_MACHINE_ID"
+
+// manual hands out one fixed machine ID. It keeps no store, so it cannot
+// lose the ID and nothing stops two processes configured alike from sharing
+// it: uniqueness is the operator's job.
+type manual struct {
+	id     int64
+	source string // where the ID came from, for error messages
+	err    error  // a configuration that could not be read
+}
+
+// Manual returns a distributor that always hands out machineID (CosId's
+// ManualMachineIdDistributor). Distribute fails with an error wrapping
+// engine.ErrInvalidConfig for a negative machineID and
+// engine.ErrMachineIDOverflow when it does not fit machineBits. Guard and
+// Revert succeed for machineID and report engine.ErrMachineIDLost for any
+// other. Suitable only where the operator numbers the instances; prefer a
+// shared store.
+func Manual(machineID int64) Distributor {
+	return manual{id: machineID, source: "Manual(" + strconv.FormatInt(machineID, 10) + ")"}
+}
+
+func (m manual) Distribute(_ context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
+	if m.err != nil {
+		return State{}, m.err
+	}
+	if err := ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+		return State{}, err
+	}
+	if err := checkFits(m.id, machineBits, m.source); err != nil {
+		return State{}, err
+	}
+	return State{MachineID: m.id}, nil
+}
+
+func (m manual) Guard(_ context.Context, inst Instance, st State) error {
+	return holdsFixed(m.id, m.err, m.source, inst, st)
+}
+
+func (m manual) Revert(_ context.Context, inst Instance, st State) error {
+	return holdsFixed(m.id, m.err, m.source, inst, st)
+}
+
+// holdsFixed is Guard and Revert of the distributors whose ID is fixed by
+// configuration: nothing to store, only a foreign ID to refuse.
+func holdsFixed(id int64, cfgErr error, source string, inst Instance, st State) error {
+	if cfgErr != nil {
+		return cfgErr
+	}
+	if err := inst.Validate(); err != nil {
+		return err
+	}
+	if st.MachineID != id {
+		return fmt.Errorf("%w: machine: %s holds machine ID %d, not %d", engine.ErrMachineIDLost, source, id, st.MachineID)
+	}
+	return nil
+}
+
+// StatefulSetOption configures [StatefulSet].
+type StatefulSetOption func(*statefulSet)
+
+// HostnameEnv makes StatefulSet read the pod name from the environment
+// variable name instead of HOSTNAME.
+func HostnameEnv(name string) StatefulSetOption {
+	return func(s *statefulSet) { s.env = name }
+}
+
+type statefulSet struct{ env string }
+
+// StatefulSet returns a distributor that hands out the ordinal of a
+// Kubernetes StatefulSet pod, read from the end of its HOSTNAME
+// ("orders-3" → 3; CosId's StatefulSetMachineIdDistributor). Kubernetes
+// keeps ordinals unique and gives a restarted pod its old one, so every
+// instance is in effect stable: Guard and Revert succeed for the ordinal and
+// store nothing. A hostname without an ordinal is an error wrapping
+// engine.ErrInvalidConfig at Distribute; an ordinal that does not fit
+// machineBits, one wrapping engine.ErrMachineIDOverflow.
+func StatefulSet(opts ...StatefulSetOption) Distributor {
+	s := statefulSet{env: "HOSTNAME"}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// ordinal reads the pod ordinal and describes where it came from.
+func (s statefulSet) ordinal() (int64, string, error) {
+	host := os.Getenv(s.env)
+	source := fmt.Sprintf("StatefulSet %s=%q", s.env, host)
+	id, err := PodOrdinal(host)
+	if err != nil {
+		return 0, source, fmt.Errorf("%w: machine: %s: %v", engine.ErrInvalidConfig, source, err)
+	}
+	return id, source, nil
+}
+
+func (s statefulSet) Distribute(_ context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
+	if err := ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+		return State{}, err
+	}
+	id, source, err := s.ordinal()
+	if err != nil {
+		return State{}, err
+	}
+	if err := checkFits(id, machineBits, source); err != nil {
+		return State{}, err
+	}
+	return State{MachineID: id}, nil
+}
+
+func (s statefulSet) Guard(_ context.Context, inst Instance, st State) error {
+	id, source, err := s.ordinal()
+	return holdsFixed(id, err, source, inst, st)
+}
+
+func (s statefulSet) Revert(_ context.Context, inst Instance, st State) error {
+	id, source, err := s.ordinal()
+	return holdsFixed(id, err, source, inst, st)
+}
+
+// PodOrdinal returns the ordinal Kubernetes puts at the end of a StatefulSet
+// pod's name: the decimal number after the last '-' ("orders-3" → 3). It
+// rejects names without one and numbers with leading zeros ("web-01"), which
+// Kubernetes never generates, so "web-01" and "web-1" cannot both become 1.
+func PodOrdinal(hostname string) (int64, error) {
+	i := strings.LastIndexByte(hostname, '-')
+	if hostname == "" || i < 0 {
+		return 0, fmt.Errorf("hostname %q has no StatefulSet ordinal (name-N)", hostname)
+	}
+	digits := hostname[i+1:]
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, fmt.Errorf("hostname %q does not end in a StatefulSet ordinal (name-N, N a number without leading zeros)", hostname)
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("hostname %q: ordinal %s out of range", hostname, digits)
+	}
+	return n, nil
+}
+
+var fallbackOnce sync.Once
+
+// Default returns the distributor for zero-configuration use, the first
+// that applies of:
+//
+//  1. [Manual] with the number in IDFORGE_MACHINE_ID (a value that is not an
+//     integer makes Distribute fail with engine.ErrInvalidConfig);
+//  2. [StatefulSet], when running in Kubernetes (KUBERNETES_SERVICE_HOST is
+//     set) and HOSTNAME ends in an ordinal. Outside Kubernetes hostnames
+//     such as "eu-web-1" and "us-web-1" would share an ordinal, so they are
+//     not trusted;
+//  3. Manual(0).
+//
+// The last fallback is ONLY SAFE FOR A SINGLE INSTANCE: every process that
+// falls back to it issues IDs as machine 0, and two of them produce
+// duplicates. Default logs a warning through log/slog (once per process)
+// when it falls back. Anything that runs more than one instance should use
+// a shared store (engine/sqlstore, engine/redisstore) or set
+// IDFORGE_MACHINE_ID per instance.
+func Default() Distributor {
+	if v := strings.TrimSpace(os.Getenv(MachineIDEnv)); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return manual{err: fmt.Errorf("%w: machine: %s=%q is not an integer machine ID", engine.ErrInvalidConfig, MachineIDEnv, v)}
+		}
+		return manual{id: id, source: MachineIDEnv + "=" + v}
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		if _, err := PodOrdinal(os.Getenv("HOSTNAME")); err == nil {
+			return StatefulSet()
+		}
+	}
+	fallbackOnce.Do(func() {
+		slog.Warn("idforge: no machine ID configured (" + MachineIDEnv + " unset, not a StatefulSet pod): " +
+			"using machine ID 0, which is safe only while a single instance issues IDs; " +
+			"set " + MachineIDEnv + " per instance or use a shared store")
+	})
+	return Manual(0)
+}
