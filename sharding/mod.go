@@ -57,9 +57,10 @@ type ModRouter struct {
 	tables []string
 }
 
-// NewMod validates cfg and builds the router. A count below 1, a pattern that
-// does not give distinct valid table names, or a rule dividing by zero is an
-// error wrapping engine.ErrInvalidConfig.
+// NewMod validates cfg and builds the router. A count below 1, a pattern
+// without its one integer verb, a table name with characters other than
+// letters, digits, '_', '$' and '.', or a rule dividing by zero is an error
+// wrapping engine.ErrInvalidConfig.
 func NewMod(cfg Mod) (*ModRouter, error) {
 	if cfg.Databases < 1 || cfg.Tables < 1 {
 		return nil, fmt.Errorf("%w: sharding.Mod needs at least 1 database and 1 table, got %d × %d",
@@ -143,13 +144,13 @@ func (r *ModRouter) Shards() ([]Shard, error) {
 // String describes the routing in ShardingSphere's inline style, with the
 // base added into the expression: "m{id%2}.course_{(id+1)%4/2+1}".
 func (r *ModRouter) String() string {
-	return describe(r.cfg.DatabasePattern, r.dbRule, r.cfg.DatabaseBase) + "." +
-		describe(r.cfg.TablePattern, r.tbRule, r.cfg.TableBase)
+	return describe(r.cfg.DatabasePattern, r.dbs, r.dbRule, r.cfg.DatabaseBase) + "." +
+		describe(r.cfg.TablePattern, r.tables, r.tbRule, r.cfg.TableBase)
 }
 
-func describe(pattern string, rule Rule, base int) string {
-	if !strings.Contains(pattern, "%") {
-		return pattern
+func describe(pattern string, names []string, rule Rule, base int) string {
+	if len(names) == 1 {
+		return names[0]
 	}
 	s := ruleString(rule)
 	if base != 0 {
@@ -163,7 +164,8 @@ func describe(pattern string, rule Rule, base int) string {
 }
 
 // expandNames formats pattern for n consecutive numbers from base and checks
-// the results are distinct (and, for tables, safe to put into SQL).
+// the pattern holds one integer verb (and, for tables, that the names are
+// safe to put into SQL).
 func expandNames(what, pattern string, n, base int, sqlSafe bool) ([]string, error) {
 	if !strings.Contains(pattern, "%") {
 		if n != 1 {
@@ -178,22 +180,17 @@ func expandNames(what, pattern string, n, base int, sqlSafe bool) ([]string, err
 		return []string{pattern}, nil
 	}
 	out := make([]string, n)
-	seen := make(map[string]bool, n)
 	for i := range out {
 		name := fmt.Sprintf(pattern, base+i)
 		if strings.Contains(name, "%!") {
 			return nil, fmt.Errorf("%w: %s pattern %q must hold exactly one integer verb such as %%d, gave %q",
 				engine.ErrInvalidConfig, what, pattern, name)
 		}
-		if seen[name] {
-			return nil, fmt.Errorf("%w: %s pattern %q gives %q twice", engine.ErrInvalidConfig, what, pattern, name)
-		}
 		if sqlSafe {
 			if err := checkTableName(name); err != nil {
 				return nil, err
 			}
 		}
-		seen[name] = true
 		out[i] = name
 	}
 	return out, nil

@@ -104,10 +104,12 @@ func (e Expr) Index(id int64) (int64, error) {
 			v, ok = addChecked(v, s.n)
 		case '*':
 			v, ok = mulChecked(v, s.n)
-		case '/':
-			v, ok = v/s.n, s.n > 0
-		case '%':
-			v, ok = v%s.n, s.n > 0
+		case '/', '%':
+			if ok = s.n > 0; ok && s.op == '/' {
+				v /= s.n
+			} else if ok {
+				v %= s.n
+			}
 		}
 		if !ok {
 			return 0, fmt.Errorf("%w: rule %s cannot be evaluated for id %d (overflow or division by %d)",

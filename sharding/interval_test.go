@@ -1,0 +1,276 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	_ "time/tzdata" // the zone tests must not depend on the host's zoneinfo
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+func mustInterval(t *testing.T, cfg Interval) *IntervalRouter {
+	t.Helper()
+	if cfg.Layout == (snowflake.Layout{}) {
+		cfg.Layout = snowflake.Default
+	}
+	r, err := NewInterval(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// idAt composes a Default-layout ID issued at t.
+func idAt(t *testing.T, at time.Time) int64 {
+	t.Helper()
+	id, err := snowflake.Default.Compose(at, 7, 123)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func routeTable(t *testing.T, r *IntervalRouter, id int64) string {
+	t.Helper()
+	s, err := r.Route(id)
+	if err != nil {
+		t.Fatalf("Route(%d): %v", id, err)
+	}
+	return s.TableName
+}
+
+func TestIntervalYearBoundary(t *testing.T) {
+	last := time.Date(2026, 12, 31, 23, 59, 59, 999e6, time.UTC)
+	next := last.Add(time.Millisecond)
+	for _, c := range []struct {
+		period         Period
+		before, after  string
+		format, prefix string
+	}{
+		{Yearly, "order_2026", "order_2027", "", "order_"},
+		{Monthly, "order_202612", "order_202701", "", "order_"},
+		{Daily, "order_20261231", "order_20270101", "", "order_"},
+		{Monthly, "log2026_12", "log2027_01", "2006_01", "log"},
+	} {
+		r := mustInterval(t, Interval{Period: c.period, Prefix: c.prefix, Format: c.format})
+		if got := routeTable(t, r, idAt(t, last)); got != c.before {
+			t.Errorf("%v: Dec 31 23:59:59.999 → %s, want %s", c.period, got, c.before)
+		}
+		if got := routeTable(t, r, idAt(t, next)); got != c.after {
+			t.Errorf("%v: Jan 1 00:00:00.000 → %s, want %s", c.period, got, c.after)
+		}
+		// The highest ID of the last millisecond and the lowest of the next.
+		hi, _ := snowflake.Default.Compose(last, snowflake.Default.MaxMachineID(), snowflake.Default.MaxSequence())
+		lo, _ := snowflake.Default.Compose(next, 0, 0)
+		if hi+1 != lo || routeTable(t, r, hi) != c.before || routeTable(t, r, lo) != c.after {
+			t.Errorf("%v: ids %d/%d straddling the year do not split at the boundary", c.period, hi, lo)
+		}
+	}
+}
+
+func TestIntervalMonthBoundaries(t *testing.T) {
+	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	for m := time.January; m <= time.December; m++ {
+		start := time.Date(2028, m, 1, 0, 0, 0, 0, time.UTC) // 2028: leap year, Feb 29
+		end := start.AddDate(0, 1, 0)
+		want := "order_" + start.Format("200601")
+		if got := routeTable(t, r, idAt(t, start)); got != want {
+			t.Errorf("first ms of %s → %s", want, got)
+		}
+		if got := routeTable(t, r, idAt(t, end.Add(-time.Millisecond))); got != want {
+			t.Errorf("last ms of %s → %s", want, got)
+		}
+	}
+	if got := routeTable(t, r, idAt(t, time.Date(2028, 2, 29, 12, 0, 0, 0, time.UTC))); got != "order_202802" {
+		t.Errorf("Feb 29 → %s", got)
+	}
+}
+
+func TestIntervalTimeZone(t *testing.T) {
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_", Location: shanghai})
+	utc := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	// 2026-11-30T16:00Z is midnight of December 1st in Shanghai (UTC+8).
+	midnight := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
+	if got := routeTable(t, r, idAt(t, midnight.Add(-time.Millisecond))); got != "order_202611" {
+		t.Errorf("Shanghai Nov 30 23:59:59.999 → %s", got)
+	}
+	if got := routeTable(t, r, idAt(t, midnight)); got != "order_202612" {
+		t.Errorf("Shanghai Dec 1 00:00 → %s", got)
+	}
+	if got := routeTable(t, utc, idAt(t, midnight)); got != "order_202611" {
+		t.Errorf("UTC Nov 30 16:00 → %s", got)
+	}
+
+	// Daily buckets in a zone with DST follow its calendar: the day DST
+	// starts (2026-03-08 in New York) has 23 hours, the next day 24.
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustInterval(t, Interval{Period: Daily, Prefix: "ev_", Location: ny})
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 3, 8, 4, 59, 59, 999e6, time.UTC), "ev_20260307"}, // 23:59:59.999 EST
+		{time.Date(2026, 3, 8, 5, 0, 0, 0, time.UTC), "ev_20260308"},       // 00:00 EST
+		{time.Date(2026, 3, 9, 3, 59, 59, 999e6, time.UTC), "ev_20260308"}, // 23:59:59.999 EDT
+		{time.Date(2026, 3, 9, 4, 0, 0, 0, time.UTC), "ev_20260309"},       // 00:00 EDT
+	} {
+		if got := routeTable(t, d, idAt(t, c.at)); got != c.want {
+			t.Errorf("New York %s → %s, want %s", c.at.In(ny), got, c.want)
+		}
+		if got, _ := d.TableFor(c.at); got != c.want {
+			t.Errorf("TableFor(%s) = %s, want %s", c.at.In(ny), got, c.want)
+		}
+	}
+	// In UTC, the default, the same instants fall in UTC days: DST plays no part.
+	u := mustInterval(t, Interval{Period: Daily, Prefix: "ev_"})
+	if got := routeTable(t, u, idAt(t, time.Date(2026, 3, 8, 4, 59, 59, 0, time.UTC))); got != "ev_20260308" {
+		t.Errorf("UTC → %s", got)
+	}
+	if got := u.Tables(time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)); !slices.Equal(got,
+		[]string{"ev_20260307", "ev_20260308", "ev_20260309"}) {
+		t.Errorf("UTC Tables across the DST change = %v", got)
+	}
+}
+
+func TestIntervalTables(t *testing.T) {
+	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	at := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	cases := []struct {
+		from, to time.Time
+		want     []string
+	}{
+		{at(2026, 11, 15), at(2027, 1, 10), []string{"order_202611", "order_202612", "order_202701"}},
+		{at(2026, 11, 1), at(2026, 12, 1), []string{"order_202611"}}, // to is exclusive
+		{at(2026, 11, 1), at(2026, 12, 1).Add(time.Nanosecond), []string{"order_202611", "order_202612"}},
+		{at(2026, 11, 5), at(2026, 11, 5), nil},
+		{at(2026, 12, 5), at(2026, 11, 5), nil},
+	}
+	for _, c := range cases {
+		if got := r.Tables(c.from, c.to); !slices.Equal(got, c.want) {
+			t.Errorf("Tables(%s, %s) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+	y := mustInterval(t, Interval{Period: Yearly, Prefix: "y"})
+	if got := y.Tables(at(2024, 6, 1), at(2027, 1, 1)); !slices.Equal(got, []string{"y2024", "y2025", "y2026"}) {
+		t.Errorf("yearly Tables = %v", got)
+	}
+	dl := mustInterval(t, Interval{Period: Daily, Prefix: "d_"})
+	if got := dl.Tables(at(2028, 2, 28), at(2028, 3, 2)); !slices.Equal(got, []string{"d_20280228", "d_20280229", "d_20280301"}) {
+		t.Errorf("daily Tables = %v", got)
+	}
+	if _, err := r.Shards(); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("unbounded Shards: err = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := NewShardCounter(r); err == nil {
+		t.Error("NewShardCounter of an unbounded interval router succeeded")
+	}
+}
+
+func TestIntervalBounds(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_", Start: start, End: end, Database: "orders"})
+	shards, err := r.Shards()
+	if err != nil || len(shards) != 12 {
+		t.Fatalf("Shards = %d, %v; want 12", len(shards), err)
+	}
+	for i, s := range shards {
+		want := "order_" + start.AddDate(0, i, 0).Format("200601")
+		if s.TableName != want || s.Table != i || s.Database != 0 || s.String() != "orders."+want {
+			t.Errorf("shard %d = %+v, want %s", i, s, want)
+		}
+	}
+	s, err := r.Route(idAt(t, time.Date(2026, 7, 4, 12, 0, 0, 0, time.UTC)))
+	if err != nil || s != shards[6] {
+		t.Errorf("July: %+v, %v; want %+v", s, err, shards[6])
+	}
+	for _, out := range []time.Time{start.Add(-time.Millisecond), end} {
+		if _, err := r.Route(idAt(t, out)); !errors.Is(err, engine.ErrInvalidID) || !strings.Contains(err.Error(), "outside") {
+			t.Errorf("Route at %s: err = %v, want ErrInvalidID naming the range", out, err)
+		}
+		if _, err := r.TableFor(out); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("TableFor(%s): err = %v", out, err)
+		}
+	}
+	if got := r.Tables(start.AddDate(-1, 0, 0), start.AddDate(0, 2, 0)); !slices.Equal(got, []string{"order_202601", "order_202602"}) {
+		t.Errorf("Tables clipped to Start = %v", got)
+	}
+	if got := r.Tables(end.AddDate(0, -1, 0), end.AddDate(5, 0, 0)); !slices.Equal(got, []string{"order_202612"}) {
+		t.Errorf("Tables clipped to End = %v", got)
+	}
+	c, err := NewShardCounter(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Counts()); n != 12 {
+		t.Errorf("counter starts with %d shards, want 12", n)
+	}
+}
+
+func TestIntervalRouteErrors(t *testing.T) {
+	r := mustInterval(t, Interval{Layout: snowflake.JSSafe, Period: Daily, Prefix: "t_"})
+	if _, err := r.Route(-5); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("Route(-5): err = %v", err)
+	}
+	if _, err := r.Route(snowflake.JSSafe.MaxID() + 1); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("Route(MaxID+1): err = %v", err)
+	}
+}
+
+func TestIntervalInvalidConfig(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bad := snowflake.Default
+	bad.SequenceBits = 40
+	cases := map[string]struct {
+		cfg  Interval
+		want error
+	}{
+		"bad layout":      {Interval{Layout: bad, Period: Daily, Prefix: "t_"}, engine.ErrInvalidLayout},
+		"no period":       {Interval{Layout: snowflake.Default, Prefix: "t_"}, engine.ErrInvalidConfig},
+		"end before":      {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Start: start, End: start}, engine.ErrInvalidConfig},
+		"repeating names": {Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "t_", Format: "01"}, engine.ErrInvalidConfig},
+		"daily as month":  {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Format: "200601"}, engine.ErrInvalidConfig},
+		"unsafe prefix":   {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "order-"}, engine.ErrInvalidConfig},
+	}
+	for name, c := range cases {
+		if _, err := NewInterval(c.cfg); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+// IDs from a real generator route by the time the generator read from its clock.
+func TestIntervalWithGenerator(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 11, 30, 23, 59, 59, 990e6, time.UTC))
+	g, err := snowflake.New(3, snowflake.WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	counts := map[string]int{}
+	for range 40 {
+		id, err := g.NextID(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[routeTable(t, r, id)]++
+		fc.Advance(time.Millisecond / 2)
+	}
+	// 20 ms of IDs, 10 ms before midnight and 10 after.
+	if counts["order_202611"] != 20 || counts["order_202612"] != 20 {
+		t.Errorf("counts = %v, want 20 in each month", counts)
+	}
+}
