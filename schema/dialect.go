@@ -1,0 +1,114 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// ErrUnknownDialect is wrapped by every error about a dialect name or a
+// database whose dialect could not be told.
+var ErrUnknownDialect = errors.New("schema: unknown SQL dialect")
+
+// Dialect is an SQL dialect the ID tables exist for.
+type Dialect int
+
+// The supported dialects. The zero Dialect is invalid.
+const (
+	// MySQL covers MySQL and MariaDB.
+	MySQL Dialect = iota + 1
+	// Postgres is PostgreSQL.
+	Postgres
+	// SQLite is SQLite 3.35 or later.
+	SQLite
+)
+
+// Dialects lists every supported dialect.
+var Dialects = []Dialect{MySQL, Postgres, SQLite}
+
+// String returns the canonical name: "mysql", "postgres" or "sqlite".
+func (d Dialect) String() string {
+	switch d {
+	case MySQL:
+		return "mysql"
+	case Postgres:
+		return "postgres"
+	case SQLite:
+		return "sqlite"
+	}
+	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+func (d Dialect) valid() bool { return d >= MySQL && d <= SQLite }
+
+// ParseDialect maps a dialect or driver name to its Dialect, ignoring case:
+// mysql and mariadb; postgres, postgresql and pgx; sqlite and sqlite3.
+// Any other name is an error wrapping [ErrUnknownDialect].
+func ParseDialect(name string) (Dialect, error) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "mysql", "mariadb":
+		return MySQL, nil
+	case "postgres", "postgresql", "pgx":
+		return Postgres, nil
+	case "sqlite", "sqlite3":
+		return SQLite, nil
+	}
+	return 0, fmt.Errorf("%w %q (want mysql, mariadb, postgres, postgresql, pgx, sqlite or sqlite3)", ErrUnknownDialect, name)
+}
+
+// DriverDialect tells the dialect from the database/sql driver's Go type,
+// without talking to the database. It knows go-sql-driver/mysql, pgx's
+// stdlib, lib/pq, glebarez/go-sqlite, modernc.org/sqlite and
+// mattn/go-sqlite3; for other drivers (including wrappers that hide the
+// real driver) it returns an error wrapping [ErrUnknownDialect].
+func DriverDialect(drv driver.Driver) (Dialect, error) {
+	t := reflect.TypeOf(drv)
+	if t == nil {
+		return 0, fmt.Errorf("%w: no driver", ErrUnknownDialect)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return typeDialect(t.PkgPath(), t.Name())
+}
+
+// typeDialect matches a driver type's package path and name.
+func typeDialect(pkgPath, name string) (Dialect, error) {
+	id := strings.ToLower(pkgPath + "." + name)
+	switch {
+	case strings.Contains(id, "sqlite"):
+		return SQLite, nil
+	case strings.Contains(id, "mysql"):
+		return MySQL, nil
+	case strings.Contains(id, "pgx"), strings.Contains(id, "lib/pq"), strings.Contains(id, "postgres"):
+		return Postgres, nil
+	}
+	return 0, fmt.Errorf("%w: driver %s", ErrUnknownDialect, id)
+}
+
+// Detect tells db's dialect: from the driver's type when it is a known one,
+// otherwise by asking the server (version() answers on PostgreSQL and
+// MySQL/MariaDB, sqlite_version() on SQLite).
+func Detect(ctx context.Context, db *sql.DB) (Dialect, error) {
+	d, err := DriverDialect(db.Driver())
+	if err == nil {
+		return d, nil
+	}
+	var version string
+	verr := db.QueryRowContext(ctx, "SELECT version()").Scan(&version)
+	if verr == nil {
+		if strings.Contains(version, "PostgreSQL") {
+			return Postgres, nil
+		}
+		return MySQL, nil
+	}
+	serr := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version)
+	if serr == nil {
+		return SQLite, nil
+	}
+	return 0, fmt.Errorf("%w (%v; SELECT version(): %v; SELECT sqlite_version(): %v)", ErrUnknownDialect, err, verr, serr)
+}

@@ -1,0 +1,49 @@
+-- idforge ID tables for PostgreSQL.
+--
+-- Times are Unix milliseconds in BIGINT columns, the same in every dialect.
+
+-- One row per segment sequence. A fetch advances last_max_id by step in one
+-- statement: UPDATE ... SET last_max_id = last_max_id + $1 ... RETURNING
+-- last_max_id.
+CREATE TABLE IF NOT EXISTS idforge_segment (
+    name            VARCHAR(128) NOT NULL PRIMARY KEY,
+    last_max_id     BIGINT NOT NULL,
+    step            BIGINT NOT NULL,
+    created_at      BIGINT NOT NULL,
+    last_fetch_time BIGINT NOT NULL
+);
+
+-- One row per machine ID ever handed out in a namespace; rows are reused,
+-- never deleted. instance_id is the owner, NULL when the row is free. A row
+-- may be taken by another instance when it is free, or when its owner is not
+-- stable and has not heartbeated (last_timestamp, the newest ID timestamp
+-- under this machine ID) for the safe-guard duration; stable owners keep
+-- their row across restarts. The next owner waits until its clock passes
+-- last_timestamp before issuing IDs. distribute_time and revert_time record
+-- when the row was last claimed and released.
+--
+-- Double allocation is impossible by construction:
+--   * PRIMARY KEY (namespace, machine_id): a machine ID is one row, so it
+--     has at most one owner (instance_id) at any moment;
+--   * UNIQUE (namespace, instance_id): an instance holds at most one machine
+--     ID. Free rows have instance_id NULL, and NULLs never collide in a
+--     unique constraint, so any number of rows can be free.
+-- A new machine ID is an INSERT that the primary key turns away when
+-- another instance inserted the same number first. Every claim, heartbeat
+-- and release is a single UPDATE whose WHERE clause re-checks the owner (or
+-- that the row is free or expired); PostgreSQL re-evaluates it on the
+-- newest row version after waiting for a concurrent writer, so of two
+-- racing instances exactly one changes the row. version is bumped by every
+-- write.
+CREATE TABLE IF NOT EXISTS idforge_machine (
+    namespace       VARCHAR(128) NOT NULL,
+    machine_id      INTEGER NOT NULL,
+    instance_id     VARCHAR(255),
+    stable          BOOLEAN NOT NULL DEFAULT FALSE,
+    last_timestamp  BIGINT NOT NULL DEFAULT 0,
+    distribute_time BIGINT NOT NULL DEFAULT 0,
+    revert_time     BIGINT NOT NULL DEFAULT 0,
+    version         BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (namespace, machine_id),
+    CONSTRAINT idforge_machine_instance UNIQUE (namespace, instance_id)
+);
