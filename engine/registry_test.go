@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 )
@@ -170,6 +171,7 @@ func TestRegistryFactoryOncePerNameConcurrent(t *testing.T) {
 	_ = r.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
 		n, _ := calls.LoadOrStore(name, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
+		time.Sleep(5 * time.Millisecond) // a store round trip: lets the other callers arrive meanwhile
 		return &closer{}, nil
 	})
 	names := []string{"a", "b", "c", "d"}
