@@ -1,0 +1,306 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/redisstore"
+)
+
+var fakeStart = time.UnixMilli(1_750_000_000_000)
+
+const safeGuard = 5 * time.Minute
+
+func inst(id string) machine.Instance { return machine.Instance{Namespace: "svc", ID: id} }
+
+// machineEnv returns a machine distributor on a fake clock.
+func machineEnv(t *testing.T) (*redisstore.MachineDistributor, *clock.Fake, env) {
+	t.Helper()
+	fake := clock.NewFake(fakeStart)
+	e := newEnv(t, redisstore.WithClock(fake))
+	return e.store.Machine(), fake, e
+}
+
+func distribute(t *testing.T, d machine.Distributor, in machine.Instance, bits int) machine.State {
+	t.Helper()
+	st, err := d.Distribute(context.Background(), in, bits, safeGuard)
+	if err != nil {
+		t.Fatalf("Distribute(%s): %v", in.ID, err)
+	}
+	return st
+}
+
+func TestMachine64InstancesRaceFor6Bits(t *testing.T) {
+	d, _, e := machineEnv(t)
+	ctx := context.Background()
+	const n = 64
+	ids := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	e.counter.take()
+	for i := range n {
+		wg.Go(func() {
+			st, err := d.Distribute(ctx, inst(fmt.Sprintf("10.0.0.%d:8080", i)), 6, safeGuard)
+			ids[i], errs[i] = st.MachineID, err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("instance %d: %v", i, err)
+		}
+	}
+	sorted := slices.Sorted(slices.Values(ids))
+	for want, got := range sorted {
+		if got != int64(want) {
+			t.Fatalf("64 instances got machine IDs %v, want each of 0..63 once", sorted)
+		}
+	}
+	if got := len(e.counter.take()); got != n {
+		t.Fatalf("64 distributions sent %d commands, want one each", got)
+	}
+
+	_, err := d.Distribute(ctx, inst("10.0.0.64:8080"), 6, safeGuard)
+	if !errors.Is(err, engine.ErrMachineIDOverflow) {
+		t.Fatalf("65th instance: got %v, want ErrMachineIDOverflow", err)
+	}
+	for _, part := range []string{`"svc"`, "6 machine bits"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("overflow error %q should name %s", err, part)
+		}
+	}
+}
+
+func TestMachineReusesOwnID(t *testing.T) {
+	d, fake, _ := machineEnv(t)
+	a := distribute(t, d, inst("a"), 6)
+	b := distribute(t, d, inst("b"), 6)
+	fake.Advance(time.Second)
+	again := distribute(t, d, inst("a"), 6)
+	if a.MachineID != 0 || b.MachineID != 1 || again.MachineID != 0 {
+		t.Fatalf("a=%d b=%d a again=%d, want 0, 1, 0", a.MachineID, b.MachineID, again.MachineID)
+	}
+	if a.LastTimestamp != 0 || again.LastTimestamp != fakeStart.UnixMilli() {
+		t.Fatalf("last timestamps %d then %d, want 0 (new) then the first distribution's %d",
+			a.LastTimestamp, again.LastTimestamp, fakeStart.UnixMilli())
+	}
+}
+
+func TestMachineReclaimsExpiredAndOwnerLosesIt(t *testing.T) {
+	ctx := context.Background()
+	d, fake, _ := machineEnv(t)
+	a, b := inst("a"), inst("b")
+	stA := distribute(t, d, a, 6)
+	stB := distribute(t, d, b, 6)
+
+	// b heartbeats half way; a stays silent.
+	fake.Advance(safeGuard / 2)
+	if err := d.Guard(ctx, b, machine.State{MachineID: stB.MachineID, LastTimestamp: fake.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+
+	// One millisecond short of the safe guard, a's ID is not up for grabs.
+	fake.Set(fakeStart.Add(safeGuard - time.Millisecond))
+	if st := distribute(t, d, inst("c"), 6); st.MachineID != 2 {
+		t.Fatalf("before expiry c got %d, want the new number 2", st.MachineID)
+	}
+
+	fake.Set(fakeStart.Add(safeGuard))
+	st := distribute(t, d, inst("d"), 6)
+	if st.MachineID != stA.MachineID || st.LastTimestamp != fakeStart.UnixMilli() {
+		t.Fatalf("at expiry d got %+v, want a's machine ID %d with a's last timestamp %d",
+			st, stA.MachineID, fakeStart.UnixMilli())
+	}
+
+	err := d.Guard(ctx, a, stA)
+	if !errors.Is(err, engine.ErrMachineIDLost) || !strings.Contains(err.Error(), `"d"`) {
+		t.Fatalf("a's guard after reclaim: got %v, want ErrMachineIDLost naming the new owner", err)
+	}
+	if err := d.Revert(ctx, a, stA); !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("a's revert after reclaim: got %v, want ErrMachineIDLost", err)
+	}
+	if err := d.Guard(ctx, b, stB); err != nil {
+		t.Fatalf("b heartbeated in time and keeps its ID: %v", err)
+	}
+	// a comes back as a newcomer: its old ID is d's now.
+	if st := distribute(t, d, a, 6); st.MachineID != 3 {
+		t.Fatalf("a after losing its ID got %d, want the new number 3", st.MachineID)
+	}
+}
+
+func TestMachineGuardKeepsSilentOwnerAlive(t *testing.T) {
+	ctx := context.Background()
+	d, fake, _ := machineEnv(t)
+	a := inst("a")
+	stA := distribute(t, d, a, 6)
+	// Expired but not yet reclaimed: the guard still owns it and renews it,
+	// even when the generator reports an old last timestamp.
+	fake.Advance(2 * safeGuard)
+	if err := d.Guard(ctx, a, stA); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(safeGuard - time.Millisecond)
+	if st := distribute(t, d, inst("b"), 6); st.MachineID == stA.MachineID {
+		t.Fatalf("b took a's ID %d although a heartbeated within the safe guard", st.MachineID)
+	}
+}
+
+func TestMachineRevertFreesUnstableID(t *testing.T) {
+	ctx := context.Background()
+	d, fake, _ := machineEnv(t)
+	a := inst("a")
+	stA := distribute(t, d, a, 6)
+	distribute(t, d, inst("b"), 6)
+	last := fakeStart.Add(10 * time.Second).UnixMilli() // ahead of the clock: must survive
+	if err := d.Revert(ctx, a, machine.State{MachineID: stA.MachineID, LastTimestamp: last}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Guard(ctx, a, stA); !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("guard after revert: got %v, want ErrMachineIDLost", err)
+	}
+	// A free ID is taken at once, before any new number, with its saved timestamp.
+	fake.Advance(time.Second)
+	st := distribute(t, d, inst("c"), 6)
+	if st.MachineID != stA.MachineID || st.LastTimestamp != last {
+		t.Fatalf("c got %+v, want the reverted ID %d with last timestamp %d", st, stA.MachineID, last)
+	}
+}
+
+func TestMachineStableKeepsID(t *testing.T) {
+	ctx := context.Background()
+	d, fake, _ := machineEnv(t)
+	s := machine.Instance{Namespace: "svc", ID: "pod-0", Stable: true}
+	stS := distribute(t, d, s, 6)
+	last := fakeStart.Add(time.Second).UnixMilli()
+	if err := d.Revert(ctx, s, machine.State{MachineID: stS.MachineID, LastTimestamp: last}); err != nil {
+		t.Fatal(err)
+	}
+	// Neither a revert nor any silence frees a stable instance's ID.
+	fake.Advance(10 * safeGuard)
+	if st := distribute(t, d, inst("a"), 6); st.MachineID == stS.MachineID {
+		t.Fatalf("unstable instance took stable pod-0's ID %d", st.MachineID)
+	}
+	st := distribute(t, d, s, 6)
+	if st.MachineID != stS.MachineID || st.LastTimestamp != last {
+		t.Fatalf("pod-0 restarted with %+v, want its ID %d and saved timestamp %d", st, stS.MachineID, last)
+	}
+}
+
+func TestMachineRevertByOtherChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	d, fake, _ := machineEnv(t)
+	stA := distribute(t, d, inst("a"), 6)
+	err := d.Revert(ctx, inst("intruder"), stA)
+	if !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("revert by a non-owner: got %v, want ErrMachineIDLost", err)
+	}
+	if err := d.Guard(ctx, inst("x"), machine.State{MachineID: 42}); !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("guard of a never-distributed ID: got %v, want ErrMachineIDLost", err)
+	}
+	fake.Advance(time.Second)
+	if st := distribute(t, d, inst("b"), 6); st.MachineID == stA.MachineID {
+		t.Fatalf("b got a's ID %d after a non-owner's revert", st.MachineID)
+	}
+	if err := d.Guard(ctx, inst("a"), stA); err != nil {
+		t.Fatalf("a still owns its ID: %v", err)
+	}
+}
+
+func TestMachineNarrowerLayoutNeverGetsOutOfRangeID(t *testing.T) {
+	ctx := context.Background()
+	d, _, _ := machineEnv(t)
+	distribute(t, d, inst("a"), 1)
+	distribute(t, d, inst("b"), 1)
+	if _, err := d.Distribute(ctx, inst("c"), 1, safeGuard); !errors.Is(err, engine.ErrMachineIDOverflow) {
+		t.Fatalf("third instance with 1 bit: got %v, want ErrMachineIDOverflow", err)
+	}
+	if st := distribute(t, d, inst("c"), 2); st.MachineID != 2 {
+		t.Fatalf("c with 2 bits got %d, want 2", st.MachineID)
+	}
+	// c asks again with 1 bit: its ID 2 does not fit, so it gives it back
+	// rather than return an ID outside [0, 2).
+	if _, err := d.Distribute(ctx, inst("c"), 1, safeGuard); !errors.Is(err, engine.ErrMachineIDOverflow) {
+		t.Fatalf("c with 1 bit: got %v, want ErrMachineIDOverflow", err)
+	}
+	if st := distribute(t, d, inst("e"), 2); st.MachineID != 2 {
+		t.Fatalf("e with 2 bits got %d, want c's freed ID 2", st.MachineID)
+	}
+}
+
+func TestMachineOneRoundTripPerCall(t *testing.T) {
+	ctx := context.Background()
+	d, _, e := machineEnv(t)
+	distribute(t, d, inst("a"), 6) // a busy namespace: reclaim set not empty
+	e.counter.take()
+	b := inst("b")
+	st := distribute(t, d, b, 6)
+	if got := e.counter.take(); !slices.Equal(got, []string{"eval"}) {
+		t.Fatalf("new distribution sent %v, want [eval]", got)
+	}
+	calls := []struct {
+		name string
+		do   func() error
+	}{
+		{"distribute", func() error { _, err := d.Distribute(ctx, b, 6, safeGuard); return err }},
+		{"guard", func() error { return d.Guard(ctx, b, st) }},
+		{"revert", func() error { return d.Revert(ctx, b, st) }},
+	}
+	for _, c := range calls {
+		if err := c.do(); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.counter.take(); !slices.Equal(got, []string{"eval"}) {
+			t.Fatalf("%s sent %v, want [eval]", c.name, got)
+		}
+	}
+}
+
+func TestMachineRejectsBadArguments(t *testing.T) {
+	ctx := context.Background()
+	d, err := redisstore.NewMachineDistributor(deadClient(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := inst("a")
+	distCases := map[string]struct {
+		in    machine.Instance
+		bits  int
+		guard time.Duration
+	}{
+		"empty namespace":   {machine.Instance{ID: "a"}, 6, safeGuard},
+		"brace namespace":   {machine.Instance{Namespace: "}svc", ID: "a"}, 6, safeGuard},
+		"empty instance":    {machine.Instance{Namespace: "svc"}, 6, safeGuard},
+		"zero bits":         {good, 0, safeGuard},
+		"too many bits":     {good, redisstore.MaxMachineBits + 1, safeGuard},
+		"no safe guard":     {good, 6, 0},
+		"negative guard":    {good, 6, -time.Second},
+		"sub-ms safe guard": {good, 6, time.Microsecond},
+	}
+	for name, c := range distCases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := d.Distribute(ctx, c.in, c.bits, c.guard); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Fatalf("got %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if err := d.Guard(ctx, good, machine.State{MachineID: -1}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("guard of machine ID -1: got %v, want ErrInvalidConfig", err)
+	}
+	if err := d.Revert(ctx, machine.Instance{ID: "a"}, machine.State{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("revert without namespace: got %v, want ErrInvalidConfig", err)
+	}
+	// Valid arguments reach the (dead) store.
+	if _, err := d.Distribute(ctx, good, 6, safeGuard); !errors.Is(err, engine.ErrStoreUnavailable) ||
+		!strings.Contains(err.Error(), `"svc"`) {
+		t.Fatalf("distribute on a dead store: got %v, want ErrStoreUnavailable naming the namespace", err)
+	}
+}

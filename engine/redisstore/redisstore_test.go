@@ -1,0 +1,120 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// commandCounter is a go-redis hook that records the name of every command
+// sent, pipelined or not: one entry is one round trip for a lone command.
+// The handshake of a new pooled connection (HELLO, CLIENT SETINFO) is a cost
+// per connection, not per call, and is left out.
+type commandCounter struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.record(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *commandCounter) record(cmds ...redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		if name := cmd.Name(); name != "hello" && name != "client" {
+			c.names = append(c.names, name)
+		}
+	}
+}
+
+// take returns the commands recorded since the last call.
+func (c *commandCounter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.names
+	c.names = nil
+	return n
+}
+
+// env is one test's store on the real Redis.
+type env struct {
+	store   *redisstore.Store
+	client  *redis.Client
+	prefix  string
+	counter *commandCounter
+}
+
+// newEnv returns a store on the test's Redis under a throw-away prefix, with
+// a command counter hooked into its client.
+func newEnv(t *testing.T, opts ...redisstore.Option) env {
+	t.Helper()
+	client, prefix := testdb.Redis(t)
+	counter := &commandCounter{}
+	client.AddHook(counter)
+	s, err := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{store: s, client: client, prefix: prefix, counter: counter}
+}
+
+// deadClient talks to a port nothing listens on, failing fast without retries.
+func deadClient(t *testing.T) *redis.Client {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	client := deadClient(t)
+	cases := map[string]struct {
+		client redis.Cmdable
+		opts   []redisstore.Option
+	}{
+		"nil client":     {nil, nil},
+		"negative start": {client, []redisstore.Option{redisstore.WithStart(-1)}},
+		"nil clock":      {client, []redisstore.Option{redisstore.WithClock(nil)}},
+		"empty hash tag": {client, []redisstore.Option{redisstore.WithPrefix("app{}:")}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := redisstore.New(c.client, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Fatalf("New: got %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if _, err := redisstore.New(client, redisstore.WithPrefix("{app}:"), redisstore.WithStart(5),
+		redisstore.WithClock(clock.NewFake(fakeStart))); err != nil {
+		t.Fatalf("valid options rejected: %v", err)
+	}
+}

@@ -1,0 +1,27 @@
+-- Shared by the machine scripts, which Go prepends to each.
+-- KEYS[1] instances hash: instance ID -> machine ID
+-- KEYS[2] machines hash:  machine ID -> "lastTimestamp|stable|instance" ("" instance when free)
+-- KEYS[3] reclaim zset:   free IDs at -inf, unstable owners' IDs at their last timestamp
+local instances, machines, reclaim = KEYS[1], KEYS[2], KEYS[3]
+
+-- load returns the stored last timestamp, stable flag ('1'/'0') and owner of
+-- id, or nil if id was never handed out.
+local function load(id)
+  local v = redis.call('HGET', machines, id)
+  if not v then
+    return nil
+  end
+  local last, stable, owner = string.match(v, '^(%-?%d+)|([01])|(.*)$')
+  return tonumber(last), stable, owner
+end
+
+local function save(id, last, stable, owner)
+  redis.call('HSET', machines, id, string.format('%d|%s|%s', last, stable, owner))
+end
+
+-- release frees id, keeping its last timestamp for the next owner.
+local function release(id, last, owner)
+  redis.call('HDEL', instances, owner)
+  save(id, last, '0', '')
+  redis.call('ZADD', reclaim, '-inf', id)
+end

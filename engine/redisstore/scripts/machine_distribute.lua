@@ -1,0 +1,50 @@
+-- Distribute: reuse own -> reclaim free or expired -> take next -> overflow.
+-- ARGV[1] instance, ARGV[2] stable ('1'/'0'), ARGV[3] limit (2^machineBits),
+-- ARGV[4] now (Unix ms), ARGV[5] safe guard (ms).
+-- Returns {machineID, previous last timestamp}, or {-1, IDs in use} on overflow.
+local instance, stable = ARGV[1], ARGV[2]
+local limit, now, safeGuard = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+
+local function take(id, last)
+  local keep = math.max(last, now)
+  redis.call('HSET', instances, instance, id)
+  save(id, keep, stable, instance)
+  if stable == '1' then
+    redis.call('ZREM', reclaim, id)
+  else
+    redis.call('ZADD', reclaim, keep, id)
+  end
+  return {tonumber(id), last}
+end
+
+local own = redis.call('HGET', instances, instance)
+if own then
+  local last = load(own)
+  if tonumber(own) < limit then
+    return take(own, last)
+  end
+  -- Held under a wider layout than this call's: give it back, pick anew.
+  release(own, last, instance)
+end
+
+local cutoff = now - safeGuard
+local offset = 0
+repeat
+  local ids = redis.call('ZRANGEBYSCORE', reclaim, '-inf', cutoff, 'LIMIT', offset, 100)
+  for _, id in ipairs(ids) do
+    if tonumber(id) < limit then
+      local last, _, owner = load(id)
+      if owner ~= '' then
+        redis.call('HDEL', instances, owner)
+      end
+      return take(id, last)
+    end
+  end
+  offset = offset + #ids
+until #ids < 100
+
+local used = redis.call('HLEN', machines)
+if used >= limit then
+  return {-1, used}
+end
+return take(used, 0)
