@@ -2,6 +2,14 @@
 // handed out by a shared store: the single-segment [Generator] refills
 // synchronously, the lock-free [Chain] keeps segments prefetched ahead so
 // callers only ever pay an atomic add.
+//
+// IDs are strictly increasing per Generator or Chain and, across instances
+// sharing a store, unique and roughly increasing: instances interleave by at
+// most the IDs each holds ahead (a few steps). Defaults ([DefaultStep] and
+// the others) are explained where they are declared. Distributors for SQL
+// databases and Redis live in engine/sqlstore and engine/redisstore;
+// engine/segment/segmenttest checks any [Distributor] against the contract
+// and provides an in-memory fake.
 package segment
 
 import "context"

@@ -1,0 +1,424 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// Chain is the lock-free segment chain (CosId's SegmentChainId). It holds a
+// linked list of fetched segments; callers take IDs from the head segment
+// with one atomic add and move to the next segment with a compare-and-swap
+// on the head pointer, so NextID costs about as much as an atomic counter and
+// allocates nothing. A prefetch goroutine keeps the list long enough:
+//
+//   - It keeps at least the prefetch distance fetched ahead, counted in
+//     segments of step IDs and measured in IDs not yet handed out. The
+//     distance starts at the safe distance.
+//   - It tops the list up with one store call for the whole shortfall,
+//     rounded up to whole steps, appended as one segment.
+//   - It wakes every prefetch period, whenever a caller has used up about a
+//     quarter of the distance, and when a caller finds nothing ready.
+//   - A caller that found nothing ready is hungry: the worker doubles the
+//     distance (up to the maximum) after each hunger while the store is
+//     healthy, and halves it back, once per period, when nobody was hungry
+//     for the hunger window. Hunger caused by a store outage does not widen
+//     the distance.
+//   - A failed fetch is retried with a jittered backoff from 10 ms doubling
+//     up to the prefetch period (at most 1 s); meanwhile callers are served
+//     from what the chain holds.
+//
+// When the chain runs dry NextID waits for the worker until ctx ends (or
+// [WithMaxWait] passes) and returns an [*ExhaustedError] naming the store's
+// last error. IDs are strictly increasing per Chain and never repeated: a
+// distributor answer that goes backwards or overlaps is refused
+// ([ErrInvalidRange]). Close the chain to stop the worker.
+type Chain struct {
+	_    [64]byte // keep the hot head pointer off other objects' cache lines
+	head atomic.Pointer[seg]
+	wake chan struct{} // capacity 1: pending wake-up of the worker
+	_    [48]byte
+
+	d          Distributor
+	cfg        config
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when the worker returns
+	closeOnce  sync.Once
+	closed     atomic.Bool
+	maxWaitErr error
+
+	hungry    atomic.Int64 // NextID calls that found nothing ready
+	starved   atomic.Int64 // of those, the ones that found the store healthy
+	healthy   atomic.Bool  // the last fetch succeeded
+	distance  atomic.Int64 // prefetch distance in segments
+	end       atomic.Int64 // IDs fetched so far: the tail's base+size
+	fetches   atomic.Int64
+	failures  atomic.Int64
+	discarded atomic.Int64
+
+	mu      sync.Mutex
+	ready   chan struct{} // closed and replaced when a segment is appended, and at Close
+	lastErr error         // the last failed fetch, nil once the store answers again
+
+	// Owned by the worker goroutine.
+	tail        *seg
+	prevMax     int64
+	seenStarved int64
+	lastHunger  time.Time
+	lastAdjust  time.Time
+	backoff     time.Duration
+	retryAt     time.Time
+	failedAt    time.Time
+}
+
+// NewChain starts a segment chain drawing from d and its prefetch worker.
+// It does not wait for the first fetch: early callers wait for it instead.
+func NewChain(d Distributor, opts ...Option) (*Chain, error) {
+	cfg, err := newConfig(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	root := &seg{retired: true} // empty: the first caller finds it used up
+	c := &Chain{
+		wake:       make(chan struct{}, 1),
+		d:          d,
+		cfg:        cfg,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		maxWaitErr: maxWaitError(cfg.maxWait),
+		ready:      make(chan struct{}),
+		tail:       root,
+	}
+	c.head.Store(root)
+	c.distance.Store(cfg.safeDistance)
+	go c.run(ctx)
+	return c, nil
+}
+
+// NextID returns the next ID. When IDs are ready (the common case) it costs
+// an atomic add and ignores ctx. When none are, it waits for the prefetch
+// worker until ctx ends or [WithMaxWait] passes and then returns an
+// [*ExhaustedError]. After Close it returns an error wrapping engine.ErrClosed.
+func (c *Chain) NextID(ctx context.Context) (int64, error) {
+	s := c.head.Load()
+	if id, ok := c.take(s); ok {
+		return id, nil
+	}
+	return c.slow(ctx, s)
+}
+
+func (c *Chain) take(s *seg) (int64, bool) {
+	id, n, ok := s.claim()
+	if ok && (s.base+n)&s.mask == 0 {
+		c.signal()
+	}
+	return id, ok
+}
+
+// slow moves the head past used-up segments, or waits for the worker.
+func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
+	var start time.Time
+	for {
+		if c.closed.Load() {
+			return 0, fmt.Errorf("%w: segment chain %q", engine.ErrClosed, c.cfg.name)
+		}
+		if next := s.next.Load(); next != nil {
+			if c.head.CompareAndSwap(s, next) {
+				c.signal()
+			}
+			s = c.head.Load()
+			if id, ok := c.take(s); ok {
+				return id, nil
+			}
+			continue
+		}
+		// Take the channel before looking again: a segment appended after
+		// the look closes this channel.
+		c.mu.Lock()
+		ready := c.ready
+		c.mu.Unlock()
+		if c.closed.Load() || s.next.Load() != nil {
+			continue
+		}
+		if start.IsZero() {
+			start = time.Now()
+			c.hungry.Add(1)
+			if c.healthy.Load() {
+				c.starved.Add(1)
+			}
+			if c.cfg.maxWait > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.maxWait, c.maxWaitErr)
+				defer cancel()
+			}
+		}
+		c.signal()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			c.mu.Lock()
+			storeErr := c.lastErr
+			c.mu.Unlock()
+			return 0, &ExhaustedError{Name: c.cfg.name, Waited: time.Since(start), Store: storeErr, Cause: context.Cause(ctx)}
+		}
+	}
+}
+
+// signal wakes the worker without blocking.
+func (c *Chain) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the prefetch worker (cancelling a fetch in flight and waiting
+// for the distributor to return) and discards the IDs it held. NextID calls
+// that start after Close return an error wrapping engine.ErrClosed. Close is
+// idempotent and always returns nil.
+func (c *Chain) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.cancel()
+		<-c.done
+		c.retireUpTo(math.MaxInt64)
+		c.mu.Lock()
+		close(c.ready)
+		c.ready = make(chan struct{})
+		c.mu.Unlock()
+	})
+	return nil
+}
+
+// Stats is a snapshot of a chain's prefetching, for monitoring and tests.
+type Stats struct {
+	// Step is the number of IDs per segment.
+	Step int64
+	// PrefetchDistance is the current prefetch distance in segments: the
+	// safe distance, or more while callers are hungry.
+	PrefetchDistance int64
+	// Ahead is the number of fetched IDs not handed out yet.
+	Ahead int64
+	// Issued is the number of IDs handed out.
+	Issued int64
+	// Fetches counts successful store calls; Failures counts failed ones
+	// (store errors, timeouts and refused ranges).
+	Fetches, Failures int64
+	// Hungry counts NextID calls that found no ID ready and had to wait.
+	Hungry int64
+	// Discarded counts fetched IDs never handed out: expired by the TTL or
+	// dropped by Close.
+	Discarded int64
+	// LastError is the last failed fetch, nil once the store answers again.
+	LastError error
+}
+
+// Stats returns a snapshot of the chain's counters. The figures are read one
+// by one while callers keep drawing, so they agree only approximately.
+func (c *Chain) Stats() Stats {
+	pos := c.position()
+	end := c.end.Load()
+	c.mu.Lock()
+	lastErr := c.lastErr
+	c.mu.Unlock()
+	return Stats{
+		Step:             c.cfg.step,
+		PrefetchDistance: c.distance.Load(),
+		Ahead:            max(end-pos, 0),
+		Issued:           max(pos-c.discarded.Load(), 0),
+		Fetches:          c.fetches.Load(),
+		Failures:         c.failures.Load(),
+		Hungry:           c.hungry.Load(),
+		Discarded:        c.discarded.Load(),
+		LastError:        lastErr,
+	}
+}
+
+// position is the number of IDs handed out or discarded so far.
+func (c *Chain) position() int64 {
+	h := c.head.Load()
+	return h.base + min(h.taken.Load(), h.size)
+}
+
+func (c *Chain) run(ctx context.Context) {
+	defer close(c.done)
+	timer := time.NewTimer(c.cfg.period)
+	defer timer.Stop()
+	for {
+		wait := c.cycle(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// cycle is one round of the worker: drop expired segments, adjust the
+// distance, top the chain up. It returns how long to sleep unless woken.
+func (c *Chain) cycle(ctx context.Context) time.Duration {
+	now := c.cfg.clock.Now()
+	if c.cfg.ttl > 0 {
+		c.retireUpTo(now.Add(-c.cfg.ttl).UnixNano())
+	}
+	c.adjust(now)
+	if wait := time.Until(c.retryAt); wait > 0 {
+		return min(wait, c.cfg.period)
+	}
+	step := c.cfg.step
+	target := c.distance.Load() * step
+	ahead := c.end.Load() - c.position()
+	if ahead >= target {
+		return c.cfg.period
+	}
+	size := (target - ahead + step - 1) / step * step
+	if err := c.fetch(ctx, size, target); err != nil {
+		if ctx.Err() != nil {
+			return 0 // closing
+		}
+		c.fail(err)
+		return min(time.Until(c.retryAt), c.cfg.period)
+	}
+	if !c.healthy.Load() {
+		c.recovered()
+	}
+	return 0 // look again at once: callers may have used up what came in
+}
+
+func (c *Chain) fetch(ctx context.Context, size, target int64) error {
+	fctx, cancel := context.WithTimeout(ctx, c.cfg.fetchTimeout)
+	max, err := c.d.NextMaxID(fctx, size)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("fetch of %d IDs: %w", size, err)
+	}
+	if err := checkRange(c.prevMax, max, size); err != nil {
+		return err
+	}
+	c.prevMax = max
+	s := &seg{
+		lo:      max - size,
+		size:    size,
+		base:    c.tail.base + c.tail.size,
+		mask:    wakeMask(target),
+		fetched: c.cfg.clock.Now().UnixNano(),
+	}
+	c.tail.next.Store(s)
+	c.tail = s
+	c.end.Store(s.base + s.size)
+	c.fetches.Add(1)
+	c.mu.Lock()
+	close(c.ready)
+	c.ready = make(chan struct{})
+	c.mu.Unlock()
+	return nil
+}
+
+// wakeMask makes callers wake the worker about four times per target.
+func wakeMask(target int64) int64 {
+	return 1<<(bits.Len64(uint64(max(target/4, 1)))-1) - 1
+}
+
+func (c *Chain) fail(err error) {
+	c.failures.Add(1)
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+	log := c.cfg.logger.With("name", c.cfg.name, "err", err)
+	maxBackoff := min(c.cfg.period, time.Second)
+	switch {
+	case errors.Is(err, ErrInvalidRange):
+		log.Error("segment: distributor returned a range that could repeat IDs; dropped it")
+	case c.backoff == 0:
+		log.Warn("segment: store failed; serving prefetched IDs and retrying", "ahead", c.end.Load()-c.position())
+	default:
+		log.Debug("segment: store still failing", "retry_in", c.backoff)
+	}
+	if c.backoff == 0 {
+		c.backoff = min(10*time.Millisecond, maxBackoff)
+		c.failedAt = time.Now()
+	} else {
+		c.backoff = min(2*c.backoff, maxBackoff)
+	}
+	c.healthy.Store(false)
+	wait := c.backoff
+	if half := wait / 2; half > 0 {
+		wait = wait - half/2 + rand.N(half) // ±25 % so instances do not retry in step
+	}
+	c.retryAt = time.Now().Add(wait)
+}
+
+func (c *Chain) recovered() {
+	if c.backoff > 0 {
+		c.cfg.logger.Info("segment: store answered again", "name", c.cfg.name,
+			"outage", time.Since(c.failedAt).Round(time.Millisecond))
+	}
+	c.healthy.Store(true)
+	c.backoff = 0
+	c.retryAt = time.Time{}
+	c.mu.Lock()
+	c.lastErr = nil
+	c.mu.Unlock()
+}
+
+// adjust doubles the prefetch distance after callers starved (went hungry
+// while the store was healthy, so the distance was too short) and halves it
+// back once per period when nobody starved for the hunger window. Hunger
+// during an outage or before the first fetch says nothing about the distance.
+func (c *Chain) adjust(now time.Time) {
+	d := c.distance.Load()
+	if h := c.starved.Load(); h != c.seenStarved {
+		c.seenStarved = h
+		c.lastHunger = now
+		if d < c.cfg.maxDistance {
+			d = min(2*d, c.cfg.maxDistance)
+			c.distance.Store(d)
+			c.lastAdjust = now
+			c.cfg.logger.Debug("segment: callers hungry; prefetch distance widened", "name", c.cfg.name, "distance", d)
+		}
+		return
+	}
+	if d > c.cfg.safeDistance && now.Sub(c.lastHunger) >= c.cfg.hungerWindow && now.Sub(c.lastAdjust) >= c.cfg.period {
+		c.distance.Store(max(d/2, c.cfg.safeDistance))
+		c.lastAdjust = now
+	}
+}
+
+// retireUpTo discards the segments from the head on that were fetched at or
+// before cutoff (Unix nanoseconds) and moves the head past them, so no
+// caller serves them. Segments arrive in time order, so they form a prefix.
+// Only the worker and Close (after the worker stopped) call it.
+func (c *Chain) retireUpTo(cutoff int64) {
+	for s := c.head.Load(); s.fetched <= cutoff; {
+		if !s.retired {
+			s.retired = true
+			// Every add from now on lands past size; what was claimed before stays served.
+			if left := s.size - (s.taken.Add(s.size) - s.size); left > 0 {
+				c.discarded.Add(left)
+			}
+		}
+		next := s.next.Load()
+		if next == nil {
+			return
+		}
+		c.head.CompareAndSwap(s, next)
+		s = next
+	}
+}

@@ -1,0 +1,110 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// seg is one fetched range: IDs lo+1 .. lo+size. Callers claim an ID with a
+// single atomic add on taken; an add that lands past size finds the segment
+// used up (taken keeps counting, harmlessly, so no ID is ever claimed twice).
+type seg struct {
+	taken atomic.Int64
+	lo    int64
+	size  int64
+	// Chain only. base is the number of IDs in the chain's earlier segments,
+	// so base+taken is the caller's position in the chain; the worker is
+	// woken whenever that position is a multiple of mask+1.
+	base    int64
+	mask    int64
+	next    atomic.Pointer[seg]
+	fetched int64 // clock Unix nanoseconds when the range arrived, for the TTL
+	retired bool  // discarded by TTL or Close; touched by the worker and Close only
+}
+
+// claim takes the next ID of s, reporting false when s is used up.
+func (s *seg) claim() (id, n int64, ok bool) {
+	n = s.taken.Add(1)
+	return s.lo + n, n, n <= s.size
+}
+
+// Generator is the single-segment generator (CosId's SegmentId): it serves
+// one segment at a time with an atomic add and, when the segment is used up,
+// fetches the next one synchronously. One caller fetches while the others
+// wait for it, each for as long as its ctx and [WithMaxWait] allow.
+//
+// IDs are strictly increasing per Generator. Every step-th caller pays a
+// store round trip; [Chain] hides that behind a prefetch worker.
+type Generator struct {
+	cur     atomic.Pointer[seg]
+	fetch   chan struct{} // one-slot semaphore: a single refill at a time
+	d       Distributor
+	cfg     config
+	prevMax int64 // guarded by fetch
+}
+
+// New returns a single-segment generator drawing from d. Of the options,
+// WithName, WithStep, WithMaxWait and WithFetchTimeout apply; the others are
+// validated and ignored. It does not talk to the store: the first NextID does.
+func New(d Distributor, opts ...Option) (*Generator, error) {
+	cfg, err := newConfig(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{d: d, cfg: cfg, fetch: make(chan struct{}, 1)}
+	g.cur.Store(&seg{})
+	return g, nil
+}
+
+// NextID returns the next ID. When the segment is used up it fetches the
+// next one from the store, or waits for the caller already doing so; a
+// failed fetch returns an [*ExhaustedError] naming the store's error.
+func (g *Generator) NextID(ctx context.Context) (int64, error) {
+	s := g.cur.Load()
+	if id, _, ok := s.claim(); ok {
+		return id, nil
+	}
+	return g.refill(ctx, s)
+}
+
+func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
+	start := time.Now()
+	if g.cfg.maxWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, g.cfg.maxWait, maxWaitError(g.cfg.maxWait))
+		defer cancel()
+	}
+	select {
+	case g.fetch <- struct{}{}:
+	case <-ctx.Done():
+		return 0, &ExhaustedError{Name: g.cfg.name, Waited: time.Since(start), Cause: context.Cause(ctx)}
+	}
+	defer func() { <-g.fetch }()
+	// Whoever held the semaphore before us may have refilled already.
+	if s := g.cur.Load(); s != used {
+		if id, _, ok := s.claim(); ok {
+			return id, nil
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, g.cfg.fetchTimeout)
+	max, err := g.d.NextMaxID(fctx, g.cfg.step)
+	cancel()
+	if err == nil {
+		err = checkRange(g.prevMax, max, g.cfg.step)
+	}
+	if err != nil {
+		return 0, &ExhaustedError{Name: g.cfg.name, Waited: time.Since(start),
+			Store: fmt.Errorf("fetch of %d IDs: %w", g.cfg.step, err)}
+	}
+	g.prevMax = max
+	s := &seg{lo: max - g.cfg.step, size: g.cfg.step}
+	s.taken.Store(1) // the first ID is ours
+	g.cur.Store(s)
+	return s.lo + 1, nil
+}
+
+func maxWaitError(d time.Duration) error {
+	return fmt.Errorf("%w: waited WithMaxWait(%v)", context.DeadlineExceeded, d)
+}

@@ -1,0 +1,101 @@
+// Package segmenttest helps test segment distributors and the code that uses
+// them: [Run] is the conformance suite every [segment.Distributor] must pass
+// (the SQL and Redis stores run it against the real servers), and [Fake] is
+// an in-memory distributor with a configurable latency and an outage switch
+// for unit tests and benchmarks.
+package segmenttest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/segment"
+)
+
+// Fake is an in-memory [segment.Distributor] for one sequence. It is safe
+// for concurrent use; give every chain or generator under test its own Fake,
+// or share one to play several instances sharing a store.
+type Fake struct {
+	mu      sync.Mutex
+	max     int64
+	latency atomic.Int64 // time.Duration
+	down    atomic.Bool
+	calls   atomic.Int64
+}
+
+var _ segment.Distributor = (*Fake)(nil)
+
+// FakeOption configures a [Fake].
+type FakeOption func(*Fake)
+
+// FakeStart makes the sequence start after n: the first range of step s is
+// (n, n+s]. The default is 0.
+func FakeStart(n int64) FakeOption { return func(f *Fake) { f.max = n } }
+
+// FakeLatency makes every call sleep d before answering, like a store at
+// the other end of a network (see [Fake.SetLatency]).
+func FakeLatency(d time.Duration) FakeOption { return func(f *Fake) { f.latency.Store(int64(d)) } }
+
+// NewFake returns an in-memory distributor, up and answering at once unless
+// configured otherwise.
+func NewFake(opts ...FakeOption) *Fake {
+	f := &Fake{}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// NextMaxID advances the sequence by step after the configured latency. It
+// fails with an error wrapping engine.ErrStoreUnavailable while the fake is
+// down, with ctx's error when ctx ends first, and with an error wrapping
+// engine.ErrInvalidConfig when step is not positive. A failed call takes no
+// IDs.
+func (f *Fake) NextMaxID(ctx context.Context, step int64) (int64, error) {
+	f.calls.Add(1)
+	if step <= 0 {
+		return 0, fmt.Errorf("%w: segmenttest: step %d must be positive", engine.ErrInvalidConfig, step)
+	}
+	if d := time.Duration(f.latency.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("segmenttest: NextMaxID: %w", err)
+	}
+	if f.down.Load() {
+		return 0, fmt.Errorf("%w: segmenttest: fake store is down", engine.ErrStoreUnavailable)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.max > math.MaxInt64-step {
+		return 0, fmt.Errorf("%w: segmenttest: %d + step %d", engine.ErrIDOverflow, f.max, step)
+	}
+	f.max += step
+	return f.max, nil
+}
+
+// SetDown switches the outage on or off; calls made while it is on fail.
+func (f *Fake) SetDown(down bool) { f.down.Store(down) }
+
+// SetLatency changes how long each call sleeps before answering.
+func (f *Fake) SetLatency(d time.Duration) { f.latency.Store(int64(d)) }
+
+// Calls reports how many times NextMaxID was called, failed calls included.
+func (f *Fake) Calls() int64 { return f.calls.Load() }
+
+// Max reports the last maximum handed out (the start before the first call).
+func (f *Fake) Max() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.max
+}
