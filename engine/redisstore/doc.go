@@ -38,8 +38,8 @@
 //
 // The machines hash holds every machine ID ever handed out in a namespace, so
 // its length is the next unused number. Its value is the last timestamp known
-// for the ID (the newest of the distribute time, the heartbeats and the
-// timestamps reported by Guard and Revert, in Unix milliseconds), whether the
+// for the ID (the newest of the distribution times and the timestamps given
+// to Guard and Revert, in Unix milliseconds), whether the
 // owner is stable, and the owner's instance ID ("" when free). The instances
 // hash is the reverse index for reuse. The reclaim sorted set holds the IDs a
 // newcomer may take: free IDs with score -inf, and IDs of unstable owners
@@ -52,10 +52,11 @@
 // else take the next unused number; else fail with an error wrapping
 // engine.ErrMachineIDOverflow. The returned State.LastTimestamp is the stored
 // last timestamp before this call (0 for a new number): the generator waits
-// until its clock passes it. Guard raises the stored timestamp (to at least
-// now, which is the heartbeat) if the instance still owns the ID, else fails
-// with engine.ErrMachineIDLost. Revert saves the last timestamp and frees the
-// ID of an unstable owner; a stable owner keeps it.
+// until its clock passes it. Guard raises the stored timestamp to the one it
+// is given (a machine.Lease gives the heartbeat time) if the instance still
+// holds the ID, else fails with engine.ErrMachineIDLost. Revert raises it to
+// the generator's last timestamp and frees the ID of an unstable instance; a
+// stable one keeps it. Stored timestamps never go down.
 //
 // "now" is read from the distributor's clock ([WithClock], default
 // clock.System) and passed into the scripts, so every instance judges expiry

@@ -14,11 +14,6 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 )
 
-// MaxMachineBits bounds the machineBits a distributor accepts: 2^31 machine
-// IDs is already far beyond any deployment, and keeps the scripts' numbers
-// exact.
-const MaxMachineBits = 31
-
 var (
 	//go:embed scripts/machine_common.lua
 	machineCommon string
@@ -61,28 +56,26 @@ func NewMachineDistributor(client redis.Cmdable, opts ...Option) (*MachineDistri
 // engine.ErrMachineIDOverflow. State.LastTimestamp is the last timestamp
 // stored for the ID before this call, 0 for a number never used.
 func (d *MachineDistributor) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
+	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+		return machine.State{}, err
+	}
+	if safeGuard < time.Millisecond {
+		// The scripts count in milliseconds: less would be zero, letting
+		// anyone reclaim a live ID at once.
+		return machine.State{}, fmt.Errorf("%w: redisstore: safe-guard duration %v is under 1ms", engine.ErrInvalidConfig, safeGuard)
+	}
 	keys, err := d.keys(inst)
 	if err != nil {
 		return machine.State{}, err
 	}
-	if machineBits < 1 || machineBits > MaxMachineBits {
-		return machine.State{}, fmt.Errorf("%w: redisstore: machineBits %d outside [1, %d]", engine.ErrInvalidConfig, machineBits, MaxMachineBits)
-	}
-	if safeGuard < time.Millisecond {
-		return machine.State{}, fmt.Errorf("%w: redisstore: safe-guard duration %v must be at least 1ms", engine.ErrInvalidConfig, safeGuard)
-	}
-	stable := "0"
-	if inst.Stable {
-		stable = "1"
-	}
+	what := fmt.Sprintf("distribute machine ID in namespace %q", inst.Namespace)
 	res, err := distributeScript.Eval(ctx, d.client, keys,
-		inst.ID, stable, int64(1)<<machineBits, d.now(), safeGuard.Milliseconds()).Int64Slice()
+		inst.ID, flag(inst.Stable), int64(1)<<machineBits, d.now(), safeGuard.Milliseconds()).Int64Slice()
 	if err != nil {
-		return machine.State{}, unavailable(fmt.Sprintf("distribute machine ID in namespace %q", inst.Namespace), err)
+		return machine.State{}, unavailable(what, err)
 	}
 	if len(res) != 2 {
-		return machine.State{}, unavailable(fmt.Sprintf("distribute machine ID in namespace %q", inst.Namespace),
-			fmt.Errorf("unexpected script reply %v", res))
+		return machine.State{}, unavailable(what, fmt.Errorf("unexpected script reply %v", res))
 	}
 	if res[0] < 0 {
 		return machine.State{}, fmt.Errorf("%w: redisstore: namespace %q has all %d IDs of %d machine bits in use, none free or silent for %v",
@@ -91,20 +84,22 @@ func (d *MachineDistributor) Distribute(ctx context.Context, inst machine.Instan
 	return machine.State{MachineID: res[0], LastTimestamp: res[1]}, nil
 }
 
-// Guard heartbeats st.MachineID: the stored last timestamp becomes the
-// newest of itself, st.LastTimestamp and now. If inst no longer owns the ID
-// (it was reclaimed after a long silence, or reverted) it returns an error
-// wrapping engine.ErrMachineIDLost and changes nothing.
+// Guard records that inst still holds st.MachineID, raising the stored last
+// timestamp to st.LastTimestamp (never lowering it); a machine.Lease passes
+// the heartbeat time, which keeps the ID from expiring. If inst no longer
+// holds the ID (it was reclaimed after a long silence, or reverted) Guard
+// changes nothing and returns an error wrapping engine.ErrMachineIDLost that
+// names the new holder.
 func (d *MachineDistributor) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
-	return d.own(ctx, guardScript, "guard", inst, st, d.now())
+	return d.own(ctx, guardScript, "guard", inst, st)
 }
 
-// Revert gives st.MachineID back, storing st.LastTimestamp (if newer) for
-// the next owner. A stable instance keeps the ID for its next start. If inst
-// no longer owns the ID it returns an error wrapping engine.ErrMachineIDLost
-// and changes nothing.
+// Revert gives st.MachineID back, raising the stored last timestamp to
+// st.LastTimestamp for the next holder. A stable instance keeps holding the
+// ID for its next start. If inst no longer holds the ID Revert changes
+// nothing and returns an error wrapping engine.ErrMachineIDLost.
 func (d *MachineDistributor) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
-	return d.own(ctx, revertScript, "revert", inst, st)
+	return d.own(ctx, revertScript, "revert", inst, st, flag(inst.Stable))
 }
 
 // own runs a script that acts on st.MachineID only while inst owns it.
@@ -139,16 +134,23 @@ func (d *MachineDistributor) own(ctx context.Context, script *redis.Script, op s
 // keys returns the namespace's instances hash, machines hash and reclaim
 // set, which share the {namespace} hash tag.
 func (d *MachineDistributor) keys(inst machine.Instance) ([]string, error) {
-	switch {
-	case inst.Namespace == "":
-		return nil, fmt.Errorf("%w: redisstore: empty machine namespace", engine.ErrInvalidConfig)
-	case strings.ContainsAny(inst.Namespace, "{}"):
-		return nil, fmt.Errorf("%w: redisstore: machine namespace %q contains a brace, which would break its cluster hash tag", engine.ErrInvalidConfig, inst.Namespace)
-	case inst.ID == "":
-		return nil, fmt.Errorf("%w: redisstore: empty instance ID in namespace %q", engine.ErrInvalidConfig, inst.Namespace)
+	if err := inst.Validate(); err != nil {
+		return nil, err
+	}
+	if strings.ContainsAny(inst.Namespace, "{}") {
+		return nil, fmt.Errorf("%w: redisstore: machine namespace %q contains a brace, which would break its cluster hash tag",
+			engine.ErrInvalidConfig, inst.Namespace)
 	}
 	base := d.prefix + "machine:{" + inst.Namespace + "}:"
 	return []string{base + "instances", base + "machines", base + "reclaim"}, nil
 }
 
 func (d *MachineDistributor) now() int64 { return d.clock.Now().UnixMilli() }
+
+// flag is the scripts' form of a stable flag.
+func flag(stable bool) string {
+	if stable {
+		return "1"
+	}
+	return "0"
+}

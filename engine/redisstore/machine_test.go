@@ -13,7 +13,9 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/internal/testdb"
 )
 
 var fakeStart = time.UnixMilli(1_750_000_000_000)
@@ -137,15 +139,15 @@ func TestMachineReclaimsExpiredAndOwnerLosesIt(t *testing.T) {
 	}
 }
 
-func TestMachineGuardKeepsSilentOwnerAlive(t *testing.T) {
+func TestMachineGuardRenewsExpiredButUnclaimedID(t *testing.T) {
 	ctx := context.Background()
 	d, fake, _ := machineEnv(t)
 	a := inst("a")
 	stA := distribute(t, d, a, 6)
-	// Expired but not yet reclaimed: the guard still owns it and renews it,
-	// even when the generator reports an old last timestamp.
+	// Expired but nobody took it yet: a still holds it and its heartbeat
+	// restarts the safe guard.
 	fake.Advance(2 * safeGuard)
-	if err := d.Guard(ctx, a, stA); err != nil {
+	if err := d.Guard(ctx, a, machine.State{MachineID: stA.MachineID, LastTimestamp: fake.Now().UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	fake.Advance(safeGuard - time.Millisecond)
@@ -280,7 +282,7 @@ func TestMachineRejectsBadArguments(t *testing.T) {
 		"brace namespace":   {machine.Instance{Namespace: "}svc", ID: "a"}, 6, safeGuard},
 		"empty instance":    {machine.Instance{Namespace: "svc"}, 6, safeGuard},
 		"zero bits":         {good, 0, safeGuard},
-		"too many bits":     {good, redisstore.MaxMachineBits + 1, safeGuard},
+		"too many bits":     {good, machine.MaxMachineBits + 1, safeGuard},
 		"no safe guard":     {good, 6, 0},
 		"negative guard":    {good, 6, -time.Second},
 		"sub-ms safe guard": {good, 6, time.Microsecond},
@@ -303,4 +305,15 @@ func TestMachineRejectsBadArguments(t *testing.T) {
 		!strings.Contains(err.Error(), `"svc"`) {
 		t.Fatalf("distribute on a dead store: got %v, want ErrStoreUnavailable naming the namespace", err)
 	}
+}
+
+func TestMachineConformance(t *testing.T) {
+	client, prefix := testdb.Redis(t)
+	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		d, err := redisstore.NewMachineDistributor(client, redisstore.WithPrefix(prefix), redisstore.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
 }
