@@ -1,0 +1,60 @@
+// Package gormplugin is the idforge plugin for GORM: it gives rows their IDs
+// before they are inserted, from struct tags, with no round trip and no
+// auto-increment, the same way on SQLite, MySQL/MariaDB and PostgreSQL.
+//
+//	import idplugin "github.com/idforge/idforge/gormplugin"
+//
+//	type Order struct {
+//		ID    int64  `idgen:"snowflake"`
+//		Code  string `idgen:"chain,name=order,format=radix62"`
+//		Items []Item
+//	}
+//
+//	db.Use(idplugin.New(idplugin.WithRegistry(reg)))
+//	db.Create(&order) // order.ID and order.Code are set, and so are the items' tagged IDs
+//
+// The tag syntax is `idgen:"<kind>[,name=<name>][,format=<format>]"`; kind and
+// name pick a generator from the [engine.Registry], format (decimal, radix62,
+// radix36) applies to string fields. Tagged fields may be int64, uint64, int,
+// engine.ID, string, or pointers to them.
+//
+// # What gets an ID
+//
+// Every create: Create of a struct, a pointer, a slice or array of structs or
+// of pointers, CreateInBatches, Save of a new row, upserts with
+// clause.OnConflict, and the rows GORM creates with the parent (belongs-to,
+// has-one, has-many, many-to-many and join rows whose model has a tagged
+// field). Only zero values are filled — 0, "", a nil pointer — so a set ID is
+// kept and imports and tests can pin IDs. The plugin runs before GORM's
+// BeforeCreate hooks, so hooks see the IDs.
+//
+// Create with a map needs a model (db.Model(&Order{}).Create(m)): a tagged
+// column the map names with a zero value is filled, and one the map leaves out
+// is added to it under its column name, as GORM itself writes auto-increment
+// IDs back into maps. A map created through db.Table with no model is left
+// alone: GORM has no schema to read tags from.
+//
+// With clause.OnConflict on a column other than the ID, a row that already
+// exists keeps its stored ID while the struct holds the newly drawn one:
+// reload it if you need the stored one.
+//
+// # Errors
+//
+// A mistake in a tag (an unknown option, an empty kind, a bad format), a field
+// type that cannot hold an ID, or a kind the registry does not know fails the
+// first Create of the model, and every one after, with an error naming the
+// model and the field that wraps engine.ErrInvalidConfig or
+// engine.ErrUnknownGenerator. [Prepare] reports the same errors at start-up.
+// A tag key misspelt outside the quotes (`idgne:"snowflake"`) is invisible to
+// any library: [Prepare] and a test that creates each model catch it, because
+// the row then reaches the database without an ID.
+//
+// # Auto-increment
+//
+// GORM treats an integer primary key as auto-increment unless told
+// otherwise. For the key fields it fills, the plugin turns that off on GORM's
+// cached schema (unless the field says autoIncrement explicitly), so inserts
+// carry the ID and PostgreSQL needs no RETURNING. Call [Prepare] before
+// AutoMigrate to have the columns created as plain BIGINT rather than
+// AUTO_INCREMENT, BIGSERIAL or AUTOINCREMENT.
+package gormplugin

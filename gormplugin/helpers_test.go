@@ -1,0 +1,133 @@
+package gormplugin_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
+	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// newRegistry holds the real snowflake generator as kind "snowflake" and,
+// standing in for segment chains, a counter per name as kind "chain".
+func newRegistry(t testing.TB) *engine.Registry {
+	t.Helper()
+	sf, err := snowflake.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", sf); err != nil {
+		t.Fatal(err)
+	}
+	err = reg.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
+		var n atomic.Int64
+		n.Store(1_000_000)
+		return engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
+type gormDB struct {
+	testdb.DB
+	gorm *gorm.DB
+}
+
+func dialector(d testdb.DB) gorm.Dialector {
+	switch d.Name {
+	case "mariadb":
+		return mysql.Open(d.DSN)
+	case "postgres":
+		return postgres.Open(d.DSN)
+	default:
+		return sqlite.Open(d.DSN)
+	}
+}
+
+// openAll opens every database testdb offers with GORM and the plugin.
+func openAll(t *testing.T, opts ...idplugin.Option) []gormDB {
+	t.Helper()
+	var out []gormDB
+	for _, d := range testdb.All(t) {
+		out = append(out, gormDB{DB: d, gorm: open(t, d, opts...)})
+	}
+	return out
+}
+
+func open(t testing.TB, d testdb.DB, opts ...idplugin.Option) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(dialector(d), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("%s: %v", d.Name, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name == "sqlite" {
+		sqlDB.SetMaxOpenConns(1) // one writer at a time, instead of SQLITE_BUSY
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	if err := db.Use(idplugin.New(append([]idplugin.Option{idplugin.WithRegistry(newRegistry(t))}, opts...)...)); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// autoIncrement reports whether the database made table's column id
+// auto-incrementing, as each dialect shows it.
+func autoIncrement(t *testing.T, d gormDB, table string) bool {
+	t.Helper()
+	var s string
+	var err error
+	switch d.Name {
+	case "sqlite":
+		err = d.gorm.Raw("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Row().Scan(&s)
+		return err == nil && strings.Contains(strings.ToUpper(s), "AUTOINCREMENT") || check(t, err)
+	case "mariadb":
+		err = d.gorm.Raw("SELECT extra FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'id'", table).Row().Scan(&s)
+		return err == nil && strings.Contains(strings.ToLower(s), "auto_increment") || check(t, err)
+	default:
+		var def *string
+		err = d.gorm.Raw("SELECT column_default FROM information_schema.columns WHERE table_name = ? AND column_name = 'id'", table).Row().Scan(&def)
+		return err == nil && def != nil && strings.Contains(*def, "nextval") || check(t, err)
+	}
+}
+
+func check(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// idOf returns the ID field of a model value, as text.
+func idOf(v any) string {
+	return fmt.Sprint(reflect.Indirect(reflect.ValueOf(v)).FieldByName("ID").Interface())
+}
+
+func tableOf(t *testing.T, db *gorm.DB, model any) string {
+	t.Helper()
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(model); err != nil {
+		t.Fatal(err)
+	}
+	return stmt.Schema.Table
+}
