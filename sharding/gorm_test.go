@@ -1,0 +1,317 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/snowflake"
+	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+type Course struct {
+	ID        int64  `gorm:"primaryKey" idgen:"snowflake"`
+	Name      string `gorm:"size:64;index"`
+	UserID    int64
+	Status    string `gorm:"size:8"`
+	CreatedAt time.Time
+}
+
+// backend opens two throw-away databases of one kind, standing for m0 and m1.
+type backend struct {
+	name string
+	open func(t *testing.T) [2]testdb.DB
+}
+
+var backends = []backend{
+	{"sqlite", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.SQLite(t), testdb.SQLite(t)} }},
+	{"mariadb", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.MariaDB(t), testdb.MariaDB(t)} }},
+	{"postgres", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.Postgres(t), testdb.Postgres(t)} }},
+}
+
+// testRegistry holds a snowflake generator on a fake clock standing still:
+// a batch's IDs share a tick and carry consecutive sequences.
+func testRegistry(t *testing.T) *engine.Registry {
+	t.Helper()
+	g, err := snowflake.New(5, snowflake.WithClock(clock.NewFake(start)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func openGorm(t *testing.T, d testdb.DB, reg *engine.Registry) *gorm.DB {
+	t.Helper()
+	var dial gorm.Dialector
+	switch d.Name {
+	case "sqlite":
+		dial = sqlite.Open(d.DSN)
+	case "mariadb":
+		dial = mysql.Open(d.DSN)
+	default:
+		dial = postgres.Open(d.DSN)
+	}
+	db, err := gorm.Open(dial, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("open %s: %v", d.Name, err)
+	}
+	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s, err := db.DB(); err == nil {
+			s.Close()
+		}
+	})
+	return db
+}
+
+func gormRepo(t *testing.T, b backend, opts ...Option) *Gorm {
+	t.Helper()
+	dbs := b.open(t)
+	reg := testRegistry(t)
+	repo, err := NewGorm(courseRouter(t), []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Migrate(context.Background(), &Course{}); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// readBack reads every shard and checks each row is where its ID routes.
+func readBack(t *testing.T, repo *Gorm) (map[int64]Course, map[string]int) {
+	t.Helper()
+	rows := map[int64]Course{}
+	counts := map[string]int{}
+	err := repo.ForEach(context.Background(), func(s Shard, db *gorm.DB) error {
+		var got []Course
+		if err := db.Find(&got).Error; err != nil {
+			return err
+		}
+		for _, c := range got {
+			want, err := repo.Router().Route(c.ID)
+			if err != nil {
+				return err
+			}
+			if want != s {
+				t.Errorf("row %d found in %s, routes to %s", c.ID, s, want)
+			}
+			if _, dup := rows[c.ID]; dup {
+				t.Errorf("row %d found twice", c.ID)
+			}
+			rows[c.ID] = c
+		}
+		counts[s.String()] = len(got)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, counts
+}
+
+func TestGormBatchSplitting(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := gormRepo(t, b, WithBatchSize(300))
+			batch := make([]Course, 2500)
+			for i := range batch {
+				batch[i] = Course{Name: fmt.Sprintf("course %d", i), UserID: int64(i % 7), Status: "1"}
+			}
+			if err := repo.Create(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			one := &Course{Name: "single", Status: "2"}
+			if err := repo.Create(ctx, one); err != nil {
+				t.Fatal(err)
+			}
+			ptrs := []*Course{{Name: "p0"}, {Name: "p1"}, {Name: "p2"}}
+			if err := repo.Create(ctx, &ptrs); err != nil {
+				t.Fatal(err)
+			}
+			all := append(append(batch, *one), *ptrs[0], *ptrs[1], *ptrs[2])
+
+			rows, counts := readBack(t, repo)
+			if len(rows) != len(all) {
+				t.Fatalf("read back %d rows, inserted %d", len(rows), len(all))
+			}
+			total := 0
+			for _, n := range counts {
+				total += n
+			}
+			if total != len(all) || len(counts) != 4 {
+				t.Errorf("shard counts %v add up to %d, want %d over 4 shards", counts, total, len(all))
+			}
+			for _, c := range all {
+				if c.ID == 0 || c.CreatedAt.IsZero() {
+					t.Fatalf("row %q not written back: %+v", c.Name, c)
+				}
+				got, ok := rows[c.ID]
+				if !ok || got.Name != c.Name || got.Status != c.Status || got.UserID != c.UserID {
+					t.Errorf("row %d: read back %+v, inserted %+v", c.ID, got, c)
+				}
+			}
+			// A still fake clock makes consecutive sequences: 2,500 IDs mod 4
+			// split 625 per shard under the ShardingSphere rule.
+			for s, n := range counts {
+				if n < 625 {
+					t.Errorf("shard %s has %d rows, want at least 625 (%v)", s, n, counts)
+				}
+			}
+			t.Logf("%s: %v", b.name, Measure(counts))
+		})
+	}
+}
+
+func TestGormFindAndScope(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := gormRepo(t, b)
+			rows := []Course{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
+			if err := repo.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rows {
+				var got Course
+				if err := repo.FindByID(ctx, c.ID, &got); err != nil || got.Name != c.Name {
+					t.Errorf("FindByID(%d) = %+v, %v; want %q", c.ID, got, err, c.Name)
+				}
+			}
+			missing := rows[3].ID + 1
+			var got Course
+			if err := repo.FindByID(ctx, missing, &got); !errors.Is(err, gorm.ErrRecordNotFound) {
+				t.Errorf("FindByID(missing %d): err = %v, want ErrRecordNotFound", missing, err)
+			}
+
+			db, s, err := repo.DB(ctx, rows[1].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Where("id = ?", rows[1].ID).Update("status", "done").Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.FindByID(ctx, rows[1].ID, &got); err != nil || got.Status != "done" {
+				t.Errorf("after update in %s: %+v, %v", s, got, err)
+			}
+			// Scope picks the table on a database the caller chose.
+			var n int64
+			base, s2, _ := repo.DB(ctx, rows[2].ID)
+			if err := base.Session(&gorm.Session{NewDB: true}).Model(&Course{}).Scopes(repo.Scope(rows[2].ID)).
+				Where("id = ?", rows[2].ID).Count(&n).Error; err != nil || n != 1 {
+				t.Errorf("Scope count in %s = %d, %v", s2, n, err)
+			}
+			if err := base.Scopes(repo.Scope(-1)).Count(&n).Error; !errors.Is(err, engine.ErrInvalidID) {
+				t.Errorf("Scope(-1): err = %v", err)
+			}
+		})
+	}
+}
+
+func TestGormShardError(t *testing.T) {
+	ctx := context.Background()
+	repo := gormRepo(t, backends[0])
+	_, s3, _ := repo.DB(ctx, 3) // id 3 → m1.course_1
+	if err := repo.dbs[s3.Database].Migrator().DropTable(s3.TableName); err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]Course, 8)
+	err := repo.Create(ctx, batch)
+	var se *ShardError
+	if !errors.As(err, &se) || se.Shard.String() != "m1.course_1" || se.Rows != 2 ||
+		!strings.Contains(err.Error(), "insert 2 rows into m1.course_1") {
+		t.Fatalf("Create with a missing table: err = %v, want a ShardError for m1.course_1", err)
+	}
+	_, counts := readBackExcept(t, repo, s3)
+	if counts["m0.course_1"] != 2 || counts["m0.course_2"] != 2 || counts["m1.course_2"] != 0 {
+		t.Errorf("after the failure: %v; want the shards before m1.course_1 written, the one after not", counts)
+	}
+}
+
+func readBackExcept(t *testing.T, repo *Gorm, skip Shard) (int, map[string]int) {
+	t.Helper()
+	counts := map[string]int{}
+	total := 0
+	err := repo.ForEach(context.Background(), func(s Shard, db *gorm.DB) error {
+		if s == skip {
+			return nil
+		}
+		var n int64
+		if err := db.Count(&n).Error; err != nil {
+			return err
+		}
+		counts[s.String()] = int(n)
+		total += int(n)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total, counts
+}
+
+func TestGormConfigErrors(t *testing.T) {
+	reg := testRegistry(t)
+	d := testdb.SQLite(t)
+	db := openGorm(t, d, reg)
+	r := courseRouter(t)
+	if _, err := NewGorm(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("one db for a two-database router: err = %v", err)
+	}
+	if _, err := NewGorm(r, []*gorm.DB{db, nil}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("nil db: err = %v", err)
+	}
+	if _, err := NewGorm(nil, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("nil router: err = %v", err)
+	}
+	if _, err := NewGorm(r, []*gorm.DB{db, db}, WithBatchSize(0)); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("batch size 0: err = %v", err)
+	}
+	repo, err := NewGorm(r, []*gorm.DB{db, db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type Untagged struct {
+		ID   int64
+		Name string
+	}
+	if err := repo.Create(ctx, &Untagged{Name: "x"}); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("untagged model: err = %v, want ErrInvalidID for the missing ID", err)
+	}
+	type StringKey struct {
+		Code string `gorm:"primaryKey" idgen:"snowflake,format=radix62"`
+	}
+	if err := repo.Create(ctx, &StringKey{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("string key: err = %v", err)
+	}
+	if err := repo.Create(ctx, Course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("struct by value: err = %v", err)
+	}
+	if err := repo.Create(ctx, []*Course{nil}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("nil row: err = %v", err)
+	}
+	pinned := &Course{ID: -4, Name: "negative"}
+	if err := repo.Create(ctx, pinned); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("negative pinned ID: err = %v", err)
+	}
+}
