@@ -224,13 +224,9 @@ func (l *Lease) refuse(unixMilli int64) error {
 	if e := l.end.Load(); e != nil {
 		return e.err
 	}
-	until := l.validUntil.Load()
-	if unixMilli < until { // a heartbeat has just confirmed the lease
-		return nil
-	}
-	confirmed := until - l.window()
-	return fmt.Errorf("%w: machine: machine ID %d of %s not confirmed since %s, %v before the timestamp %s asked for; "+
-		"after the safe-guard %v (less margin %v) another instance may hold it: refusing until a heartbeat succeeds",
+	confirmed := l.validUntil.Load() - l.window()
+	return fmt.Errorf("%w: machine: machine ID %d of %s was last confirmed at %s, %v before the timestamp %s; "+
+		"past the safe-guard %v less the skew margin %v another instance may have reclaimed it: refusing until a heartbeat succeeds",
 		engine.ErrMachineIDLost, l.state.MachineID, l.inst, fmtMilli(confirmed),
 		time.Duration(unixMilli-confirmed)*time.Millisecond, fmtMilli(unixMilli), l.cfg.safeGuard, l.cfg.margin)
 }

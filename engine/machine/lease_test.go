@@ -1,0 +1,521 @@
+package machine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
+)
+
+// The snowflake generator's Fence, restated: Lease must satisfy it.
+var _ interface{ Check(unixMilli int64) error } = (*machine.Lease)(nil)
+
+var discard = slog.New(slog.DiscardHandler)
+
+// testClock is a manual clock whose Sleep records the wake-up time under the
+// same lock that Advance takes, so a test can move the clock exactly to the
+// heartbeat goroutine's next wake-up without racing it.
+type testClock struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	now    time.Time
+	sleeps int       // Sleep calls so far
+	asleep int       // Sleep calls in progress
+	wake   time.Time // wake-up time of the latest Sleep
+}
+
+func newTestClock() *testClock {
+	c := &testClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) ms() int64 { return c.Now().UnixMilli() }
+
+func (c *testClock) Sleep(ctx context.Context, d time.Duration) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sleeps++
+	c.asleep++
+	defer func() { c.asleep-- }()
+	c.wake = c.now.Add(d)
+	for c.now.Before(c.wake) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.cond.Wait()
+	}
+	return nil
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+func (c *testClock) state() (sleeps, asleep int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sleeps, c.asleep
+}
+
+// waitAsleep waits until the heartbeat goroutine sleeps on the clock.
+func (c *testClock) waitAsleep(t *testing.T) {
+	t.Helper()
+	eventually(t, "heartbeat goroutine asleep", func() bool { _, a := c.state(); return a > 0 })
+}
+
+// beat moves the clock to the heartbeat goroutine's wake-up time and waits
+// until that heartbeat is over and the goroutine sleeps again.
+func (c *testClock) beat(t *testing.T) {
+	t.Helper()
+	c.waitAsleep(t)
+	c.mu.Lock()
+	n := c.sleeps
+	c.now = c.wake
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	eventually(t, "heartbeat done", func() bool { s, a := c.state(); return s > n && a > 0 })
+}
+
+// eventually polls cond until it holds; a generous deadline turns a hang into
+// a failure. Nothing here measures how long it took.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// probe wraps a distributor to count calls, fail Guard while down, and hold
+// Guard calls until gate is closed (a heartbeat that has not completed).
+type probe struct {
+	machine.Distributor
+	gate     chan struct{}
+	down     atomic.Bool
+	entered  atomic.Int64 // Guard calls started
+	guards   atomic.Int64 // successful Guards
+	lastTS   atomic.Int64 // timestamp of the last successful Guard
+	reverts  atomic.Int64
+	revertTS atomic.Int64
+}
+
+func (p *probe) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
+	p.entered.Add(1)
+	if p.gate != nil {
+		select {
+		case <-p.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if p.down.Load() {
+		return fmt.Errorf("%w: probe: store down", engine.ErrStoreUnavailable)
+	}
+	err := p.Distributor.Guard(ctx, inst, st)
+	if err == nil {
+		p.lastTS.Store(st.LastTimestamp)
+		p.guards.Add(1)
+	}
+	return err
+}
+
+func (p *probe) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
+	p.reverts.Add(1)
+	p.revertTS.Store(st.LastTimestamp)
+	return p.Distributor.Revert(ctx, inst, st)
+}
+
+const (
+	minute = int64(time.Minute / time.Millisecond)
+	second = int64(time.Second / time.Millisecond)
+)
+
+func acquire(t *testing.T, d machine.Distributor, inst machine.Instance, opts ...machine.Option) *machine.Lease {
+	t.Helper()
+	l, err := machine.Acquire(t.Context(), d, inst, append([]machine.Option{machine.WithLogger(discard)}, opts...)...)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func wantLost(t *testing.T, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("%s = %v, want an error wrapping ErrMachineIDLost", what, err)
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+var instA = machine.Instance{Namespace: "orders", ID: "a"}
+
+func TestLeaseHeartbeats(t *testing.T) {
+	clk := newTestClock()
+	p := &probe{Distributor: machinetest.NewMemory(clk)}
+	t0 := clk.ms()
+	var source atomic.Int64
+	source.Store(t0 + 90*second) // the generator used a timestamp ahead of the clock
+	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithTimestampSource(source.Load))
+
+	if err := l.Check(t0 + 4*minute - 1); err != nil {
+		t.Fatalf("Check within the first window: %v", err)
+	}
+	clk.beat(t) // at t0+1m
+	if got, want := p.lastTS.Load(), t0+90*second; p.guards.Load() != 1 || got != want {
+		t.Fatalf("after 1 heartbeat: %d guards, last timestamp %d; want 1, %d (the source, ahead of the clock)", p.guards.Load(), got, want)
+	}
+	clk.beat(t) // at t0+2m
+	if got, want := p.lastTS.Load(), t0+2*minute; p.guards.Load() != 2 || got != want {
+		t.Fatalf("after 2 heartbeats: %d guards, last timestamp %d; want 2, %d (the clock)", p.guards.Load(), got, want)
+	}
+	// The heartbeat at t0+2m confirms the lease until t0+2m+5m-1m.
+	if err := l.Check(t0 + 6*minute - 1); err != nil {
+		t.Fatalf("Check inside the renewed window: %v", err)
+	}
+	wantLost(t, l.Check(t0+6*minute), "Check at the end of the renewed window")
+	if l.Err() != nil || isClosed(l.Lost()) {
+		t.Fatalf("a lapsed lease reported as ended: Err=%v", l.Err())
+	}
+}
+
+func TestLeaseStallRecoversWhenNotReclaimed(t *testing.T) {
+	clk := newTestClock()
+	p := &probe{Distributor: machinetest.NewMemory(clk), gate: make(chan struct{})}
+	t0 := clk.ms()
+	l := acquire(t, p, instA, machine.WithClock(clk))
+
+	clk.waitAsleep(t)
+	clk.Advance(6 * time.Minute) // the process was frozen past the safe-guard
+	eventually(t, "heartbeat started", func() bool { return p.entered.Load() == 1 })
+	// The heartbeat has not completed: Check must already refuse.
+	now := clk.ms()
+	err := l.Check(now)
+	wantLost(t, err, "Check after a stall, before any heartbeat")
+	t.Logf("refusal: %v", err)
+	if err := l.Check(t0 + 4*minute - 1); err != nil {
+		t.Fatalf("Check of a timestamp inside the window: %v", err)
+	}
+
+	close(p.gate) // the heartbeat goes through: nobody took the ID
+	eventually(t, "lease revalidated", func() bool { return l.Check(now) == nil })
+	if p.guards.Load() != 1 || l.Err() != nil {
+		t.Fatalf("after recovery: %d guards, Err %v; want 1, nil", p.guards.Load(), l.Err())
+	}
+	// Confirmed at now: valid until now+4m.
+	wantLost(t, l.Check(now+4*minute), "Check past the renewed window")
+}
+
+func TestLeaseStallReclaimedEndsLease(t *testing.T) {
+	clk := newTestClock()
+	mem := machinetest.NewMemory(clk)
+	p := &probe{Distributor: mem, gate: make(chan struct{})}
+	ctx := t.Context()
+	const bits = 1
+	filler := machine.Instance{Namespace: "orders", ID: "filler"}
+	fst, err := mem.Distribute(ctx, filler, bits, machine.DefaultSafeGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.ms()
+	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithMachineBits(bits))
+
+	clk.waitAsleep(t)
+	clk.Advance(6 * time.Minute)
+	eventually(t, "heartbeat started", func() bool { return p.entered.Load() == 1 })
+	wantLost(t, l.Check(clk.ms()), "Check after a stall")
+
+	// Meanwhile another instance reclaims the silent instance's ID.
+	if err := mem.Guard(ctx, filler, machine.State{MachineID: fst.MachineID, LastTimestamp: clk.ms()}); err != nil {
+		t.Fatal(err)
+	}
+	b := machine.Instance{Namespace: "orders", ID: "b"}
+	bst, err := mem.Distribute(ctx, b, bits, machine.DefaultSafeGuard)
+	if err != nil || bst.MachineID != l.MachineID() {
+		t.Fatalf("b got %+v, %v; want a's machine ID %d", bst, err, l.MachineID())
+	}
+
+	close(p.gate) // the stalled heartbeat completes and finds the ID gone
+	select {
+	case <-l.Lost():
+	case <-time.After(20 * time.Second):
+		t.Fatal("lease not ended after its ID was taken over")
+	}
+	wantLost(t, l.Err(), "Err")
+	for _, ts := range []int64{t0, t0 + minute, clk.ms()} {
+		wantLost(t, l.Check(ts), fmt.Sprintf("Check(%d) after takeover", ts))
+	}
+	entered := p.entered.Load()
+	wantLost(t, l.Heartbeat(ctx), "Heartbeat after takeover")
+	if p.entered.Load() != entered {
+		t.Error("Heartbeat of an ended lease called the distributor")
+	}
+	if err := l.Close(); err != nil || p.reverts.Load() != 0 {
+		t.Fatalf("Close after takeover = %v with %d reverts; want nil, 0", err, p.reverts.Load())
+	}
+	if err := mem.Guard(ctx, b, bst); err != nil {
+		t.Fatalf("b lost its machine ID after a's Close: %v", err)
+	}
+}
+
+func TestLeaseTransientErrors(t *testing.T) {
+	clk := newTestClock()
+	p := &probe{Distributor: machinetest.NewMemory(clk)}
+	p.down.Store(true)
+	t0 := clk.ms()
+	l := acquire(t, p, instA, machine.WithClock(clk))
+
+	if err := l.Heartbeat(t.Context()); !errors.Is(err, engine.ErrStoreUnavailable) || errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("Heartbeat with the store down = %v; want ErrStoreUnavailable only", err)
+	}
+	for clk.ms() < t0+4*minute+30*second {
+		clk.beat(t)
+		if now := clk.ms(); now < t0+4*minute {
+			if err := l.Check(now); err != nil {
+				t.Fatalf("Check at t0+%v while the store is down: %v", time.Duration(now-t0)*time.Millisecond, err)
+			}
+		}
+	}
+	// Failed heartbeats retry every quarter interval.
+	if s, _ := clk.state(); s < 10 {
+		t.Errorf("%d heartbeat sleeps in 4.5 minutes of failures; want retries every 15s", s)
+	}
+	wantLost(t, l.Check(clk.ms()), "Check after the store was down past the window")
+	if l.Err() != nil || isClosed(l.Lost()) {
+		t.Fatalf("store outage ended the lease: %v", l.Err())
+	}
+
+	p.down.Store(false)
+	clk.beat(t)
+	now := clk.ms()
+	if err := l.Check(now); err != nil {
+		t.Fatalf("Check after the store came back: %v", err)
+	}
+	if err := l.Check(now + 4*minute - 1); err != nil {
+		t.Fatalf("Check inside the renewed window: %v", err)
+	}
+}
+
+// After a restart behind the clock the first heartbeat, sent before the
+// generator issued anything, must not store a timestamp older than the one
+// the lease was distributed with.
+func TestLeaseHeartbeatNeverGoesBack(t *testing.T) {
+	clk := newTestClock()
+	mem := machinetest.NewMemory(clk)
+	x := machine.Instance{Namespace: "orders", ID: "x"}
+	st, err := mem.Distribute(t.Context(), x, machine.DefaultMachineBits, machine.DefaultSafeGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := clk.ms() + 10*minute
+	if err := mem.Revert(t.Context(), x, machine.State{MachineID: st.MachineID, LastTimestamp: ahead}); err != nil {
+		t.Fatal(err)
+	}
+	p := &probe{Distributor: mem}
+	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return 0 }))
+	if l.State().LastTimestamp != ahead {
+		t.Fatalf("distributed %+v, want LastTimestamp %d", l.State(), ahead)
+	}
+	if err := l.Heartbeat(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.lastTS.Load(); got != ahead {
+		t.Fatalf("heartbeat sent LastTimestamp %d, want the distributed %d, not the clock %d", got, ahead, clk.ms())
+	}
+}
+
+func TestLeaseCloseRevertsAndStops(t *testing.T) {
+	before := runtime.NumGoroutine()
+	clk := newTestClock()
+	mem := machinetest.NewMemory(clk)
+	p := &probe{Distributor: mem}
+	t0 := clk.ms()
+	l, err := machine.Acquire(t.Context(), p, instA, machine.WithClock(clk), machine.WithLogger(discard),
+		machine.WithTimestampSource(func() int64 { return t0 + 10*second }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.waitAsleep(t)
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if p.reverts.Load() != 1 || p.revertTS.Load() != t0+10*second {
+		t.Fatalf("Close reverted %d times with timestamp %d; want once with %d", p.reverts.Load(), p.revertTS.Load(), t0+10*second)
+	}
+	if err := l.Check(t0); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("Check after Close = %v, want ErrClosed", err)
+	}
+	if !isClosed(l.Lost()) || !errors.Is(l.Err(), engine.ErrClosed) {
+		t.Fatalf("after Close: Lost closed %v, Err %v", isClosed(l.Lost()), l.Err())
+	}
+	if err := l.Close(); err != nil || p.reverts.Load() != 1 {
+		t.Fatalf("second Close = %v with %d reverts; want nil, 1", err, p.reverts.Load())
+	}
+	if _, asleep := clk.state(); asleep != 0 {
+		t.Fatal("heartbeat goroutine still sleeping after Close")
+	}
+	eventually(t, "goroutines back to the count before Acquire", func() bool { return runtime.NumGoroutine() <= before })
+
+	// The next holder waits out the timestamp the lease used last.
+	st, err := mem.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: "b"}, machine.DefaultMachineBits, machine.DefaultSafeGuard)
+	if err != nil || st.MachineID != l.MachineID() || st.LastTimestamp != t0+10*second {
+		t.Fatalf("next instance got %+v, %v; want machine ID %d with LastTimestamp %d", st, err, l.MachineID(), t0+10*second)
+	}
+}
+
+// failingRevert is a distributor whose store is gone by the time Close runs.
+type failingRevert struct{ machine.Distributor }
+
+func (failingRevert) Revert(context.Context, machine.Instance, machine.State) error {
+	return fmt.Errorf("%w: store gone", engine.ErrStoreUnavailable)
+}
+
+func TestLeaseCloseReportsRevertError(t *testing.T) {
+	l := acquire(t, failingRevert{machine.Manual(1)}, instA, machine.WithClock(newTestClock()))
+	if err := l.Close(); !errors.Is(err, engine.ErrStoreUnavailable) {
+		t.Fatalf("Close = %v, want the Revert error", err)
+	}
+	if !errors.Is(l.Err(), engine.ErrClosed) {
+		t.Fatalf("Err after a failed Revert = %v, want ErrClosed", l.Err())
+	}
+}
+
+func TestAcquireValidation(t *testing.T) {
+	clk := newTestClock()
+	full := machinetest.NewMemory(clk)
+	for _, id := range []string{"x", "y"} {
+		if _, err := full.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: id}, 1, machine.DefaultSafeGuard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		d    machine.Distributor
+		inst machine.Instance
+		opts []machine.Option
+		want error
+	}{
+		{"nil distributor", nil, instA, nil, engine.ErrInvalidConfig},
+		{"invalid instance", machine.Manual(1), machine.Instance{ID: "a"}, nil, engine.ErrInvalidConfig},
+		{"0 machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(0)}, engine.ErrInvalidConfig},
+		{"32 machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(32)}, engine.ErrInvalidConfig},
+		{"zero safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSafeGuard(0)}, engine.ErrInvalidConfig},
+		{"zero heartbeat", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(0)}, engine.ErrInvalidConfig},
+		{"heartbeat inside the margin", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(4 * time.Minute)}, engine.ErrInvalidConfig},
+		{"heartbeat = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(5 * time.Minute), machine.WithSkewMargin(0)}, engine.ErrInvalidConfig},
+		{"negative margin", machine.Manual(1), instA, []machine.Option{machine.WithSkewMargin(-time.Second)}, engine.ErrInvalidConfig},
+		{"margin = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSkewMargin(5 * time.Minute)}, engine.ErrInvalidConfig},
+		{"nil clock", machine.Manual(1), instA, []machine.Option{machine.WithClock(nil)}, engine.ErrInvalidConfig},
+		{"manual ID too wide", machine.Manual(1024), instA, nil, engine.ErrMachineIDOverflow},
+		{"namespace full", full, instA, []machine.Option{machine.WithMachineBits(1), machine.WithClock(clk)}, engine.ErrMachineIDOverflow},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := machine.Acquire(t.Context(), c.d, c.inst, append(c.opts, machine.WithLogger(discard))...)
+			if !errors.Is(err, c.want) {
+				if l != nil {
+					l.Close()
+				}
+				t.Fatalf("Acquire = %v, want an error wrapping %v", err, c.want)
+			}
+		})
+	}
+	t.Run("heartbeat just inside the window", func(t *testing.T) {
+		l := acquire(t, machine.Manual(1), instA, machine.WithHeartbeat(4*time.Minute), machine.WithSkewMargin(0), machine.WithClock(clk))
+		if l.MachineID() != 1 {
+			t.Fatalf("MachineID = %d, want 1", l.MachineID())
+		}
+	})
+}
+
+// A restart after the clock went back: the lease over LocalState hands the
+// new generator the timestamp the previous run used.
+func TestLeaseLocalStateRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := newTestClock()
+	d := machine.LocalState(dir, machine.Manual(3))
+	t0 := clk.ms()
+	l := acquire(t, d, instA, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return t0 + 2*second }))
+	if l.State().LastTimestamp != 0 {
+		t.Fatalf("first run: LastTimestamp %d, want 0", l.State().LastTimestamp)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.state"))
+	if len(files) != 1 {
+		t.Fatalf("state files: %v, want one", files)
+	}
+	if data, _ := os.ReadFile(files[0]); string(data) != fmt.Sprintf("3|%d", t0+2*second) {
+		t.Fatalf("state file holds %q", data)
+	}
+
+	clk.Advance(-time.Minute) // the clock went back while the process was down
+	again := acquire(t, machine.LocalState(dir, machine.Manual(3)), instA, machine.WithClock(clk))
+	if st := again.State(); st.MachineID != 3 || st.LastTimestamp != t0+2*second {
+		t.Fatalf("restart: State %+v, want machine ID 3 and LastTimestamp %d", st, t0+2*second)
+	}
+}
+
+func TestCheckDoesNotAllocate(t *testing.T) {
+	clk := newTestClock()
+	l := acquire(t, machine.Manual(1), instA, machine.WithClock(clk))
+	now := clk.ms()
+	if allocs := testing.AllocsPerRun(1000, func() { _ = l.Check(now) }); allocs != 0 {
+		t.Fatalf("Check allocates %v times per call", allocs)
+	}
+}
+
+func BenchmarkLeaseCheck(b *testing.B) {
+	l, err := machine.Acquire(b.Context(), machine.Manual(1), instA, machine.WithLogger(discard))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	now := time.Now().UnixMilli()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if l.Check(now) != nil {
+				b.Fatal("lease refused")
+			}
+		}
+	})
+}
