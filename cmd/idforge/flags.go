@@ -1,0 +1,83 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// layouts are the presets -layout names, in the order help lists them.
+var layouts = []struct {
+	name   string
+	layout snowflake.Layout
+}{
+	{"default", snowflake.Default},
+	{"second", snowflake.Seconds},
+	{"jssafe", snowflake.JSSafe},
+	{"jssafe-second", snowflake.JSSafeSeconds},
+}
+
+func layoutNames() []string {
+	names := make([]string, len(layouts))
+	for i, l := range layouts {
+		names[i] = l.name
+	}
+	return names
+}
+
+func layoutByName(name string) snowflake.Layout {
+	for _, l := range layouts {
+		if l.name == name {
+			return l.layout
+		}
+	}
+	return snowflake.Layout{} // unreachable: enumFlag admits only the names above
+}
+
+var formatNames = []string{"decimal", "radix62", "radix36", "friendly"}
+
+// formatter returns the named format for IDs of layout l. Radix forms are
+// padded so that the strings sort like the IDs.
+func formatter(name string, l snowflake.Layout) (engine.Formatter, error) {
+	switch name {
+	case "friendly":
+		return friendly{l}, nil
+	case "decimal":
+		return engine.Decimal{}, nil
+	}
+	return convert.ByName(name, convert.Padded())
+}
+
+// friendly is the snowflake friendly form as an engine.Formatter.
+type friendly struct{ l snowflake.Layout }
+
+func (f friendly) Format(id int64) string        { return f.l.Friendly(id) }
+func (f friendly) Parse(s string) (int64, error) { return f.l.ParseFriendly(s) }
+
+// enumFlag is a string flag restricted to a list, so that a typo fails while
+// the flags are parsed, with the list in the message.
+type enumFlag struct {
+	value   string
+	allowed []string
+}
+
+func enumVar(fs *flag.FlagSet, name, value string, allowed []string, usage string) *enumFlag {
+	f := &enumFlag{value: value, allowed: allowed}
+	fs.Var(f, name, fmt.Sprintf("%s (one of %s)", usage, strings.Join(allowed, ", ")))
+	return f
+}
+
+func (f *enumFlag) String() string { return f.value }
+
+func (f *enumFlag) Set(s string) error {
+	if !slices.Contains(f.allowed, s) {
+		return fmt.Errorf("want one of %s", strings.Join(f.allowed, ", "))
+	}
+	f.value = s
+	return nil
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+func setupLayout(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
+	return func(_ context.Context, args []string, stdout io.Writer) error {
+		if len(args) > 0 {
+			return usagef("unexpected arguments %q", args)
+		}
+		l := layoutByName(layout.value)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		rows := [][2]string{
+			{"layout", fmt.Sprintf("%s: %s", layout.value, l)},
+			{"bits", fmt.Sprintf("%d timestamp (%s) + %d machine + %d sequence = %d",
+				l.TimestampBits, l.Unit, l.MachineBits, l.SequenceBits, l.TimestampBits+l.MachineBits+l.SequenceBits)},
+			{"IDs per tick", fmt.Sprintf("%d (one tick = 1 %s)", l.IDsPerTick(), l.Unit)},
+			{"IDs per second", fmt.Sprint(l.IDsPerSecond())},
+			{"machines", fmt.Sprintf("%d (IDs 0 to %d)", l.MaxMachineID()+1, l.MaxMachineID())},
+			{"largest ID", fmt.Sprint(l.MaxID())},
+			{"runs out", l.Expiry().Format(timestampLayout)},
+		}
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+		}
+		if left := time.Until(l.Expiry()); left < 10*365*24*time.Hour {
+			fmt.Fprintf(tw, "warning\tless than 10 years left: IDs fail with a timestamp overflow after that date\n")
+		}
+		return tw.Flush()
+	}
+}

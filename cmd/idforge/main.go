@@ -1,0 +1,161 @@
+// Command idforge generates, decodes and explains snowflake IDs.
+//
+//	$ idforge gen -n 3 -machine 7
+//	914779523243864064
+//	914779523243864065
+//	914779523243864066
+//	$ idforge decode 914779523243864066
+//	{"id":"914779523243864066","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":2}
+//	$ idforge decode 20261121232714123-7-2
+//	{"id":"914779523243864066","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":2}
+//	$ idforge layout -layout jssafe
+//	layout          jssafe: 41/3/9 ms since 2019-12-24T16:00:00Z
+//	bits            41 timestamp (ms) + 3 machine + 9 sequence = 53
+//	IDs per tick    512 (one tick = 1 ms)
+//	IDs per second  512000
+//	machines        8 (IDs 0 to 7)
+//	largest ID      9007199254740991
+//	runs out        2089-08-30T07:47:35.552Z
+//
+// Subcommands:
+//
+//	gen    [-n N] [-machine M] [-layout layout] [-format format]  print N new IDs, one per line
+//	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
+//	layout [-layout layout]                                      print a layout's bit split, capacity and end date
+//	help   [command]                                             print this help or a command's flags
+//
+// Layouts: default (41/10/12 ms), second (31/10/22 s), jssafe (41/3/9 ms),
+// jssafe-second (31/3/19 s); see engine/snowflake. Formats: decimal, radix62,
+// radix36 (both zero-padded so they sort like the IDs) and friendly
+// (yyyyMMddHHmmssSSS-machine-sequence, UTC). decode reads decimal and friendly
+// IDs without -format.
+//
+// The exit status is 0 on success, 2 for a bad command line or a bad ID, 1
+// when generating or writing fails. gen issues IDs for one machine ID in one
+// process: two processes running gen with the same -machine at the same time
+// can issue the same IDs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one subcommand. setup defines the command's flags on fs and
+// returns the function that runs it with the arguments left after the flags;
+// help calls setup alone to print the flags.
+type command struct {
+	name    string
+	args    string // the usage line after the name
+	summary string
+	setup   func(fs *flag.FlagSet) func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+// commands is the command table: a new subcommand is one entry.
+var commands = []command{
+	{"gen", "[-n N] [-machine M] [-layout layout] [-format format]", "print N new IDs, one per line", setupGen},
+	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence as JSON", setupDecode},
+	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout},
+}
+
+// usageError marks a bad command line or a bad ID: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// run runs the command line args (without the program name) and returns the
+// exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
+	name, args := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return help(args, stdout, stderr)
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "idforge: unknown command %q\n\n", name)
+		printUsage(stderr)
+		return 2
+	}
+	fs := newFlagSet(cmd, stderr)
+	exec := cmd.setup(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2 // the flag package has printed the error and the usage
+	}
+	err := exec(ctx, fs.Args(), stdout)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "idforge %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), "idforge: "))
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func newFlagSet(cmd command, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("idforge "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: idforge %s %s\n\n%s.\n\n", cmd.name, cmd.args, cmd.summary)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func help(args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		printUsage(stdout)
+		return 0
+	case 1:
+		if cmd, ok := lookup(args[0]); ok {
+			fs := newFlagSet(cmd, stdout)
+			cmd.setup(fs)
+			fs.Usage()
+			return 0
+		}
+		fmt.Fprintf(stderr, "idforge help: unknown command %q\n\n", args[0])
+	default:
+		fmt.Fprintf(stderr, "idforge help: want at most one command, got %q\n\n", args)
+	}
+	printUsage(stderr)
+	return 2
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: idforge <command> [flags] [arguments]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "  %-7s %s\n\n", "help", "print this help, or a command's flags with help <command>")
+	fmt.Fprintf(w, "layouts: %s\nformats: %s\n", strings.Join(layoutNames(), ", "), strings.Join(formatNames, ", "))
+}

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+var presets = map[string]snowflake.Layout{
+	"default":       snowflake.Default,
+	"second":        snowflake.Seconds,
+	"jssafe":        snowflake.JSSafe,
+	"jssafe-second": snowflake.JSSafeSeconds,
+}
+
+func TestGenDecimal(t *testing.T) {
+	for name, l := range presets {
+		out, errOut, code := runArgs(t, "gen", "-n", "5000", "-machine", "5", "-layout", name)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errOut)
+		}
+		ids := lines(out)
+		if len(ids) != 5000 {
+			t.Fatalf("%s: %d lines, want 5000", name, len(ids))
+		}
+		prev := int64(-1)
+		for _, s := range ids {
+			id, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: line %q: %v", name, s, err)
+			}
+			if id <= prev {
+				t.Fatalf("%s: %d after %d: not strictly increasing", name, id, prev)
+			}
+			prev = id
+			p, err := l.Decode(id)
+			if err != nil || p.Machine != 5 {
+				t.Fatalf("%s: %d decodes to %+v, %v; want machine 5", name, id, p, err)
+			}
+			if age := time.Since(p.Time); age < -time.Second || age > time.Minute {
+				t.Fatalf("%s: %d carries time %v, not about now", name, id, p.Time)
+			}
+		}
+	}
+}
+
+func TestGenFormats(t *testing.T) {
+	r62, _ := convert.NewRadix62(convert.Padded())
+	r36, _ := convert.NewRadix36(convert.Padded())
+	for lname, l := range presets {
+		for format, parse := range map[string]func(string) (int64, error){
+			"decimal":  engine.Decimal{}.Parse,
+			"radix62":  r62.Parse,
+			"radix36":  r36.Parse,
+			"friendly": l.ParseFriendly,
+		} {
+			out, errOut, code := runArgs(t, "gen", "-n", "300", "-machine", "3", "-layout", lname, "-format", format)
+			if code != 0 {
+				t.Fatalf("%s %s: exit %d: %s", lname, format, code, errOut)
+			}
+			strs := lines(out)
+			if len(strs) != 300 {
+				t.Fatalf("%s %s: %d lines, want 300", lname, format, len(strs))
+			}
+			prev := int64(-1)
+			for _, s := range strs {
+				id, err := parse(s)
+				if err != nil {
+					t.Fatalf("%s %s: line %q does not parse: %v", lname, format, s, err)
+				}
+				if p, err := l.Decode(id); id <= prev || err != nil || p.Machine != 3 {
+					t.Fatalf("%s %s: %q is %d (after %d), decodes to %+v, %v", lname, format, s, id, prev, p, err)
+				}
+				prev = id
+			}
+			if format != "friendly" && !slices.IsSorted(strs) {
+				t.Errorf("%s %s: the strings do not sort like the IDs", lname, format)
+			}
+		}
+	}
+}
+
+func TestDecodeKnownIDs(t *testing.T) {
+	at := time.Date(2026, 11, 21, 23, 27, 14, 123_000_000, time.UTC)
+	for _, tt := range []struct {
+		layout    string
+		machine   int64
+		seq       int64
+		timestamp string
+	}{
+		{"default", 5, 7, "2026-11-21T23:27:14.123Z"},
+		{"default", 1023, 4095, "2026-11-21T23:27:14.123Z"},
+		{"second", 1, 4194303, "2026-11-21T23:27:14.000Z"},
+		{"jssafe", 7, 511, "2026-11-21T23:27:14.123Z"},
+		{"jssafe-second", 0, 0, "2026-11-21T23:27:14.000Z"},
+	} {
+		l := presets[tt.layout]
+		id, err := l.Compose(at, tt.machine, tt.seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"id":"` + strconv.FormatInt(id, 10) + `","timestamp":"` + tt.timestamp + `","machine":` +
+			strconv.FormatInt(tt.machine, 10) + `,"sequence":` + strconv.FormatInt(tt.seq, 10) + "}\n"
+		r36, _ := convert.NewRadix36(convert.Padded())
+		for _, args := range [][]string{
+			{"decode", "-layout", tt.layout, strconv.FormatInt(id, 10)},
+			{"decode", "-layout", tt.layout, l.Friendly(id)},
+			{"decode", "-layout", tt.layout, "-format", "friendly", l.Friendly(id)},
+			{"decode", "-layout", tt.layout, "-format", "radix36", r36.Format(id)},
+		} {
+			out, errOut, code := runArgs(t, args...)
+			if code != 0 || out != want {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", args, code, out, errOut, want)
+			}
+		}
+	}
+}
+
+func TestDecodeOutputIsOneJSONObject(t *testing.T) {
+	out, _, code := runArgs(t, "decode", "914783062259167232")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if dec.More() {
+		t.Fatalf("more than one JSON value in %q", out)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"id", "machine", "sequence", "timestamp"}; !slices.Equal(keys, want) {
+		t.Fatalf("keys %q, want %q", keys, want)
+	}
+	if _, err := time.Parse(time.RFC3339, m["timestamp"].(string)); err != nil {
+		t.Fatalf("timestamp %q is not RFC 3339: %v", m["timestamp"], err)
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{nil, "usage: idforge"},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"gen", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"gen", "-n", "x"}, `invalid value "x" for flag -n`},
+		{[]string{"gen", "-n", "0"}, "-n 0: want at least 1"},
+		{[]string{"gen", "-n", "-3"}, "-n -3"},
+		{[]string{"gen", "extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"gen", "-layout", "jsafe"}, `invalid value "jsafe" for flag -layout: want one of default, second, jssafe, jssafe-second`},
+		{[]string{"gen", "-format", "base64"}, `invalid value "base64" for flag -format`},
+		{[]string{"gen", "-machine", "1024"}, "machine ID 1024 is outside [0, 1023]"},
+		{[]string{"gen", "-machine", "8", "-layout", "jssafe"}, "machine ID 8 is outside [0, 7]"},
+		{[]string{"gen", "-machine", "-1"}, "machine ID -1"},
+		{[]string{"decode"}, "want one ID after the flags, got 0"},
+		{[]string{"decode", "1", "2"}, "got 2 arguments"},
+		{[]string{"decode", "abc"}, `invalid id: "abc"`},
+		{[]string{"decode", "-1"}, "flag provided but not defined: -1"},
+		{[]string{"decode", "--", "-1"}, "invalid id: -1 is outside"},
+		{[]string{"decode", "99999999999999999999"}, `"99999999999999999999"`},
+		{[]string{"decode", "-layout", "jssafe", "9007199254740992"}, "9007199254740992 is outside [0, 9007199254740991]"},
+		{[]string{"decode", "20261131232714123-1-0"}, "no such date"},
+		{[]string{"decode", "20261121232714123-1024-0"}, "machine 1024"},
+		{[]string{"decode", "20261121232714123-1"}, `"20261121232714123-1"`},
+		{[]string{"decode", "-format", "radix62", "zz"}, `radix62 "zz": 2 digits, want 11`},
+		{[]string{"layout", "x"}, `unexpected arguments ["x"]`},
+		{[]string{"layout", "-layout", "huge"}, `invalid value "huge"`},
+		{[]string{"help", "nope"}, `unknown command "nope"`},
+	} {
+		out, errOut, code := runArgs(t, tt.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2, no output and %q on stderr", tt.args, code, out, errOut, tt.want)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	out, _, code := runArgs(t, "help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, c := range commands {
+		if !strings.Contains(out, "  "+c.name+" ") {
+			t.Errorf("help does not list %q:\n%s", c.name, out)
+		}
+	}
+	out, _, code = runArgs(t, "help", "gen")
+	if code != 0 || !strings.Contains(out, "-machine") || !strings.Contains(out, "usage: idforge gen") {
+		t.Errorf("help gen: exit %d\n%s", code, out)
+	}
+	_, errOut, code := runArgs(t, "gen", "-h")
+	if code != 0 || !strings.Contains(errOut, "-format") {
+		t.Errorf("gen -h: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	for _, tt := range []struct {
+		layout string
+		want   []string
+	}{
+		{"default", []string{
+			"41 timestamp (ms) + 10 machine + 12 sequence = 63",
+			"4096 (one tick = 1 ms)", "IDs per second  4096000", "1024 (IDs 0 to 1023)",
+			"9223372036854775807", "runs out        2089-08-30T07:47:35.552Z",
+		}},
+		{"second", []string{"31 timestamp (s) + 10 machine + 22 sequence = 63", "IDs per second  4194304", "2088-01-11T19:14:08.000Z"}},
+		{"jssafe", []string{"= 53", "IDs per second  512000", "8 (IDs 0 to 7)", "9007199254740991", "2089-08-30T07:47:35.552Z"}},
+		{"jssafe-second", []string{"31 timestamp (s) + 3 machine + 19 sequence = 53", "IDs per second  524288", "2088-01-11T19:14:08.000Z"}},
+	} {
+		out, errOut, code := runArgs(t, "layout", "-layout", tt.layout)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tt.layout, code, errOut)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("layout %s: %q missing from\n%s", tt.layout, w, out)
+			}
+		}
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestGenWriteError(t *testing.T) {
+	var errOut bytes.Buffer
+	code := run(context.Background(), []string{"gen", "-n", "100000"}, failingWriter{}, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "disk full") {
+		t.Fatalf("exit %d, stderr %q; want 1 and the write error", code, errOut.String())
+	}
+}
+
+// The real binary, as a user runs it: a million IDs, all distinct and
+// strictly increasing, and decode finds the machine ID in them.
+func TestBinaryGenMillion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool in PATH")
+	}
+	bin := filepath.Join(t.TempDir(), "idforge")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "gen", "-n", "1000000", "-machine", "42")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var prev int64 = -1
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		id, err := strconv.ParseInt(sc.Text(), 10, 64)
+		if err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		if id <= prev {
+			t.Fatalf("line %d: %d after %d: not strictly increasing", n+1, id, prev)
+		}
+		prev = id
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gen: %v: %s", err, stderr.String())
+	}
+	if n != 1_000_000 {
+		t.Fatalf("%d IDs, want 1000000", n)
+	}
+	out, err := exec.Command(bin, "decode", strconv.FormatInt(prev, 10)).Output()
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	var d struct {
+		ID      string `json:"id"`
+		Machine int64  `json:"machine"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil || d.Machine != 42 || d.ID != strconv.FormatInt(prev, 10) {
+		t.Fatalf("decode %d = %s (%v); want machine 42", prev, out, err)
+	}
+
+	// Exit status 2 reaches the shell.
+	bad := exec.Command(bin, "decode", "not-an-id")
+	bad.Stderr = io.Discard
+	var exit *exec.ExitError
+	if err := bad.Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("decode not-an-id: %v; want exit status 2", err)
+	}
+}
+
+func Example() {
+	run(context.Background(), []string{"decode", "914783062259167232"}, os.Stdout, os.Stdout)
+	run(context.Background(), []string{"decode", "-layout", "jssafe", "20261121232714123-7-3"}, os.Stdout, os.Stdout)
+	run(context.Background(), []string{"decode", "12x"}, os.Stdout, os.Stdout)
+	// Output:
+	// {"id":"914783062259167232","timestamp":"2026-11-21T23:41:17.890Z","machine":7,"sequence":0}
+	// {"id":"893339378171395","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":3}
+	// idforge decode: invalid id: "12x": strconv.ParseInt: parsing "12x": invalid syntax
+}
