@@ -87,8 +87,12 @@ func TestModelsOnAllDatabases(t *testing.T) {
 				}
 			}
 			t.Run("int64", func(t *testing.T) { exercise[I64Row](t, d.gorm, "decimal", func(r *I64Row, n int) { r.ID = int64(n) }) })
-			t.Run("uint64", func(t *testing.T) { exercise[U64Row](t, d.gorm, "decimal", func(r *U64Row, n int) { r.ID = uint64(n) }) })
-			t.Run("engine.ID", func(t *testing.T) { exercise[EIDRow](t, d.gorm, "decimal", func(r *EIDRow, n int) { r.ID = engine.ID(n) }) })
+			t.Run("uint64", func(t *testing.T) {
+				exercise[U64Row](t, d.gorm, "decimal", func(r *U64Row, n int) { r.ID = uint64(n) })
+			})
+			t.Run("engine.ID", func(t *testing.T) {
+				exercise[EIDRow](t, d.gorm, "decimal", func(r *EIDRow, n int) { r.ID = engine.ID(n) })
+			})
 			t.Run("radix62", func(t *testing.T) {
 				exercise[R62Row](t, d.gorm, "radix62", func(r *R62Row, n int) { r.ID = Code62(mustFormat(t, "radix62").Format(int64(n))) })
 			})
