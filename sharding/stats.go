@@ -110,7 +110,11 @@ func (s Stats) Table(width int) string {
 		if s.Max > 0 {
 			bar = int(math.Round(float64(c) * float64(width) / float64(s.Max)))
 		}
-		fmt.Fprintf(&b, "%-*s %8d %s\n", pad, n, c, strings.Repeat("#", bar))
+		fmt.Fprintf(&b, "%-*s %8d", pad, n, c)
+		if bar > 0 {
+			b.WriteString(" " + strings.Repeat("#", bar))
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
