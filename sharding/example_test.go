@@ -1,0 +1,166 @@
+package sharding_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/snowflake"
+	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/sharding"
+)
+
+// ShardingSphere's course example: two databases m0 and m1 with tables
+// course_1 and course_2, db = id % 2 and table = ((id+1) % 4)/2 + 1.
+func Example() {
+	r, err := sharding.NewMod(sharding.Mod{
+		Databases: 2, DatabasePattern: "m%d",
+		Tables: 2, TablePattern: "course_%d", TableBase: 1,
+		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r)
+	for id := int64(100); id < 104; id++ {
+		s, _ := r.Route(id)
+		fmt.Println(id, "→", s)
+	}
+	// Output:
+	// m{id%2}.course_{(id+1)%4/2+1}
+	// 100 → m0.course_1
+	// 101 → m1.course_2
+	// 102 → m0.course_2
+	// 103 → m1.course_1
+}
+
+// One insert per millisecond, as when each waits on a remote database: a
+// snowflake that resets its sequence on every tick sends every row to one
+// shard; idforge's fills all four.
+func ExampleShardCounter() {
+	r, _ := sharding.NewMod(sharding.Mod{
+		Databases: 2, DatabasePattern: "m%d",
+		Tables: 2, TablePattern: "course_%d", TableBase: 1,
+		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+	})
+	plain := snowflake.Default
+	plain.SequenceResetThreshold = snowflake.ResetEveryTick
+	for _, layout := range []snowflake.Layout{plain, snowflake.Default} {
+		fake := clock.NewFake(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+		g, _ := snowflake.New(1, snowflake.WithLayout(layout), snowflake.WithClock(fake))
+		c, _ := sharding.NewShardCounter(r)
+		for range 1000 {
+			id, _ := g.NextID(context.Background())
+			_, _ = c.Add(id)
+			fake.Advance(time.Millisecond)
+		}
+		s := c.Stats()
+		fmt.Print(s.Table(20))
+		fmt.Printf("max/min %.2f, p %.3f\n\n", s.MaxMinRatio, s.PValue)
+	}
+	// Output:
+	// m0.course_1     1000 ####################
+	// m0.course_2        0
+	// m1.course_1        0
+	// m1.course_2        0
+	// max/min +Inf, p 0.000
+	//
+	// m0.course_1      250 ####################
+	// m0.course_2      250 ####################
+	// m1.course_1      250 ####################
+	// m1.course_2      250 ####################
+	// max/min 1.00, p 1.000
+}
+
+// Monthly order tables named by the time inside each snowflake ID.
+func ExampleNewInterval() {
+	r, err := sharding.NewInterval(sharding.Interval{
+		Layout: snowflake.Default,
+		Period: sharding.Monthly,
+		Prefix: "order_",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, _ := snowflake.Default.Compose(time.Date(2026, 11, 21, 13, 17, 30, 0, time.UTC), 1, 0)
+	s, _ := r.Route(id)
+	fmt.Println(s.TableName)
+	fmt.Println(r.Tables(time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)))
+	// Output:
+	// order_202611
+	// [order_202611 order_202612 order_202701]
+}
+
+type Course struct {
+	ID   int64 `gorm:"primaryKey" idgen:"snowflake"`
+	Name string
+}
+
+// A repository over two SQLite files standing for databases m0 and m1.
+func ExampleGorm() {
+	dir, _ := os.MkdirTemp("", "shards")
+	defer os.RemoveAll(dir)
+
+	g, _ := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
+	reg := engine.NewRegistry()
+	_ = reg.Register("snowflake", "", g)
+
+	var dbs []*gorm.DB
+	for _, name := range []string{"m0", "m1"} {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, name+".db")), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			log.Fatal(err)
+		}
+		_ = db.Use(idplugin.New(idplugin.WithRegistry(reg)))
+		dbs = append(dbs, db)
+	}
+	router, _ := sharding.NewMod(sharding.Mod{
+		Databases: 2, DatabasePattern: "m%d",
+		Tables: 2, TablePattern: "course_%d", TableBase: 1,
+		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+	})
+	repo, err := sharding.NewGorm(router, dbs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := repo.Migrate(ctx, &Course{}); err != nil { // course_1 and course_2 in m0 and m1
+		log.Fatal(err)
+	}
+
+	courses := make([]Course, 8)
+	for i := range courses {
+		courses[i].Name = fmt.Sprint("java ", i)
+	}
+	if err := repo.Create(ctx, courses); err != nil { // IDs filled, rows split by shard
+		log.Fatal(err)
+	}
+
+	var c Course
+	if err := repo.FindByID(ctx, courses[5].ID, &c); err != nil { // reads one shard
+		log.Fatal(err)
+	}
+	fmt.Println(c.Name)
+
+	_ = repo.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
+		var n int64
+		err := db.Count(&n).Error
+		fmt.Println(s, n)
+		return err
+	})
+	// Output:
+	// java 5
+	// m0.course_1 2
+	// m0.course_2 2
+	// m1.course_1 2
+	// m1.course_2 2
+}
