@@ -15,15 +15,23 @@ type affix struct {
 }
 
 // WithPrefix returns a formatter that writes prefix before inner's string
-// ("ord_" + "7n42DGM5Tflk") and whose Parse requires and strips it.
+// ("ord_" + "0AzL8n0Y58m") and whose Parse requires and strips it. A nil
+// inner means [engine.Decimal].
 func WithPrefix(prefix string, inner engine.Formatter) engine.Formatter {
-	return &affix{prefix: prefix, inner: inner}
+	return &affix{prefix: prefix, inner: orDecimal(inner)}
 }
 
 // WithSuffix returns a formatter that writes suffix after inner's string and
-// whose Parse requires and strips it.
+// whose Parse requires and strips it. A nil inner means [engine.Decimal].
 func WithSuffix(suffix string, inner engine.Formatter) engine.Formatter {
-	return &affix{suffix: suffix, inner: inner}
+	return &affix{suffix: suffix, inner: orDecimal(inner)}
+}
+
+func orDecimal(f engine.Formatter) engine.Formatter {
+	if f == nil {
+		return engine.Decimal{}
+	}
+	return f
 }
 
 func (a *affix) Format(id int64) string { return formatID(a, id) }

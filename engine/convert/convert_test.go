@@ -251,6 +251,8 @@ func TestAffix(t *testing.T) {
 		{suf, 42, "42.u"},
 		{both, 61, "<z>"},
 		{convert.WithPrefix("", r), 1, "1"},
+		{convert.WithPrefix("n", nil), 12, "n12"}, // nil inner: decimal
+		{convert.WithDatePrefix(fixedNow("2026-01-02T00:00:00Z"), nil), 3, "202601023"},
 	} {
 		if got := tt.f.Format(tt.id); got != tt.want {
 			t.Errorf("Format(%d) = %q, want %q", tt.id, got, tt.want)

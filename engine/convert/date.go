@@ -18,7 +18,8 @@ type dated struct {
 // WithDatePrefix returns a formatter that writes the date of formatting as
 // yyyyMMdd before inner's string ("20261121" + "42"), for IDs a human can date
 // at a glance. now supplies the date, in the location of the time it returns;
-// nil means the current UTC date (pass time.Now for the local date).
+// nil means the current UTC date (pass time.Now for the local date). A nil
+// inner means [engine.Decimal].
 //
 // The date is the day the string was made, not a property of the ID: the
 // same ID formatted on two days gives two strings, and Parse checks that the
@@ -30,7 +31,7 @@ func WithDatePrefix(now func() time.Time, inner engine.Formatter) engine.Formatt
 	if now == nil {
 		now = utcNow
 	}
-	return &dated{now: now, inner: inner}
+	return &dated{now: now, inner: orDecimal(inner)}
 }
 
 func utcNow() time.Time { return time.Now().UTC() }

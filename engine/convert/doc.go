@@ -8,13 +8,16 @@
 //
 // # Canonical forms
 //
-// Each formatter has exactly one string per ID, and Parse accepts only that
-// string: Parse(Format(x)) == x for every int64 x, and Format(Parse(s)) == s
-// for every s that Parse accepts. Radix-36 is lower case, so "ZZ" is rejected,
-// and an unpadded radix string with a leading zero is rejected, so one ID
-// cannot hide behind two strings in a unique column. Parse errors wrap
-// [engine.ErrInvalidID] and quote the input; a value above [math.MaxInt64] is an
-// error, never a wrap-around.
+// Parse(Format(x)) == x for every formatter and every int64 x. The radix
+// formatters are also canonical: Parse accepts only the one string Format
+// writes, so Format(Parse(s)) == s, and one ID cannot hide behind two strings
+// in a unique column. Radix-36 is lower case ("ZZ" is rejected), and an
+// unpadded radix string with a leading zero is rejected. Prefix and suffix
+// wrappers keep their inner formatter's strictness; [engine.Decimal] inherits
+// strconv's leniency ("+7" and "007" read as 7); a date prefix accepts any
+// valid date (see [WithDatePrefix]). Parse errors wrap [engine.ErrInvalidID]
+// and quote the input; a value above [math.MaxInt64] is an error, never a
+// wrap-around.
 //
 // # Sorting
 //

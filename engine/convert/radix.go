@@ -39,7 +39,8 @@ func WithWidth(n int) Option { return func(c *config) { c.width, c.padded = n, f
 func Padded() Option { return func(c *config) { c.padded = true } }
 
 // Radix formats IDs in base 62 (0-9A-Za-z) or base 36 (0-9a-z), optionally
-// zero-padded to a fixed width. It is safe for concurrent use.
+// zero-padded to a fixed width. Make one with [NewRadix62] or [NewRadix36];
+// it is safe for concurrent use.
 type Radix struct {
 	name     string
 	alphabet string
