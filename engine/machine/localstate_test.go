@@ -1,0 +1,191 @@
+package machine_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
+)
+
+// stateFile returns the only file in dir, failing on temporary leftovers.
+func stateFile(t *testing.T, dir string) (path, content string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || !strings.HasSuffix(entries[0].Name(), ".state") {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("%s holds %v, want one .state file", dir, names)
+	}
+	path = filepath.Join(dir, entries[0].Name())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, string(data)
+}
+
+func TestLocalStateRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	d := machine.LocalState(dir, machine.Manual(3))
+	st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil || st != (machine.State{MachineID: 3}) {
+		t.Fatalf("first Distribute = %+v, %v", st, err)
+	}
+	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, content := stateFile(t, dir); content != "3|1000" {
+		t.Fatalf("state file holds %q, want 3|1000", content)
+	}
+	// An older timestamp for the same ID does not go back.
+	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if _, content := stateFile(t, dir); content != "3|1000" {
+		t.Fatalf("state file holds %q after an older Guard, want 3|1000", content)
+	}
+	if err := d.Revert(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	// A restart: a new decorator over the same directory.
+	st, err = machine.LocalState(dir, machine.Manual(3)).Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil || st != (machine.State{MachineID: 3, LastTimestamp: 2000}) {
+		t.Fatalf("Distribute after restart = %+v, %v; want machine ID 3 with the saved timestamp 2000", st, err)
+	}
+	// A file for another machine ID tells nothing about this one.
+	st, err = machine.LocalState(dir, machine.Manual(4)).Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil || st != (machine.State{MachineID: 4}) {
+		t.Fatalf("Distribute of another ID = %+v, %v; want machine ID 4 with no timestamp", st, err)
+	}
+}
+
+func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
+	ctx := t.Context()
+	clk := newTestClock()
+	mem := machinetest.NewMemory(clk)
+	dir := t.TempDir()
+	d := machine.LocalState(dir, mem)
+	st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.ms()
+	if err := d.Revert(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 5000}); err != nil {
+		t.Fatal(err)
+	}
+	// The file knows of IDs issued later than the store (a Guard that never
+	// reached it): the file wins.
+	if err := machine.LocalState(dir, machine.Manual(st.MachineID)).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil || got != (machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}) {
+		t.Fatalf("file ahead: Distribute = %+v, %v; want LastTimestamp %d", got, err, t0+9000)
+	}
+	// The store knows better: it wins.
+	if err := mem.Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 20000}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil || got.LastTimestamp != t0+20000 {
+		t.Fatalf("store ahead: Distribute = %+v, %v; want LastTimestamp %d", got, err, t0+20000)
+	}
+}
+
+func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
+	ctx := t.Context()
+	clk := newTestClock()
+	dir := t.TempDir()
+	d := machine.LocalState(dir, machinetest.NewMemory(clk))
+	// The inner store says the ID is not ours; the file is still written.
+	wantLost(t, d.Guard(ctx, instA, machine.State{MachineID: 9, LastTimestamp: 77}), "Guard of an ID never handed out")
+	if _, content := stateFile(t, dir); content != "9|77" {
+		t.Fatalf("state file holds %q, want 9|77", content)
+	}
+
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := machine.LocalState(notDir, machine.Manual(1))
+	if err := bad.Guard(ctx, instA, machine.State{MachineID: 1, LastTimestamp: 1}); !errors.Is(err, engine.ErrStoreUnavailable) {
+		t.Errorf("Guard into a directory that is a file = %v, want ErrStoreUnavailable", err)
+	}
+	for _, d := range []machine.Distributor{machine.LocalState("", machine.Manual(1)), machine.LocalState(dir, nil)} {
+		if _, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("misconfigured LocalState: %v, want ErrInvalidConfig", err)
+		}
+	}
+}
+
+func TestLocalStateCorruptFile(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	d := machine.LocalState(dir, machine.Manual(3))
+	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := stateFile(t, dir)
+	for _, junk := range []string{"", "3", "3|x", "x|3", "-1|3", "3|1000|2"} {
+		if err := os.WriteFile(path, []byte(junk), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+		if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), path) {
+			t.Errorf("state file %q: Distribute = %v, want ErrStoreUnavailable naming the file", junk, err)
+		}
+	}
+	// A Guard replaces the corrupt file.
+	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1500}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard); err != nil || st.LastTimestamp != 1500 {
+		t.Fatalf("after rewrite: %+v, %v", st, err)
+	}
+}
+
+func TestLocalStateFileNames(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	d := machine.LocalState(dir, machine.Manual(1))
+	insts := []machine.Instance{
+		{Namespace: "orders", ID: "host:8080"},
+		{Namespace: "orders", ID: "host%3A8080"},
+		{Namespace: "orders", ID: "host_8080"},
+		{Namespace: "../up", ID: "../../etc/passwd"},
+		{Namespace: "orders/x", ID: "a b\\c"},
+		{Namespace: "orders", ID: "pod@0"},
+		{Namespace: "orders@pod", ID: "0"},
+	}
+	for _, inst := range insts {
+		if err := d.Guard(ctx, inst, machine.State{MachineID: 1, LastTimestamp: 1}); err != nil {
+			t.Fatalf("Guard(%v): %v", inst, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(insts) {
+		t.Fatalf("%d instances wrote %d files, want one each", len(insts), len(entries))
+	}
+	for _, e := range entries {
+		if e.IsDir() || strings.ContainsAny(e.Name(), `/\:`) {
+			t.Errorf("unsafe state file name %q", e.Name())
+		}
+	}
+	if parent, _ := os.ReadDir(filepath.Dir(dir)); len(parent) != 1 {
+		t.Errorf("state files escaped %s", dir)
+	}
+}
