@@ -1,0 +1,195 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/schema"
+)
+
+// forEachDB runs f against a fresh SQLite file, MariaDB and PostgreSQL
+// database, each with the ID tables created.
+func forEachDB(t *testing.T, f func(t *testing.T, d testdb.DB)) {
+	t.Helper()
+	for _, d := range testdb.All(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			if err := schema.Ensure(context.Background(), d.Open(t)); err != nil {
+				t.Fatalf("creating the tables: %v", err)
+			}
+			f(t, d)
+		})
+	}
+}
+
+// openStore opens a new pool on d and a Store on it, both closed when the
+// test ends.
+func openStore(t testing.TB, d testdb.DB, opts ...sqlstore.Option) *sqlstore.Store {
+	t.Helper()
+	return storeOn(t, d.Open(t), opts...)
+}
+
+func storeOn(t testing.TB, db *sql.DB, opts ...sqlstore.Option) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(context.Background(), db, opts...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// counts records what the driver was asked to do. Each statement executed
+// is one network round trip with pgx and go-sql-driver/mysql once it is
+// prepared on the connection (database/sql keeps the driver statement per
+// connection).
+type counts struct {
+	prepares, statements, begins atomic.Int64
+}
+
+// countingDB opens d through a connector that counts prepares, executed
+// statements and transactions. The Driver is the real one, so dialect
+// detection still works.
+func countingDB(t *testing.T, d testdb.DB) (*sql.DB, *counts) {
+	t.Helper()
+	drv := d.Open(t).Driver()
+	var inner driver.Connector = dsnConnector{d.DSN, drv}
+	if dc, ok := drv.(driver.DriverContext); ok {
+		c, err := dc.OpenConnector(d.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner = c
+	}
+	n := &counts{}
+	db := sql.OpenDB(countingConnector{inner, n})
+	t.Cleanup(func() { db.Close() })
+	return db, n
+}
+
+type dsnConnector struct {
+	dsn string
+	drv driver.Driver
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
+
+type countingConnector struct {
+	inner driver.Connector
+	n     *counts
+}
+
+func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{conn, c.n}, nil
+}
+
+func (c countingConnector) Driver() driver.Driver { return c.inner.Driver() }
+
+var errNoContext = errors.New("test driver wrapper: the wrapped driver lacks a context method")
+
+type countingConn struct {
+	inner driver.Conn
+	n     *counts
+}
+
+func (c *countingConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	c.n.prepares.Add(1)
+	p, ok := c.inner.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, errNoContext
+	}
+	s, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &countingStmt{s, c.n}, nil
+}
+
+func (c *countingConn) Close() error { return c.inner.Close() }
+
+func (c *countingConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.n.begins.Add(1)
+	b, ok := c.inner.(driver.ConnBeginTx)
+	if !ok {
+		return nil, errNoContext
+	}
+	return b.BeginTx(ctx, opts)
+}
+
+func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := c.inner.(driver.ExecerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	c.n.statements.Add(1)
+	return e.ExecContext(ctx, query, args)
+}
+
+func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := c.inner.(driver.QueryerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	c.n.statements.Add(1)
+	return q.QueryContext(ctx, query, args)
+}
+
+type countingStmt struct {
+	inner driver.Stmt
+	n     *counts
+}
+
+func (s *countingStmt) Close() error  { return s.inner.Close() }
+func (s *countingStmt) NumInput() int { return s.inner.NumInput() }
+
+func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return nil, errNoContext
+}
+
+func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return nil, errNoContext
+}
+
+func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := s.inner.(driver.StmtExecContext)
+	if !ok {
+		return nil, errNoContext
+	}
+	s.n.statements.Add(1)
+	return e.ExecContext(ctx, args)
+}
+
+func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := s.inner.(driver.StmtQueryContext)
+	if !ok {
+		return nil, errNoContext
+	}
+	s.n.statements.Add(1)
+	return q.QueryContext(ctx, args)
+}
+
+// delta runs f and returns how many prepares, statements and transactions
+// it caused.
+func (n *counts) delta(f func()) (prepares, statements, begins int64) {
+	p, s, b := n.prepares.Load(), n.statements.Load(), n.begins.Load()
+	f()
+	return n.prepares.Load() - p, n.statements.Load() - s, n.begins.Load() - b
+}
