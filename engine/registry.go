@@ -27,12 +27,20 @@ type Registry struct {
 	mu        sync.RWMutex
 	gens      map[genKey]Generator
 	factories map[string]Factory
+	creating  map[genKey]*creation // factory calls in flight
 	closed    bool
+}
+
+// creation is one factory call that concurrent lookups of the same name wait for.
+type creation struct {
+	done chan struct{}
+	g    Generator
+	err  error
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{gens: map[genKey]Generator{}, factories: map[string]Factory{}}
+	return &Registry{gens: map[genKey]Generator{}, factories: map[string]Factory{}, creating: map[genKey]*creation{}}
 }
 
 // Register adds g under kind and name ("" for the kind's shared default).
@@ -119,23 +127,41 @@ func (r *Registry) Generator(ctx context.Context, kind, name string) (Generator,
 	case f == nil:
 		return nil, fmt.Errorf("%w: %s (registered kinds: %v)", ErrUnknownGenerator, k, r.Kinds())
 	}
+	r.mu.Lock()
+	if g, ok := r.gens[k]; ok {
+		r.mu.Unlock()
+		return g, nil
+	}
+	if c, ok := r.creating[k]; ok { // another caller is building it: wait for that
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.g, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c := &creation{done: make(chan struct{})}
+	r.creating[k] = c
+	r.mu.Unlock()
+	defer close(c.done)
+
 	// Build outside the lock: a factory may talk to a store.
 	g, err := f(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("idforge: create generator %s: %w", k, err)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if prev, ok := r.gens[k]; ok { // lost a race with another caller
+	delete(r.creating, k)
+	switch {
+	case err != nil:
+		c.err = fmt.Errorf("idforge: create generator %s: %w", k, err)
+	case r.closed:
 		closeGenerator(g)
-		return prev, nil
+		c.err = ErrClosed
+	default:
+		r.gens[k] = g
+		c.g = g
 	}
-	if r.closed {
-		closeGenerator(g)
-		return nil, ErrClosed
-	}
-	r.gens[k] = g
-	return g, nil
+	return c.g, c.err
 }
 
 // NextID draws one ID from the generator for kind and name.
