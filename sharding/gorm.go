@@ -152,22 +152,11 @@ func (g *Gorm) FindByID(ctx context.Context, id int64, dest any) error {
 
 // ForEach calls fn for every shard, in order, with its database and table
 // selected: the fan-out for counts, scans and maintenance. It stops at the
-// first error, naming the shard.
+// first error, naming the shard, or when ctx ends.
 func (g *Gorm) ForEach(ctx context.Context, fn func(s Shard, db *gorm.DB) error) error {
-	shards, err := g.router.Shards()
-	if err != nil {
-		return err
-	}
-	for _, s := range shards {
-		if s.Database >= len(g.dbs) {
-			return fmt.Errorf("%w: shard %s is in database %d, but only %d databases were given",
-				engine.ErrInvalidConfig, s, s.Database, len(g.dbs))
-		}
-		if err := fn(s, g.dbs[s.Database].WithContext(ctx).Table(s.TableName)); err != nil {
-			return fmt.Errorf("sharding: shard %s: %w", s, err)
-		}
-	}
-	return nil
+	return eachShard(ctx, g.router, len(g.dbs), func(s Shard) error {
+		return fn(s, g.dbs[s.Database].WithContext(ctx).Table(s.TableName))
+	})
 }
 
 // Migrate creates (or updates, as AutoMigrate does) the physical table of

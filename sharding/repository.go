@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -90,6 +91,28 @@ func routeIn(r Router, id int64, n int) (Shard, error) {
 			engine.ErrInvalidConfig, id, s.Database, s, n)
 	}
 	return s, nil
+}
+
+// eachShard calls fn for every shard of r, in order, after checking its
+// database is among the n held; errors name the shard. It stops when ctx ends.
+func eachShard(ctx context.Context, r Router, n int, fn func(s Shard) error) error {
+	shards, err := r.Shards()
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if s.Database >= n {
+			return fmt.Errorf("%w: shard %s is in database %d, but only %d databases were given",
+				engine.ErrInvalidConfig, s, s.Database, n)
+		}
+		if err := fn(s); err != nil {
+			return fmt.Errorf("sharding: shard %s: %w", s, err)
+		}
+	}
+	return nil
 }
 
 // rowsOf lists the struct rows of value, a pointer to a struct or a slice or
