@@ -2,6 +2,7 @@ package engine
 
 import (
 	"database/sql/driver"
+	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -59,8 +60,10 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	if s == "null" {
 		return nil
 	}
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
+	if len(s) > 0 && s[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return invalidID(string(b), err)
+		}
 	}
 	v, err := ParseID(s)
 	if err != nil {

@@ -194,3 +194,10 @@ func TestIDScan(t *testing.T) {
 		}
 	}
 }
+
+func TestIDUnmarshalJSONEscapedString(t *testing.T) {
+	var id engine.ID
+	if err := json.Unmarshal([]byte(`"\u0031\u0032"`), &id); err != nil || id != 12 {
+		t.Fatalf(`"\u0031\u0032" = %d, %v; want 12`, id, err)
+	}
+}
