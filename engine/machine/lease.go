@@ -55,8 +55,8 @@ func WithHeartbeat(d time.Duration) Option { return func(c *config) { c.heartbea
 
 // WithSkewMargin sets how long before the safe-guard runs out the lease
 // stops trusting itself (default a fifth of the safe-guard, one minute). It
-// covers the clock skew between this host and the instance that could
-// reclaim the ID; it must be in [0, safe-guard).
+// covers disagreement between the clock the store judges expiry by and the
+// clocks generators issue by; it must be in [0, safe-guard).
 func WithSkewMargin(d time.Duration) Option {
 	return func(c *config) { c.margin, c.marginSet = d, true }
 }
@@ -103,15 +103,18 @@ func (c *config) validate() error {
 // Lease is a machine ID held by this process: the ID a snowflake generator
 // runs on, kept alive by a heartbeat goroutine and given back by Close.
 //
-// Check fences the generator. A successful heartbeat that started at time s
-// stored a last timestamp of at least s, so no other instance can reclaim the
-// ID before its own clock reads s + safeGuard; Check refuses timestamps from
-// s + safeGuard - margin on. It judges the timestamp of the ID being made,
-// not the time it is handed out, so a process paused past the safe-guard
-// (GC, VM freeze, SIGSTOP) refuses as soon as it wakes, before its heartbeat
-// goroutine runs, and even an ID made just before the pause is older than
-// anything the new holder issues, as long as the hosts' clocks differ by
-// less than the margin.
+// Check fences the generator. A heartbeat that started at s on the lease's
+// clock and succeeded left a stored last timestamp of at least s, so an
+// instance can reclaim the ID only once its clock reads s + safeGuard, and
+// waiting out that timestamp it issues only later ones; Check refuses
+// timestamps from s + safeGuard - margin on, so the two never meet. Check
+// judges the timestamp of the ID being made, not when it is handed out: a
+// process paused past the safe-guard (GC, VM freeze, SIGSTOP) refuses as
+// soon as it wakes, before its heartbeat goroutine runs, and an ID made just
+// before the pause is still older than anything the new holder issues. The
+// margin absorbs disagreement between the clock a store judges expiry by and
+// the clocks generators issue by (a lagging cached clock, a store on server
+// time).
 //
 // Transient heartbeat errors (store down) are logged and retried every
 // quarter interval; the lease stays valid until the window above runs out,
