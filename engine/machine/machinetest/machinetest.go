@@ -5,9 +5,9 @@
 // A store implementation runs the suite from its own tests:
 //
 //	func TestMachineDistributor(t *testing.T) {
-//		db := testdb.Postgres(t)
+//		db := openTestDatabase(t)
 //		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
-//			return sqlstore.NewMachineDistributor(db, sqlstore.WithClock(c))
+//			return mystore.NewMachineDistributor(db, mystore.WithClock(c))
 //		})
 //	}
 //
@@ -44,12 +44,24 @@ var nonce atomic.Int64
 func init() { nonce.Store(time.Now().UnixNano()) }
 
 // Run checks the distributor newDistributor builds against the contract of
-// machine.Distributor, one subtest per rule. newDistributor is called once per
-// subtest with a fresh clock.Fake; the distributor must judge expiry by that
-// clock and be safe for concurrent use (up to 65 goroutines race). Every
-// subtest works in its own new namespace, so all may share one store. Keep
-// the distributor's own validation compatible with namespaces of the form
-// "mt-<case>-<digits>".
+// machine.Distributor, one subtest per rule: arguments validated (Validate);
+// an instance gets its own ID back (Self); 64 racing instances get 64
+// distinct IDs of 6 bits and the 65th ErrMachineIDOverflow (Race);
+// namespaces are independent (Namespaces); Guard raises the stored timestamp
+// and never lowers it, and fails with ErrMachineIDLost for IDs not held
+// (GuardRaisesTimestamp); an unstable instance's Revert frees its ID with the
+// reverted timestamp for the next holder (RevertFreesUnstable); an ID silent
+// for the safe-guard is reclaimed, and its old holder's Guard, Revert and
+// Distribute neither succeed nor disturb the new holder (ExpiredIsReclaimed);
+// 16 instances racing for 8 expired IDs: 8 get distinct ones, 8 overflow
+// (ReclaimRace); a stable instance's ID is never reclaimed, whether it
+// reverted or crashed, and comes back to it (StableIsReserved).
+//
+// newDistributor is called once per subtest with a fresh clock.Fake, which
+// the distributor must read "now" from (sleeping on it would advance it). The
+// distributor must be safe for concurrent use: up to 64 goroutines call it at
+// once. Every subtest works in namespaces of its own, so all may share one
+// store; they are made of letters, digits and '-'.
 func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.Distributor) {
 	t.Helper()
 	cases := []struct {
