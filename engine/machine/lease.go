@@ -289,11 +289,8 @@ func (l *Lease) newest(now int64) int64 {
 	return ts
 }
 
-// endWith ends the lease with err. Callers hold mu.
+// endWith ends the lease with err. Callers hold mu and found it not ended.
 func (l *Lease) endWith(err error) {
-	if l.end.Load() != nil {
-		return
-	}
 	l.end.Store(&ending{err: err})
 	l.validUntil.Store(math.MinInt64)
 	close(l.lost)
