@@ -135,6 +135,9 @@ func (p *Plugin) fill(ctx context.Context, log logger.Interface, s *schema.Schem
 	case *[]map[string]any:
 		return plan.fillMaps(ctx, *m)
 	}
+	if rv.Kind() == reflect.Struct {
+		return plan.fillRow(ctx, rv) // no closure: single-row creates stay allocation-free
+	}
 	return idgen.Rows(rv, func(row reflect.Value) error { return plan.fillRow(ctx, row) })
 }
 

@@ -1,0 +1,163 @@
+package gormplugin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/idforge/idforge/engine"
+	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+func TestFill(t *testing.T) {
+	d := testdb.SQLite(t)
+	db := open(t, d)
+	if err := db.AutoMigrate(&I64Row{}, &Parent{}, &Child{}, &Owner{}, &Profile{}, &Tag{}); err != nil {
+		t.Fatal(err)
+	}
+	one := I64Row{Name: "one"}
+	many := []*I64Row{{Name: "a"}, {ID: 5, Name: "pinned"}}
+	if err := idplugin.Fill(db, &one); err != nil || one.ID == 0 {
+		t.Fatalf("Fill(&row): %+v, %v", one, err)
+	}
+	if err := idplugin.Fill(db, many); err != nil || many[0].ID == 0 || many[0].ID == one.ID || many[1].ID != 5 {
+		t.Fatalf("Fill([]*row): %+v %+v, %v", many[0], many[1], err)
+	}
+	m := map[string]any{"name": "m"}
+	if err := idplugin.Fill(db.Model(&I64Row{}), m); err != nil || m["id"] == nil {
+		t.Fatalf("Fill(map): %v, %v", m, err)
+	}
+	p := Parent{Children: []Child{{Name: "c"}}}
+	if err := idplugin.Fill(db, &p); err != nil || p.ID == 0 || p.Children[0].ID != 0 {
+		t.Fatalf("Fill(&parent) = %v: parent %d, child %d (children are left to Create)", err, p.ID, p.Children[0].ID)
+	}
+	var n int64
+	if err := db.Model(&I64Row{}).Count(&n).Error; err != nil || n != 0 {
+		t.Fatalf("Fill inserted %d rows (%v)", n, err)
+	}
+	// Create keeps what Fill drew.
+	id := one.ID
+	if err := db.Create(&one).Error; err != nil || one.ID != id {
+		t.Fatalf("Create after Fill: id %d -> %d, %v", id, one.ID, err)
+	}
+
+	for _, bad := range []any{I64Row{}, (*I64Row)(nil), 42} {
+		if err := idplugin.Fill(db, bad); err == nil {
+			t.Errorf("Fill(%#v) succeeded", bad)
+		}
+	}
+	bare, err := gorm.Open(sqlite.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idplugin.Fill(bare, &I64Row{}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not registered") {
+		t.Fatalf("Fill without the plugin: %v", err)
+	}
+	if err := idplugin.Prepare(bare, &I64Row{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("Prepare without the plugin: %v", err)
+	}
+}
+
+type ctxKey struct{}
+
+func TestGeneratorGetsStatementContextAndErrors(t *testing.T) {
+	d := testdb.SQLite(t)
+	var (
+		mu   sync.Mutex
+		seen []any
+		fail error
+	)
+	reg := engine.NewRegistry()
+	var n int64
+	if err := reg.Register("snowflake", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, ctx.Value(ctxKey{}))
+		n++
+		return n, fail
+	})); err != nil {
+		t.Fatal(err)
+	}
+	db, err := gorm.Open(sqlite.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AutoMigrate(&I64Row{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.WithValue(context.Background(), ctxKey{}, "mine")
+	if err := db.WithContext(ctx).Create(&[]I64Row{{}, {}}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != "mine" || seen[1] != "mine" {
+		t.Fatalf("generator saw contexts %v", seen)
+	}
+	fail = fmt.Errorf("%w: test", engine.ErrStoreUnavailable)
+	err = db.Create(&I64Row{Name: "x"}).Error
+	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "model I64Row field ID") {
+		t.Fatalf("generator error: %v", err)
+	}
+	var count int64
+	if err := db.Model(&I64Row{}).Count(&count).Error; err != nil || count != 2 {
+		t.Fatalf("%d rows after a failed draw, want 2 (%v)", count, err)
+	}
+}
+
+type recordingLogger struct {
+	logger.Interface
+	mu   sync.Mutex
+	info []string
+}
+
+func (l *recordingLogger) Info(_ context.Context, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.info = append(l.info, fmt.Sprintf(format, args...))
+}
+
+func TestOptions(t *testing.T) {
+	d := testdb.SQLite(t)
+	log := &recordingLogger{Interface: logger.Discard}
+	db, err := gorm.Open(sqlite.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(idplugin.New(idplugin.WithRegistry(newRegistry(t)), idplugin.WithLogger(log), idplugin.WithUntaggedPrimaryKeys())); err != nil {
+		t.Fatal(err)
+	}
+	if err := idplugin.Prepare(db, &I64Row{}, &Plain{}, &Child{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"idforge: model I64Row: ID <- snowflake (auto-increment off)",
+		"idforge: model Plain: ID <- snowflake (auto-increment off)",
+		"idforge: model Child: ID <- chain,name=child (auto-increment off)",
+	}
+	if strings.Join(log.info, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("logged %q, want %q", log.info, want)
+	}
+
+	for name, opts := range map[string][]idplugin.Option{
+		"no registry":                    nil,
+		"default generator without kind": {idplugin.WithRegistry(newRegistry(t)), idplugin.WithDefaultGenerator("", "x")},
+	} {
+		db, err := gorm.Open(sqlite.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Use(idplugin.New(opts...)); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("db.Use with %s: %v", name, err)
+		}
+	}
+}
