@@ -19,6 +19,17 @@ local function save(id, last, stable, owner)
   redis.call('HSET', machines, id, string.format('%d|%s|%s', last, stable, owner))
 end
 
+-- hold records owner as the holder of id with last timestamp last. Only IDs
+-- of unstable holders are candidates for reclaim.
+local function hold(id, last, stable, owner)
+  save(id, last, stable, owner)
+  if stable == '1' then
+    redis.call('ZREM', reclaim, id)
+  else
+    redis.call('ZADD', reclaim, last, id)
+  end
+end
+
 -- release frees id, keeping its last timestamp for the next owner.
 local function release(id, last, owner)
   redis.call('HDEL', instances, owner)

@@ -8,12 +8,7 @@ local limit, now, safeGuard = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARG
 local function take(id, last)
   local keep = math.max(last, now)
   redis.call('HSET', instances, instance, id)
-  save(id, keep, stable, instance)
-  if stable == '1' then
-    redis.call('ZREM', reclaim, id)
-  else
-    redis.call('ZADD', reclaim, keep, id)
-  end
+  hold(id, keep, stable, instance)
   return {tonumber(id), last}
 end
 

@@ -7,8 +7,5 @@ if owner ~= instance then
   return {0, owner or ''}
 end
 local keep = math.max(last, tonumber(ARGV[3]))
-save(id, keep, stable, instance)
-if stable == '0' then
-  redis.call('ZADD', reclaim, keep, id)
-end
+hold(id, keep, stable, instance)
 return {1, ''}

@@ -9,7 +9,7 @@ if owner ~= instance then
 end
 local keep = math.max(last, tonumber(ARGV[3]))
 if ARGV[4] == '1' then
-  save(id, keep, stable, instance)
+  hold(id, keep, stable, instance)
 else
   release(id, keep, instance)
 end
