@@ -1,6 +1,6 @@
 // Package redisstore keeps idforge's shared state in Redis through
-// github.com/redis/go-redis/v9: a segment [segment.Distributor] on INCRBY and
-// a machine-ID [machine.Distributor] on Lua scripts. Every operation is one
+// github.com/redis/go-redis/v9: a [segment.Distributor] on INCRBY and a
+// [machine.Distributor] on Lua scripts. Every operation is one
 // command, so one round trip, and atomic on the server.
 //
 // The distributors accept any [redis.Cmdable]: a *redis.Client, a
@@ -39,9 +39,9 @@
 // The machines hash holds every machine ID ever handed out in a namespace, so
 // its length is the next unused number. Its value is the last timestamp known
 // for the ID (the newest of the distribution times and the timestamps given
-// to Guard and Revert, in Unix milliseconds), whether the
-// owner is stable, and the owner's instance ID ("" when free). The instances
-// hash is the reverse index for reuse. The reclaim sorted set holds the IDs a
+// to Guard and Revert, in Unix milliseconds), whether the owner is stable,
+// and the owner's instance ID ("" when free). The instances hash is the
+// reverse index for reuse. The reclaim sorted set holds the IDs a
 // newcomer may take: free IDs with score -inf, and IDs of unstable owners
 // scored by their last timestamp. Stable owners are not in it, so their IDs
 // are never reclaimed.
@@ -65,7 +65,18 @@
 // IDs: keep the safe guard well above the clock skew (CosId's default is five
 // minutes).
 //
-// Scripts are sent with EVAL, not EVALSHA: they are small, Redis caches the
-// compiled body, and a fetch stays one round trip even after a failover or
-// SCRIPT FLUSH emptied the script cache.
+// # Durability
+//
+// Redis acknowledges a write before it is on disk or on a replica. If the
+// server crashes, or a replica is promoted, the last writes can be lost: a
+// segment range is then handed out again (duplicate IDs), and a machine ID can
+// go to a second live instance until the first one's next Guard finds it lost
+// (engine.ErrMachineIDLost) and its lease stops its generator. Run Redis with
+// appendonly yes and appendfsync always and without failover to asynchronous
+// replicas, or use a SQL store where that is not acceptable.
+//
+// Scripts need Redis 2.6 or later (tested on 7.0). They are sent with EVAL,
+// not EVALSHA: they are small, Redis caches the compiled body, and a call
+// stays one round trip even after a failover or SCRIPT FLUSH emptied the
+// script cache.
 package redisstore
