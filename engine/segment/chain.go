@@ -296,9 +296,6 @@ func (c *Chain) cycle(ctx context.Context) time.Duration {
 		c.fail(err)
 		return min(time.Until(c.retryAt), c.cfg.period)
 	}
-	if !c.healthy.Load() {
-		c.recovered()
-	}
 	return 0 // look again at once: callers may have used up what came in
 }
 
@@ -313,6 +310,9 @@ func (c *Chain) fetch(ctx context.Context, size, target int64) error {
 		return err
 	}
 	c.prevMax = max
+	if !c.healthy.Load() {
+		c.recovered() // before waking anyone, so they see a healthy chain
+	}
 	s := &seg{
 		lo:      max - size,
 		size:    size,

@@ -143,10 +143,13 @@ func newConfig(d Distributor, opts []Option) (config, error) {
 			o(&c)
 		}
 	}
-	// A default cap below an explicit safe distance follows it up instead of
-	// failing; an explicit cap below it is an error.
-	if !c.maxDistanceSet && c.maxDistance < c.safeDistance {
-		c.maxDistance = c.safeDistance
+	// The default cap gives way to a large step or safe distance; an
+	// explicit cap that does not fit is an error.
+	if !c.maxDistanceSet {
+		if c.step > 0 {
+			c.maxDistance = min(c.maxDistance, math.MaxInt64/c.step/2)
+		}
+		c.maxDistance = max(c.maxDistance, c.safeDistance)
 	}
 	var errs []error
 	bad := func(format string, args ...any) {

@@ -1,0 +1,502 @@
+package segment_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
+)
+
+var quiet = segment.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+func newChain(t *testing.T, d segment.Distributor, opts ...segment.Option) *segment.Chain {
+	t.Helper()
+	c, err := segment.NewChain(d, append([]segment.Option{quiet}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// eventually polls cond until it holds, failing the test after a generous
+// deadline. It never asserts how long anything took.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// draw takes n IDs from g on each of goroutines goroutines, checking each
+// goroutine's IDs increase, and returns them all.
+func draw(t *testing.T, g engine.Generator, goroutines, n int) [][]int64 {
+	t.Helper()
+	out := make([][]int64, goroutines)
+	var wg sync.WaitGroup
+	for i := range goroutines {
+		wg.Go(func() {
+			ids := make([]int64, 0, n)
+			ctx := context.Background()
+			for range n {
+				id, err := g.NextID(ctx)
+				if err != nil {
+					t.Errorf("goroutine %d: NextID after %d IDs: %v", i, len(ids), err)
+					return
+				}
+				if len(ids) > 0 && id <= ids[len(ids)-1] {
+					t.Errorf("goroutine %d: ID %d after %d: not strictly increasing", i, id, ids[len(ids)-1])
+					return
+				}
+				ids = append(ids, id)
+			}
+			out[i] = ids
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// distinct fails the test if an ID appears twice (or is not positive) and
+// returns the IDs sorted.
+func distinct(t *testing.T, ids ...[]int64) []int64 {
+	t.Helper()
+	all := slices.Concat(ids...)
+	slices.Sort(all)
+	for i, id := range all {
+		if id <= 0 {
+			t.Fatalf("ID %d is not positive", id)
+		}
+		if i > 0 && id == all[i-1] {
+			t.Fatalf("ID %d handed out twice", id)
+		}
+	}
+	return all
+}
+
+func TestChainConcurrentDistinct(t *testing.T) {
+	const goroutines, n = 16, 100_000
+	f := segmenttest.NewFake()
+	c := newChain(t, f, segment.WithStep(100))
+	all := distinct(t, draw(t, c, goroutines, n)...)
+	if len(all) != goroutines*n {
+		t.Fatalf("got %d IDs, want %d", len(all), goroutines*n)
+	}
+	if last := all[len(all)-1]; last > f.Max() {
+		t.Fatalf("ID %d beyond anything the store handed out (%d)", last, f.Max())
+	}
+	if s := c.Stats(); s.Issued != goroutines*n || s.Discarded != 0 {
+		t.Fatalf("Stats: Issued %d, Discarded %d; want %d, 0", s.Issued, s.Discarded, goroutines*n)
+	}
+}
+
+// A slow store with tiny segments makes callers wait for the worker all the
+// time: the waiting path must not hand out duplicates either.
+func TestChainConcurrentSlowStore(t *testing.T) {
+	f := segmenttest.NewFake(segmenttest.FakeLatency(200 * time.Microsecond))
+	c := newChain(t, f, segment.WithStep(3), segment.WithSafeDistance(1), segment.WithMaxPrefetchDistance(8))
+	distinct(t, draw(t, c, 8, 1000)...)
+	if s := c.Stats(); s.Hungry == 0 {
+		t.Fatalf("no caller waited (Stats %+v): the test did not exercise the waiting path", s)
+	}
+}
+
+func TestTwoChainsOneStore(t *testing.T) {
+	f := segmenttest.NewFake()
+	a := newChain(t, f, segment.WithStep(10))
+	b := newChain(t, f, segment.WithStep(7))
+	var ids [][]int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range []*segment.Chain{a, b} {
+		wg.Go(func() {
+			got := draw(t, c, 4, 20_000)
+			mu.Lock()
+			ids = append(ids, got...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	distinct(t, ids...)
+}
+
+func TestChainStoreDown(t *testing.T) {
+	f := segmenttest.NewFake()
+	c := newChain(t, f, segment.WithName("order"), segment.WithStep(10), segment.WithSafeDistance(3),
+		segment.WithPrefetchPeriod(5*time.Millisecond))
+	ctx := context.Background()
+	var ids []int64
+	next := func(ctx context.Context) error {
+		id, err := c.NextID(ctx)
+		if err == nil {
+			if len(ids) > 0 && id <= ids[len(ids)-1] {
+				t.Fatalf("ID %d after %d: not increasing", id, ids[len(ids)-1])
+			}
+			ids = append(ids, id)
+		}
+		return err
+	}
+	if err := next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the chain holds its safe distance", func() bool { return c.Stats().Ahead >= 30 })
+
+	// Draw slowly until the worker, topping up, finds the store down: from
+	// then on hunger says nothing about the prefetch distance.
+	f.SetDown(true)
+	for c.Stats().Failures == 0 {
+		if err := next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	held := c.Stats().Ahead
+	var err error
+	served := 0
+	for ; err == nil; served++ {
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		err = next(dctx)
+		cancel()
+	}
+	served-- // the failed call
+	if int64(served) != held {
+		t.Errorf("served %d IDs during the outage, the chain held %d", served, held)
+	}
+	for _, target := range []error{engine.ErrSegmentExhausted, engine.ErrStoreUnavailable, context.DeadlineExceeded} {
+		if !errors.Is(err, target) {
+			t.Errorf("dry chain: errors.Is(%v, %v) = false", err, target)
+		}
+	}
+	var ex *segment.ExhaustedError
+	if !errors.As(err, &ex) || ex.Name != "order" || ex.Waited <= 0 {
+		t.Errorf("dry chain: %#v, want an *ExhaustedError for %q that waited", err, "order")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "fake store is down") || !strings.Contains(msg, `"order"`) {
+		t.Errorf("error %q does not name the chain and the store's failure", msg)
+	}
+	if s := c.Stats(); s.LastError == nil || s.Hungry == 0 {
+		t.Errorf("Stats during the outage: %+v", s)
+	}
+	calls := f.Calls()
+	eventually(t, "the worker retries", func() bool { return f.Calls() > calls+1 })
+
+	// A caller waiting when the store comes back gets an ID without retrying itself.
+	hungry := c.Stats().Hungry
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		got <- next(ctx)
+	}()
+	eventually(t, "the caller waits", func() bool { return c.Stats().Hungry > hungry })
+	f.SetDown(false)
+	if err := <-got; err != nil {
+		t.Fatalf("after the store came back: %v", err)
+	}
+	s := c.Stats()
+	if s.LastError != nil {
+		t.Errorf("LastError %v after recovery, want nil", s.LastError)
+	}
+	if s.PrefetchDistance != 3 {
+		t.Errorf("PrefetchDistance %d after an outage, want the safe distance 3", s.PrefetchDistance)
+	}
+	for range 100 {
+		if err := next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	distinct(t, ids)
+}
+
+// Callers drawing through repeated outages never see a duplicate.
+func TestChainOutagesUnderLoad(t *testing.T) {
+	f := segmenttest.NewFake()
+	c := newChain(t, f, segment.WithStep(5), segment.WithPrefetchPeriod(time.Millisecond))
+	stop := make(chan struct{})
+	ids := make([][]int64, 4)
+	var failed [4]int
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+				id, err := c.NextID(ctx)
+				cancel()
+				if err != nil {
+					failed[i]++
+					continue
+				}
+				if n := len(ids[i]); n > 0 && id <= ids[i][n-1] {
+					t.Errorf("ID %d after %d", id, ids[i][n-1])
+					return
+				}
+				ids[i] = append(ids[i], id)
+			}
+		})
+	}
+	for range 5 {
+		time.Sleep(5 * time.Millisecond)
+		f.SetDown(true)
+		time.Sleep(5 * time.Millisecond)
+		f.SetDown(false)
+	}
+	close(stop)
+	wg.Wait()
+	all := distinct(t, ids...)
+	if len(all) == 0 || failed == [4]int{} {
+		t.Fatalf("drew %d IDs, failures per goroutine %v: the outages were not exercised", len(all), failed)
+	}
+}
+
+func TestChainMaxWait(t *testing.T) {
+	f := segmenttest.NewFake()
+	f.SetDown(true)
+	c := newChain(t, f, segment.WithMaxWait(20*time.Millisecond))
+	_, err := c.NextID(context.Background())
+	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), "WithMaxWait(20ms)") {
+		t.Fatalf("NextID on a dry chain without a deadline: %v; want exhausted after WithMaxWait(20ms)", err)
+	}
+}
+
+func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	f := segmenttest.NewFake(segmenttest.FakeLatency(2 * time.Millisecond))
+	c := newChain(t, f, segment.WithClock(clk), segment.WithStep(10), segment.WithSafeDistance(1),
+		segment.WithMaxPrefetchDistance(64), segment.WithPrefetchPeriod(time.Millisecond),
+		segment.WithHungerWindow(time.Minute))
+	ctx := context.Background()
+	if _, err := c.NextID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first fetch", func() bool { return c.Stats().Fetches > 0 })
+	if d := c.Stats().PrefetchDistance; d != 1 {
+		t.Fatalf("PrefetchDistance %d before anyone starved, want the safe distance 1", d)
+	}
+	// 10 IDs per 2 ms fetch cannot feed a tight loop: callers starve.
+	for range 500 {
+		if _, err := c.NextID(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Stats().Hungry == 0 {
+		t.Fatal("nobody was hungry")
+	}
+	eventually(t, "the distance widens", func() bool { return c.Stats().PrefetchDistance > 1 })
+	// Nobody draws any more: once the hunger window passes, the distance
+	// halves once per period back to the safe distance.
+	widest := c.Stats().PrefetchDistance
+	clk.Advance(2 * time.Minute)
+	var seen []int64
+	eventually(t, "the distance narrows to the safe distance", func() bool {
+		clk.Advance(time.Millisecond)
+		d := c.Stats().PrefetchDistance
+		if len(seen) == 0 || seen[len(seen)-1] != d {
+			seen = append(seen, d)
+		}
+		return d == 1
+	})
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1]/2 {
+			t.Fatalf("distance went %v: more than halved in one step (widest %d)", seen, widest)
+		}
+	}
+}
+
+func TestChainTTL(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	f := segmenttest.NewFake()
+	c := newChain(t, f, segment.WithClock(clk), segment.WithStep(10), segment.WithSafeDistance(2),
+		segment.WithPrefetchPeriod(time.Millisecond), segment.WithTTL(time.Hour))
+	ctx := context.Background()
+	for want := int64(1); want <= 2; want++ {
+		if id, err := c.NextID(ctx); err != nil || id != want {
+			t.Fatalf("NextID = %d, %v; want %d", id, err, want)
+		}
+	}
+	eventually(t, "the chain holds its safe distance", func() bool { return c.Stats().Ahead >= 20 })
+	held := f.Max()
+	clk.Advance(59 * time.Minute)
+	if id, err := c.NextID(ctx); err != nil || id != 3 {
+		t.Fatalf("before the TTL: NextID = %d, %v; want 3", id, err)
+	}
+	clk.Advance(2 * time.Minute)
+	eventually(t, "expired segments are discarded and replaced", func() bool {
+		s := c.Stats()
+		return s.Discarded > 0 && s.Ahead >= 20
+	})
+	id, err := c.NextID(ctx)
+	if err != nil || id <= held {
+		t.Fatalf("after the TTL: NextID = %d, %v; want an ID from a fresh segment above %d", id, err, held)
+	}
+	if s := c.Stats(); s.Discarded != held-3 || s.Issued != 4 {
+		t.Fatalf("Stats after the TTL: Discarded %d, Issued %d; want %d, 4", s.Discarded, s.Issued, held-3)
+	}
+}
+
+func TestChainRefusesBadRanges(t *testing.T) {
+	var mu sync.Mutex
+	var cur, calls int64
+	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		switch calls {
+		case 2: // the previous range again
+			return cur, nil
+		case 3: // overlaps the previous range by one
+			return cur + step - 1, nil
+		}
+		cur += step
+		return cur, nil
+	})
+	c := newChain(t, d, segment.WithStep(4), segment.WithSafeDistance(1), segment.WithPrefetchPeriod(time.Millisecond))
+	ids := draw(t, c, 1, 100)
+	distinct(t, ids...)
+	if s := c.Stats(); s.Failures != 2 {
+		t.Fatalf("Failures %d, want the 2 bad ranges", s.Failures)
+	}
+}
+
+func TestRangeBelowOne(t *testing.T) {
+	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) { return step - 1, nil })
+	g, err := segment.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.NextID(context.Background()); !errors.Is(err, segment.ErrInvalidRange) || !errors.Is(err, engine.ErrSegmentExhausted) {
+		t.Fatalf("range holding ID 0: %v; want ErrInvalidRange and ErrSegmentExhausted", err)
+	}
+}
+
+func TestChainCloseLeaksNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	for range 8 {
+		c, err := segment.NewChain(segmenttest.NewFake(segmenttest.FakeLatency(time.Millisecond)), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.NextID(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	// Close wakes a caller waiting on a dry chain, and cancels a fetch in flight.
+	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
+	c, err := segment.NewChain(f, quiet, segment.WithMaxWait(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error)
+	go func() {
+		_, err := c.NextID(ctx)
+		waiting <- err
+	}()
+	eventually(t, "the caller waits", func() bool { return c.Stats().Hungry > 0 && f.Calls() > 0 })
+	c.Close()
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, engine.ErrClosed) {
+			t.Fatalf("caller waiting during Close: %v, want engine.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a caller waiting on a dry chain is still waiting after Close")
+	}
+	if _, err := c.NextID(ctx); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("NextID after Close: %v, want engine.ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
+	c := newChain(t, segmenttest.NewFake(), segment.WithStep(10))
+	if _, err := c.NextID(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the chain holds its safe distance", func() bool { return c.Stats().Ahead >= 20 })
+	c.Close()
+	if s := c.Stats(); s.Ahead != 0 || s.Issued != 1 || s.Discarded < 19 {
+		t.Fatalf("Stats after Close: %+v; want nothing ahead, 1 issued, the rest discarded", s)
+	}
+}
+
+func TestChainFastPathAllocatesNothing(t *testing.T) {
+	c := newChain(t, segmenttest.NewFake(), segment.WithStep(1<<20), segment.WithPrefetchPeriod(time.Hour))
+	ctx := context.Background()
+	if _, err := c.NextID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the chain holds its safe distance", func() bool { return c.Stats().Ahead >= 2<<20-1 })
+	if a := testing.AllocsPerRun(10_000, func() { c.NextID(ctx) }); a != 0 {
+		t.Fatalf("NextID allocates %v times per call", a)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	f := segmenttest.NewFake()
+	for _, tc := range []struct {
+		want string
+		d    segment.Distributor
+		opts []segment.Option
+	}{
+		{"nil Distributor", nil, nil},
+		{"WithStep(0)", f, []segment.Option{segment.WithStep(0)}},
+		{"WithStep(-5)", f, []segment.Option{segment.WithStep(-5)}},
+		{"WithSafeDistance(0)", f, []segment.Option{segment.WithSafeDistance(0)}},
+		{"WithMaxPrefetchDistance(3)", f, []segment.Option{segment.WithSafeDistance(4), segment.WithMaxPrefetchDistance(3)}},
+		{"overflows int64", f, []segment.Option{segment.WithStep(1 << 40), segment.WithMaxPrefetchDistance(1 << 30)}},
+		{"WithPrefetchPeriod(0s)", f, []segment.Option{segment.WithPrefetchPeriod(0)}},
+		{"WithHungerWindow(-1s)", f, []segment.Option{segment.WithHungerWindow(-time.Second)}},
+		{"WithTTL(-1s)", f, []segment.Option{segment.WithTTL(-time.Second)}},
+		{"WithMaxWait(-1s)", f, []segment.Option{segment.WithMaxWait(-time.Second)}},
+		{"WithFetchTimeout(0s)", f, []segment.Option{segment.WithFetchTimeout(0)}},
+		{"WithLogger(nil)", f, []segment.Option{segment.WithLogger(nil)}},
+		{"WithClock(nil)", f, []segment.Option{segment.WithClock(nil)}},
+	} {
+		c, err := segment.NewChain(tc.d, tc.opts...)
+		if c != nil {
+			c.Close()
+		}
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewChain with %s: %v; want engine.ErrInvalidConfig naming it", tc.want, err)
+		}
+		if _, err := segment.New(tc.d, tc.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("New with %s: %v; want engine.ErrInvalidConfig", tc.want, err)
+		}
+	}
+	// A safe distance above the default cap raises the cap instead of failing.
+	if _, err := segment.New(f, segment.WithSafeDistance(2*segment.DefaultMaxPrefetchDistance)); err != nil {
+		t.Errorf("safe distance above the default cap: %v", err)
+	}
+}
