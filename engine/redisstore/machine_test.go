@@ -197,6 +197,28 @@ func TestMachineStableKeepsID(t *testing.T) {
 	}
 }
 
+func TestMachineRevertAsStableKeepsUnstableIDHeld(t *testing.T) {
+	ctx := context.Background()
+	d, fake, _ := machineEnv(t)
+	a := inst("a")
+	stA := distribute(t, d, a, 6)
+	// Distributed as unstable, reverted as stable: a keeps the ID, which
+	// stays reclaimable, but only a safe guard after the saved timestamp.
+	last := fakeStart.Add(10 * time.Second)
+	stable := machine.Instance{Namespace: a.Namespace, ID: a.ID, Stable: true}
+	if err := d.Revert(ctx, stable, machine.State{MachineID: stA.MachineID, LastTimestamp: last.UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	fake.Set(last.Add(safeGuard - time.Millisecond))
+	if st := distribute(t, d, inst("b"), 6); st.MachineID == stA.MachineID {
+		t.Fatalf("b took a's ID %d before a safe guard passed since a's saved timestamp", st.MachineID)
+	}
+	fake.Set(last.Add(safeGuard))
+	if st := distribute(t, d, inst("c"), 6); st.MachineID != stA.MachineID {
+		t.Fatalf("c got %d, want a's expired ID %d", st.MachineID, stA.MachineID)
+	}
+}
+
 func TestMachineRevertByOtherChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	d, fake, _ := machineEnv(t)
@@ -316,26 +338,4 @@ func TestMachineConformance(t *testing.T) {
 		}
 		return d
 	})
-}
-
-func TestMachineRevertAsStableKeepsUnstableIDHeld(t *testing.T) {
-	ctx := context.Background()
-	d, fake, _ := machineEnv(t)
-	a := inst("a")
-	stA := distribute(t, d, a, 6)
-	// Distributed as unstable, reverted as stable: a keeps the ID, which
-	// stays reclaimable, but only a safe guard after the saved timestamp.
-	last := fakeStart.Add(10 * time.Second)
-	stable := machine.Instance{Namespace: a.Namespace, ID: a.ID, Stable: true}
-	if err := d.Revert(ctx, stable, machine.State{MachineID: stA.MachineID, LastTimestamp: last.UnixMilli()}); err != nil {
-		t.Fatal(err)
-	}
-	fake.Set(last.Add(safeGuard - time.Millisecond))
-	if st := distribute(t, d, inst("b"), 6); st.MachineID == stA.MachineID {
-		t.Fatalf("b took a's ID %d before a safe guard passed since a's saved timestamp", st.MachineID)
-	}
-	fake.Set(last.Add(safeGuard))
-	if st := distribute(t, d, inst("c"), 6); st.MachineID != stA.MachineID {
-		t.Fatalf("c got %d, want a's expired ID %d", st.MachineID, stA.MachineID)
-	}
 }
