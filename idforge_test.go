@@ -11,6 +11,8 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
@@ -105,3 +107,9 @@ func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
 		t.Fatal("A issued on machine 0 after B reclaimed it: duplicates possible")
 	}
 }
+
+// Both stores plug into New.
+var (
+	_ idforge.Store = (*sqlstore.Store)(nil)
+	_ idforge.Store = (*redisstore.Store)(nil)
+)

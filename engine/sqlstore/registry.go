@@ -1,0 +1,20 @@
+package sqlstore
+
+import (
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/segment"
+)
+
+// MachineDistributor returns Machine() as a machine.Distributor, so a Store
+// can be passed to idforge.WithStore.
+func (s *Store) MachineDistributor() machine.Distributor { return s.Machine() }
+
+// SegmentDistributor returns Segment(name) as a segment.Distributor, so a
+// Store can be passed to idforge.WithStore.
+func (s *Store) SegmentDistributor(name string) (segment.Distributor, error) {
+	d, err := s.Segment(name)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
