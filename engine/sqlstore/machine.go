@@ -39,15 +39,21 @@ func newMachineStmts(s *Store) machineStmts {
 		claimSet   = `UPDATE {machine} SET instance_id = $2, stable = $3, distribute_time = $4, version = version + 1`
 		candidates = `namespace = $1 AND (instance_id = $2 OR (machine_id < $6 AND ` + reclaimable + `))`
 		order      = `ORDER BY CASE WHEN instance_id = $2 THEN 0 ELSE 1 END, machine_id LIMIT 1`
-		// PostgreSQL re-evaluates the outer WHERE on the newest version of a
-		// row another transaction changed meanwhile; SQLite runs writers one
-		// at a time.
-		claimReturning = claimSet + `
+		// SQLite runs writers one at a time, so the candidate is still one
+		// when the UPDATE changes it.
+		claimSQLite = claimSet + `
 WHERE namespace = $1 AND machine_id = (SELECT machine_id FROM {machine} WHERE ` + candidates + ` ` + order + `)
-AND (instance_id = $2 OR ` + reclaimable + `)
 RETURNING machine_id, last_timestamp`
-		// InnoDB locks each row it examines and evaluates WHERE on the
-		// newest version; LAST_INSERT_ID carries the claimed number back.
+		// PostgreSQL: FOR UPDATE locks the candidate, re-checking it on the
+		// newest version and moving on to the next if a racer changed it;
+		// SKIP LOCKED passes over rows racers are claiming right now. A miss
+		// therefore means no row was claimable, not a lost race.
+		claimPostgres = claimSet + `
+WHERE namespace = $1 AND machine_id = (SELECT machine_id FROM {machine} WHERE ` + candidates + ` ` + order + ` FOR UPDATE SKIP LOCKED)
+RETURNING machine_id, last_timestamp`
+		// InnoDB locks each row it examines, waiting for racers, and
+		// evaluates WHERE on the newest version, so a miss means no row was
+		// claimable; LAST_INSERT_ID carries the claimed number back.
 		claimMySQL = claimSet + `, machine_id = LAST_INSERT_ID(machine_id)
 WHERE ` + candidates + ` ` + order
 		lastTimestamp = `SELECT last_timestamp FROM {machine} WHERE namespace = $1 AND machine_id = $2`
@@ -81,10 +87,13 @@ WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6`
 		guard:  s.stmt(greatest.Replace(guard)),
 		revert: s.stmt(greatest.Replace(revert)),
 	}
-	if s.cfg.dialect == schema.MySQL {
+	switch s.cfg.dialect {
+	case schema.MySQL:
 		ms.claim, ms.lastTimestamp, ms.insert = s.stmt(claimMySQL), s.stmt(lastTimestamp), s.stmt(insertMySQL)
-	} else {
-		ms.claim, ms.insert = s.stmt(claimReturning), s.stmt(insertReturning)
+	case schema.Postgres:
+		ms.claim, ms.insert = s.stmt(claimPostgres), s.stmt(insertReturning)
+	default:
+		ms.claim, ms.insert = s.stmt(claimSQLite), s.stmt(insertReturning)
 	}
 	return ms
 }

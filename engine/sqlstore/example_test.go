@@ -1,0 +1,79 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "github.com/glebarez/go-sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/sqlstore"
+)
+
+// One store serves segment sequences and machine IDs; here on an SQLite
+// file, the same code runs on MariaDB and PostgreSQL.
+func Example() {
+	dir, err := os.MkdirTemp("", "idforge-sqlstore")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "ids.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables(), sqlstore.WithStart(1000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+
+	orders, err := store.Segment("order")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 2 {
+		maxID, err := orders.NextMaxID(ctx, 100)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("order IDs %d to %d\n", maxID-100+1, maxID)
+	}
+
+	machines := store.Machine()
+	web1 := machine.Instance{Namespace: "billing", ID: "10.0.0.7:8080"}
+	web2 := machine.Instance{Namespace: "billing", ID: "10.0.0.8:8080"}
+	st1, err := machines.Distribute(ctx, web1, 10, 5*time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	st2, err := machines.Distribute(ctx, web2, 10, 5*time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("machine IDs:", st1.MachineID, st2.MachineID)
+
+	// web1 shuts down and gives its ID back; the next instance reuses it.
+	if err := machines.Revert(ctx, web1, st1); err != nil {
+		log.Fatal(err)
+	}
+	web3 := machine.Instance{Namespace: "billing", ID: "10.0.0.9:8080"}
+	st3, err := machines.Distribute(ctx, web3, 10, 5*time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("web3 reuses machine ID", st3.MachineID)
+	// Output:
+	// order IDs 1001 to 1100
+	// order IDs 1101 to 1200
+	// machine IDs: 0 1
+	// web3 reuses machine ID 0
+}

@@ -1,0 +1,122 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/schema"
+)
+
+// hiddenDriver hides the real driver's type, as instrumentation wrappers do.
+type hiddenDriver struct{ driver.Driver }
+
+func hiddenDB(t *testing.T, d testdb.DB) *sql.DB {
+	t.Helper()
+	db := sql.OpenDB(dsnConnector{d.DSN, hiddenDriver{d.Open(t).Driver()}})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenDetectsDialect(t *testing.T) {
+	ctx := context.Background()
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		want, err := schema.ParseDialect(d.Driver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := openStore(t, d).Dialect(); got != want {
+			t.Errorf("by driver type: %v, want %v", got, want)
+		}
+		// Behind a wrapper Open asks the server...
+		hidden := hiddenDB(t, d)
+		s := storeOn(t, hidden)
+		if s.Dialect() != want {
+			t.Errorf("by asking the server: %v, want %v", s.Dialect(), want)
+		}
+		seg, err := s.Segment("hidden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := seg.NextMaxID(ctx, 3); err != nil || got != 3 {
+			t.Errorf("NextMaxID through the wrapper = %d, %v", got, err)
+		}
+		// ...while the constructors without a context need WithDialect.
+		if _, err := sqlstore.NewSegmentDistributor(hidden, "x"); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithDialect") {
+			t.Errorf("NewSegmentDistributor on a hidden driver: err = %v; want ErrInvalidConfig suggesting WithDialect", err)
+		}
+		m, err := sqlstore.NewMachineDistributor(hidden, sqlstore.WithDialect(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if st := distribute(t, m, unstable("hidden"), 4); st.MachineID != 0 {
+			t.Errorf("first machine ID through the wrapper = %d", st.MachineID)
+		}
+	})
+}
+
+func TestTablePrefix(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range testdb.All(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			s := openStore(t, d, sqlstore.WithTablePrefix("app_"), sqlstore.WithCreateTables())
+			if s.Tables().Segment() != "app_segment" {
+				t.Fatalf("tables = %s", s.Tables().Segment())
+			}
+			seg, err := s.Segment("p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := seg.NextMaxID(ctx, 7); err != nil {
+				t.Fatal(err)
+			}
+			distribute(t, s.Machine(), unstable("p"), 4)
+			db := d.Open(t)
+			var segMax, machines int64
+			if err := db.QueryRowContext(ctx, "SELECT last_max_id FROM app_segment").Scan(&segMax); err != nil || segMax != 7 {
+				t.Errorf("app_segment: %d, %v", segMax, err)
+			}
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM app_machine").Scan(&machines); err != nil || machines != 1 {
+				t.Errorf("app_machine: %d rows, %v", machines, err)
+			}
+			// The default tables were never created.
+			if _, err := db.ExecContext(ctx, "SELECT 1 FROM idforge_segment"); err == nil {
+				t.Error("idforge_segment exists")
+			}
+		})
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.SQLite(t).Open(t)
+	for name, opt := range map[string]sqlstore.Option{
+		"prefix":  sqlstore.WithTablePrefix("app-"),
+		"start":   sqlstore.WithStart(-1),
+		"clock":   sqlstore.WithClock(nil),
+		"dialect": sqlstore.WithDialect(schema.Dialect(0)),
+	} {
+		if _, err := sqlstore.Open(ctx, db, opt); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%s: Open err = %v; want ErrInvalidConfig", name, err)
+		}
+		if _, err := sqlstore.NewSegmentDistributor(db, "x", opt); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%s: NewSegmentDistributor err = %v; want ErrInvalidConfig", name, err)
+		}
+	}
+	if _, err := sqlstore.Open(ctx, nil); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("nil db: err = %v", err)
+	}
+	s := storeOn(t, db)
+	for _, name := range []string{"", strings.Repeat("n", 129)} {
+		if _, err := s.Segment(name); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("segment name of %d bytes: err = %v", len(name), err)
+		}
+	}
+}
