@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/sqlstore"
+	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/sharding"
+)
+
+// Course is a row's columns; every shard table has them. Each generator gets
+// its own Go type because the idgen tag names the generator.
+type Course struct {
+	Name      string `gorm:"size:64"`
+	Generator string `gorm:"size:32;index"`
+}
+
+type plainCourse struct {
+	ID int64 `gorm:"primaryKey;autoIncrement:false" idgen:"plain-snowflake"`
+	Course
+}
+
+type snowflakeCourse struct {
+	ID int64 `gorm:"primaryKey;autoIncrement:false" idgen:"snowflake"`
+	Course
+}
+
+type chainCourse struct {
+	ID int64 `gorm:"primaryKey;autoIncrement:false" idgen:"chain,name=course"`
+	Course
+}
+
+var generators = []struct {
+	name string
+	row  func(c Course) any
+}{
+	{"plain-snowflake", func(c Course) any { return &plainCourse{Course: c} }},
+	{"idforge-snowflake", func(c Course) any { return &snowflakeCourse{Course: c} }},
+	{"segment-chain", func(c Course) any { return &chainCourse{Course: c} }},
+}
+
+// router is ShardingSphere's course example, written for sharding.Mod.
+func router() (*sharding.ModRouter, error) {
+	return sharding.NewMod(sharding.Mod{
+		Databases: 2, DatabasePattern: "m%d",
+		Tables: 2, TablePattern: "course_%d", TableBase: 1,
+		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+	})
+}
+
+// env is the two shard databases plus where the ID tables live.
+type env struct {
+	dbs     []*gorm.DB
+	ids     *sql.DB // holds the idforge_segment and idforge_machine tables
+	desc    string
+	cleanup func() error
+	kept    string
+}
+
+func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err error) {
+	r, err := router()
+	if err != nil {
+		return nil, err
+	}
+	var e *env
+	if o.dsn == "" {
+		e, err = openSQLite(o.keep)
+	} else {
+		e, err = openServer(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := e.cleanup(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	reg, err := registry(ctx, e.ids)
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Close()
+	for _, db := range e.dbs {
+		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+			return nil, err
+		}
+	}
+	repo, err := sharding.NewGorm(r, e.dbs)
+	if err != nil {
+		return nil, err
+	}
+	if err := repo.Migrate(ctx, &plainCourse{}); err != nil {
+		return nil, err
+	}
+	// Start from empty shards, also on a server database kept from a past run.
+	if err := repo.ForEach(ctx, func(_ sharding.Shard, db *gorm.DB) error {
+		return db.Where("1 = 1").Delete(&plainCourse{}).Error
+	}); err != nil {
+		return nil, err
+	}
+
+	rep := &report{N: o.n, Rule: r.String(), Rate: o.rate, Databases: e.desc, Kept: e.kept}
+	for _, g := range generators {
+		if err := insert(ctx, repo, o, g.name, g.row, progress); err != nil {
+			return nil, fmt.Errorf("%s: %w", g.name, err)
+		}
+		counts, err := countRows(ctx, repo, g.name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", g.name, err)
+		}
+		rep.Generators = append(rep.Generators, newGeneratorReport(g.name, counts))
+	}
+	return rep, nil
+}
+
+// registry holds the three generators: idforge's snowflake on a machine ID
+// from the SQL store, a segment chain per name on the same store, and the
+// plain per-tick-reset snowflake for contrast (machine 1023, so its IDs can
+// never collide with the store-assigned machine's).
+func registry(ctx context.Context, ids *sql.DB) (*engine.Registry, error) {
+	st, err := sqlstore.Open(ctx, ids, sqlstore.WithCreateTables())
+	if err != nil {
+		return nil, err
+	}
+	reg, err := idforge.New(ctx,
+		idforge.WithNamespace("shardingdemo"),
+		idforge.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		idforge.WithStore(st),
+		idforge.WithChainOptions(segment.WithStep(100)),
+	)
+	if err != nil {
+		return nil, err
+	}
+	plain := snowflake.Default
+	plain.SequenceResetThreshold = snowflake.ResetEveryTick
+	g, err := snowflake.New(plain.MaxMachineID(), snowflake.WithLayout(plain))
+	if err == nil {
+		err = reg.Register("plain-snowflake", "", g)
+	}
+	if err != nil {
+		reg.Close()
+		return nil, err
+	}
+	return reg, nil
+}
+
+func insert(ctx context.Context, repo *sharding.Gorm, o options, name string, row func(Course) any, progress io.Writer) error {
+	p := newPacer(o.rate)
+	for i := range o.n {
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+		if err := repo.Create(ctx, row(Course{Name: fmt.Sprintf("course %d", i), Generator: name})); err != nil {
+			return err
+		}
+		if progress != nil && (i%25 == 0 || i == o.n-1) {
+			drawProgress(progress, name, i+1, o.n)
+		}
+	}
+	return nil
+}
+
+func drawProgress(w io.Writer, name string, done, total int) {
+	const width = 30
+	filled := done * width / total
+	fmt.Fprintf(w, "\r%-18s [%s%s] %d/%d", name, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), done, total)
+	if done == total {
+		fmt.Fprint(w, "\r\033[K")
+	}
+}
+
+// countRows reads each shard's row count for one generator back from the databases.
+func countRows(ctx context.Context, repo *sharding.Gorm, name string) (map[string]int, error) {
+	counts := map[string]int{}
+	err := repo.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
+		var n int64
+		if err := db.Where("generator = ?", name).Count(&n).Error; err != nil {
+			return err
+		}
+		counts[s.String()] = int(n)
+		return nil
+	})
+	return counts, err
+}
+
+func gormConfig() *gorm.Config {
+	return &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true}
+}
+
+func openSQLite(keep bool) (*env, error) {
+	dir, err := os.MkdirTemp("", "shardingdemo-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{desc: "SQLite files m0.db and m1.db"}
+	var closers []func() error
+	e.cleanup = func() error {
+		for _, c := range closers {
+			c()
+		}
+		if keep {
+			return nil
+		}
+		return os.RemoveAll(dir)
+	}
+	if keep {
+		e.kept = dir
+	}
+	open := func(file string) (*gorm.DB, error) {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, file)+"?_pragma=busy_timeout(5000)"), gormConfig())
+		if err != nil {
+			return nil, err
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, sqlDB.Close)
+		return db, nil
+	}
+	for _, file := range []string{"m0.db", "m1.db"} {
+		db, err := open(file)
+		if err != nil {
+			e.cleanup()
+			return nil, err
+		}
+		e.dbs = append(e.dbs, db)
+	}
+	ids, err := open("ids.db")
+	if err == nil {
+		e.ids, err = ids.DB()
+	}
+	if err != nil {
+		e.cleanup()
+		return nil, err
+	}
+	return e, nil
+}
+
+// openServer creates (if needed) and opens <prefix>m0 and <prefix>m1 on the
+// server the DSN template names; the ID tables go into m0.
+func openServer(ctx context.Context, o options) (*env, error) {
+	isPG := strings.HasPrefix(o.dsn, "postgres://") || strings.HasPrefix(o.dsn, "postgresql://")
+	dialector := func(name string) gorm.Dialector {
+		dsn := strings.ReplaceAll(o.dsn, "{db}", name)
+		if isPG {
+			return postgres.Open(dsn)
+		}
+		return mysql.Open(dsn)
+	}
+	adminDB := ""
+	if isPG {
+		adminDB = "postgres"
+	}
+	admin, err := gorm.Open(dialector(adminDB), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", o.dsn, err)
+	}
+	adminSQL, err := admin.DB()
+	if err != nil {
+		return nil, err
+	}
+	names := []string{o.prefix + "m0", o.prefix + "m1"}
+	e := &env{desc: fmt.Sprintf("databases %s and %s", names[0], names[1])}
+	var closers []func() error
+	e.cleanup = func() error {
+		for _, c := range closers {
+			c()
+		}
+		defer adminSQL.Close()
+		if o.keep {
+			return nil
+		}
+		for _, n := range names {
+			q := "DROP DATABASE IF EXISTS " + n
+			if isPG {
+				q += " WITH (FORCE)"
+			}
+			if err := admin.WithContext(context.Background()).Exec(q).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if o.keep {
+		e.kept = e.desc
+	}
+	for _, n := range names {
+		if err := createDatabase(ctx, admin, n, isPG); err != nil {
+			e.cleanup()
+			return nil, err
+		}
+		db, err := gorm.Open(dialector(n), gormConfig())
+		if err != nil {
+			e.cleanup()
+			return nil, err
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			e.cleanup()
+			return nil, err
+		}
+		closers = append(closers, sqlDB.Close)
+		e.dbs = append(e.dbs, db)
+	}
+	e.ids, _ = e.dbs[0].DB()
+	return e, nil
+}
+
+func createDatabase(ctx context.Context, admin *gorm.DB, name string, isPG bool) error {
+	if !isPG {
+		return admin.WithContext(ctx).Exec("CREATE DATABASE IF NOT EXISTS " + name).Error
+	}
+	var n int64
+	if err := admin.WithContext(ctx).Raw("SELECT count(*) FROM pg_database WHERE datname = ?", name).Scan(&n).Error; err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	return admin.WithContext(ctx).Exec("CREATE DATABASE " + name).Error
+}
