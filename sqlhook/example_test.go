@@ -1,0 +1,81 @@
+package sqlhook_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite", pure Go
+	"github.com/jmoiron/sqlx"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/sqlhook"
+)
+
+type Order struct {
+	ID       int64  `db:"id" idgen:"snowflake"`
+	Code     string `db:"code" idgen:"snowflake,format=radix62"`
+	Customer string `db:"customer"`
+}
+
+func Example() {
+	ctx := context.Background()
+	gen, err := snowflake.New(1) // machine ID 1; engine/machine can hand these out
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", gen); err != nil {
+		log.Fatal(err)
+	}
+
+	db, err := sqlx.Open("sqlite", "file::memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one in-memory database
+	db.MustExec(`CREATE TABLE orders (id BIGINT PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, customer TEXT NOT NULL)`)
+	db.MustExec(`CREATE TABLE items (id BIGINT PRIMARY KEY, order_id BIGINT NOT NULL, sku TEXT NOT NULL)`)
+
+	const insert = `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`
+
+	// One row: the IDs are written back into the struct.
+	ada := Order{Customer: "ada"}
+	if _, err := sqlhook.Insert(ctx, db, reg, insert, &ada); err != nil {
+		log.Fatal(err)
+	}
+
+	// Many rows: multi-row INSERTs of up to 1,000 rows each.
+	batch := []Order{{Customer: "bob"}, {Customer: "cy"}, {ID: 7, Code: "pinned", Customer: "dee"}}
+	n, err := sqlhook.InsertBatch(ctx, db, reg, insert, batch, 1000)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Hand-written SQL: the ID is drawn when the statement runs.
+	itemID := sqlhook.Next(reg, "snowflake", "")
+	if _, err := db.ExecContext(ctx, `INSERT INTO items (id, order_id, sku) VALUES (?, ?, ?)`, itemID, ada.ID, "pen"); err != nil {
+		log.Fatal(err)
+	}
+	id, err := itemID.ID()
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var orders, matching int
+	if err := db.Get(&orders, `SELECT count(*) FROM orders`); err != nil {
+		log.Fatal(err)
+	}
+	if err := db.Get(&matching, `SELECT count(*) FROM items WHERE id = ? AND order_id = ?`, id, ada.ID); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("ada has an ID:", ada.ID != 0 && ada.Code != "")
+	fmt.Println("batch rows inserted:", n, "pinned kept:", batch[2].ID == 7)
+	fmt.Println("orders:", orders, "item stored under the drawn ID:", matching == 1)
+	// Output:
+	// ada has an ID: true
+	// batch rows inserted: 3 pinned kept: true
+	// orders: 4 item stored under the drawn ID: true
+}

@@ -1,0 +1,391 @@
+package sqlhook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/sqlhook"
+)
+
+// newRegistry holds the real snowflake generator as kind "snowflake" and,
+// standing in for segment chains, a counter per name as kind "chain".
+func newRegistry(t testing.TB) *engine.Registry {
+	t.Helper()
+	sf, err := snowflake.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", sf); err != nil {
+		t.Fatal(err)
+	}
+	err = reg.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
+		var n atomic.Int64
+		n.Store(1_000_000)
+		return engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
+// Row has one key of every supported kind.
+type Row struct {
+	ID   int64     `db:"id" idgen:"snowflake"`
+	U    uint64    `db:"u" idgen:"chain,name=u"`
+	E    engine.ID `db:"e" idgen:"snowflake"`
+	Code string    `db:"code" idgen:"snowflake,format=radix62"`
+	Name string    `db:"name"`
+}
+
+const insertRow = `INSERT INTO rows_t (id, u, e, code, name) VALUES (:id, :u, :e, :code, :name)`
+
+func createTable(t *testing.T, d testdb.DB, db *sqlx.DB) {
+	t.Helper()
+	// Radix 62 tells upper from lower case: MySQL/MariaDB need a binary column.
+	code, unsigned := "VARCHAR(16)", "BIGINT"
+	if d.Name == "mariadb" {
+		code, unsigned = "VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin", "BIGINT UNSIGNED"
+	}
+	ddl := fmt.Sprintf(`CREATE TABLE rows_t (
+		id BIGINT PRIMARY KEY, u %s NOT NULL UNIQUE, e BIGINT NOT NULL UNIQUE,
+		code %s NOT NULL UNIQUE, name VARCHAR(64) NOT NULL)`, unsigned, code)
+	if _, err := db.Exec(ddl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openAll(t *testing.T) []struct {
+	testdb.DB
+	x *sqlx.DB
+} {
+	var out []struct {
+		testdb.DB
+		x *sqlx.DB
+	}
+	for _, d := range testdb.All(t) {
+		db := sqlx.NewDb(d.Open(t), d.Driver)
+		if d.Name == "sqlite" {
+			db.SetMaxOpenConns(1)
+		}
+		createTable(t, d, db)
+		out = append(out, struct {
+			testdb.DB
+			x *sqlx.DB
+		}{d, db})
+	}
+	return out
+}
+
+// checkTable reads rows_t back and compares it with want, keyed by id.
+func checkTable(t *testing.T, db *sqlx.DB, want map[int64]Row) {
+	t.Helper()
+	var got []Row
+	if err := db.Select(&got, "SELECT id, u, e, code, name FROM rows_t"); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows in the table, want %d", len(got), len(want))
+	}
+	for _, r := range got {
+		if w, ok := want[r.ID]; !ok || w != r {
+			t.Fatalf("row %+v, inserted %+v", r, w)
+		}
+	}
+}
+
+// generated checks that every key of r was drawn: snowflake IDs and radix-62
+// codes are positive, chain IDs start past the counter's base.
+func generated(t *testing.T, r *Row) {
+	t.Helper()
+	r62, err := convert.ByName("radix62")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r62.Parse(r.Code); err != nil || n <= 0 || r.ID <= 0 || r.U <= 1_000_000 || r.E <= 0 {
+		t.Fatalf("row %+v does not hold generated IDs (%v)", r, err)
+	}
+}
+
+func TestInsertOnAllDatabases(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range openAll(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			reg := newRegistry(t)
+			db := d.x
+			want := map[int64]Row{}
+			keep := func(rs ...*Row) {
+				for _, r := range rs {
+					if r.Name != "pinned" {
+						generated(t, r)
+					}
+					if _, dup := want[r.ID]; dup {
+						t.Fatalf("id %d twice", r.ID)
+					}
+					want[r.ID] = *r
+				}
+			}
+
+			one := Row{Name: "one"}
+			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, &one); err != nil {
+				t.Fatal(err)
+			}
+			keep(&one)
+
+			pinned := Row{ID: 42, U: 42, E: 42, Code: "pinned", Name: "pinned"}
+			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, &pinned); err != nil {
+				t.Fatal(err)
+			}
+			if pinned.ID != 42 || pinned.U != 42 || pinned.E != 42 || pinned.Code != "pinned" {
+				t.Fatalf("pinned IDs replaced: %+v", pinned)
+			}
+			keep(&pinned)
+
+			// Bulk named insert of a slice of pointers in one statement.
+			ptrs := []*Row{{Name: "p0"}, {Name: "p1"}, {Name: "p2"}}
+			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, ptrs); err != nil {
+				t.Fatal(err)
+			}
+			keep(ptrs...)
+
+			// 2,500 rows in chunks of 1,000; then 10,000 rows in as few chunks as
+			// the placeholder limit allows (5 per row: two statements).
+			for _, c := range []struct{ rows, batch int }{{2500, 1000}, {10000, 0}} {
+				batch := make([]Row, c.rows)
+				for i := range batch {
+					batch[i].Name = fmt.Sprintf("b%d-%d", c.rows, i)
+				}
+				n, err := sqlhook.InsertBatch(ctx, db, reg, insertRow, batch, c.batch)
+				if err != nil || n != int64(c.rows) {
+					t.Fatalf("InsertBatch(%d, %d) = %d, %v", c.rows, c.batch, n, err)
+				}
+				for i := range batch {
+					keep(&batch[i])
+				}
+			}
+			arr := [2]Row{{Name: "a0"}, {Name: "a1"}}
+			if n, err := sqlhook.InsertBatch(ctx, db, reg, insertRow, &arr, 0); err != nil || n != 2 {
+				t.Fatalf("InsertBatch(&array) = %d, %v", n, err)
+			}
+			keep(&arr[0], &arr[1])
+
+			// Hand-written SQL with Next values.
+			id, u, e := sqlhook.Next(reg, "snowflake", ""), sqlhook.NextContext(ctx, reg, "chain", "u"), sqlhook.Next(reg, "snowflake", "")
+			if _, err := db.ExecContext(ctx, db.Rebind("INSERT INTO rows_t (id, u, e, code, name) VALUES (?, ?, ?, ?, ?)"), id, u, e, "raw", "raw"); err != nil {
+				t.Fatal(err)
+			}
+			rawID, err1 := id.ID()
+			rawU, err2 := u.ID()
+			rawE, err3 := e.ID()
+			if err := errors.Join(err1, err2, err3); err != nil || rawID == 0 || rawID == rawE {
+				t.Fatalf("Next: ids %d %d %d, %v", rawID, rawU, rawE, err)
+			}
+			want[rawID] = Row{ID: rawID, U: uint64(rawU), E: engine.ID(rawE), Code: "raw", Name: "raw"}
+
+			// A map is passed through, and can carry Next values.
+			mid := sqlhook.Next(reg, "snowflake", "")
+			m := map[string]any{"id": mid, "u": sqlhook.Next(reg, "chain", "u"), "e": 7, "code": "map", "name": "map"}
+			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, m); err != nil {
+				t.Fatal(err)
+			}
+			mapID, _ := mid.ID()
+			mapU, _ := m["u"].(*sqlhook.Value).ID()
+			want[mapID] = Row{ID: mapID, U: uint64(mapU), E: 7, Code: "map", Name: "map"}
+
+			checkTable(t, db, want)
+		})
+	}
+}
+
+type Typo struct {
+	ID int64 `db:"id" idgen:"snowflake,fromat=radix62"`
+}
+
+type WrongType struct {
+	ID int32 `db:"id" idgen:"snowflake"`
+}
+
+type UnknownKind struct {
+	ID int64 `db:"id" idgen:"chian"`
+}
+
+func TestFillErrors(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	cases := []struct {
+		v    any
+		is   error
+		says string
+	}{
+		{&Typo{}, engine.ErrInvalidConfig, `model Typo field ID: idforge: invalid configuration: tag`},
+		{&[]WrongType{{}}, engine.ErrInvalidConfig, "model WrongType field ID has type int32"},
+		{[]*UnknownKind{{}}, engine.ErrUnknownGenerator, `model UnknownKind field ID: tag`},
+		{Row{}, engine.ErrInvalidConfig, "pass a pointer"},
+		{[2]Row{}, engine.ErrInvalidConfig, "pass a pointer"},
+		{(*Row)(nil), engine.ErrInvalidConfig, "nil"},
+		{[]*Row{{}, nil}, engine.ErrInvalidConfig, "element 1"},
+		{map[string]any{}, engine.ErrInvalidConfig, "cannot fill"},
+		{&[]int64{1}, engine.ErrInvalidConfig, "cannot fill"},
+		{nil, engine.ErrInvalidConfig, "nil value"},
+	}
+	for _, c := range cases {
+		for attempt := range 2 {
+			err := sqlhook.Fill(ctx, reg, c.v)
+			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("Fill(%T) attempt %d: %v; want %v saying %q", c.v, attempt, err, c.is, c.says)
+			}
+		}
+	}
+	if err := sqlhook.Fill(ctx, nil, &Row{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("Fill with no registry: %v", err)
+	}
+	// A kind registered after the first failure is picked up.
+	if err := reg.Register("chian", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 9, nil })); err != nil {
+		t.Fatal(err)
+	}
+	u := UnknownKind{}
+	if err := sqlhook.Fill(ctx, reg, &u); err != nil || u.ID != 9 {
+		t.Errorf("after registering the kind: %+v, %v", u, err)
+	}
+}
+
+func TestFillKeepsSetValues(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	rows := []Row{{ID: 5, Code: "x"}, {}}
+	if err := sqlhook.Fill(ctx, reg, rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].ID != 5 || rows[0].Code != "x" || rows[0].U == 0 || rows[0].E == 0 {
+		t.Errorf("partly set row: %+v", rows[0])
+	}
+	generated(t, &rows[1])
+}
+
+func TestValue(t *testing.T) {
+	ctx := context.Background()
+	var draws atomic.Int64
+	boom := fmt.Errorf("%w: test", engine.ErrStoreUnavailable)
+	reg := engine.NewRegistry()
+	if err := errors.Join(
+		reg.Register("count", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return draws.Add(1), nil })),
+		reg.Register("broken", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })),
+	); err != nil {
+		t.Fatal(err)
+	}
+	v := sqlhook.Next(reg, "count", "")
+	a, err1 := v.Value()
+	b, err2 := v.Value()
+	id, err3 := v.ID()
+	if err := errors.Join(err1, err2, err3); err != nil || a != int64(1) || b != int64(1) || id != 1 || draws.Load() != 1 {
+		t.Fatalf("Value twice: %v %v, ID %d, %d draws, %v", a, b, id, draws.Load(), err)
+	}
+	early := sqlhook.Next(reg, "count", "")
+	if id, err := early.ID(); err != nil || id != 2 {
+		t.Fatalf("ID before the statement: %d, %v", id, err)
+	}
+	if got, _ := early.Value(); got != int64(2) {
+		t.Fatalf("the statement used %v, not the ID read before", got)
+	}
+	for _, v := range []*sqlhook.Value{sqlhook.Next(reg, "broken", ""), sqlhook.Next(reg, "nope", ""), sqlhook.Next(nil, "count", "")} {
+		if _, err := v.Value(); err == nil {
+			t.Error("Value without a working generator succeeded")
+		}
+	}
+	ctxDone, cancel := context.WithCancel(ctx)
+	cancel()
+	var seen error
+	reg2 := engine.NewRegistry()
+	if err := reg2.Register("ctx", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) { seen = ctx.Err(); return 1, nil })); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlhook.NextContext(ctxDone, reg2, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
+		t.Fatalf("NextContext: the generator saw %v (%v)", seen, err)
+	}
+}
+
+func TestValueErrorOnAllDatabases(t *testing.T) {
+	boom := fmt.Errorf("%w: test", engine.ErrStoreUnavailable)
+	reg := engine.NewRegistry()
+	if err := reg.Register("broken", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range openAll(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			v := sqlhook.Next(reg, "broken", "")
+			_, err := d.x.Exec(d.x.Rebind("INSERT INTO rows_t (id, u, e, code, name) VALUES (?, 1, 1, 'x', 'x')"), v)
+			if !errors.Is(err, engine.ErrStoreUnavailable) {
+				t.Fatalf("Exec with a failing Value: %v", err)
+			}
+			if _, err := v.ID(); !errors.Is(err, engine.ErrStoreUnavailable) {
+				t.Fatalf("ID after a failed draw: %v", err)
+			}
+			checkTable(t, d.x, map[int64]Row{})
+		})
+	}
+}
+
+// 8 goroutines each insert 5,000 rows through one *sqlx.DB: 100 single
+// inserts, the rest in batches of 50.
+func TestConcurrentInsertsOnAllDatabases(t *testing.T) {
+	const workers, perWorker, chunk = 8, 5000, 50
+	ctx := context.Background()
+	for _, d := range openAll(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			reg := newRegistry(t)
+			rows := make([][]Row, workers)
+			errs := make([]error, workers)
+			var start, wg sync.WaitGroup
+			start.Add(1)
+			for w := range workers {
+				rows[w] = make([]Row, perWorker)
+				for i := range rows[w] {
+					rows[w][i].Name = fmt.Sprintf("w%d-%d", w, i)
+				}
+				wg.Go(func() {
+					start.Wait()
+					mine := rows[w]
+					for i := range 100 {
+						if _, err := sqlhook.Insert(ctx, d.x, reg, insertRow, &mine[i]); err != nil {
+							errs[w] = err
+							return
+						}
+					}
+					if _, err := sqlhook.InsertBatch(ctx, d.x, reg, insertRow, mine[100:], chunk); err != nil {
+						errs[w] = err
+					}
+				})
+			}
+			start.Done()
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			want := map[int64]Row{}
+			codes := map[string]bool{}
+			for _, rs := range rows {
+				for _, r := range rs {
+					generated(t, &r)
+					if _, dup := want[r.ID]; dup || codes[r.Code] {
+						t.Fatalf("id %d or code %s given twice", r.ID, r.Code)
+					}
+					want[r.ID], codes[r.Code] = r, true
+				}
+			}
+			checkTable(t, d.x, want)
+		})
+	}
+}
