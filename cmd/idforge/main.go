@@ -22,6 +22,7 @@
 //	gen    [-n N] [-machine M] [-layout layout] [-format format]  print N new IDs, one per line
 //	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
 //	layout [-layout layout]                                      print a layout's bit split, capacity and end date
+//	schema [-dialect d] [-prefix p]                              print the ID tables' CREATE TABLE statements
 //	help   [command]                                             print this help or a command's flags
 //
 // Layouts: default (41/10/12 ms), second (31/10/22 s), jssafe (41/3/9 ms),
@@ -65,6 +66,7 @@ var commands = []command{
 	{"gen", "[-n N] [-machine M] [-layout layout] [-format format]", "print N new IDs, one per line", setupGen},
 	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence as JSON", setupDecode},
 	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout},
+	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema},
 }
 
 // usageError marks a bad command line or a bad ID: exit status 2.

@@ -340,3 +340,25 @@ func Example() {
 	// {"id":"893339378171395","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":3}
 	// idforge decode: invalid id: "12x": strconv.ParseInt: parsing "12x": invalid syntax
 }
+
+func TestSchema(t *testing.T) {
+	for _, tc := range []struct{ dialect, want string }{
+		{"mysql", "CREATE TABLE IF NOT EXISTS idforge_segment"},
+		{"postgres", "CREATE TABLE IF NOT EXISTS idforge_machine"},
+		{"sqlite", "CREATE TABLE IF NOT EXISTS idforge_segment"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"schema", "-dialect", tc.dialect}, &out, &errOut); code != 0 {
+			t.Fatalf("schema -dialect %s: exit %d: %s", tc.dialect, code, errOut.String())
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("schema -dialect %s does not contain %q:\n%s", tc.dialect, tc.want, out.String())
+		}
+	}
+	for _, args := range [][]string{{"schema", "-dialect", "oracle"}, {"schema", "-prefix", "bad-prefix"}, {"schema", "extra"}} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 2 || errOut.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut.String())
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/idforge/idforge/schema"
+)
+
+func setupSchema(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+	dialect := fs.String("dialect", "mysql", "SQL `dialect`: mysql (also MariaDB), postgres or sqlite")
+	prefix := fs.String("prefix", "idforge_", "table name `prefix`")
+	return func(_ context.Context, args []string, stdout io.Writer) error {
+		if len(args) > 0 {
+			return usagef("unexpected arguments %q", args)
+		}
+		d, err := schema.ParseDialect(*dialect)
+		if err != nil {
+			return usageError{err}
+		}
+		t, err := schema.NewTables(*prefix)
+		if err != nil {
+			return usageError{err}
+		}
+		_, err = io.WriteString(stdout, t.DDL(d))
+		return err
+	}
+}
