@@ -315,3 +315,24 @@ func TestGormConfigErrors(t *testing.T) {
 		t.Errorf("negative pinned ID: err = %v", err)
 	}
 }
+
+// WithShardKey routes by another integer field than the primary key.
+func TestGormShardKey(t *testing.T) {
+	ctx := context.Background()
+	repo := gormRepo(t, backends[0], WithShardKey("UserID"))
+	rows := []Course{{Name: "a", UserID: 100}, {Name: "b", UserID: 101}, {Name: "c", UserID: 102}, {Name: "d", UserID: 103}}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rows {
+		var got Course
+		if err := repo.FindByID(ctx, c.UserID, &got); err != nil || got.ID != c.ID {
+			t.Errorf("FindByID(user %d) = %+v, %v; want id %d", c.UserID, got, err, c.ID)
+		}
+		s, _ := repo.Router().Route(c.UserID)
+		var n int64
+		if err := repo.dbs[s.Database].Table(s.TableName).Where("id = ?", c.ID).Count(&n).Error; err != nil || n != 1 {
+			t.Errorf("row of user %d not in %s: %d, %v", c.UserID, s, n, err)
+		}
+	}
+}

@@ -27,6 +27,15 @@ func (s Shard) String() string {
 	return s.DatabaseName + "." + s.TableName
 }
 
+// TablePlaceholder is what the SQL templates of [Sqlx] write for the
+// physical table: "INSERT INTO {table} (id, name) VALUES (:id, :name)".
+const TablePlaceholder = "{table}"
+
+// Query returns template with every {table} replaced by the shard's table.
+func (s Shard) Query(template string) string {
+	return strings.ReplaceAll(template, TablePlaceholder, s.TableName)
+}
+
 // Router maps an ID to its shard.
 type Router interface {
 	// Route returns the shard of id. Negative IDs and IDs outside the
