@@ -336,3 +336,64 @@ func TestGormShardKey(t *testing.T) {
 		}
 	}
 }
+
+// An interval router behind the repository: rows land in the month their ID
+// was issued in.
+func TestGormInterval(t *testing.T) {
+	ctx := context.Background()
+	fc := clock.NewFake(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
+	g, err := snowflake.New(2, snowflake.WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewInterval(Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "course_",
+		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := NewGorm(r, []*gorm.DB{openGorm(t, testdb.SQLite(t), reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Migrate(ctx, &Course{}); err != nil {
+		t.Fatal(err)
+	}
+	var rows []Course
+	for i := range 36 { // one row every ten days through 2026
+		c := Course{Name: fmt.Sprint(i)}
+		if err := repo.Create(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, c)
+		fc.Advance(10 * 24 * time.Hour)
+	}
+	months := map[string]int{}
+	err = repo.ForEach(ctx, func(s Shard, db *gorm.DB) error {
+		var got []Course
+		if err := db.Find(&got).Error; err != nil {
+			return err
+		}
+		for _, c := range got {
+			p, _ := snowflake.Default.Decode(c.ID)
+			if want := "course_" + p.Time.Format("200601"); want != s.TableName {
+				t.Errorf("row %s issued %s found in %s", c.Name, p.Time, s.TableName)
+			}
+		}
+		months[s.TableName] = len(got)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, n := range months {
+		total += n
+	}
+	if len(months) != 12 || total != 36 || months["course_202601"] != 3 || months["course_202602"] != 3 {
+		t.Errorf("rows per month = %v", months)
+	}
+}
