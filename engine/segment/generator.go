@@ -10,18 +10,25 @@ import (
 // seg is one fetched range: IDs lo+1 .. lo+size. Callers claim an ID with a
 // single atomic add on taken; an add that lands past size finds the segment
 // used up (taken keeps counting, harmlessly, so no ID is ever claimed twice).
+//
+// The fields callers only read sit on their own cache line, away from the
+// contended counter, so under contention NextID pays for the add alone. The
+// padding makes seg exactly two cache lines (layout_test.go checks it).
 type seg struct {
-	taken atomic.Int64
-	lo    int64
-	size  int64
+	lo   int64
+	size int64
 	// Chain only. base is the number of IDs in the chain's earlier segments,
 	// so base+taken is the caller's position in the chain; the worker is
 	// woken whenever that position is a multiple of mask+1.
 	base    int64
 	mask    int64
-	next    atomic.Pointer[seg]
 	fetched int64 // clock Unix nanoseconds when the range arrived, for the TTL
-	retired bool  // discarded by TTL or Close; touched by the worker and Close only
+	_       [24]byte
+
+	taken   atomic.Int64
+	next    atomic.Pointer[seg]
+	retired bool // discarded by TTL or Close; touched by the worker and Close only
+	_       [47]byte
 }
 
 // claim takes the next ID of s, reporting false when s is used up.
