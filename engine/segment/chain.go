@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -78,6 +79,12 @@ type Chain struct {
 	retryAt     time.Time
 	failedAt    time.Time
 }
+
+var (
+	_ engine.Generator = (*Chain)(nil)
+	_ io.Closer        = (*Chain)(nil)
+	_ engine.Generator = (*Generator)(nil)
+)
 
 // NewChain starts a segment chain drawing from d and its prefetch worker.
 // It does not wait for the first fetch: early callers wait for it instead.

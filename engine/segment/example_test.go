@@ -56,3 +56,18 @@ func ExampleNew() {
 	// true true
 	// idforge: segment exhausted ("invoice"): refill failed: fetch of 2 IDs: idforge: store unavailable: segmenttest: fake store is down
 }
+
+func ExampleChain_Stats() {
+	chain, err := segment.NewChain(segmenttest.NewFake())
+	if err != nil {
+		panic(err)
+	}
+	defer chain.Close()
+	if _, err := chain.NextID(context.Background()); err != nil {
+		panic(err)
+	}
+	s := chain.Stats()
+	// Waiting for the very first fetch is not hunger that widens the distance.
+	fmt.Println("step", s.Step, "distance", s.PrefetchDistance, "issued", s.Issued)
+	// Output: step 1000 distance 2 issued 1
+}

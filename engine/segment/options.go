@@ -18,7 +18,8 @@ const (
 	// round trip per thousand IDs, so a 1 ms store costs a generator under
 	// 1 µs per ID even without prefetching, while the IDs of several
 	// instances stay within a few thousand of each other and a restart
-	// wastes at most (safe distance + 1) × step IDs. CosId's 10 leans on
+	// wastes only what the chain held (safe distance × step IDs unless it
+	// was hungry). CosId's 10 leans on
 	// prefetching for every ID it serves and makes the store the bottleneck
 	// of a chain that is not hungry yet.
 	DefaultStep = 1000
