@@ -22,9 +22,11 @@ CREATE TABLE IF NOT EXISTS idforge_segment (
 -- may be taken by another instance when it is free, or when its owner is not
 -- stable and has not heartbeated (last_timestamp, the newest ID timestamp
 -- under this machine ID) for the safe-guard duration; stable owners keep
--- their row across restarts. The next owner waits until its clock passes
--- last_timestamp before issuing IDs. distribute_time and revert_time record
--- when the row was last claimed and released.
+-- their row across restarts. Claiming a row copies last_timestamp into
+-- prev_timestamp, which the new owner waits out before issuing IDs, and
+-- raises last_timestamp to the claim time, so the row cannot be reclaimed
+-- for the safe-guard duration. distribute_time and revert_time record when
+-- the row was last claimed and released.
 --
 -- Double allocation is impossible by construction:
 --   * PRIMARY KEY (namespace, machine_id): a machine ID is one row, so it
@@ -33,17 +35,20 @@ CREATE TABLE IF NOT EXISTS idforge_segment (
 --     ID. Free rows have instance_id NULL, and NULLs never collide in a
 --     unique key, so any number of rows can be free.
 -- A new machine ID is an INSERT that the primary key turns away when
--- another instance inserted the same number first. Every claim, heartbeat
--- and release is a single UPDATE whose WHERE clause re-checks the owner (or
--- that the row is free or expired), so of two racing instances exactly one
--- changes the row. version is bumped by every write so MySQL's affected-row
--- count (rows changed, not rows matched) is 1 exactly when the row matched.
+-- another instance inserted the same number first. A claim is one UPDATE
+-- ... ORDER BY ... LIMIT 1: InnoDB locks each row it examines and evaluates
+-- the WHERE clause on the newest version, so of two racing instances
+-- exactly one gets the row. Heartbeats and releases are UPDATEs whose WHERE
+-- clause requires the owner, so an instance that lost its row cannot touch
+-- it. version is bumped by every write, so MySQL's affected-row count (rows
+-- changed, not rows matched) is 1 exactly when the row matched.
 CREATE TABLE IF NOT EXISTS idforge_machine (
     namespace       VARBINARY(128) NOT NULL,
-    machine_id      INT NOT NULL,
+    machine_id      BIGINT NOT NULL,
     instance_id     VARBINARY(255) NULL,
     stable          BOOLEAN NOT NULL DEFAULT FALSE,
     last_timestamp  BIGINT NOT NULL DEFAULT 0,
+    prev_timestamp  BIGINT NOT NULL DEFAULT 0,
     distribute_time BIGINT NOT NULL DEFAULT 0,
     revert_time     BIGINT NOT NULL DEFAULT 0,
     version         BIGINT NOT NULL DEFAULT 0,

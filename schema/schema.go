@@ -6,10 +6,10 @@
 //   - idforge_segment: one row per segment sequence (name, last_max_id,
 //     step, created_at, last_fetch_time);
 //   - idforge_machine: one row per machine ID of a namespace (namespace,
-//     machine_id, instance_id, stable, last_timestamp, distribute_time,
-//     revert_time, version), whose primary key and unique key make it
-//     impossible to hand one machine ID to two instances or two machine IDs
-//     to one instance.
+//     machine_id, instance_id, stable, last_timestamp, prev_timestamp,
+//     distribute_time, revert_time, version), whose primary key and unique
+//     key make it impossible to hand one machine ID to two instances or two
+//     machine IDs to one instance.
 //
 // Print the DDL with [DDL] (the CLI's `idforge schema -dialect …` does), or
 // let [Ensure] create the tables when a service starts. [NewTables] gives

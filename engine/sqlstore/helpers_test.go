@@ -14,11 +14,13 @@ import (
 )
 
 // forEachDB runs f against a fresh SQLite file, MariaDB and PostgreSQL
-// database, each with the ID tables created.
+// database, each with the ID tables created, the three in parallel (the
+// time goes into waiting for commits, not CPU).
 func forEachDB(t *testing.T, f func(t *testing.T, d testdb.DB)) {
 	t.Helper()
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
 			if err := schema.Ensure(context.Background(), d.Open(t)); err != nil {
 				t.Fatalf("creating the tables: %v", err)
 			}

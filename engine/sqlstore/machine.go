@@ -15,8 +15,6 @@ import (
 const (
 	// maxInstance is the length of the instance_id column, in bytes.
 	maxInstance = 255
-	// maxMachineBits bounds the machine IDs of a namespace to 2^31.
-	maxMachineBits = 31
 	// maxAttempts bounds Distribute's retries. Each retry means a racing
 	// instance won a row, so it only runs out under a storm of
 	// distributions or when the database misbehaves.
@@ -24,51 +22,54 @@ const (
 )
 
 type machineStmts struct {
-	claim, lastTimestamp, next, insert, guard, revert *stmt
+	claim, prevTimestamp, next, insert, guard, revert *stmt
 }
 
 func newMachineStmts(s *Store) machineStmts {
 	// A row may be claimed by another instance when it is free, or when its
-	// owner is not stable and neither heartbeated nor claimed it since the
-	// cutoff ($5). Claiming sets distribute_time, so the row stops looking
-	// expired to a racer that re-checks it.
-	const reclaimable = `(instance_id IS NULL OR (NOT stable AND last_timestamp <= $5 AND distribute_time <= $5))`
+	// owner is not stable and its last timestamp is no later than the
+	// cutoff ($5, now - safeGuard).
+	const reclaimable = `(instance_id IS NULL OR (NOT stable AND last_timestamp <= $5))`
 	// Claim the instance's own row, else the lowest reclaimable one below
-	// the limit ($6). $1 namespace, $2 instance, $3 stable, $4 now.
+	// the limit ($6). $1 namespace, $2 instance, $3 stable, $4 now. The old
+	// last timestamp goes to prev_timestamp for the caller to wait out, and
+	// last_timestamp rises to now, so a racer re-checking the row no longer
+	// finds it expired. (MySQL assigns left to right: prev_timestamp first.)
 	const (
-		claimSet   = `UPDATE {machine} SET instance_id = $2, stable = $3, distribute_time = $4, version = version + 1`
+		claimSet = `UPDATE {machine} SET instance_id = $2, stable = $3, prev_timestamp = last_timestamp,
+last_timestamp = {greatest}(last_timestamp, $4), distribute_time = $4, version = version + 1`
 		candidates = `namespace = $1 AND (instance_id = $2 OR (machine_id < $6 AND ` + reclaimable + `))`
 		order      = `ORDER BY CASE WHEN instance_id = $2 THEN 0 ELSE 1 END, machine_id LIMIT 1`
 		// SQLite runs writers one at a time, so the candidate is still one
 		// when the UPDATE changes it.
 		claimSQLite = claimSet + `
 WHERE namespace = $1 AND machine_id = (SELECT machine_id FROM {machine} WHERE ` + candidates + ` ` + order + `)
-RETURNING machine_id, last_timestamp`
+RETURNING machine_id, prev_timestamp`
 		// PostgreSQL: FOR UPDATE locks the candidate, re-checking it on the
 		// newest version and moving on to the next if a racer changed it;
 		// SKIP LOCKED passes over rows racers are claiming right now. A miss
 		// therefore means no row was claimable, not a lost race.
 		claimPostgres = claimSet + `
 WHERE namespace = $1 AND machine_id = (SELECT machine_id FROM {machine} WHERE ` + candidates + ` ` + order + ` FOR UPDATE SKIP LOCKED)
-RETURNING machine_id, last_timestamp`
+RETURNING machine_id, prev_timestamp`
 		// InnoDB locks each row it examines, waiting for racers, and
 		// evaluates WHERE on the newest version, so a miss means no row was
 		// claimable; LAST_INSERT_ID carries the claimed number back.
 		claimMySQL = claimSet + `, machine_id = LAST_INSERT_ID(machine_id)
 WHERE ` + candidates + ` ` + order
-		lastTimestamp = `SELECT last_timestamp FROM {machine} WHERE namespace = $1 AND machine_id = $2`
+		prevTimestamp = `SELECT prev_timestamp FROM {machine} WHERE namespace = $1 AND machine_id = $2`
 		next          = `SELECT COALESCE(MAX(machine_id) + 1, 0) FROM {machine} WHERE namespace = $1`
-		columns       = `INTO {machine} (namespace, machine_id, instance_id, stable, last_timestamp, distribute_time, revert_time, version)`
+		columns       = `INTO {machine} (namespace, machine_id, instance_id, stable, last_timestamp, prev_timestamp, distribute_time, revert_time, version)`
 		// $1 namespace, $2 instance, $3 stable, $4 now, $5 limit. The
 		// primary key turns away a number a racer inserted first.
 		insertReturning = `INSERT ` + columns + `
-SELECT $1, next_id, CAST($2 AS VARCHAR(255)), CAST($3 AS BOOLEAN), 0, CAST($4 AS BIGINT), 0, 0
+SELECT $1, next_id, CAST($2 AS VARCHAR(255)), CAST($3 AS BOOLEAN), CAST($4 AS BIGINT), 0, CAST($4 AS BIGINT), 0, 0
 FROM (SELECT COALESCE(MAX(machine_id) + 1, 0) AS next_id FROM {machine} WHERE namespace = $1) AS n
 WHERE next_id < $5
 ON CONFLICT DO NOTHING
 RETURNING machine_id`
 		// $1 namespace, $2 machine ID, $3 instance, $4 stable, $5 now.
-		insertMySQL = `INSERT IGNORE ` + columns + ` VALUES ($1, $2, $3, $4, 0, $5, 0, 0)`
+		insertMySQL = `INSERT IGNORE ` + columns + ` VALUES ($1, $2, $3, $4, $5, 0, $5, 0, 0)`
 		// $1 last timestamp, $2 namespace, $3 machine ID, $4 instance.
 		guard = `UPDATE {machine} SET last_timestamp = {greatest}(last_timestamp, $1), version = version + 1
 WHERE namespace = $2 AND machine_id = $3 AND instance_id = $4`
@@ -78,22 +79,19 @@ WHERE namespace = $2 AND machine_id = $3 AND instance_id = $4`
 last_timestamp = {greatest}(last_timestamp, $2), revert_time = $3, version = version + 1
 WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6`
 	)
-	greatest := strings.NewReplacer("{greatest}", "GREATEST")
+	greatest := "GREATEST"
 	if s.cfg.dialect == schema.SQLite {
-		greatest = strings.NewReplacer("{greatest}", "MAX") // SQLite's scalar max
+		greatest = "MAX" // SQLite's scalar max
 	}
-	ms := machineStmts{
-		next:   s.stmt(next),
-		guard:  s.stmt(greatest.Replace(guard)),
-		revert: s.stmt(greatest.Replace(revert)),
-	}
+	stmt := func(src string) *stmt { return s.stmt(strings.ReplaceAll(src, "{greatest}", greatest)) }
+	ms := machineStmts{next: stmt(next), guard: stmt(guard), revert: stmt(revert)}
 	switch s.cfg.dialect {
 	case schema.MySQL:
-		ms.claim, ms.lastTimestamp, ms.insert = s.stmt(claimMySQL), s.stmt(lastTimestamp), s.stmt(insertMySQL)
+		ms.claim, ms.prevTimestamp, ms.insert = stmt(claimMySQL), stmt(prevTimestamp), stmt(insertMySQL)
 	case schema.Postgres:
-		ms.claim, ms.insert = s.stmt(claimPostgres), s.stmt(insertReturning)
+		ms.claim, ms.insert = stmt(claimPostgres), stmt(insertReturning)
 	default:
-		ms.claim, ms.insert = s.stmt(claimSQLite), s.stmt(insertReturning)
+		ms.claim, ms.insert = stmt(claimSQLite), stmt(insertReturning)
 	}
 	return ms
 }
@@ -142,25 +140,27 @@ func (m *MachineDistributor) Close() error {
 }
 
 // Distribute returns inst's machine ID: its own row if it has one, else
-// the lowest row that is free or whose unstable owner has not heartbeated
-// for safeGuard, else the next unused number. When all 2^machineBits are
-// taken it returns an error wrapping engine.ErrMachineIDOverflow. The
-// State's LastTimestamp is the row's: a generator waits until its clock
-// passes it. Two instances racing never get the same machine ID.
+// the lowest row that is free or whose unstable owner's last timestamp is
+// at least safeGuard old, else the next unused number. When all
+// 2^machineBits are taken it returns an error wrapping
+// engine.ErrMachineIDOverflow. The State's LastTimestamp is the row's last
+// timestamp before this call (0 for a new number), for the generator to
+// wait out; the stored one rises to now. Two instances racing never get the
+// same machine ID.
 func (m *MachineDistributor) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
+	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+		return machine.State{}, err
+	}
 	if err := checkInstance(inst); err != nil {
 		return machine.State{}, err
 	}
-	if machineBits < 1 || machineBits > maxMachineBits {
-		return machine.State{}, fmt.Errorf("%w: sqlstore: %d machine bits, want 1 to %d", engine.ErrInvalidConfig, machineBits, maxMachineBits)
-	}
-	if safeGuard < time.Millisecond {
-		return machine.State{}, fmt.Errorf("%w: sqlstore: safe-guard duration %v, want at least 1ms", engine.ErrInvalidConfig, safeGuard)
-	}
 	limit := int64(1) << machineBits
+	// Whole milliseconds, rounded up: a sub-millisecond safe guard must not
+	// make every row expired.
+	guardMillis := int64((safeGuard + time.Millisecond - 1) / time.Millisecond)
 	for range maxAttempts {
 		now := m.store.nowMillis()
-		st, ok, err := m.claim(ctx, inst, now, now-safeGuard.Milliseconds(), limit)
+		st, ok, err := m.claim(ctx, inst, now, now-guardMillis, limit)
 		if err != nil {
 			return machine.State{}, m.unavailable(inst, "claiming a machine ID", err)
 		}
@@ -210,8 +210,8 @@ func (m *MachineDistributor) claim(ctx context.Context, inst machine.Instance, n
 	if st.MachineID, err = res.LastInsertId(); err != nil {
 		return st, false, err
 	}
-	// The row is ours now; nobody else writes its last timestamp.
-	ok, err = ms.lastTimestamp.queryRow(ctx, []any{&st.LastTimestamp}, inst.Namespace, st.MachineID)
+	// The row is ours now: no racer changes prev_timestamp any more.
+	ok, err = ms.prevTimestamp.queryRow(ctx, []any{&st.LastTimestamp}, inst.Namespace, st.MachineID)
 	if err == nil && !ok {
 		err = fmt.Errorf("claimed machine ID %d vanished", st.MachineID)
 	}
@@ -302,7 +302,11 @@ func (m *MachineDistributor) unavailable(inst machine.Instance, what string, err
 	return m.store.unavailable(fmt.Sprintf("namespace %q instance %q: %s", inst.Namespace, inst.ID, what), err)
 }
 
+// checkInstance adds the columns' length limits to inst.Validate.
 func checkInstance(inst machine.Instance) error {
+	if err := inst.Validate(); err != nil {
+		return err
+	}
 	if err := checkName("namespace", inst.Namespace, maxName); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,60 +77,6 @@ func TestSegmentOverflow(t *testing.T) {
 		_, err = seg.NextMaxID(ctx, 1)
 		if !errors.Is(err, engine.ErrIDOverflow) || !strings.Contains(err.Error(), `"big"`) {
 			t.Errorf("past MaxInt64: err = %v; want ErrIDOverflow naming the segment", err)
-		}
-	})
-}
-
-// TestSegmentConcurrentFetches has 16 goroutines on 4 pools fetch ranges of
-// different sizes from one sequence: the ranges never overlap and leave no gap.
-func TestSegmentConcurrentFetches(t *testing.T) {
-	const goroutines, pools, fetches, start = 16, 4, 40, 7
-	ctx := context.Background()
-	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		var dists [pools]*sqlstore.SegmentDistributor
-		for i := range dists {
-			var err error
-			if dists[i], err = openStore(t, d, sqlstore.WithStart(start)).Segment("shared"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		type span struct{ lo, hi int64 } // (lo, hi]
-		var (
-			mu    sync.Mutex
-			spans []span
-			wg    sync.WaitGroup
-			errs  = make(chan error, goroutines)
-		)
-		for g := range goroutines {
-			wg.Go(func() {
-				step := int64(g + 1)
-				for range fetches {
-					hi, err := dists[g%pools].NextMaxID(ctx, step)
-					if err != nil {
-						errs <- err
-						return
-					}
-					mu.Lock()
-					spans = append(spans, span{hi - step, hi})
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		slices.SortFunc(spans, func(a, b span) int { return int(a.lo - b.lo) })
-		next := int64(start)
-		for _, s := range spans {
-			if s.lo != next {
-				t.Fatalf("range (%d, %d] follows %d: overlap or gap", s.lo, s.hi, next)
-			}
-			next = s.hi
-		}
-		if want := int64(start + fetches*goroutines*(goroutines+1)/2); next != want {
-			t.Errorf("last max %d, want %d", next, want)
 		}
 	})
 }

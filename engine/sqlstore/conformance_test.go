@@ -1,0 +1,41 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// TestMachineConformance runs the machine.Distributor contract suite on
+// every database, one store per case driven by the case's fake clock.
+func TestMachineConformance(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		db := d.Open(t)
+		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+			return storeOn(t, db, sqlstore.WithClock(c)).Machine()
+		})
+	})
+}
+
+// TestSegmentConformance runs the segment.Distributor contract suite on
+// every database; each distributor has a pool and store of its own, as
+// separate instances would.
+func TestSegmentConformance(t *testing.T) {
+	const start = 1_000_000
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+			seg, err := sqlstore.NewSegmentDistributor(d.Open(t), name, sqlstore.WithStart(start))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { seg.Close() })
+			return seg
+		}, segmenttest.ExpectStart(start))
+	})
+}
