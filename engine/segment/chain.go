@@ -136,6 +136,9 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 	var start time.Time
 	for {
 		if c.closed.Load() {
+			if c.cfg.name == "" {
+				return 0, fmt.Errorf("%w: segment chain", engine.ErrClosed)
+			}
 			return 0, fmt.Errorf("%w: segment chain %q", engine.ErrClosed, c.cfg.name)
 		}
 		if next := s.next.Load(); next != nil {
