@@ -53,6 +53,7 @@ type ShardError struct {
 	Err   error
 }
 
+// Error names the shard, the rows and the database's error.
 func (e *ShardError) Error() string {
 	return fmt.Sprintf("sharding: insert %d rows into %s: %v", e.Rows, e.Shard, e.Err)
 }
