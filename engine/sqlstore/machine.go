@@ -47,7 +47,8 @@ WHERE namespace = $1 AND machine_id = (SELECT machine_id FROM {machine} WHERE ` 
 RETURNING machine_id, prev_timestamp`
 		// PostgreSQL: FOR UPDATE locks the candidate, re-checking it on the
 		// newest version and moving on to the next if a racer changed it;
-		// SKIP LOCKED passes over rows racers are claiming right now. A miss
+		// SKIP LOCKED passes over rows racers are claiming right now (and
+		// rows being heartbeated or released at that instant). A miss
 		// therefore means no row was claimable, not a lost race.
 		claimPostgres = claimSet + `
 WHERE namespace = $1 AND machine_id = (SELECT machine_id FROM {machine} WHERE ` + candidates + ` ` + order + ` FOR UPDATE SKIP LOCKED)

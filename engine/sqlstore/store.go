@@ -102,7 +102,7 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithCreateTables makes [Open] create the tables if they do not exist
-// (schema's Tables.Ensure).
+// (schema's Tables.Ensure). The constructors without a context reject it.
 func WithCreateTables() Option { return func(c *config) { c.create = true } }
 
 func newConfig(opts []Option) (config, error) {
@@ -187,6 +187,9 @@ func openWithoutContext(db *sql.DB, opts []Option) (*Store, error) {
 	}
 	if db == nil {
 		return nil, fmt.Errorf("%w: sqlstore: nil *sql.DB", engine.ErrInvalidConfig)
+	}
+	if cfg.create {
+		return nil, fmt.Errorf("%w: sqlstore: WithCreateTables needs Open, which has a context", engine.ErrInvalidConfig)
 	}
 	if cfg.dialect == 0 {
 		if cfg.dialect, err = schema.DriverDialect(db.Driver()); err != nil {

@@ -110,6 +110,9 @@ func TestInvalidOptions(t *testing.T) {
 			t.Errorf("%s: NewSegmentDistributor err = %v; want ErrInvalidConfig", name, err)
 		}
 	}
+	if _, err := sqlstore.NewMachineDistributor(db, sqlstore.WithCreateTables()); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("WithCreateTables without Open: err = %v", err)
+	}
 	if _, err := sqlstore.Open(ctx, nil); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("nil db: err = %v", err)
 	}
