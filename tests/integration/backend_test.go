@@ -1,0 +1,261 @@
+package integration
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/schema"
+)
+
+// backend is one kind of store; setup makes a fresh one on its real server
+// (skipping the test when the server is down, see internal/testdb).
+type backend struct {
+	name  string
+	setup func(t *testing.T) *server
+}
+
+// backends lists every store under test. SQLite has no network address, so
+// the outage test leaves it out.
+var backends = []backend{
+	{"sqlite", func(t *testing.T) *server { return sqlServer(t, testdb.SQLite(t)) }},
+	{"mariadb", func(t *testing.T) *server { return sqlServer(t, testdb.MariaDB(t)) }},
+	{"postgres", func(t *testing.T) *server { return sqlServer(t, testdb.Postgres(t)) }},
+	{"redis", redisServer},
+}
+
+// forEachBackend runs f once per store, one subtest each, one after another.
+func forEachBackend(t *testing.T, f func(t *testing.T, s *server)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { f(t, b.setup(t)) })
+	}
+}
+
+// server is a fresh store (a database or a Redis key prefix) on one server.
+type server struct {
+	// target is the server's host:port for a proxy to forward to; "" when
+	// the store is a local file.
+	target string
+	// tag is how the store's errors name it.
+	tag string
+	// open connects a new instance with a pool or client of its own, dialling
+	// addr instead of the server's address when addr is not "". Everything it
+	// opens is closed when the test ends.
+	open func(t testing.TB, addr string) idforge.Store
+	// lastMax reads the named sequence's last max ID straight from the store.
+	lastMax func(t testing.TB, name string) int64
+	// holder returns the machine ID instance id holds in namespace ns, if any.
+	holder func(t testing.TB, ns, id string) (int64, bool)
+}
+
+func sqlServer(t *testing.T, d testdb.DB) *server {
+	ctx := context.Background()
+	admin := d.Open(t)
+	if err := schema.Ensure(ctx, admin); err != nil {
+		t.Fatalf("creating the ID tables on %s: %v", d.Name, err)
+	}
+	dialect, err := schema.Detect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, via := dsnVia(t, d)
+	return &server{
+		target: target,
+		tag:    "sqlstore (" + dialect.String() + ")",
+		open: func(t testing.TB, addr string) idforge.Store {
+			t.Helper()
+			dsn := d.DSN
+			if addr != "" {
+				dsn = via(addr)
+			}
+			db, err := sql.Open(d.Driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			st, err := sqlstore.Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		lastMax: func(t testing.TB, name string) int64 {
+			t.Helper()
+			var m int64
+			if err := admin.QueryRowContext(ctx, d.Rebind("SELECT last_max_id FROM idforge_segment WHERE name = ?"), name).Scan(&m); err != nil {
+				t.Fatalf("reading segment %q: %v", name, err)
+			}
+			return m
+		},
+		holder: func(t testing.TB, ns, id string) (int64, bool) {
+			t.Helper()
+			var m int64
+			err := admin.QueryRowContext(ctx, d.Rebind("SELECT machine_id FROM idforge_machine WHERE namespace = ? AND instance_id = ?"), ns, id).Scan(&m)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, false
+			}
+			if err != nil {
+				t.Fatalf("reading the machine ID of %s/%s: %v", ns, id, err)
+			}
+			return m, true
+		},
+	}
+}
+
+// dsnVia returns d's server address and a function rewriting d's DSN to dial
+// another address (a proxy's); both zero for SQLite.
+func dsnVia(t *testing.T, d testdb.DB) (string, func(addr string) string) {
+	switch d.Driver {
+	case "mysql":
+		cfg, err := mysql.ParseDSN(d.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Addr, func(addr string) string {
+			c := cfg.Clone()
+			c.Addr = addr
+			return c.FormatDSN()
+		}
+	case "pgx":
+		u, err := url.Parse(d.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Host, func(addr string) string {
+			v := *u
+			v.Host = addr
+			return v.String()
+		}
+	}
+	return "", nil
+}
+
+func redisServer(t *testing.T) *server {
+	ctx := context.Background()
+	admin, prefix := testdb.Redis(t)
+	keys, err := redisstore.New(admin, redisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &server{
+		target: testdb.RedisAddr(),
+		tag:    "redis INCRBY " + prefix,
+		open: func(t testing.TB, addr string) idforge.Store {
+			t.Helper()
+			c := redis.NewClient(&redis.Options{Addr: cmp.Or(addr, testdb.RedisAddr())})
+			t.Cleanup(func() { c.Close() })
+			st, err := redisstore.New(c, redisstore.WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+		lastMax: func(t testing.TB, name string) int64 {
+			t.Helper()
+			m, err := admin.Get(ctx, keys.Segment(name).Key()).Int64()
+			if err != nil {
+				t.Fatalf("reading segment %q: %v", name, err)
+			}
+			return m
+		},
+		holder: func(t testing.TB, ns, id string) (int64, bool) {
+			t.Helper()
+			// The key layout is redisstore's documented one.
+			m, err := admin.HGet(ctx, prefix+"machine:{"+ns+"}:instances", id).Int64()
+			if errors.Is(err, redis.Nil) {
+				return 0, false
+			}
+			if err != nil {
+				t.Fatalf("reading the machine ID of %s/%s: %v", ns, id, err)
+			}
+			return m, true
+		},
+	}
+}
+
+// quiet is the logger for components whose logs the test does not read.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// eventually polls cond until it holds, failing the test after a deadline
+// far beyond what the condition should need: it guards against a hang, it
+// does not measure anything.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after a minute until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// logRecorder is a slog.Handler keeping the messages logged, so a test can
+// see what a background goroutine did.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
+
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.msgs = append(r.msgs, rec.Message)
+	r.mu.Unlock()
+	return nil
+}
+
+// count returns how many messages contain s.
+func (r *logRecorder) count(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if strings.Contains(m, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// idSet records IDs in [1, max] as bits, reporting the first one seen twice.
+type idSet struct {
+	max  int64
+	bits []uint64
+	n    int64
+}
+
+func newIDSet(max int64) *idSet { return &idSet{max: max, bits: make([]uint64, max/64+1)} }
+
+// add records id; it fails for an ID out of range or already recorded.
+func (s *idSet) add(id int64) error {
+	if id < 1 || id > s.max {
+		return errors.New("out of range")
+	}
+	w, b := id/64, uint64(1)<<(id%64)
+	if s.bits[w]&b != 0 {
+		return errors.New("issued twice")
+	}
+	s.bits[w] |= b
+	s.n++
+	return nil
+}
