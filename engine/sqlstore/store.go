@@ -4,16 +4,19 @@
 //
 // A [Store] binds a *sql.DB to its dialect and makes the distributors:
 // [SegmentDistributor] (a segment.Distributor) and [MachineDistributor] (a
-// machine.Distributor). Every call is one or two prepared statements:
+// machine.Distributor). They run prepared statements, prepared on each
+// pooled connection at first use:
 //
 //   - a segment fetch is one statement, one round trip, on every dialect:
 //     UPDATE … RETURNING on PostgreSQL and SQLite, UPDATE … SET last_max_id
 //     = LAST_INSERT_ID(last_max_id + ?) on MySQL/MariaDB, whose result
-//     carries the new maximum;
+//     carries the new maximum (a new name's first fetch also inserts its
+//     row);
 //   - a machine ID is claimed with one conditional UPDATE that prefers the
 //     instance's own row, then a free or expired one, and re-checks that
 //     choice against racing writers; only when none is left is the next
-//     number inserted, guarded by the primary key.
+//     number inserted, guarded by the primary key. [MachineDistributor]
+//     lists the round trips per path and dialect.
 //
 // The package imports no driver: open the *sql.DB with any driver of the
 // three databases. SQLite connections written by several goroutines or
