@@ -153,12 +153,17 @@ func Insert(ctx context.Context, db sqlx.ExtContext, reg *engine.Registry, query
 // sends: SQLite's default limit (MySQL/MariaDB and PostgreSQL allow 65,535).
 const MaxPlaceholders = 32766
 
+// DefaultBatchSize is the rows per statement [InsertBatch] sends when given
+// no batch size. Larger statements gain little, and the pure-Go SQLite driver
+// binds a statement's parameters in time that grows faster than their number.
+const DefaultBatchSize = 500
+
 // InsertBatch fills the IDs of every row of rows (a slice of structs or of
 // pointers, or a pointer to a slice or array) and inserts them with sqlx's
 // bulk NamedExecContext: query is a one-row INSERT ... VALUES (:a, :b) that
-// sqlx repeats for every row of a chunk. Chunks hold batchSize rows, fewer
-// if that would pass [MaxPlaceholders]; batchSize <= 0 means as many as fit.
-// It returns the number of rows affected.
+// sqlx repeats for every row of a chunk. Chunks hold batchSize rows
+// ([DefaultBatchSize] if batchSize <= 0), fewer if that would pass
+// [MaxPlaceholders]. It returns the number of rows affected.
 //
 // The chunks are separate statements: pass a *sqlx.Tx to make them atomic.
 // Rows are filled before the first chunk is sent, so on error every row
@@ -176,10 +181,10 @@ func InsertBatch(ctx context.Context, db sqlx.ExtContext, reg *engine.Registry, 
 	if err != nil {
 		return 0, err
 	}
-	fit := MaxPlaceholders / max(len(args), 1)
-	if batchSize <= 0 || batchSize > fit {
-		batchSize = max(fit, 1)
+	if batchSize <= 0 {
+		batchSize = DefaultBatchSize
 	}
+	batchSize = max(min(batchSize, MaxPlaceholders/max(len(args), 1)), 1)
 	if rv.Kind() == reflect.Array {
 		if !rv.CanAddr() {
 			return 0, fmt.Errorf("%w: sqlhook: pass a pointer to the array", engine.ErrInvalidConfig)
