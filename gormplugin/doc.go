@@ -13,6 +13,11 @@
 //	db.Use(idplugin.New(idplugin.WithRegistry(reg)))
 //	db.Create(&order) // order.ID and order.Code are set, and so are the items' tagged IDs
 //
+// Without WithRegistry the plugin draws from idforge.Default(): kind
+// "snowflake" on the machine ID of machine.Default(), which is safe for one
+// instance only unless IDFORGE_MACHINE_ID is set per instance. Services with
+// replicas pass a registry from idforge.New with a shared store.
+//
 // The tag syntax is `idgen:"<kind>[,name=<name>][,format=<format>]"`; kind and
 // name pick a generator from the [engine.Registry], format (decimal, radix62,
 // radix36) applies to string fields. Tagged fields may be int64, uint64, int,

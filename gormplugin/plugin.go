@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/schema"
 	"gorm.io/gorm/utils"
 
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
 )
@@ -85,8 +86,10 @@ type planField struct {
 	gen engine.Generator // cached, so the hot path takes no registry lock
 }
 
-// New returns the plugin. Without [WithRegistry] it draws from the
-// process-wide default registry.
+// New returns the plugin. Without [WithRegistry] it draws from
+// idforge.Default(), the process-wide registry: kind "snowflake" on the
+// machine ID of machine.Default() (IDFORGE_MACHINE_ID, a StatefulSet ordinal,
+// else 0, which is safe for a single instance only).
 func New(opts ...Option) *Plugin {
 	p := &Plugin{cfg: config{def: idgen.Spec{Kind: "snowflake"}}}
 	for _, o := range opts {
@@ -102,7 +105,11 @@ func (p *Plugin) Name() string { return PluginName }
 // of GORM's BeforeCreate hooks and of gorm:create.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.cfg.registry == nil {
-		return fmt.Errorf("%w: idplugin.New needs WithRegistry", engine.ErrInvalidConfig)
+		reg, err := idforge.Default()
+		if err != nil {
+			return fmt.Errorf("idplugin: the default registry: %w", err)
+		}
+		p.cfg.registry = reg
 	}
 	if p.cfg.untagged && p.cfg.def.Kind == "" {
 		return fmt.Errorf("%w: idplugin.WithDefaultGenerator needs a kind", engine.ErrInvalidConfig)

@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/snowflake"
 	idplugin "github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/testdb"
 )
@@ -148,16 +150,38 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("logged %q, want %q", log.info, want)
 	}
 
-	for name, opts := range map[string][]idplugin.Option{
-		"no registry":                    nil,
-		"default generator without kind": {idplugin.WithRegistry(newRegistry(t)), idplugin.WithDefaultGenerator("", "x")},
-	} {
-		db, err := gorm.Open(sqlite.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Use(idplugin.New(opts...)); !errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("db.Use with %s: %v", name, err)
-		}
+	db, err = gorm.Open(sqlite.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(idplugin.New(idplugin.WithRegistry(newRegistry(t)), idplugin.WithDefaultGenerator("", "x"))); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("db.Use with a default generator without kind: %v", err)
+	}
+}
+
+// TestDefaultRegistry is the only test here that uses idforge.Default(),
+// which reads IDFORGE_MACHINE_ID once per process.
+func TestDefaultRegistry(t *testing.T) {
+	t.Setenv(machine.MachineIDEnv, "5")
+	db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(idplugin.New()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AutoMigrate(&I64Row{}); err != nil {
+		t.Fatal(err)
+	}
+	r := I64Row{Name: "default"}
+	if err := db.Create(&r).Error; err != nil {
+		t.Fatal(err)
+	}
+	parts, err := snowflake.Default.Decode(r.ID)
+	if err != nil || parts.Machine != 5 {
+		t.Fatalf("id %d from the default registry: %+v, %v", r.ID, parts, err)
+	}
+	if err := db.Create(&Child{}).Error; !errors.Is(err, engine.ErrUnknownGenerator) {
+		t.Fatalf("kind chain is not in the default registry, yet: %v", err)
 	}
 }

@@ -12,6 +12,10 @@
 //	_, err := sqlhook.Insert(ctx, db, reg, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
 //	// o.ID and o.Code are set
 //
+// Every function takes the registry to draw from; nil means idforge.Default(),
+// the process-wide registry with kind "snowflake" on machine.Default()'s
+// machine ID (safe for a single instance unless IDFORGE_MACHINE_ID is set).
+//
 // [Fill] fills a struct or a slice without inserting; [Insert] and
 // [InsertBatch] fill and then run sqlx's NamedExecContext, the batch as
 // multi-row INSERTs; [Next] is a driver.Valuer for hand-written SQL that draws
@@ -32,6 +36,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
 )
@@ -46,10 +51,14 @@ type bindKey struct {
 // or a store back up, is picked up on the next call.
 var bindings sync.Map // bindKey -> []engine.Generator
 
-// registry returns reg, or an error when there is none.
+// registry returns reg, or idforge.Default() for nil.
 func registry(reg *engine.Registry) (*engine.Registry, error) {
-	if reg == nil {
-		return nil, fmt.Errorf("%w: sqlhook needs a registry", engine.ErrInvalidConfig)
+	if reg != nil {
+		return reg, nil
+	}
+	reg, err := idforge.Default()
+	if err != nil {
+		return nil, fmt.Errorf("sqlhook: the default registry: %w", err)
 	}
 	return reg, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sqlhook"
@@ -255,9 +256,6 @@ func TestFillErrors(t *testing.T) {
 			}
 		}
 	}
-	if err := sqlhook.Fill(ctx, nil, &Row{}); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("Fill with no registry: %v", err)
-	}
 	// A kind registered after the first failure is picked up.
 	if err := reg.Register("chian", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 9, nil })); err != nil {
 		t.Fatal(err)
@@ -306,7 +304,7 @@ func TestValue(t *testing.T) {
 	if got, _ := early.Value(); got != int64(2) {
 		t.Fatalf("the statement used %v, not the ID read before", got)
 	}
-	for _, v := range []*sqlhook.Value{sqlhook.Next(reg, "broken", ""), sqlhook.Next(reg, "nope", ""), sqlhook.Next(nil, "count", "")} {
+	for _, v := range []*sqlhook.Value{sqlhook.Next(reg, "broken", ""), sqlhook.Next(reg, "nope", "")} {
 		if _, err := v.Value(); err == nil {
 			t.Error("Value without a working generator succeeded")
 		}
@@ -393,5 +391,32 @@ func TestConcurrentInsertsOnAllDatabases(t *testing.T) {
 			}
 			checkTable(t, d.x, want)
 		})
+	}
+}
+
+type SnowflakeOnly struct {
+	ID int64 `db:"id" idgen:"snowflake"`
+}
+
+// TestDefaultRegistry is the only test here that uses idforge.Default(),
+// which reads IDFORGE_MACHINE_ID once per process.
+func TestDefaultRegistry(t *testing.T) {
+	t.Setenv(machine.MachineIDEnv, "5")
+	var r SnowflakeOnly
+	if err := sqlhook.Fill(context.Background(), nil, &r); err != nil {
+		t.Fatal(err)
+	}
+	v := sqlhook.Next(nil, "snowflake", "")
+	id, err := v.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{r.ID, id} {
+		if parts, err := snowflake.Default.Decode(id); err != nil || parts.Machine != 5 || id == 0 {
+			t.Fatalf("id %d from the default registry: %+v, %v", id, parts, err)
+		}
+	}
+	if err := sqlhook.Fill(context.Background(), nil, &Row{}); !errors.Is(err, engine.ErrUnknownGenerator) {
+		t.Fatalf("kind chain is not in the default registry: %v", err)
 	}
 }
