@@ -6,8 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"io"
+	"log"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,13 @@ import (
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/schema"
 )
+
+// TestMain silences the MySQL driver, which logs every connection the fault
+// proxy cuts; the tests check the errors it returns instead.
+func TestMain(m *testing.M) {
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	os.Exit(m.Run())
+}
 
 // backend is one kind of store; setup makes a fresh one on its real server
 // (skipping the test when the server is down, see internal/testdb).
