@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,6 +102,10 @@ type Generator struct {
 	clock       clock.Clock
 	sync        clock.Synchronizer
 	fence       Fence
+	// tickMu lets one goroutine at a time spin for the next tick while the
+	// others sleep: spinning threads would only take CPU from the one that
+	// will issue the next IDs.
+	tickMu sync.Mutex
 
 	_ [64]byte // keep the contended state off the read-only fields' cache line
 	// state is the last ID issued. Before the first it holds tick -1 (or the
@@ -278,6 +283,11 @@ func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error
 		if err := g.waitBackwards(ctx, lastTick); err != nil {
 			return 0, err
 		}
+		return g.tickOf(g.now.UnixNano()), nil
+	}
+	g.tickMu.Lock()
+	defer g.tickMu.Unlock()
+	if g.state.Load()>>g.tickShift > lastTick { // waited out while we queued
 		return g.tickOf(g.now.UnixNano()), nil
 	}
 	next := g.epochNanos + (lastTick+1)*g.unitNanos
