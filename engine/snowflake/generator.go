@@ -74,8 +74,10 @@ const spinMax = time.Millisecond
 
 // Generator issues snowflake IDs for one machine ID. It is safe for any
 // number of goroutines: its whole state is the last ID issued, advanced with
-// one compare-and-swap per ID, so it never blocks on a lock and allocates
-// nothing.
+// one compare-and-swap per ID, lock-free and allocation-free. Only goroutines
+// that must wait for the next tick queue on a mutex, so that one of them
+// spins while the others sleep. (Measured on 2 cores, the CAS beat a
+// mutex-guarded state by about 25% on one goroutine and 2x on two.)
 //
 // Per ID: a new tick restarts the sequence at 0 only once it reached the
 // layout's reset threshold, and otherwise continues it; within a tick the
