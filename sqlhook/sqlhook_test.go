@@ -237,8 +237,8 @@ func TestFillErrors(t *testing.T) {
 		is   error
 		says string
 	}{
-		{&Typo{}, engine.ErrInvalidConfig, `model Typo field ID: idforge: invalid configuration: tag`},
-		{&[]WrongType{{}}, engine.ErrInvalidConfig, "model WrongType field ID has type int32"},
+		{&Typo{}, engine.ErrInvalidConfig, "model Typo field ID: tag `idgen:\"snowflake,fromat=radix62\"`: unknown option \"fromat\""},
+		{&[]WrongType{{}}, engine.ErrInvalidConfig, "model WrongType field ID: type int32 cannot hold"},
 		{[]*UnknownKind{{}}, engine.ErrUnknownGenerator, `model UnknownKind field ID: tag`},
 		{Row{}, engine.ErrInvalidConfig, "pass a pointer"},
 		{[2]Row{}, engine.ErrInvalidConfig, "pass a pointer"},

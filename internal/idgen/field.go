@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
@@ -36,12 +38,12 @@ func FromStructField(model, name string, sf reflect.StructField) (*Field, error)
 	if !ok {
 		return nil, nil
 	}
-	spec, err := ParseTag(tag)
-	if err != nil {
-		return nil, fmt.Errorf("model %s field %s: %w", model, name, err)
+	spec, why := parseTag(tag)
+	if why != "" {
+		return nil, fieldError(model, name, tagProblem(tag, why))
 	}
 	if !sf.IsExported() {
-		return nil, fieldError(model, name, "is unexported, so the ID could not be written to it")
+		return nil, fieldError(model, name, "unexported, so the ID could not be written to it")
 	}
 	return NewField(model, name, sf.Type, spec)
 }
@@ -64,17 +66,21 @@ func NewField(model, name string, typ reflect.Type, spec Spec) (*Field, error) {
 	case k == reflect.String:
 		f.kind = reflect.String
 	default:
-		return nil, fieldError(model, name, fmt.Sprintf("has type %s, which cannot hold a 64-bit ID (use int64, uint64, engine.ID or string, or a pointer to one)", typ))
+		return nil, fieldError(model, name, fmt.Sprintf("type %s cannot hold a 64-bit ID (use int64, uint64, engine.ID or string, or a pointer to one)", typ))
 	}
 	if f.kind != reflect.String {
 		if spec.Format != "" {
-			return nil, fieldError(model, name, fmt.Sprintf("has type %s; format=%s applies to string fields only", typ, spec.Format))
+			return nil, fieldError(model, name, fmt.Sprintf("type %s: format=%s applies to string fields only", typ, spec.Format))
 		}
 		return f, nil
 	}
 	format := spec.Format
 	if format == "" {
 		format = "decimal"
+	}
+	if !slices.Contains(convert.Names(), format) {
+		return nil, fieldError(model, name, fmt.Sprintf("tag `%s:%q`: unknown format %q (known: %s)",
+			TagKey, spec, format, strings.Join(convert.Names(), ", ")))
 	}
 	var err error
 	if f.format, err = convert.ByName(format); err != nil {
@@ -84,7 +90,7 @@ func NewField(model, name string, typ reflect.Type, spec Spec) (*Field, error) {
 }
 
 func fieldError(model, name, why string) error {
-	return fmt.Errorf("%w: model %s field %s %s", engine.ErrInvalidConfig, model, name, why)
+	return fmt.Errorf("%w: model %s field %s: %s", engine.ErrInvalidConfig, model, name, why)
 }
 
 // Generator looks the field's generator up in reg. An unknown kind or name

@@ -38,14 +38,27 @@ func (s Spec) String() string {
 // and an unknown option are errors wrapping [engine.ErrInvalidConfig]. The
 // kind and the format are checked later, against the registry and the field.
 func ParseTag(tag string) (Spec, error) {
+	s, why := parseTag(tag)
+	if why != "" {
+		return Spec{}, fmt.Errorf("%w: %s", engine.ErrInvalidConfig, tagProblem(tag, why))
+	}
+	return s, nil
+}
+
+func tagProblem(tag, why string) string {
+	return fmt.Sprintf("tag `%s:%q`: %s", TagKey, tag, why)
+}
+
+// parseTag returns the spec, or why the tag is wrong.
+func parseTag(tag string) (Spec, string) {
 	parts := strings.Split(tag, ",")
 	var s Spec
 	s.Kind = strings.TrimSpace(parts[0])
 	if s.Kind == "" {
-		return Spec{}, tagError(tag, "the generator kind is missing (want e.g. \"snowflake\" or \"chain,name=order\")")
+		return Spec{}, "the generator kind is missing (want e.g. \"snowflake\" or \"chain,name=order\")"
 	}
 	if strings.ContainsAny(s.Kind, "= ") {
-		return Spec{}, tagError(tag, fmt.Sprintf("%q is not a generator kind; the tag starts with the kind, options follow after commas", s.Kind))
+		return Spec{}, fmt.Sprintf("%q is not a generator kind; the tag starts with the kind, options follow after commas", s.Kind)
 	}
 	seen := map[string]bool{}
 	for _, p := range parts[1:] {
@@ -53,11 +66,11 @@ func ParseTag(tag string) (Spec, error) {
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 		switch {
 		case !ok:
-			return Spec{}, tagError(tag, fmt.Sprintf("option %q is not key=value (known options: name, format)", key))
+			return Spec{}, fmt.Sprintf("option %q is not key=value (known options: name, format)", key)
 		case val == "":
-			return Spec{}, tagError(tag, fmt.Sprintf("option %q has no value", key))
+			return Spec{}, fmt.Sprintf("option %q has no value", key)
 		case seen[key]:
-			return Spec{}, tagError(tag, fmt.Sprintf("option %q given twice", key))
+			return Spec{}, fmt.Sprintf("option %q given twice", key)
 		}
 		seen[key] = true
 		switch key {
@@ -66,12 +79,8 @@ func ParseTag(tag string) (Spec, error) {
 		case "format":
 			s.Format = val
 		default:
-			return Spec{}, tagError(tag, fmt.Sprintf("unknown option %q (known options: name, format)", key))
+			return Spec{}, fmt.Sprintf("unknown option %q (known options: name, format)", key)
 		}
 	}
-	return s, nil
-}
-
-func tagError(tag, why string) error {
-	return fmt.Errorf("%w: tag `%s:%q`: %s", engine.ErrInvalidConfig, TagKey, tag, why)
+	return s, ""
 }
