@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -266,6 +267,14 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 		t.Errorf("5 s ahead: %v, want ErrClockBackwards saying 5s", err)
 	}
 
+	// Garbage far in the future is an error, also when its nanoseconds
+	// would wrap around int64 to about now (the year 2611).
+	long := Layout{Epoch: DefaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: Millisecond}
+	wraps := int64(math.MaxUint64/1_000_000 + uint64(clk.Now().UnixNano())/1_000_000)
+	if _, err := New(0, WithClock(clk), WithLayout(long), WithLastTimestamp(wraps)); !errors.Is(err, engine.ErrClockBackwards) {
+		t.Errorf("saved timestamp %v: %v, want ErrClockBackwards", time.UnixMilli(wraps).UTC(), err)
+	}
+
 	// A saved timestamp in the past only marks its tick as used.
 	past := clk.Now().Add(-time.Hour).UnixMilli()
 	g = newGen(t, 1, WithClock(clk), WithLastTimestamp(past))
@@ -341,6 +350,39 @@ func TestContextCancelWhileWaiting(t *testing.T) {
 				t.Fatalf("err = %v, want context.Canceled", err)
 			}
 		})
+	}
+}
+
+// A caller queued behind another one that waits for the next tick still
+// honours its own ctx.
+func TestQueuedWaiterHonoursContext(t *testing.T) {
+	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: Second}
+	clk := clock.NewFake(start)
+	clk.ManualSleep = true
+	g := newGen(t, 1, WithClock(clk), WithLayout(small))
+	last := next(t, g)
+	last = max(last, next(t, g)) // the second's two IDs are used up
+	ctxA, cancelA := context.WithCancel(context.Background())
+	doneA := make(chan error, 1)
+	go func() {
+		_, err := g.NextID(ctxA)
+		doneA <- err
+	}()
+	for clk.Sleeps() == 0 { // A sleeps on the clock, holding the wait
+		runtime.Gosched()
+	}
+	ctxB, cancelB := context.WithCancel(context.Background())
+	cancelB()
+	if _, err := g.NextID(ctxB); !errors.Is(err, context.Canceled) {
+		t.Errorf("queued caller: %v, want context.Canceled", err)
+	}
+	cancelA()
+	if err := <-doneA; !errors.Is(err, context.Canceled) {
+		t.Errorf("waiting caller: %v, want context.Canceled", err)
+	}
+	clk.Advance(time.Second)
+	if id := next(t, g); id <= last {
+		t.Errorf("after the waits: %d <= %d", id, last)
 	}
 }
 
