@@ -115,7 +115,7 @@ func (l Layout) check() error {
 	switch {
 	case tb < 0 || mb < 0 || sb < 0:
 		return l.invalid("bit counts must not be negative")
-	case tb+mb+sb > 63:
+	case tb > 63 || mb > 63 || sb > 63 || tb+mb+sb > 63:
 		return l.invalid("%d+%d+%d = %d bits, at most 63 fit a signed int64", tb, mb, sb, tb+mb+sb)
 	case sb == 0:
 		return l.invalid("sequence bits must be at least 1")
@@ -125,7 +125,7 @@ func (l Layout) check() error {
 		return l.invalid("epoch is not set")
 	case l.Epoch.Before(time.Unix(0, 0)):
 		return l.invalid("epoch %s is before 1970", l.Epoch.UTC().Format(time.RFC3339Nano))
-	case l.Epoch.UnixNano()%int64(l.Unit.Duration()) != 0:
+	case int64(l.Epoch.Nanosecond())%int64(l.Unit.Duration()) != 0:
 		return l.invalid("epoch %s is not a whole %v", l.Epoch.UTC().Format(time.RFC3339Nano), l.Unit)
 	}
 	if minTicks := int64(minSpan / l.Unit.Duration()); mask(tb)+1 < minTicks {

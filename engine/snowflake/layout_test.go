@@ -60,6 +60,7 @@ func TestValidateRejects(t *testing.T) {
 	}{
 		{"zero layout", Layout{}, "sequence bits"},
 		{"too many bits", with(func(l *Layout) { l.SequenceBits = 13 }), "at most 63"},
+		{"bits that overflow int", with(func(l *Layout) { l.TimestampBits = 1<<62 + 1<<61; l.MachineBits = 1 << 62 }), "at most 63"},
 		{"negative machine bits", with(func(l *Layout) { l.MachineBits = -1 }), "negative"},
 		{"negative timestamp bits", with(func(l *Layout) { l.TimestampBits = -41 }), "negative"},
 		{"no sequence bits", with(func(l *Layout) { l.SequenceBits = 0 }), "sequence bits"},
