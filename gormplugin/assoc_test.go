@@ -142,12 +142,17 @@ type UnknownKind struct {
 	ID int64 `idgen:"chian"`
 }
 
+type KeyTypo struct {
+	ID   int64 `gorm:"primaryKey;autoIncrement:false" idgne:"snowflake"`
+	Name string
+}
+
 func TestTagErrorsOnAllDatabases(t *testing.T) {
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.gorm
 			// The tables exist, so an insert without IDs would succeed: only the plugin stops it.
-			if err := db.AutoMigrate(&Typo{}, &WrongType{}, &UnknownKind{}); err != nil {
+			if err := db.AutoMigrate(&Typo{}, &WrongType{}, &UnknownKind{}, &KeyTypo{}); err != nil {
 				t.Fatal(err)
 			}
 			cases := []struct {
@@ -158,6 +163,7 @@ func TestTagErrorsOnAllDatabases(t *testing.T) {
 				{&Typo{Name: "x"}, engine.ErrInvalidConfig, []string{"model Typo field ID", `unknown option "nmae"`}},
 				{&WrongType{}, engine.ErrInvalidConfig, []string{"model WrongType field Rank", "type float64"}},
 				{&UnknownKind{}, engine.ErrUnknownGenerator, []string{"model UnknownKind field ID", `"chian"`}},
+				{&KeyTypo{Name: "x"}, engine.ErrInvalidConfig, []string{"model KeyTypo field ID", `tag key "idgne" looks like a misspelt "idgen"`}},
 			}
 			for _, c := range cases {
 				for attempt := range 2 { // first sight, and every time after

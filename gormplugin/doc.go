@@ -50,9 +50,9 @@
 // first Create of the model, and every one after, with an error naming the
 // model and the field that wraps engine.ErrInvalidConfig or
 // engine.ErrUnknownGenerator. [Prepare] reports the same errors at start-up.
-// A tag key misspelt outside the quotes (`idgne:"snowflake"`) is invisible to
-// any library: [Prepare] and a test that creates each model catch it, because
-// the row then reaches the database without an ID.
+// A tag key one typo away from idgen (`idgne:"snowflake"`, `idgn:`, `IDGEN:`)
+// is an error too; a key mangled further is invisible to any library, and a
+// test that creates each model is what catches it.
 //
 // # Auto-increment
 //

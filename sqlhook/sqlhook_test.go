@@ -225,6 +225,10 @@ type WrongType struct {
 	ID int32 `db:"id" idgen:"snowflake"`
 }
 
+type KeyTypo struct {
+	ID int64 `db:"id" idgn:"snowflake"`
+}
+
 type UnknownKind struct {
 	ID int64 `db:"id" idgen:"chian"`
 }
@@ -240,6 +244,7 @@ func TestFillErrors(t *testing.T) {
 		{&Typo{}, engine.ErrInvalidConfig, "model Typo field ID: tag `idgen:\"snowflake,fromat=radix62\"`: unknown option \"fromat\""},
 		{&[]WrongType{{}}, engine.ErrInvalidConfig, "model WrongType field ID: type int32 cannot hold"},
 		{[]*UnknownKind{{}}, engine.ErrUnknownGenerator, `model UnknownKind field ID: tag`},
+		{&KeyTypo{}, engine.ErrInvalidConfig, `model KeyTypo field ID: tag key "idgn" looks like a misspelt "idgen"`},
 		{Row{}, engine.ErrInvalidConfig, "pass a pointer"},
 		{[2]Row{}, engine.ErrInvalidConfig, "pass a pointer"},
 		{(*Row)(nil), engine.ErrInvalidConfig, "nil"},

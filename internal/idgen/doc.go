@@ -14,5 +14,6 @@
 // hold an ID, a kind the registry does not know) is an error that names the
 // model and the field and wraps [engine.ErrInvalidConfig] or
 // [engine.ErrUnknownGenerator], so callers test it with errors.Is without
-// importing this package.
+// importing this package. So is a tag key one typo away from "idgen"
+// (`idgne:"snowflake"`): that field would otherwise be inserted without an ID.
 package idgen

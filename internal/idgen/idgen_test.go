@@ -311,3 +311,19 @@ func TestAllocations(t *testing.T) {
 		t.Errorf("%.1f allocations per row, want at most 1", allocs)
 	}
 }
+
+func TestMisspeltTagKey(t *testing.T) {
+	for _, tag := range []string{`idgne:"snowflake"`, `idgn:"snowflake"`, `IDGEN:"snowflake"`, `igden:"snowflake"`, `json:"id" idgen2:"snowflake"`, `idgex:"x"`} {
+		typ := reflect.StructOf([]reflect.StructField{{Name: "ID", Type: reflect.TypeFor[int64](), Tag: reflect.StructTag(tag)}})
+		_, err := PlanOf(typ)
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "field ID: tag key") || !strings.Contains(err.Error(), "misspelt") {
+			t.Errorf("%s: %v", tag, err)
+		}
+	}
+	for _, tag := range []string{`gen:"x"`, `index:"x"`, `edge:"x"`, `json:"idgen" db:"idgne"`, `id:"x"`, `idgen:"snowflake" idgne:"x"`, `bad tag idgne:"x`} {
+		typ := reflect.StructOf([]reflect.StructField{{Name: "ID", Type: reflect.TypeFor[int64](), Tag: reflect.StructTag(tag)}})
+		if _, err := PlanOf(typ); err != nil {
+			t.Errorf("%s: %v", tag, err)
+		}
+	}
+}

@@ -58,6 +58,9 @@ func buildPlan(t reflect.Type) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		if key, ok := misspeltKey(sf.Tag); ok && f == nil {
+			return nil, fieldError(model, fieldPath(t, sf.Index), fmt.Sprintf("tag key %q looks like a misspelt %q", key, TagKey))
+		}
 		if f != nil {
 			p.Fields = append(p.Fields, PlanField{Field: f, Index: sf.Index})
 		}

@@ -2,6 +2,9 @@ package idgen
 
 import (
 	"fmt"
+	"iter"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/idforge/idforge/engine"
@@ -83,4 +86,68 @@ func parseTag(tag string) (Spec, string) {
 		}
 	}
 	return s, ""
+}
+
+// misspeltKey returns a key of tag that is one typo away from TagKey
+// (`idgne:"snowflake"`, `idgn:...`, `IDGEN:...`): such a field would reach
+// the database without an ID, so plans reject it. Keys further away are
+// other libraries' business.
+func misspeltKey(tag reflect.StructTag) (string, bool) {
+	for key := range tagKeys(string(tag)) {
+		if key != TagKey && oneEditAway(strings.ToLower(key), TagKey) {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// tagKeys yields the keys of a conventional struct tag (key:"value" pairs
+// separated by spaces), stopping at the first malformed pair as
+// reflect.StructTag.Lookup does.
+func tagKeys(tag string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for tag != "" {
+			tag = strings.TrimLeft(tag, " ")
+			i := strings.IndexByte(tag, ':')
+			if i <= 0 || i+1 >= len(tag) || tag[i+1] != '"' || strings.ContainsAny(tag[:i], " \"") {
+				return
+			}
+			key, rest := tag[:i], tag[i+1:]
+			quoted, err := strconv.QuotedPrefix(rest)
+			if err != nil || !yield(key) {
+				return
+			}
+			tag = rest[len(quoted):]
+		}
+	}
+}
+
+// oneEditAway reports whether a and b differ by exactly one insertion,
+// deletion, substitution or swap of adjacent bytes.
+func oneEditAway(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	switch len(b) - len(a) {
+	case 0:
+		i := 0
+		for i < len(a) && a[i] == b[i] {
+			i++
+		}
+		if a[i+1:] == b[i+1:] {
+			return true // substitution
+		}
+		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:] // swap
+	case 1:
+		i := 0
+		for i < len(a) && a[i] == b[i] {
+			i++
+		}
+		return a[i:] == b[i+1:]
+	default:
+		return false
+	}
 }
