@@ -79,11 +79,15 @@ const minSpan = 365 * 24 * time.Hour
 // says whether it can work.
 type Layout struct {
 	// Epoch is tick 0. It must be a whole Unit, not before 1970 and not in the future.
-	Epoch         time.Time
+	Epoch time.Time
+	// TimestampBits hold the tick; they must last at least a year ([Layout.Expiry]).
 	TimestampBits int
-	MachineBits   int // may be 0 for a single generator
-	SequenceBits  int
-	Unit          Unit
+	// MachineBits hold the machine ID; 0 is allowed for a single generator.
+	MachineBits int
+	// SequenceBits number the IDs within one tick; at least 1.
+	SequenceBits int
+	// Unit is the tick length: Millisecond or Second.
+	Unit Unit
 	// SequenceResetThreshold decides when a new tick restarts the sequence at
 	// 0: only once the sequence has reached the threshold; below it the
 	// sequence continues (+1) across ticks, so the low bits of low-traffic IDs
