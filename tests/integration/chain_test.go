@@ -12,7 +12,7 @@ import (
 
 // TestSixteenInstancesShareOneSegment has 16 instances, each with a pool or
 // client, a store and a chain of its own, draw 1,000,000 IDs together from one
-// sequence. No ID is issued twice, each instance's IDs strictly increase, and
+// sequence, 62,500 each. No ID is issued twice, each instance's IDs strictly increase, and
 // the store's last max accounts for every ID: issued, or held by a chain
 // when it closed (chains drop what they prefetched on Close).
 func TestSixteenInstancesShareOneSegment(t *testing.T) {
@@ -21,7 +21,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 		total     = 1_000_000
 		step      = 1000
 		name      = "shared"
-		period    = 50 * time.Millisecond
+		period    = 50 * time.Millisecond // short, so idle workers are seen soon
 	)
 	forEachBackend(t, func(t *testing.T, s *server) {
 		chains := make([]*segment.Chain, instances)
@@ -120,7 +120,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 		// failed fetch may have advanced the store without an answer, so
 		// only with no failure must the figures meet exactly.
 		if held := lastMax - total; held != discarded && (failures == 0 || held < discarded) {
-			t.Errorf("store's last max %d: %d IDs neither issued nor drawn by a chain; chains discarded %d at Close (%d failed fetches)",
+			t.Errorf("the store's last max %d leaves %d IDs not issued, but the chains discarded %d at Close (%d failed fetches)",
 				lastMax, held, discarded, failures)
 		}
 		t.Logf("%d IDs by %d instances in %v: %.0f IDs/s; %d fetches of step %d (%d failed), %d IDs discarded at Close (widest prefetch distance %d segments)",
