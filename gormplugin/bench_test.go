@@ -205,10 +205,15 @@ func BenchmarkFill(b *testing.B) {
 }
 
 // BenchmarkPaired runs plugin and manual inserts alternately in one loop, on
-// two in-memory databases, and reports each side's mean time per operation
-// and the plugin's overhead in percent. On a shared, noisy machine the
-// pairing cancels the load drift that separate sub-benchmarks suffer from.
-func BenchmarkPaired(b *testing.B) {
+// two in-memory SQLite databases, and reports each side's mean time per
+// operation and the plugin's overhead in percent. On a shared, noisy machine
+// the pairing cancels the load drift that separate sub-benchmarks suffer from.
+func BenchmarkPaired(b *testing.B) { benchPaired(b, sqliteMemory) }
+
+// BenchmarkPairedPostgres is BenchmarkPaired on two PostgreSQL databases.
+func BenchmarkPairedPostgres(b *testing.B) { benchPaired(b, postgresDB) }
+
+func benchPaired(b *testing.B, open benchDB) {
 	paired := func(b *testing.B, plugin, manual func()) {
 		var tp, tm time.Duration
 		i := 0
@@ -233,7 +238,7 @@ func BenchmarkPaired(b *testing.B) {
 	ctx := context.Background()
 	b.Run("Create", func(b *testing.B) {
 		gen := newSnowflake(b)
-		withPlugin, without := sqliteMemory(b, gen, true), sqliteMemory(b, gen, false)
+		withPlugin, without := open(b, gen, true), open(b, gen, false)
 		paired(b, func() {
 			r := BenchRow{Name: "row", Amount: 42}
 			if err := withPlugin.Create(&r).Error; err != nil {
@@ -252,7 +257,7 @@ func BenchmarkPaired(b *testing.B) {
 	})
 	b.Run("CreateInBatches", func(b *testing.B) {
 		gen := newSnowflake(b)
-		withPlugin, without := sqliteMemory(b, gen, true), sqliteMemory(b, gen, false)
+		withPlugin, without := open(b, gen, true), open(b, gen, false)
 		rows := make([]BenchRow, batchRows)
 		fresh := func() {
 			for i := range rows {
