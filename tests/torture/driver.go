@@ -1,0 +1,692 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idforge/idforge/internal/faultproxy"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// faultKinds are the faults the driver injects, one at a time.
+var faultKinds = []string{"kill", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause"}
+
+// clockSteps are the clock faults' steps back.
+var clockSteps = map[string]time.Duration{
+	"clock_back_2ms":  2 * time.Millisecond,
+	"clock_back_50ms": 50 * time.Millisecond,
+	"clock_back_5s":   5 * time.Second,
+}
+
+// Bounds on the driver's waits. Each is far above what the step takes on an
+// idle machine; running out of one is a problem in the report, not a hang.
+const (
+	readyTimeout   = time.Minute      // every worker issued and inserted its first batches
+	recoverTimeout = 30 * time.Second // a worker issues again after a fault ended
+	exitTimeout    = 30 * time.Second // a worker quits when told to
+	overlap        = time.Second      // a woken worker and its intruder run side by side
+)
+
+// proc is one worker process: a regular worker in a slot, or an intruder.
+type proc struct {
+	id    int64
+	slot  int // -1 for an intruder
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{} // closed once it exited and its output was read
+
+	// Guarded by driver.mu.
+	machine    int64 // -1 until reported
+	lastBatch  map[string]int64
+	commits    map[string]int
+	pending    map[int64]pendingBatch
+	exited     bool
+	expectExit bool // told to quit, or killed
+	killed     bool
+	tail       []string // its last log lines
+	restartOf  *fault   // set on a worker restarted after a kill
+	killedAt   time.Time
+}
+
+type pendingBatch struct {
+	gen  string
+	runs []idRun
+}
+
+// fault is one injected fault while it lasts.
+type fault struct {
+	kind    string
+	procs   []*proc // nil: every process
+	start   time.Time
+	stopped time.Time // pause: when the worker was stopped and resumed
+	resumed time.Time
+}
+
+func (f *fault) affects(p *proc) bool { return f.procs == nil || slices.Contains(f.procs, p) }
+
+type genStats struct {
+	issued   int64
+	acked    []idRun
+	inflight []idRun // announced by a process that died before acknowledging them
+	dups     int64
+}
+
+type driver struct {
+	cfg    config
+	stderr io.Writer
+	exe    string
+	be     *backend
+	proxy  *faultproxy.Proxy
+	rng    *rand.Rand
+	ns     string
+
+	mu       sync.Mutex
+	procs    []*proc
+	slots    []*proc
+	nextProc int64
+	gens     map[string]*genStats
+	faults   map[string]int
+	unavail  map[string]map[string]time.Duration // fault kind → generator → longest
+	outside  map[string]time.Duration            // generator → longest outside any fault
+	refusals map[string]int64
+	active   *fault
+	samples  []dupSample
+	problems []string
+	restarts int
+	reclaims int
+	moves    int
+}
+
+func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
+	if c.seed == 0 {
+		c.seed = rand.Uint64()
+	}
+	d := &driver{
+		cfg: c, stderr: stderr,
+		rng:      rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15)),
+		ns:       testdb.UniqueName("torture-"),
+		slots:    make([]*proc, c.workers),
+		gens:     map[string]*genStats{},
+		faults:   map[string]int{},
+		unavail:  map[string]map[string]time.Duration{},
+		outside:  map[string]time.Duration{},
+		refusals: map[string]int64{},
+	}
+	for _, g := range generators {
+		d.gens[g] = &genStats{}
+	}
+	d.logf("store=%s workers=%d seed=%d duration=%v faults=%s break=%q",
+		c.store, c.workers, c.seed, c.duration, strings.Join(c.faults, ","), c.brk)
+	exe, err := os.Executable()
+	if err != nil {
+		d.logf("cannot find my own binary: %v", err)
+		return exitSetup
+	}
+	d.exe = exe
+	if err := checkSignals(); err != nil && len(c.faults) > 0 {
+		d.logf("%v", err)
+		return exitSetup
+	}
+
+	// Setup and cleanup must not be cut short by an interrupt.
+	bg := context.WithoutCancel(ctx)
+	if d.be, err = newBackend(bg, c.store); err != nil {
+		d.logf("setup: %v", err)
+		return exitSetup
+	}
+	defer func() {
+		if c.keep {
+			d.logf("kept the database %q (and Redis prefix %q)", d.be.rows.DSN, d.be.redisPrefix)
+			return
+		}
+		cctx, cancel := context.WithTimeout(bg, time.Minute)
+		defer cancel()
+		if err := d.be.cleanup(cctx); err != nil {
+			d.logf("cleanup: %v", err)
+		}
+	}()
+	if err := d.be.prepare(bg); err != nil {
+		d.logf("setup: %v", err)
+		return exitSetup
+	}
+	if d.proxy, err = faultproxy.Start(d.be.storeAddr); err != nil {
+		d.logf("setup: fault proxy: %v", err)
+		return exitSetup
+	}
+	defer d.proxy.Close()
+
+	start := time.Now()
+	for slot := range c.workers {
+		if _, err := d.spawn(slot, -1); err != nil {
+			d.logf("setup: %v", err)
+			d.stopAll()
+			return exitSetup
+		}
+	}
+	if d.awaitAll(ctx, readyTimeout, "every worker issues and inserts its first rows", start) {
+		d.schedule(ctx, start.Add(c.duration))
+	}
+	d.stopAll()
+	elapsed := time.Since(start)
+	d.proxy.Restore()
+
+	vctx, cancel := context.WithTimeout(bg, 10*time.Minute)
+	defer cancel()
+	rep := d.report(vctx, elapsed)
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		rep.print(stdout)
+	}
+	if !rep.OK {
+		d.printTails()
+		return exitFailed
+	}
+	return exitOK
+}
+
+func (d *driver) logf(format string, args ...any) {
+	fmt.Fprintf(d.stderr, "torture %s: "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+// problemLocked records a failed expectation; callers hold mu.
+func (d *driver) problemLocked(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	d.problems = append(d.problems, msg)
+	d.logf("PROBLEM: %s", msg)
+}
+
+func (d *driver) problem(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.problemLocked(format, args...)
+}
+
+// spawn starts a worker in slot, or with target >= 0 an intruder that
+// reclaims that machine ID.
+func (d *driver) spawn(slot int, target int64) (*proc, error) {
+	d.mu.Lock()
+	d.nextProc++
+	id := d.nextProc
+	d.mu.Unlock()
+	name := fmt.Sprintf("slot-%d", slot)
+	if target >= 0 {
+		name = "intruder"
+	}
+	wc := workerConfig{
+		Proc: id, Instance: name, Target: target,
+		Store: d.cfg.store, StoreDSN: d.be.storeDSN(d.proxy.Addr()), RedisPrefix: d.be.redisPrefix,
+		Rows: d.be.rows, Namespace: d.ns,
+		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, MaxBackwards: d.cfg.maxBackwards,
+		Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
+	}
+	js, err := json.Marshal(wc)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(d.exe, "-worker", string(js))
+	setProcAttr(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{
+		id: id, slot: slot, name: fmt.Sprintf("%s#%d", name, id), cmd: cmd, stdin: stdin, done: make(chan struct{}),
+		machine: -1, lastBatch: map[string]int64{}, commits: map[string]int{}, pending: map[int64]pendingBatch{},
+	}
+	d.mu.Lock()
+	d.procs = append(d.procs, p)
+	if slot >= 0 {
+		d.slots[slot] = p
+	}
+	d.mu.Unlock()
+	go d.read(p, stdout, stderr)
+	return p, nil
+}
+
+// read consumes a process's events and logs until it exits.
+func (d *driver) read(p *proc, stdout, stderr io.Reader) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if d.cfg.verbose {
+				fmt.Fprintf(d.stderr, "[%s] %s\n", p.name, sc.Text())
+			}
+			d.mu.Lock()
+			if p.tail = append(p.tail, sc.Text()); len(p.tail) > 20 {
+				p.tail = p.tail[1:]
+			}
+			d.mu.Unlock()
+		}
+	})
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		// A last line without its newline was cut off by a kill: ignore it.
+		line, err := r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		ev, perr := parseEvent(strings.TrimSuffix(line, "\n"))
+		d.mu.Lock()
+		if perr != nil {
+			d.problemLocked("%s: %v", p.name, perr)
+		} else {
+			d.handle(p, ev)
+		}
+		d.mu.Unlock()
+	}
+	wg.Wait()
+	werr := p.cmd.Wait()
+	d.mu.Lock()
+	p.exited = true
+	for _, b := range p.pending {
+		gs := d.gens[b.gen]
+		gs.inflight = append(gs.inflight, b.runs...)
+	}
+	p.pending = nil
+	switch {
+	case !p.expectExit:
+		d.problemLocked("%s exited on its own: %v", p.name, werr)
+	case werr != nil && !p.killed:
+		d.problemLocked("%s failed when told to quit: %v", p.name, werr)
+	}
+	d.mu.Unlock()
+	close(p.done)
+}
+
+// handle applies one event; callers hold mu.
+func (d *driver) handle(p *proc, ev event) {
+	switch ev.kind {
+	case evMachine:
+		if p.machine >= 0 && ev.id != p.machine {
+			d.moves++
+			d.logf("%s moved from machine ID %d to %d", p.name, p.machine, ev.id)
+		}
+		p.machine = ev.id
+	case evStart:
+		if p.restartOf != nil {
+			d.noteUnavail(p.restartOf.kind, ev.gen, ev.at.Sub(p.killedAt))
+		}
+	case evBatch:
+		p.pending[ev.seq] = pendingBatch{gen: ev.gen, runs: ev.runs}
+		p.lastBatch[ev.gen] = ev.at.UnixMilli()
+		d.gens[ev.gen].issued += countRuns(ev.runs)
+	case evCommit:
+		b, ok := p.pending[ev.seq]
+		if !ok {
+			d.problemLocked("%s acknowledged batch %d it never announced", p.name, ev.seq)
+			return
+		}
+		delete(p.pending, ev.seq)
+		gs := d.gens[b.gen]
+		gs.acked = append(gs.acked, b.runs...)
+		gs.dups += ev.n
+		p.commits[b.gen]++
+	case evDuplicate:
+		if len(d.samples) < 20 {
+			d.samples = append(d.samples, d.sample(p, ev))
+		}
+	case evUnavail:
+		for c, n := range ev.refusals {
+			d.refusals[c] += int64(n)
+		}
+		end := ev.at.Add(ev.dur)
+		if f := d.active; f != nil && f.affects(p) && !end.Before(f.start) {
+			// A worker stopped inside NextID was not unavailable while
+			// stopped: that time is the pause, not the recovery.
+			dur := ev.dur
+			if !f.stopped.IsZero() && !f.resumed.IsZero() {
+				dur -= max(0, minTime(end, f.resumed).Sub(maxTime(ev.at, f.stopped)))
+			}
+			d.noteUnavail(f.kind, ev.gen, dur)
+		} else if ev.dur > d.outside[ev.gen] {
+			d.outside[ev.gen] = ev.dur
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// noteUnavail records an unavailability of gen during a fault; callers hold mu.
+func (d *driver) noteUnavail(kind, gen string, dur time.Duration) {
+	m := d.unavail[kind]
+	if m == nil {
+		m = map[string]time.Duration{}
+		d.unavail[kind] = m
+	}
+	m[gen] = max(m[gen], dur)
+}
+
+// await polls cond (called with mu held) until it holds, ctx ends or timeout
+// passes; a timeout is recorded as a problem naming what.
+func (d *driver) await(ctx context.Context, timeout time.Duration, what string, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		ok := cond()
+		d.mu.Unlock()
+		switch {
+		case ok:
+			return true
+		case time.Now().After(deadline):
+			d.problem("%s: not within %v", what, timeout)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// recovered reports whether p announced a batch of every generator that it
+// began gathering at since or later; callers hold mu.
+func (p *proc) recovered(since time.Time) bool {
+	for _, g := range generators {
+		if p.exited || p.lastBatch[g] < since.UnixMilli() {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitAll waits until every worker in a slot recovered since.
+func (d *driver) awaitAll(ctx context.Context, timeout time.Duration, what string, since time.Time) bool {
+	return d.await(ctx, timeout, what, func() bool {
+		for _, p := range d.slots {
+			if !p.recovered(since) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (d *driver) sleep(ctx context.Context, dur time.Duration) {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// schedule injects faults one at a time, separated by random gaps: first
+// each kind once in a random order, then random kinds until the deadline.
+func (d *driver) schedule(ctx context.Context, deadline time.Time) {
+	kinds := d.cfg.faults
+	order := make([]string, len(kinds))
+	for i, j := range d.rng.Perm(len(kinds)) {
+		order[i] = kinds[j]
+	}
+	for i := 0; ctx.Err() == nil; i++ {
+		if i >= len(order) && !time.Now().Before(deadline) {
+			return
+		}
+		if len(kinds) == 0 {
+			d.sleep(ctx, time.Until(deadline))
+			return
+		}
+		d.sleep(ctx, time.Duration(float64(d.cfg.gap)*(0.5+d.rng.Float64())))
+		kind := kinds[d.rng.IntN(len(kinds))]
+		if i < len(order) {
+			kind = order[i]
+		}
+		d.inject(ctx, kind)
+	}
+}
+
+func (d *driver) inject(ctx context.Context, kind string) {
+	switch kind {
+	case "kill":
+		d.kill(ctx)
+	case "store_cut":
+		d.cut(ctx)
+	case "pause":
+		d.pause(ctx)
+	default:
+		d.stepClock(ctx, kind, clockSteps[kind])
+	}
+}
+
+// pick returns a random live worker.
+func (d *driver) pick() *proc {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.slots[d.rng.IntN(len(d.slots))]
+}
+
+func (d *driver) begin(kind string, procs ...*proc) *fault {
+	f := &fault{kind: kind, procs: procs, start: time.Now()}
+	names := []string{"every worker (the store)"}
+	if procs != nil {
+		names = names[:0]
+		for _, p := range procs {
+			names = append(names, p.name)
+		}
+	}
+	d.mu.Lock()
+	d.active = f
+	d.faults[kind]++
+	d.mu.Unlock()
+	d.logf("fault %s on %s", kind, strings.Join(names, ", "))
+	return f
+}
+
+func (d *driver) end() {
+	d.mu.Lock()
+	d.active = nil
+	d.mu.Unlock()
+}
+
+func (d *driver) command(p *proc, format string, args ...any) {
+	if _, err := fmt.Fprintf(p.stdin, format+"\n", args...); err != nil {
+		d.problem("%s: command %q: %v", p.name, fmt.Sprintf(format, args...), err)
+	}
+}
+
+// kill kills a worker with SIGKILL and restarts it in its slot, under the
+// same instance ID: it must find its machine ID again and wait out the
+// timestamp saved for it.
+func (d *driver) kill(ctx context.Context) {
+	p := d.pick()
+	f := d.begin("kill", p)
+	defer d.end()
+	d.mu.Lock()
+	p.expectExit, p.killed = true, true
+	d.mu.Unlock()
+	at := time.Now()
+	if err := p.cmd.Process.Kill(); err != nil {
+		d.problem("kill %s: %v", p.name, err)
+		return
+	}
+	<-p.done
+	np, err := d.spawn(p.slot, -1)
+	if err != nil {
+		d.problem("restart slot %d: %v", p.slot, err)
+		return
+	}
+	d.mu.Lock()
+	np.restartOf, np.killedAt = f, at
+	f.procs = append(f.procs, np)
+	d.restarts++
+	d.mu.Unlock()
+	d.await(ctx, recoverTimeout, np.name+" (restarted) issues and inserts", func() bool { return np.recovered(at) })
+}
+
+// stepClock runs a worker's clock ahead by step, as a clock drifting fast
+// would, until it issued IDs on it, then steps it back by step, as NTP would.
+func (d *driver) stepClock(ctx context.Context, kind string, step time.Duration) {
+	p := d.pick()
+	d.begin(kind, p)
+	defer d.end()
+	ahead := time.Now()
+	d.command(p, "clock %d", step.Nanoseconds())
+	// A batch begun a few milliseconds after the command was drawn on the
+	// clock ahead: the step back then goes behind IDs the worker issued.
+	if !d.await(ctx, recoverTimeout, p.name+" issues on a clock ahead", func() bool {
+		return p.lastBatch[genSnowflake] >= ahead.Add(5*time.Millisecond).UnixMilli()
+	}) {
+		d.command(p, "clock 0")
+		return
+	}
+	back := time.Now()
+	d.command(p, "clock 0")
+	d.await(ctx, step+recoverTimeout, p.name+" issues again after the clock step back", func() bool { return p.recovered(back) })
+}
+
+// cut cuts the store off for between half and one and a half safe-guard
+// durations, so heartbeats fail and leases may lapse, then restores it.
+func (d *driver) cut(ctx context.Context) {
+	d.begin("store_cut")
+	defer d.end()
+	d.proxy.Cut()
+	d.sleep(ctx, d.cfg.safeGuard/2+time.Duration(d.rng.Float64()*float64(d.cfg.safeGuard)))
+	d.proxy.Restore()
+	back := time.Now()
+	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the store came back", back)
+}
+
+// pause stops a worker (SIGSTOP) past the safe-guard, starts an intruder that
+// reclaims the stopped worker's expired machine ID and issues on it, then
+// resumes the worker (SIGCONT): it must refuse its old ID and move to
+// another instead of colliding with the intruder.
+func (d *driver) pause(ctx context.Context) {
+	p := d.pick()
+	d.mu.Lock()
+	target := p.machine
+	d.mu.Unlock()
+	f := d.begin("pause", p)
+	defer d.end()
+	stopped := time.Now()
+	if err := stopProc(p.cmd.Process); err != nil {
+		d.problem("stop %s: %v", p.name, err)
+		return
+	}
+	d.mu.Lock()
+	f.stopped = stopped
+	d.mu.Unlock()
+	resume := func() time.Time {
+		at := time.Now()
+		d.mu.Lock()
+		f.resumed = at
+		d.mu.Unlock()
+		if err := contProc(p.cmd.Process); err != nil {
+			d.problem("resume %s: %v", p.name, err)
+		}
+		return at
+	}
+	// Its stored last timestamp is at most the stop time: past the
+	// safe-guard from then, any other instance may reclaim the ID.
+	d.sleep(ctx, d.cfg.safeGuard+250*time.Millisecond)
+	intruder, err := d.spawn(-1, target)
+	if err != nil {
+		resume()
+		d.problem("start intruder: %v", err)
+		return
+	}
+	defer d.retire(intruder)
+	if d.await(ctx, recoverTimeout, fmt.Sprintf("intruder reclaims machine ID %d of %s and inserts under it", target, p.name), func() bool {
+		return intruder.machine == target && intruder.commits[genSnowflake] > 0
+	}) {
+		d.mu.Lock()
+		d.reclaims++
+		d.mu.Unlock()
+	}
+	woke := resume()
+	d.logf("%s resumed after %v", p.name, woke.Sub(stopped).Round(time.Millisecond))
+	d.await(ctx, 2*d.cfg.safeGuard+recoverTimeout, fmt.Sprintf("%s wakes, leaves machine ID %d and issues again", p.name, target), func() bool {
+		return p.machine != target && p.recovered(woke)
+	})
+	d.sleep(ctx, overlap)
+}
+
+// retire tells a process to quit and waits for it, killing it if it hangs.
+func (d *driver) retire(p *proc) {
+	d.mu.Lock()
+	p.expectExit = true
+	d.mu.Unlock()
+	d.command(p, "quit")
+	select {
+	case <-p.done:
+	case <-time.After(exitTimeout):
+		d.problem("%s did not quit within %v; killing it", p.name, exitTimeout)
+		d.mu.Lock()
+		p.killed = true
+		d.mu.Unlock()
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// stopAll retires every live process.
+func (d *driver) stopAll() {
+	d.mu.Lock()
+	var live []*proc
+	for _, p := range d.procs {
+		if !p.exited {
+			live = append(live, p)
+		}
+	}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range live {
+		wg.Go(func() { d.retire(p) })
+	}
+	wg.Wait()
+}
+
+// printTails prints the last log lines of every process, for a failed run.
+func (d *driver) printTails() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.procs {
+		if len(p.tail) == 0 {
+			continue
+		}
+		fmt.Fprintf(d.stderr, "--- last log lines of %s:\n", p.name)
+		for _, l := range p.tail {
+			fmt.Fprintf(d.stderr, "    %s\n", l)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	idforge "github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// chainName is the one segment sequence every worker draws from.
+const chainName = "torture"
+
+// breakModes are the values of the test-only -break flag. Each swaps the
+// worker's ID source for a deliberately broken one, built from the library's
+// parts without changing the library, so a test can show that the checks
+// catch the bug:
+//
+//   - machine: every worker issues on the fixed machine ID 1 (machine.Manual),
+//     as if machine-ID distribution were disabled;
+//   - fence: the snowflake generator runs on the leased machine ID without
+//     the lease's fence and never moves to a new ID, so a worker paused past
+//     the safe-guard goes on issuing under the ID an intruder reclaimed;
+//   - clock: a clock step back too long to wait out is not refused: the
+//     generator starts over, forgetting the last timestamp it used, as if the
+//     clock-backwards check were removed.
+var breakModes = []string{"", "machine", "fence", "clock"}
+
+// brokenMachineID is the machine ID every worker shares under -break machine.
+const brokenMachineID = 1
+
+// source is where a worker's IDs come from: the registry idforge.New
+// builds, or behind -break a broken stand-in.
+type source struct {
+	gens      map[string]engine.Generator
+	machineID func() int64
+	close     func() error
+}
+
+func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, error) {
+	leaseOpts := []machine.Option{
+		machine.WithSafeGuard(w.cfg.SafeGuard), machine.WithHeartbeat(w.cfg.Heartbeat),
+		machine.WithClock(w.clk), machine.WithLogger(w.log),
+	}
+	sfOpts := []snowflake.Option{snowflake.WithClock(w.clk), snowflake.WithMaxBackwards(w.cfg.MaxBackwards)}
+	chainOpts := []segment.Option{segment.WithMaxWait(chainMaxWait), segment.WithLogger(w.log)}
+	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
+		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chainOpts)
+	}
+	opts := []idforge.Option{
+		idforge.WithStore(w.store), idforge.WithNamespace(inst.Namespace), idforge.WithInstance(inst),
+		idforge.WithLeaseOptions(leaseOpts...), idforge.WithSnowflakeOptions(sfOpts...),
+		idforge.WithChainOptions(chainOpts...), idforge.WithLogger(w.log),
+	}
+	if w.cfg.Break == "machine" {
+		opts = append(opts, idforge.WithMachineDistributor(machine.Manual(brokenMachineID)))
+	}
+	reg, err := idforge.New(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	sf, err := reg.Generator(ctx, idforge.KindSnowflake, "")
+	if err != nil {
+		reg.Close()
+		return nil, err
+	}
+	ch, err := reg.Generator(ctx, idforge.KindChain, chainName)
+	if err != nil {
+		reg.Close()
+		return nil, err
+	}
+	m, ok := sf.(interface{ MachineID() int64 })
+	if !ok {
+		reg.Close()
+		return nil, fmt.Errorf("the registry's snowflake generator %T does not report its machine ID", sf)
+	}
+	return &source{
+		gens:      map[string]engine.Generator{genSnowflake: sf, genChain: ch},
+		machineID: m.MachineID,
+		close:     reg.Close,
+	}, nil
+}
+
+// openBroken builds the -break fence and -break clock sources by hand: a
+// machine-ID lease, a snowflake generator on its ID and a segment chain.
+func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts []machine.Option,
+	sfOpts []snowflake.Option, chainOpts []segment.Option) (*source, error) {
+	b := &brokenSnowflake{forget: w.cfg.Break == "clock"}
+	lease, err := machine.Acquire(ctx, w.store.MachineDistributor(), inst, append(leaseOpts,
+		machine.WithTimestampSource(func() int64 {
+			if g := b.gen.Load(); g != nil {
+				return g.LastTimestamp()
+			}
+			return 0
+		}))...)
+	if err != nil {
+		return nil, err
+	}
+	if b.forget {
+		sfOpts = append(sfOpts, snowflake.WithFence(lease)) // only the clock check is broken
+	}
+	b.opts = sfOpts
+	g, err := snowflake.New(lease.MachineID(), append(sfOpts, snowflake.WithLastTimestamp(lease.State().LastTimestamp))...)
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	b.gen.Store(g)
+	d, err := w.store.SegmentDistributor(chainName)
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	ch, err := segment.NewChain(d, append([]segment.Option{segment.WithName(chainName)}, chainOpts...)...)
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	return &source{
+		gens:      map[string]engine.Generator{genSnowflake: b, genChain: ch},
+		machineID: lease.MachineID,
+		close:     func() error { return errors.Join(ch.Close(), lease.Close()) },
+	}, nil
+}
+
+// brokenSnowflake is the snowflake generator of -break fence and -break clock.
+type brokenSnowflake struct {
+	gen    atomic.Pointer[snowflake.Generator]
+	opts   []snowflake.Option
+	forget bool // clock: a refused clock step starts a generator that forgot its last timestamp
+}
+
+func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
+	g := b.gen.Load()
+	id, err := g.NextID(ctx)
+	if err == nil || !b.forget || !errors.Is(err, engine.ErrClockBackwards) {
+		return id, err
+	}
+	fresh, nerr := snowflake.New(g.MachineID(), b.opts...)
+	if nerr != nil {
+		return 0, errors.Join(err, nerr)
+	}
+	b.gen.CompareAndSwap(g, fresh)
+	return b.gen.Load().NextID(ctx)
+}

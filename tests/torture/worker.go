@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	idforge "github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// workerConfig is what the driver passes to a worker process (as JSON in the
+// hidden -worker flag).
+type workerConfig struct {
+	Proc         int64 // unique per process in a run; stored with every row
+	Instance     string
+	Target       int64 // an intruder's machine ID to reclaim; -1 for a regular worker
+	Store        string
+	StoreDSN     string // through the proxy; the address for Redis
+	RedisPrefix  string
+	Rows         rowsConfig
+	Namespace    string
+	SafeGuard    time.Duration
+	Heartbeat    time.Duration
+	MaxBackwards time.Duration
+	Batch        int
+	Rate         int
+	Break        string
+	Verbose      bool
+}
+
+// Generators in a worker are retried this often while they refuse.
+const retryDelay = 5 * time.Millisecond
+
+// chainMaxWait bounds a chain's wait for IDs while the store is away, so the
+// refusals show up (and are counted) instead of one long blocked call.
+const chainMaxWait = 500 * time.Millisecond
+
+// offsetClock is the worker's clock: the system clock plus an offset the
+// driver sets, standing for a host clock that runs ahead and is stepped back.
+type offsetClock struct{ off atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time  { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *offsetClock) UnixNano() int64 { return time.Now().UnixNano() + c.off.Load() }
+
+func (c *offsetClock) Sleep(ctx context.Context, d time.Duration) error {
+	return clock.System.Sleep(ctx, d)
+}
+
+type worker struct {
+	cfg   workerConfig
+	clk   *offsetClock
+	out   *emitter
+	log   *slog.Logger
+	rows  rowsDB
+	store idforge.Store
+	seq   atomic.Int64
+	src   *source
+}
+
+func runWorker(ctx context.Context, cfgJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
+	w := &worker{clk: &offsetClock{}, out: newEmitter(stdout)}
+	if err := json.Unmarshal([]byte(cfgJSON), &w.cfg); err != nil {
+		fmt.Fprintf(stderr, "torture worker: bad configuration: %v\n", err)
+		return exitSetup
+	}
+	level := slog.LevelWarn
+	if w.cfg.Verbose {
+		level = slog.LevelInfo
+	}
+	w.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("proc", w.cfg.Proc)
+	if err := w.run(ctx, stdin); err != nil {
+		w.log.Error("torture worker failed", "err", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func (w *worker) run(ctx context.Context, stdin io.Reader) error {
+	ctx, quit := context.WithCancel(ctx)
+	defer quit()
+	go w.commands(stdin, quit)
+
+	var closeStore func()
+	err := w.retry(ctx, "open the store", func() (err error) {
+		w.store, closeStore, err = openStore(ctx, w.cfg, w.clk)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	db, err := w.cfg.Rows.open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(len(generators))
+	w.rows = rowsDB{db: db, mysql: w.cfg.Rows.Driver == "mysql"}
+
+	var held []*source
+	defer func() {
+		for _, s := range held {
+			s.close()
+		}
+	}()
+	if w.cfg.Target >= 0 {
+		if w.src, held, err = w.reclaim(ctx); err != nil {
+			return err
+		}
+	} else {
+		inst := machine.Instance{Namespace: w.cfg.Namespace, ID: w.cfg.Instance}
+		err = w.retry(ctx, "acquire a machine ID", func() (err error) {
+			w.src, err = w.open(ctx, inst)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	defer w.src.close()
+	last := w.src.machineID()
+	w.out.machine(last)
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(generators))
+	for i, gen := range generators {
+		g := w.src.gens[gen]
+		wg.Go(func() {
+			if errs[i] = w.load(ctx, gen, g, &last); errs[i] != nil {
+				quit()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// commands reads the driver's commands; the end of stdin (the driver is
+// gone) quits like "quit".
+func (w *worker) commands(stdin io.Reader, quit context.CancelFunc) {
+	defer quit()
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		switch cmd {
+		case "quit":
+			return
+		case "clock":
+			off, err := strconv.ParseInt(arg, 10, 64)
+			if err != nil {
+				w.log.Error("bad clock command", "arg", arg)
+				continue
+			}
+			w.clk.off.Store(off)
+			w.log.Info("clock offset set", "offset", time.Duration(off))
+		default:
+			w.log.Error("unknown command", "cmd", cmd)
+		}
+	}
+}
+
+// retry calls f until it succeeds or ctx ends: a store that is cut off, or a
+// saved timestamp the clock has not reached yet, only delays a start.
+func (w *worker) retry(ctx context.Context, what string, f func() error) error {
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		w.log.Warn("retrying", "what", what, "err", err)
+		if serr := clock.System.Sleep(ctx, 100*time.Millisecond); serr != nil {
+			return fmt.Errorf("%s: %w (last error: %w)", what, serr, err)
+		}
+	}
+}
+
+// reclaim opens sources under fresh instance IDs until one gets the target
+// machine ID, the one a paused worker held; the others stay open so the next
+// attempt cannot get their IDs again (a store hands out free and older
+// expired IDs first).
+func (w *worker) reclaim(ctx context.Context) (*source, []*source, error) {
+	var held []*source
+	for i := 0; ; i++ {
+		inst := machine.Instance{Namespace: w.cfg.Namespace, ID: fmt.Sprintf("intruder-%d-%d", w.cfg.Proc, i)}
+		s, err := w.open(ctx, inst)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, held, err
+		case err != nil:
+			w.log.Warn("intruder: acquiring", "err", err)
+		case s.machineID() == w.cfg.Target:
+			w.log.Info("intruder: reclaimed", "machine_id", w.cfg.Target, "attempts", i+1)
+			return s, held, nil
+		default:
+			held = append(held, s)
+		}
+		if i >= 1<<snowflake.Default.MachineBits {
+			return nil, held, fmt.Errorf("intruder: machine ID %d not reclaimed after %d attempts", w.cfg.Target, i+1)
+		}
+		if err := clock.System.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, held, err
+		}
+	}
+}
+
+// load draws batches of IDs from g and inserts them until ctx ends.
+func (w *worker) load(ctx context.Context, gen string, g engine.Generator, lastMachine *int64) error {
+	table := tableOf(gen)
+	interval := time.Duration(0)
+	if w.cfg.Rate > 0 {
+		interval = time.Duration(float64(w.cfg.Batch) / float64(w.cfg.Rate) * float64(time.Second))
+	}
+	first := true
+	for ctx.Err() == nil {
+		start := time.Now()
+		ids := make([]int64, 0, w.cfg.Batch)
+		for len(ids) < w.cfg.Batch {
+			id, err := w.next(ctx, gen, g)
+			if err != nil {
+				return nil // quitting: the batch was never announced, drop it
+			}
+			if first {
+				w.out.start(gen, time.Now())
+				first = false
+			}
+			ids = append(ids, id)
+		}
+		seq := w.seq.Add(1)
+		w.out.batch(seq, gen, start, ids)
+		dups, err := w.insert(table, gen, ids, seq)
+		if err != nil {
+			return fmt.Errorf("insert batch %d into %s: %w", seq, table, err)
+		}
+		w.out.commit(seq, dups)
+		if gen == genSnowflake {
+			if m := w.src.machineID(); m != *lastMachine {
+				*lastMachine = m
+				w.out.machine(m)
+			}
+		}
+		if interval > 0 {
+			clock.System.Sleep(ctx, time.Until(start.Add(interval)))
+		}
+	}
+	return nil
+}
+
+// next returns an ID from g, retrying while g refuses, and reports a call
+// that took a millisecond or more, or met refusals, as unavailability.
+func (w *worker) next(ctx context.Context, gen string, g engine.Generator) (int64, error) {
+	start := time.Now()
+	var refusals map[string]int
+	for {
+		id, err := g.NextID(ctx)
+		if err == nil {
+			if d := time.Since(start); d >= time.Millisecond || refusals != nil {
+				w.out.unavailable(gen, start, d, refusals)
+			}
+			return id, nil
+		}
+		if ctx.Err() != nil {
+			return 0, err
+		}
+		if refusals == nil {
+			refusals = map[string]int{}
+			w.log.Warn("generator refuses", "gen", gen, "err", err)
+		}
+		refusals[refusalClass(err)]++
+		if err := clock.System.Sleep(ctx, retryDelay); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// refusalClass names the sentinel error behind a refusal.
+func refusalClass(err error) string {
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"clock_backwards", engine.ErrClockBackwards},
+		{"machine_id_lost", engine.ErrMachineIDLost},
+		{"segment_exhausted", engine.ErrSegmentExhausted},
+		{"store_unavailable", engine.ErrStoreUnavailable},
+	} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "other"
+}
+
+// insert inserts one batch and returns how many of its IDs were already in
+// the table from another batch, or repeated within it. A duplicate-key error
+// is followed by the same insert skipping existing IDs, so every row of the
+// batch is in the table when it returns; so is a failure that may or may not
+// have committed (a dropped connection), after which a retry must not count
+// the batch's own rows as duplicates.
+func (w *worker) insert(table, gen string, ids []int64, seq int64) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dupKey, ambiguous := false, false
+	for {
+		err := w.rows.insert(ctx, table, ids, w.cfg.Proc, seq, dupKey || ambiguous)
+		if err == nil {
+			break
+		}
+		switch {
+		case isDuplicateKey(err):
+			dupKey = true
+			w.log.Error("duplicate key", "table", table, "batch", seq, "err", err)
+		case ctx.Err() != nil:
+			return 0, err
+		default:
+			ambiguous = true
+			w.log.Warn("insert failed, retrying", "table", table, "batch", seq, "err", err)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !dupKey && !ambiguous {
+		return 0, nil
+	}
+	others, err := w.rows.conflicts(ctx, table, ids, w.cfg.Proc, seq)
+	if err != nil {
+		return 0, fmt.Errorf("list duplicates: %w", err)
+	}
+	for i, c := range others {
+		if i < 5 {
+			w.out.duplicate(gen, c.id, c.proc, c.batch)
+		}
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	return len(others) + len(ids) - len(slices.Compact(sorted)), nil
+}
