@@ -52,9 +52,14 @@ type R36Row struct {
 	Name string
 }
 
+// mustFormat returns the formatter the tag format=name uses: radix forms padded.
 func mustFormat(t *testing.T, name string) engine.Formatter {
 	t.Helper()
-	f, err := convert.ByName(name)
+	var opts []convert.Option
+	if name != "decimal" {
+		opts = append(opts, convert.Padded())
+	}
+	f, err := convert.ByName(name, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func checkTable(t *testing.T, db *sqlx.DB, want map[int64]Row) {
 // codes are positive, chain IDs start past the counter's base.
 func generated(t *testing.T, r *Row) {
 	t.Helper()
-	r62, err := convert.ByName("radix62")
+	r62, err := convert.ByName("radix62", convert.Padded())
 	if err != nil {
 		t.Fatal(err)
 	}

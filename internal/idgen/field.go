@@ -82,8 +82,14 @@ func NewField(model, name string, typ reflect.Type, spec Spec) (*Field, error) {
 		return nil, fieldError(model, name, fmt.Sprintf("tag `%s:%q`: unknown format %q (known: %s)",
 			TagKey, spec, format, strings.Join(convert.Names(), ", ")))
 	}
+	// Radix strings are zero-padded to full width so that string keys sort
+	// like the IDs and B-tree inserts stay append-only.
+	var opts []convert.Option
+	if format != "decimal" {
+		opts = append(opts, convert.Padded())
+	}
 	var err error
-	if f.format, err = convert.ByName(format); err != nil {
+	if f.format, err = convert.ByName(format, opts...); err != nil {
 		return nil, fmt.Errorf("model %s field %s: %w", model, name, err)
 	}
 	return f, nil

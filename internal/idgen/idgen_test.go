@@ -110,7 +110,7 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(&g).Elem()); err != nil {
 		t.Fatal(err)
 	}
-	r62, _ := convert.ByName("radix62")
+	r62, _ := convert.ByName("radix62", convert.Padded())
 	seen := map[int64]string{}
 	add := func(name string, id int64) {
 		if id <= 1_000_000 {
