@@ -12,8 +12,8 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/sqlstore"
 )
 
 func TestNewWithoutStore(t *testing.T) {

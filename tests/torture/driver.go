@@ -37,6 +37,12 @@ const (
 	overlap        = time.Second      // a woken worker and its intruder run side by side
 )
 
+// moveTimeout bounds how long a worker woken after a pause may take to leave
+// its reclaimed machine ID and issue again. It is short, not a recovery
+// timeout, because under -break fence it is how long the woken worker and
+// the intruder issue under the same machine ID.
+func moveTimeout(safeGuard time.Duration) time.Duration { return 2*safeGuard + 5*time.Second }
+
 // proc is one worker process: a regular worker in a slot, or an intruder.
 type proc struct {
 	id    int64
@@ -554,25 +560,21 @@ func (d *driver) kill(ctx context.Context) {
 	d.await(ctx, recoverTimeout, np.name+" (restarted) issues and inserts", func() bool { return np.recovered(at) })
 }
 
-// stepClock runs a worker's clock ahead by step, as a clock drifting fast
-// would, until it issued IDs on it, then steps it back by step, as NTP would.
+// stepClock steps a worker's clock back by step, as NTP correcting a clock
+// that ran fast would, and waits until it issues again: a short step is
+// waited out, a long one refused until the clock is back where it was. Then
+// the clock jumps forward to the system time again, so the offsets of a long
+// run do not add up.
 func (d *driver) stepClock(ctx context.Context, kind string, step time.Duration) {
 	p := d.pick()
 	d.begin(kind, p)
 	defer d.end()
-	ahead := time.Now()
-	d.command(p, "clock %d", step.Nanoseconds())
-	// A batch begun a few milliseconds after the command was drawn on the
-	// clock ahead: the step back then goes behind IDs the worker issued.
-	if !d.await(ctx, recoverTimeout, p.name+" issues on a clock ahead", func() bool {
-		return p.lastBatch[genSnowflake] >= ahead.Add(5*time.Millisecond).UnixMilli()
-	}) {
-		d.command(p, "clock 0")
-		return
-	}
 	back := time.Now()
+	d.command(p, "clock %d", -step.Nanoseconds())
+	d.await(ctx, step+recoverTimeout, p.name+" issues again after its clock stepped back", func() bool { return p.recovered(back) })
+	restored := time.Now()
 	d.command(p, "clock 0")
-	d.await(ctx, step+recoverTimeout, p.name+" issues again after the clock step back", func() bool { return p.recovered(back) })
+	d.await(ctx, recoverTimeout, p.name+" issues again after its clock caught up", func() bool { return p.recovered(restored) })
 }
 
 // cut cuts the store off for between half and one and a half safe-guard
@@ -635,7 +637,7 @@ func (d *driver) pause(ctx context.Context) {
 	}
 	woke := resume()
 	d.logf("%s resumed after %v", p.name, woke.Sub(stopped).Round(time.Millisecond))
-	d.await(ctx, 2*d.cfg.safeGuard+recoverTimeout, fmt.Sprintf("%s wakes, leaves machine ID %d and issues again", p.name, target), func() bool {
+	d.await(ctx, moveTimeout(d.cfg.safeGuard), fmt.Sprintf("%s wakes, leaves machine ID %d and issues again", p.name, target), func() bool {
 		return p.machine != target && p.recovered(woke)
 	})
 	d.sleep(ctx, overlap)

@@ -26,7 +26,7 @@ import (
 //
 // The driver writes commands to a worker's stdin:
 //
-//	clock <offset ns>   set the worker's clock to the system clock plus the offset
+//	clock <offset ns>   from the next snowflake ID on, the worker's clock reads the system clock plus the offset
 //	quit                finish the current batch, give the machine ID back, exit
 const (
 	evMachine   = 'M'

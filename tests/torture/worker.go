@@ -50,8 +50,22 @@ const retryDelay = 5 * time.Millisecond
 const chainMaxWait = 500 * time.Millisecond
 
 // offsetClock is the worker's clock: the system clock plus an offset the
-// driver sets, standing for a host clock that runs ahead and is stepped back.
-type offsetClock struct{ off atomic.Int64 }
+// driver sets, standing for a host clock that NTP steps back and forth.
+// A new offset waits in next until the snowflake loop applies it between two
+// IDs: a step back then always lands right after an ID on the newest tick,
+// the case the generator must wait out or refuse (applied at a random moment
+// it would mostly land during an INSERT, after the clock passed that tick).
+type offsetClock struct {
+	off  atomic.Int64
+	next atomic.Pointer[int64]
+}
+
+// apply makes a pending offset current.
+func (c *offsetClock) apply() {
+	if p := c.next.Swap(nil); p != nil {
+		c.off.Store(*p)
+	}
+}
 
 func (c *offsetClock) Now() time.Time  { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *offsetClock) UnixNano() int64 { return time.Now().UnixNano() + c.off.Load() }
@@ -165,8 +179,8 @@ func (w *worker) commands(stdin io.Reader, quit context.CancelFunc) {
 				w.log.Error("bad clock command", "arg", arg)
 				continue
 			}
-			w.clk.off.Store(off)
-			w.log.Info("clock offset set", "offset", time.Duration(off))
+			w.clk.next.Store(&off)
+			w.log.Info("clock offset requested", "offset", time.Duration(off))
 		default:
 			w.log.Error("unknown command", "cmd", cmd)
 		}
@@ -238,6 +252,9 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator, lastM
 				first = false
 			}
 			ids = append(ids, id)
+			if gen == genSnowflake {
+				w.clk.apply()
+			}
 		}
 		seq := w.seq.Add(1)
 		w.out.batch(seq, gen, start, ids)
