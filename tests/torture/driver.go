@@ -41,7 +41,7 @@ const (
 // its reclaimed machine ID and issue again. It is short, not a recovery
 // timeout, because under -break fence it is how long the woken worker and
 // the intruder issue under the same machine ID.
-func moveTimeout(safeGuard time.Duration) time.Duration { return 2*safeGuard + 5*time.Second }
+func moveTimeout(safeGuard time.Duration) time.Duration { return safeGuard + 5*time.Second }
 
 // proc is one worker process: a regular worker in a slot, or an intruder.
 type proc struct {
@@ -457,23 +457,27 @@ func (d *driver) sleep(ctx context.Context, dur time.Duration) {
 	}
 }
 
-// schedule injects faults one at a time, separated by random gaps: first
-// each kind once in a random order, then random kinds until the deadline.
+// schedule injects faults one at a time after the warm-up, separated by
+// random gaps: first each kind once in a random order, then random kinds
+// until the deadline.
 func (d *driver) schedule(ctx context.Context, deadline time.Time) {
 	kinds := d.cfg.faults
+	if len(kinds) == 0 {
+		d.sleep(ctx, time.Until(deadline))
+		return
+	}
 	order := make([]string, len(kinds))
 	for i, j := range d.rng.Perm(len(kinds)) {
 		order[i] = kinds[j]
 	}
+	d.sleep(ctx, d.cfg.warmup)
 	for i := 0; ctx.Err() == nil; i++ {
 		if i >= len(order) && !time.Now().Before(deadline) {
 			return
 		}
-		if len(kinds) == 0 {
-			d.sleep(ctx, time.Until(deadline))
-			return
+		if i > 0 {
+			d.sleep(ctx, time.Duration(float64(d.cfg.gap)*(0.5+d.rng.Float64())))
 		}
-		d.sleep(ctx, time.Duration(float64(d.cfg.gap)*(0.5+d.rng.Float64())))
 		kind := kinds[d.rng.IntN(len(kinds))]
 		if i < len(order) {
 			kind = order[i]
@@ -562,9 +566,9 @@ func (d *driver) kill(ctx context.Context) {
 
 // stepClock steps a worker's clock back by step, as NTP correcting a clock
 // that ran fast would, and waits until it issues again: a short step is
-// waited out, a long one refused until the clock is back where it was. Then
-// the clock jumps forward to the system time again, so the offsets of a long
-// run do not add up.
+// waited out, a long one refused until the clock is back where it was. Once
+// it would be, the clock jumps forward to the system time again, so the
+// offsets of a long run do not add up.
 func (d *driver) stepClock(ctx context.Context, kind string, step time.Duration) {
 	p := d.pick()
 	d.begin(kind, p)
@@ -572,6 +576,7 @@ func (d *driver) stepClock(ctx context.Context, kind string, step time.Duration)
 	back := time.Now()
 	d.command(p, "clock %d", -step.Nanoseconds())
 	d.await(ctx, step+recoverTimeout, p.name+" issues again after its clock stepped back", func() bool { return p.recovered(back) })
+	d.sleep(ctx, time.Until(back.Add(step)))
 	restored := time.Now()
 	d.command(p, "clock 0")
 	d.await(ctx, recoverTimeout, p.name+" issues again after its clock caught up", func() bool { return p.recovered(restored) })

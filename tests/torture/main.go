@@ -57,6 +57,7 @@ type config struct {
 	rate         int
 	faults       []string
 	gap          time.Duration
+	warmup       time.Duration
 	json         bool
 	verbose      bool
 	keep         bool
@@ -79,6 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
 	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all or none: "+strings.Join(faultKinds, ","))
 	fs.DurationVar(&c.gap, "gap", time.Second, "mean quiet time between faults")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "load before the first fault, once every worker inserts")
 	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&c.verbose, "v", false, "forward the workers' logs to stderr")
 	fs.BoolVar(&c.keep, "keep", false, "keep the database (and Redis keys) after the run")
@@ -126,8 +128,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-batch %d: want at least 1", c.batch)
 	case c.rate < 0:
 		return fmt.Errorf("-rate %d: want 0 (unlimited) or more", c.rate)
-	case c.gap < 0:
-		return fmt.Errorf("-gap %v: must not be negative", c.gap)
+	case c.gap < 0 || c.warmup < 0:
+		return fmt.Errorf("-gap %v, -warmup %v: must not be negative", c.gap, c.warmup)
 	case c.heartbeat <= 0 || c.heartbeat >= c.safeGuard*4/5:
 		// The lease refuses a fifth of the safe-guard early (its skew
 		// margin); a heartbeat must land well inside what is left.
