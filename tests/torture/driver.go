@@ -472,11 +472,11 @@ func (d *driver) schedule(ctx context.Context, deadline time.Time) {
 	}
 	d.sleep(ctx, d.cfg.warmup)
 	for i := 0; ctx.Err() == nil; i++ {
-		if i >= len(order) && !time.Now().Before(deadline) {
-			return
-		}
 		if i > 0 {
 			d.sleep(ctx, time.Duration(float64(d.cfg.gap)*(0.5+d.rng.Float64())))
+		}
+		if ctx.Err() != nil || i >= len(order) && !time.Now().Before(deadline) {
+			return
 		}
 		kind := kinds[d.rng.IntN(len(kinds))]
 		if i < len(order) {

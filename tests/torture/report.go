@@ -78,6 +78,14 @@ type dupSample struct {
 	Already   string `json:"already_inserted_by"`
 }
 
+func (s dupSample) String() string {
+	m := ""
+	if s.MachineID != nil {
+		m = fmt.Sprintf(" (machine ID %d)", *s.MachineID)
+	}
+	return fmt.Sprintf("%s ID %d%s inserted by %s, already by %s", s.Generator, s.ID, m, s.By, s.Already)
+}
+
 // sample describes a duplicate event; callers hold mu.
 func (d *driver) sample(p *proc, ev event) dupSample {
 	s := dupSample{Generator: ev.gen, ID: ev.id, By: p.name, Already: fmt.Sprintf("proc %d batch %d", ev.proc, ev.seq)}
@@ -278,11 +286,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "machine IDs: %d restarts after kill -9, %d reclaimed by intruders, %d moves to a new ID\n",
 		r.Restarts, r.Reclaims, r.Moves)
 	for _, s := range r.DuplicateSamples {
-		m := ""
-		if s.MachineID != nil {
-			m = fmt.Sprintf(" (machine ID %d)", *s.MachineID)
-		}
-		fmt.Fprintf(w, "duplicate %s ID %d%s inserted by %s, already by %s\n", s.Generator, s.ID, m, s.By, s.Already)
+		fmt.Fprintf(w, "duplicate %s\n", s)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// The short runs: every fault kind at least once per store, about 20 s each,
+// 4 workers (the CI machine has 2 cores) at a bounded rate.
+var shortRun = []string{"-duration", "20s", "-workers", "4", "-rate", "5000", "-gap", "300ms", "-warmup", "500ms"}
+
+var (
+	binDir   string
+	buildErr error
+	build    sync.Once
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		var err error
+		if binDir, err = os.MkdirTemp("", "torture-test-"); err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(binDir)
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// binary builds the program once, without -race: the workers are what is
+// under test, and the race detector would multiply the CPU they need.
+func binary(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the torture driver pauses and kills workers with Linux signals")
+	}
+	if testing.Short() {
+		t.Skip("torture runs take seconds each; skipped with -short")
+	}
+	bin := filepath.Join(binDir, "torture")
+	build.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return bin
+}
+
+// requireServers skips the test when a server the store needs is down, or
+// fails it with IDFORGE_REQUIRE_SERVERS=1.
+func requireServers(t *testing.T, store string) {
+	t.Helper()
+	switch store {
+	case "postgres":
+		testdb.Postgres(t)
+	case "mariadb":
+		testdb.MariaDB(t)
+	case "redis":
+		testdb.Redis(t)
+		testdb.Postgres(t) // the rows go to PostgreSQL
+	}
+}
+
+// torture runs the program with -json and returns its report and exit status.
+func torture(t *testing.T, args ...string) (*report, int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"-json"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run torture: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("torture %s\nstderr:\n%s", strings.Join(args, " "), stderr.String())
+		}
+	})
+	if code == exitSetup {
+		t.Fatalf("torture could not set up (exit %d):\n%s", code, stderr.String())
+	}
+
+	// Exactly one JSON object, with the keys the issue asks for.
+	dec := json.NewDecoder(&stdout)
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatalf("report is not a JSON object: %v\nstdout: %s", err, stdout.String())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("more than one JSON value on stdout (next: %v)", err)
+	}
+	for _, k := range []string{"ids_issued", "duplicates", "rows_acked", "rows_found", "rows_lost", "faults",
+		"max_unavailable_ms", "ids_per_second", "seed", "store", "duration", "rows_in_flight_found"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("report lacks the key %q", k)
+		}
+	}
+	var rep report
+	js, _ := json.Marshal(raw)
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatalf("decode report: %v", err)
+	}
+	return &rep, code
+}
+
+func seedArgs(t *testing.T) []string {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return []string{"-seed", strconv.FormatUint(seed, 10)}
+}
+
+// TestTorture is the short run of every fault on every store: it must issue
+// no ID twice, lose no acknowledged row, inject every fault kind, and show
+// the library reacting as designed (long clock steps refused, reclaimed
+// machine IDs left, killed workers restarted).
+func TestTorture(t *testing.T) {
+	for _, store := range []string{"postgres", "mariadb", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			requireServers(t, store)
+			rep, code := torture(t, slices.Concat([]string{"-store", store}, shortRun, seedArgs(t))...)
+			t.Logf("%s: %d snowflake + %d chain IDs, %d rows acked, %d found (%d in flight at a kill), faults %v, longest unavailable %v ms",
+				store, rep.IDsIssued[genSnowflake], rep.IDsIssued[genChain], rep.RowsAcked, rep.RowsFound,
+				rep.RowsInFlightFound, rep.Faults, rep.MaxUnavailableMS)
+			if code != exitOK || !rep.OK {
+				t.Errorf("exit status %d, ok %v, problems %q", code, rep.OK, rep.Problems)
+			}
+			if rep.Duplicates != 0 || rep.AckedTwice != 0 {
+				t.Errorf("duplicates: %d from the database, %d acknowledged twice; samples %v", rep.Duplicates, rep.AckedTwice, rep.DuplicateSamples)
+			}
+			if rep.RowsLost != 0 || rep.RowsUnexplained != 0 {
+				t.Errorf("rows lost %d, unexplained %d", rep.RowsLost, rep.RowsUnexplained)
+			}
+			if rep.RowsFound != rep.RowsAcked+rep.RowsInFlightFound {
+				t.Errorf("rows found %d != acked %d + in flight found %d", rep.RowsFound, rep.RowsAcked, rep.RowsInFlightFound)
+			}
+			for _, k := range faultKinds {
+				if rep.Faults[k] < 1 {
+					t.Errorf("fault %s injected %d times", k, rep.Faults[k])
+				}
+			}
+			for _, g := range generators {
+				if rep.IDsIssued[g] == 0 || rep.Tables[g].Acked == 0 {
+					t.Errorf("%s: issued %d, acked %d", g, rep.IDsIssued[g], rep.Tables[g].Acked)
+				}
+			}
+			if rep.Refusals["clock_backwards"] == 0 {
+				t.Errorf("the 50 ms and 5 s clock steps were never refused: refusals %v", rep.Refusals)
+			}
+			if rep.Reclaims != rep.Faults["pause"] || rep.Moves < rep.Faults["pause"] {
+				t.Errorf("%d pauses, %d machine IDs reclaimed by intruders, %d moves", rep.Faults["pause"], rep.Reclaims, rep.Moves)
+			}
+			if rep.Restarts != rep.Faults["kill"] {
+				t.Errorf("%d kills, %d restarts", rep.Faults["kill"], rep.Restarts)
+			}
+		})
+	}
+}
+
+// TestBrokenBuildsAreCaught runs the short torture with each -break switch,
+// a deliberately broken worker, and expects the report to show duplicates
+// and the exit status to say so: the suite catches what it claims to catch.
+func TestBrokenBuildsAreCaught(t *testing.T) {
+	// Each break runs at full speed, with only the fault it needs: the
+	// duplicates come from two generators (or one, twice) issuing in the same
+	// milliseconds, which the bounded rate of the short run makes rare.
+	for _, tc := range []struct {
+		brk  string
+		args []string
+	}{
+		// Every worker on machine ID 1: they collide as soon as they issue.
+		{"machine", []string{"-workers", "2", "-faults", "none", "-duration", "3s"}},
+		// The woken worker keeps issuing on the ID the intruder reclaimed.
+		{"fence", []string{"-workers", "1", "-faults", "pause", "-duration", "1s", "-warmup", "500ms",
+			"-safeguard", "2s", "-heartbeat", "200ms"}},
+		// The generator forgets its last timestamp on a 5 s step back and
+		// reissues the last 5 s of its own ticks: warm up longer than that.
+		{"clock", []string{"-workers", "1", "-faults", "clock_back_5s", "-duration", "1s", "-warmup", "6s"}},
+	} {
+		t.Run(tc.brk, func(t *testing.T) {
+			requireServers(t, "postgres")
+			rep, code := torture(t, slices.Concat([]string{"-store", "postgres", "-break", tc.brk}, tc.args, seedArgs(t))...)
+			t.Logf("-break %s: %d duplicates (%d acknowledged twice) among %d snowflake IDs, e.g. %v",
+				tc.brk, rep.Duplicates, rep.AckedTwice, rep.IDsIssued[genSnowflake], rep.DuplicateSamples[:min(2, len(rep.DuplicateSamples))])
+			if rep.Duplicates == 0 || rep.AckedTwice == 0 {
+				t.Errorf("-break %s went unnoticed: duplicates %d, acknowledged twice %d", tc.brk, rep.Duplicates, rep.AckedTwice)
+			}
+			if code != exitFailed || rep.OK {
+				t.Errorf("-break %s: exit status %d, ok %v; want %d and false", tc.brk, code, rep.OK, exitFailed)
+			}
+			if rep.Tables[genChain].Duplicates != 0 || rep.RowsLost != 0 {
+				t.Errorf("-break %s breaks only snowflake IDs, yet chain duplicates %d, rows lost %d",
+					tc.brk, rep.Tables[genChain].Duplicates, rep.RowsLost)
+			}
+			for _, s := range rep.DuplicateSamples {
+				if s.Generator != genSnowflake || s.MachineID == nil {
+					t.Errorf("duplicate sample %v: want a snowflake ID with its machine ID", s)
+					continue
+				}
+				switch tc.brk {
+				case "machine":
+					if *s.MachineID != brokenMachineID {
+						t.Errorf("duplicate on machine ID %d, want the shared %d", *s.MachineID, brokenMachineID)
+					}
+				case "fence":
+					if !strings.HasPrefix(s.By, "intruder") && !strings.HasPrefix(s.Already, "intruder") {
+						t.Errorf("duplicate %v is not between the woken worker and the intruder", s)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRunsRoundTrip(t *testing.T) {
+	ids := []int64{5, 6, 7, 9, 10, 3, 4, 100}
+	runs := toRuns(ids)
+	want := []idRun{{5, 3}, {9, 2}, {3, 2}, {100, 1}}
+	if !slices.Equal(runs, want) {
+		t.Fatalf("toRuns(%v) = %v, want %v", ids, runs, want)
+	}
+	var b bytes.Buffer
+	newEmitter(&b).batch(7, genSnowflake, time.UnixMilli(1234), ids)
+	ev, err := parseEvent(strings.TrimSuffix(b.String(), "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != "B 7 snowflake 1234 5:3 9:2 3:2 100\n" || ev.seq != 7 || ev.gen != genSnowflake ||
+		!slices.Equal(ev.runs, want) || countRuns(ev.runs) != int64(len(ids)) {
+		t.Fatalf("line %q parsed to %+v", b.String(), ev)
+	}
+	for _, bad := range []string{"B 1 snowflake 5 7:0", "B 1 nope 5 7", "C 1", "X 1 2", "U chain 1 2 clock=x", ""} {
+		if _, err := parseEvent(bad); err == nil {
+			t.Errorf("parseEvent(%q) accepted", bad)
+		}
+	}
+}
+
+// The read-back comparison in miniature: union counts IDs acknowledged more
+// than once, cursor finds ascending IDs in the merged runs.
+func TestUnionAndCursor(t *testing.T) {
+	runs, repeated := union([]idRun{{10, 5}, {1, 3}, {12, 5}, {4, 1}, {30, 1}, {30, 1}})
+	// 1..4 adjacent, 10..14 and 12..16 overlap by 3, 30 twice.
+	if want := []idRun{{1, 4}, {10, 7}, {30, 1}}; !slices.Equal(runs, want) || repeated != 4 {
+		t.Fatalf("union = %v, repeated %d; want %v, 4", runs, repeated, want)
+	}
+	c := cursor{runs: runs}
+	var found []int64
+	for id := range int64(35) {
+		if c.has(id) {
+			found = append(found, id)
+		}
+	}
+	if want := []int64{1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 16, 30}; !slices.Equal(found, want) {
+		t.Fatalf("cursor found %v, want %v", found, want)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-store", "sqlite"}, {"-workers", "0"}, {"-faults", "kill,flood"}, {"-break", "everything"},
+		{"-safeguard", "1s", "-heartbeat", "900ms"}, {"extra"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(context.Background(), args, nil, io.Discard, &stderr); code != exitSetup || stderr.Len() == 0 {
+			t.Errorf("run(%q) = %d with %q; want %d and a message", args, code, stderr.String(), exitSetup)
+		}
+	}
+}
