@@ -17,6 +17,10 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
+// longLived leaves its state word too few spare sequence values for the
+// atomic-add fast path: every ID takes the compare-and-swap path.
+var longLived = Layout{Epoch: DefaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: Millisecond}
+
 // start is a whole millisecond, so clock steps come out as round durations.
 var start = time.Date(2026, 6, 23, 13, 17, 30, 192e6, time.UTC)
 
@@ -195,10 +199,10 @@ func TestMaxBackwardsZeroFailsAtOnce(t *testing.T) {
 
 func TestSequenceOverflowWaitsATick(t *testing.T) {
 	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 8, Unit: Second}
-	for _, l := range []Layout{Default, small} {
+	for _, l := range []Layout{Default, small, longLived} {
 		t.Run(l.String(), func(t *testing.T) {
 			clk := clock.NewFake(start)
-			g := newGen(t, 3, WithClock(clk), WithLayout(l))
+			g := newGen(t, l.MaxMachineID(), WithClock(clk), WithLayout(l))
 			ids := make([]int64, l.IDsPerTick()+1)
 			for i := range ids {
 				ids[i] = next(t, g)
@@ -418,9 +422,46 @@ func TestNoAllocations(t *testing.T) {
 	}
 }
 
+// TestOverrunSequenceWaitsATick: callers racing past MaxSequence with the
+// atomic add leave the sequence field above it; that reads as a used-up tick.
+func TestOverrunSequenceWaitsATick(t *testing.T) {
+	clk := clock.NewFake(start)
+	g := newGen(t, 2, WithClock(clk))
+	first, _ := Default.Decode(next(t, g))
+	g.state.Store(g.pack(first.Tick, g.seqMask+3))
+	p, _ := Default.Decode(next(t, g))
+	if p.Tick != first.Tick+1 || p.Sequence != 0 {
+		t.Errorf("after an overrun tick %d: %+v, want the next tick at sequence 0", first.Tick, p)
+	}
+}
+
 func TestConcurrentIDsAreDistinct(t *testing.T) {
-	const goroutines, perGoroutine = 16, 250_000
-	g := newGen(t, 7)
+	cached := clock.NewCached(time.Millisecond)
+	defer cached.Close()
+	cases := []struct {
+		name                   string
+		machine                int64
+		opts                   []Option
+		goroutines, perRoutine int
+	}{
+		// The brief's load: most IDs race for the last numbers of a tick.
+		{"default", 1000, nil, 16, 250_000},
+		// 512 IDs per millisecond: ticks run out all the time.
+		{"jssafe", 7, []Option{WithLayout(JSSafe)}, 8, 20_000},
+		// Compare-and-swap on every ID.
+		{"long-lived", 0, []Option{WithLayout(longLived)}, 8, 50_000},
+		// Never runs out of sequence: the atomic add alone.
+		{"wide-cached", 0, []Option{WithLayout(wide), WithClock(cached)}, 8, 100_000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newGen(t, c.machine, c.opts...)
+			checkDistinct(t, g, c.goroutines, c.perRoutine)
+		})
+	}
+}
+
+func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 	all := make([][]int64, goroutines)
 	var wg sync.WaitGroup
 	for w := range all {
@@ -456,7 +497,7 @@ func TestConcurrentIDsAreDistinct(t *testing.T) {
 			t.Fatalf("duplicate ID %d", merged[i])
 		}
 	}
-	if p, _ := Default.Decode(merged[len(merged)-1]); p.Machine != 7 {
-		t.Errorf("machine %d, want 7", p.Machine)
+	if p, _ := g.Layout().Decode(merged[len(merged)-1]); p.Machine != g.MachineID() {
+		t.Errorf("machine %d, want %d", p.Machine, g.MachineID())
 	}
 }
