@@ -254,6 +254,9 @@ func TestTimestampOverflow(t *testing.T) {
 func TestLastTimestampAtStartUp(t *testing.T) {
 	clk := clock.NewFake(start)
 	ahead := start.Add(2 * time.Millisecond).UnixMilli()
+	if g := newGen(t, 1, WithClock(clk)); g.LastTimestamp() != 0 {
+		t.Errorf("LastTimestamp of a new generator = %d, want 0", g.LastTimestamp())
+	}
 	g := newGen(t, 1, WithClock(clk), WithLastTimestamp(ahead))
 	if g.LastTimestamp() != ahead {
 		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.LastTimestamp(), ahead)
@@ -308,11 +311,11 @@ func TestFenceStopsIssuing(t *testing.T) {
 		t.Errorf("fence saw %d, want the ID's time %d", seen.Load(), p.Time.UnixMilli())
 	}
 	lost.Store(true)
-	clk.Advance(time.Millisecond)
-	for range 3 {
+	for range 2 { // within the same tick, then in the next
 		if id, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrMachineIDLost) {
 			t.Fatalf("after the lease lapsed: %d, %v", id, err)
 		}
+		clk.Advance(time.Millisecond)
 	}
 	if g.LastTimestamp() != p.Time.UnixMilli() {
 		t.Errorf("a refused ID moved LastTimestamp")
@@ -456,6 +459,9 @@ func TestConcurrentIDsAreDistinct(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := newGen(t, c.machine, c.opts...)
+			if want := c.name != "long-lived"; g.fastAdd != want {
+				t.Errorf("fast path %v, want %v", g.fastAdd, want)
+			}
 			checkDistinct(t, g, c.goroutines, c.perRoutine)
 		})
 	}
@@ -490,6 +496,13 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 	}
 	if len(merged) != goroutines*perGoroutine {
 		t.Fatalf("%d IDs, want %d", len(merged), goroutines*perGoroutine)
+	}
+	// A number taken past MaxSequence must never leak into the machine bits.
+	l := g.Layout()
+	for _, id := range merged {
+		if id>>l.SequenceBits&l.MaxMachineID() != g.MachineID() {
+			t.Fatalf("id %d carries machine %d, want %d", id, id>>l.SequenceBits&l.MaxMachineID(), g.MachineID())
+		}
 	}
 	slices.Sort(merged)
 	for i := 1; i < len(merged); i++ {
