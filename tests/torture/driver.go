@@ -14,12 +14,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/faultproxy"
 	"github.com/idforge/idforge/internal/testdb"
 )
 
-// faultKinds are the faults the driver injects, one at a time.
+// faultKinds are the faults the driver injects, one at a time; -faults all
+// means these.
 var faultKinds = []string{"kill", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause"}
+
+// extraFaultKinds are injected only when named. kill_clock_back restarts a
+// killed worker with its clock 1 s behind, as if NTP stepped the host clock
+// back while it was down: the restart waits out the timestamp saved at the
+// last heartbeat, but not the IDs issued after it, and reissues their ticks
+// (see README.md).
+var extraFaultKinds = []string{"kill_clock_back"}
 
 // clockSteps are the clock faults' steps back.
 var clockSteps = map[string]time.Duration{
@@ -60,9 +69,35 @@ type proc struct {
 	exited     bool
 	expectExit bool // told to quit, or killed
 	killed     bool
+	tenures    []tenure // its snowflake ticks per machine ID held, in order
 	tail       []string // its last log lines
 	restartOf  *fault   // set on a worker restarted after a kill
 	killedAt   time.Time
+}
+
+// tenure is a stretch of snowflake IDs a process issued under one machine
+// ID, by tick (milliseconds since the layout's epoch).
+type tenure struct {
+	proc                *proc
+	machine             int64
+	firstTick, lastTick int64
+}
+
+// noteTicks extends p's tenures with a batch's snowflake runs; a run lies
+// in one tick of one machine ID. Callers hold mu.
+func (p *proc) noteTicks(runs []idRun) {
+	for _, r := range runs {
+		parts, err := snowflake.Default.Decode(r.first)
+		if err != nil {
+			continue // the read-back reports what cannot be a snowflake ID
+		}
+		if k := len(p.tenures) - 1; k >= 0 && p.tenures[k].machine == parts.Machine {
+			t := &p.tenures[k]
+			t.firstTick, t.lastTick = min(t.firstTick, parts.Tick), max(t.lastTick, parts.Tick)
+			continue
+		}
+		p.tenures = append(p.tenures, tenure{proc: p, machine: parts.Machine, firstTick: parts.Tick, lastTick: parts.Tick})
+	}
 }
 
 type pendingBatch struct {
@@ -223,7 +258,10 @@ func (d *driver) problem(format string, args ...any) {
 
 // spawn starts a worker in slot, or with target >= 0 an intruder that
 // reclaims that machine ID.
-func (d *driver) spawn(slot int, target int64) (*proc, error) {
+func (d *driver) spawn(slot int, target int64) (*proc, error) { return d.spawnAt(slot, target, 0) }
+
+// spawnAt starts a process whose clock is offset from the system clock.
+func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, error) {
 	d.mu.Lock()
 	d.nextProc++
 	id := d.nextProc
@@ -238,6 +276,7 @@ func (d *driver) spawn(slot int, target int64) (*proc, error) {
 		Rows: d.be.rows, Namespace: d.ns,
 		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, MaxBackwards: d.cfg.maxBackwards,
 		Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
+		ClockOffset: offset,
 	}
 	js, err := json.Marshal(wc)
 	if err != nil {
@@ -342,6 +381,9 @@ func (d *driver) handle(p *proc, ev event) {
 		p.pending[ev.seq] = pendingBatch{gen: ev.gen, runs: ev.runs}
 		p.lastBatch[ev.gen] = ev.at.UnixMilli()
 		d.gens[ev.gen].issued += countRuns(ev.runs)
+		if ev.gen == genSnowflake {
+			p.noteTicks(ev.runs)
+		}
 	case evCommit:
 		b, ok := p.pending[ev.seq]
 		if !ok {
@@ -489,7 +531,9 @@ func (d *driver) schedule(ctx context.Context, deadline time.Time) {
 func (d *driver) inject(ctx context.Context, kind string) {
 	switch kind {
 	case "kill":
-		d.kill(ctx)
+		d.kill(ctx, kind, 0)
+	case "kill_clock_back":
+		d.kill(ctx, kind, -time.Second)
 	case "store_cut":
 		d.cut(ctx)
 	case "pause":
@@ -538,9 +582,9 @@ func (d *driver) command(p *proc, format string, args ...any) {
 // kill kills a worker with SIGKILL and restarts it in its slot, under the
 // same instance ID: it must find its machine ID again and wait out the
 // timestamp saved for it.
-func (d *driver) kill(ctx context.Context) {
+func (d *driver) kill(ctx context.Context, kind string, offset time.Duration) {
 	p := d.pick()
-	f := d.begin("kill", p)
+	f := d.begin(kind, p)
 	defer d.end()
 	d.mu.Lock()
 	p.expectExit, p.killed = true, true
@@ -551,7 +595,7 @@ func (d *driver) kill(ctx context.Context) {
 		return
 	}
 	<-p.done
-	np, err := d.spawn(p.slot, -1)
+	np, err := d.spawnAt(p.slot, -1, offset)
 	if err != nil {
 		d.problem("restart slot %d: %v", p.slot, err)
 		return
@@ -561,7 +605,12 @@ func (d *driver) kill(ctx context.Context) {
 	f.procs = append(f.procs, np)
 	d.restarts++
 	d.mu.Unlock()
-	d.await(ctx, recoverTimeout, np.name+" (restarted) issues and inserts", func() bool { return np.recovered(at) })
+	d.await(ctx, recoverTimeout-offset, np.name+" (restarted) issues and inserts", func() bool { return np.recovered(at) })
+	if offset != 0 {
+		restored := time.Now()
+		d.command(np, "clock 0")
+		d.await(ctx, recoverTimeout, np.name+" issues again after its clock caught up", func() bool { return np.recovered(restored) })
+	}
 }
 
 // stepClock steps a worker's clock back by step, as NTP correcting a clock

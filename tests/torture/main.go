@@ -78,7 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
-	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all or none: "+strings.Join(faultKinds, ","))
+	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all or none: "+
+		strings.Join(faultKinds, ",")+" (all), "+strings.Join(extraFaultKinds, ","))
 	fs.DurationVar(&c.gap, "gap", time.Second, "mean quiet time between faults")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "load before the first fault, once every worker inserts")
 	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
@@ -151,8 +152,9 @@ func parseFaults(s string) ([]string, error) {
 	var out []string
 	for k := range strings.SplitSeq(s, ",") {
 		k = strings.TrimSpace(k)
-		if !slices.Contains(faultKinds, k) {
-			return nil, fmt.Errorf("-faults: unknown fault kind %q (known: %s)", k, strings.Join(faultKinds, ", "))
+		if !slices.Contains(faultKinds, k) && !slices.Contains(extraFaultKinds, k) {
+			return nil, fmt.Errorf("-faults: unknown fault kind %q (known: %s)", k,
+				strings.Join(slices.Concat(faultKinds, extraFaultKinds), ", "))
 		}
 		if !slices.Contains(out, k) {
 			out = append(out, k)

@@ -39,6 +39,12 @@ type report struct {
 	RowsInFlightFound int64 `json:"rows_in_flight_found"`
 	RowsUnexplained   int64 `json:"rows_unexplained"`
 
+	// TickOverlaps counts pairs of processes that issued snowflake IDs in a
+	// same millisecond under one machine ID: duplicates waiting to happen,
+	// avoided only if their sequence numbers did not meet. Must be 0.
+	TickOverlaps       int      `json:"tick_overlaps"`
+	TickOverlapSamples []string `json:"tick_overlap_samples,omitempty"`
+
 	Tables map[string]*tableReport `json:"tables"`
 
 	Faults                        map[string]int              `json:"faults"`
@@ -138,6 +144,7 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 		r.MaxUnavailableOutsideFaultsMS[gen] = d.outside[gen].Milliseconds()
 	}
 	r.IDsPerSecond["total"] = float64(total) / elapsed.Seconds()
+	r.TickOverlaps, r.TickOverlapSamples = d.tickOverlaps()
 	for _, k := range d.cfg.faults {
 		r.Faults[k] = d.faults[k]
 		if d.faults[k] == 0 {
@@ -157,8 +164,42 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 		}
 	}
 	r.Problems = append([]string{}, d.problems...)
-	r.OK = r.Duplicates == 0 && r.AckedTwice == 0 && r.RowsLost == 0 && r.RowsUnexplained == 0 && len(r.Problems) == 0
+	r.OK = r.Duplicates == 0 && r.AckedTwice == 0 && r.TickOverlaps == 0 && r.RowsLost == 0 && r.RowsUnexplained == 0 &&
+		len(r.Problems) == 0
 	return r
+}
+
+// tickOverlaps finds machine IDs under which two processes issued in a same
+// millisecond: sorted by first tick, a tenure must start after every earlier
+// one of another process ended. Callers hold mu.
+func (d *driver) tickOverlaps() (int, []string) {
+	var all []tenure
+	for _, p := range d.procs {
+		all = append(all, p.tenures...)
+	}
+	slices.SortFunc(all, func(a, b tenure) int {
+		return cmp.Or(cmp.Compare(a.machine, b.machine), cmp.Compare(a.firstTick, b.firstTick))
+	})
+	var n int
+	var samples []string
+	for i, t := range all {
+		for _, e := range all[:i] {
+			if e.machine != t.machine || e.proc == t.proc || e.lastTick < t.firstTick {
+				continue
+			}
+			n++
+			if len(samples) < 10 {
+				samples = append(samples, fmt.Sprintf("machine ID %d: %s issued from %s on, %s until %s (%d ms together)",
+					t.machine, t.proc.name, tickTime(t.firstTick), e.proc.name, tickTime(e.lastTick),
+					min(e.lastTick, t.lastTick)-t.firstTick+1))
+			}
+		}
+	}
+	return n, samples
+}
+
+func tickTime(tick int64) string {
+	return snowflake.Default.Epoch.Add(time.Duration(tick) * time.Millisecond).Format("15:04:05.000")
 }
 
 // verify reads gen's table back in ID order and merges it with the
@@ -285,6 +326,10 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nrefused NextID calls: %s\n", strings.Join(refusals, ", "))
 	fmt.Fprintf(w, "machine IDs: %d restarts after kill -9, %d reclaimed by intruders, %d moves to a new ID\n",
 		r.Restarts, r.Reclaims, r.Moves)
+	fmt.Fprintf(w, "tick overlaps (two processes, one machine ID, one millisecond): %d\n", r.TickOverlaps)
+	for _, s := range r.TickOverlapSamples {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
 	for _, s := range r.DuplicateSamples {
 		fmt.Fprintf(w, "duplicate %s\n", s)
 	}

@@ -116,7 +116,7 @@ func torture(t *testing.T, args ...string) (*report, int) {
 		t.Fatalf("more than one JSON value on stdout (next: %v)", err)
 	}
 	for _, k := range []string{"ids_issued", "duplicates", "rows_acked", "rows_found", "rows_lost", "faults",
-		"max_unavailable_ms", "ids_per_second", "seed", "store", "duration", "rows_in_flight_found"} {
+		"max_unavailable_ms", "ids_per_second", "seed", "store", "duration", "rows_in_flight_found", "tick_overlaps"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("report lacks the key %q", k)
 		}
@@ -152,6 +152,9 @@ func TestTorture(t *testing.T) {
 			}
 			if rep.Duplicates != 0 || rep.AckedTwice != 0 {
 				t.Errorf("duplicates: %d from the database, %d acknowledged twice; samples %v", rep.Duplicates, rep.AckedTwice, rep.DuplicateSamples)
+			}
+			if rep.TickOverlaps != 0 {
+				t.Errorf("%d tick overlaps: %q", rep.TickOverlaps, rep.TickOverlapSamples)
 			}
 			if rep.RowsLost != 0 || rep.RowsUnexplained != 0 {
 				t.Errorf("rows lost %d, unexplained %d", rep.RowsLost, rep.RowsUnexplained)
@@ -209,6 +212,12 @@ func TestBrokenBuildsAreCaught(t *testing.T) {
 				tc.brk, rep.Duplicates, rep.AckedTwice, rep.IDsIssued[genSnowflake], rep.DuplicateSamples[:min(2, len(rep.DuplicateSamples))])
 			if rep.Duplicates == 0 || rep.AckedTwice == 0 {
 				t.Errorf("-break %s went unnoticed: duplicates %d, acknowledged twice %d", tc.brk, rep.Duplicates, rep.AckedTwice)
+			}
+			// Two processes on one machine ID show as overlapping ticks
+			// whether or not their sequence numbers met; -break clock
+			// collides with itself.
+			if wantOverlap := tc.brk != "clock"; (rep.TickOverlaps > 0) != wantOverlap {
+				t.Errorf("-break %s: %d tick overlaps, want them: %v", tc.brk, rep.TickOverlaps, wantOverlap)
 			}
 			if code != exitFailed || rep.OK {
 				t.Errorf("-break %s: exit status %d, ok %v; want %d and false", tc.brk, code, rep.OK, exitFailed)
@@ -283,7 +292,7 @@ func TestUnionAndCursor(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-store", "sqlite"}, {"-workers", "0"}, {"-faults", "kill,flood"}, {"-break", "everything"},
+		{"-store", "sqlite"}, {"-workers", "0"}, {"-faults", "kill,flood"}, {"-break", "everything"}, {"-warmup", "-1s"},
 		{"-safeguard", "1s", "-heartbeat", "900ms"}, {"extra"},
 	} {
 		var stderr bytes.Buffer

@@ -40,6 +40,9 @@ type workerConfig struct {
 	Rate         int
 	Break        string
 	Verbose      bool
+	// ClockOffset is the clock's offset at start: a worker restarted on a
+	// host whose clock was stepped back while it was down.
+	ClockOffset time.Duration
 }
 
 // Generators in a worker are retried this often while they refuse.
@@ -91,6 +94,7 @@ func runWorker(ctx context.Context, cfgJSON string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "torture worker: bad configuration: %v\n", err)
 		return exitSetup
 	}
+	w.clk.off.Store(int64(w.cfg.ClockOffset))
 	level := slog.LevelWarn
 	if w.cfg.Verbose {
 		level = slog.LevelInfo
