@@ -24,8 +24,10 @@ import (
 //   - It keeps at least the prefetch distance fetched ahead, counted in
 //     segments of step IDs and measured in IDs not yet handed out. The
 //     distance starts at the safe distance.
-//   - It tops the list up with one store call for the whole shortfall,
-//     rounded up to whole steps, appended as one segment.
+//   - When fewer are ahead, it tops the list up to twice the distance with
+//     one store call (rounded up to whole steps), appended as one segment:
+//     so one store call per distance's worth of IDs at most, and between
+//     one and two distances held ahead.
 //   - It wakes every prefetch period, whenever a caller has used up about a
 //     quarter of the distance, and when a caller finds nothing ready.
 //   - A caller that found nothing ready is hungry: the worker doubles the
@@ -298,7 +300,10 @@ func (c *Chain) cycle(ctx context.Context) time.Duration {
 	if ahead >= target {
 		return c.cfg.period
 	}
-	size := (target - ahead + step - 1) / step * step
+	// Topping up to twice the target makes each store call bring at least a
+	// target's worth: fewer round trips, and fewer wake-ups of this worker
+	// that could stall a caller's thread.
+	size := (2*target - ahead + step - 1) / step * step
 	if err := c.fetch(ctx, size, target); err != nil {
 		if ctx.Err() != nil {
 			return 0 // closing

@@ -18,15 +18,16 @@ const (
 	// round trip per thousand IDs, so a 1 ms store costs a generator under
 	// 1 µs per ID even without prefetching, while the IDs of several
 	// instances stay within a few thousand of each other and a restart
-	// wastes only what the chain held (safe distance × step IDs unless it
-	// was hungry). CosId's 10 leans on
+	// wastes only what the chain held (at most twice the safe distance ×
+	// step IDs unless it was hungry). CosId's 10 leans on
 	// prefetching for every ID it serves and makes the store the bottleneck
 	// of a chain that is not hungry yet.
 	DefaultStep = 1000
 	// DefaultSafeDistance is the number of segments the chain keeps fetched
-	// ahead when callers are fed (CosId's code default). With the default
-	// step that is 2,000 IDs: it rides out a store outage of 2,000 IDs'
-	// worth of traffic; raise it for longer outages.
+	// ahead at least when callers are fed (CosId's code default); it tops
+	// up to twice that. With the default step that is 2,000 to 4,000 IDs:
+	// it rides out a store outage of at least 2,000 IDs' worth of traffic;
+	// raise it for longer outages.
 	DefaultSafeDistance = 2
 	// DefaultMaxPrefetchDistance caps how far hunger widens the distance, in
 	// segments. With the default step it is 10^9 IDs, the same number of IDs
