@@ -218,6 +218,9 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 	if d.awaitAll(ctx, readyTimeout, "every worker issues and inserts its first rows", start) {
 		d.schedule(ctx, start.Add(c.duration))
 	}
+	if ctx.Err() != nil {
+		d.problem("interrupted after %v", time.Since(start).Round(time.Second))
+	}
 	d.stopAll()
 	elapsed := time.Since(start)
 	d.proxy.Restore()

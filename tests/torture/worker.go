@@ -86,6 +86,8 @@ type worker struct {
 	store idforge.Store
 	seq   atomic.Int64
 	src   *source
+	// machine is the machine ID last reported; the snowflake loop owns it.
+	machine int64
 }
 
 func runWorker(ctx context.Context, cfgJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -118,7 +120,7 @@ func (w *worker) run(ctx context.Context, stdin io.Reader) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nil // retry gives up only when told to quit
 	}
 	defer closeStore()
 	db, err := w.cfg.Rows.open()
@@ -136,29 +138,30 @@ func (w *worker) run(ctx context.Context, stdin io.Reader) error {
 		}
 	}()
 	if w.cfg.Target >= 0 {
-		if w.src, held, err = w.reclaim(ctx); err != nil {
-			return err
-		}
+		w.src, held, err = w.reclaim(ctx)
 	} else {
 		inst := machine.Instance{Namespace: w.cfg.Namespace, ID: w.cfg.Instance}
 		err = w.retry(ctx, "acquire a machine ID", func() (err error) {
 			w.src, err = w.open(ctx, inst)
 			return err
 		})
-		if err != nil {
-			return err
-		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil // told to quit before it started
+	case err != nil:
+		return err
 	}
 	defer w.src.close()
-	last := w.src.machineID()
-	w.out.machine(last)
+	w.machine = w.src.machineID()
+	w.out.machine(w.machine)
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(generators))
 	for i, gen := range generators {
 		g := w.src.gens[gen]
 		wg.Go(func() {
-			if errs[i] = w.load(ctx, gen, g, &last); errs[i] != nil {
+			if errs[i] = w.load(ctx, gen, g); errs[i] != nil {
 				quit()
 			}
 		})
@@ -236,7 +239,7 @@ func (w *worker) reclaim(ctx context.Context) (*source, []*source, error) {
 }
 
 // load draws batches of IDs from g and inserts them until ctx ends.
-func (w *worker) load(ctx context.Context, gen string, g engine.Generator, lastMachine *int64) error {
+func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error {
 	table := tableOf(gen)
 	interval := time.Duration(0)
 	if w.cfg.Rate > 0 {
@@ -268,8 +271,8 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator, lastM
 		}
 		w.out.commit(seq, dups)
 		if gen == genSnowflake {
-			if m := w.src.machineID(); m != *lastMachine {
-				*lastMachine = m
+			if m := w.src.machineID(); m != w.machine {
+				w.machine = m
 				w.out.machine(m)
 			}
 		}
