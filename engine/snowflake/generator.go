@@ -81,9 +81,10 @@ const spinMax = time.Millisecond
 // compare-and-swap loop beat a mutex by about 25% on one goroutine and 1.7x
 // on two; the atomic add beats the compare-and-swap loop by 1.5x on two.)
 //
-// Per ID: a new tick restarts the sequence at 0 only once it reached the
-// layout's reset threshold, and otherwise continues it; within a tick the
-// sequence counts up, and past MaxSequence NextID waits for the next tick. A
+// Per ID: a new tick continues the sequence, and once it has reached the
+// layout's reset threshold wraps it modulo threshold+1 (to 0 when it stands
+// exactly at the threshold), so the low bits cycle without a break at any
+// rate; within a tick the sequence counts up, and past MaxSequence NextID waits for the next tick. A
 // clock behind the last tick is waited out up to MaxBackwards, beyond that
 // NextID fails with engine.ErrClockBackwards; a clock past the layout's
 // Expiry fails with engine.ErrTimestampOverflow. IDs from one Generator are
@@ -277,10 +278,17 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 		switch {
 		case now > tick:
 			tick = now
-			if seq >= g.threshold {
-				seq = 0
-			} else {
+			switch {
+			case seq < g.threshold:
 				seq++
+			case g.threshold < 0: // ResetEveryTick
+				seq = 0
+			default:
+				// Wrap modulo threshold+1 rather than restart at 0: a tick
+				// that passed the threshold part-way would otherwise cut the
+				// cycle short and favour the low residues of large shard counts.
+				// Numbers that racing adds took past MaxSequence were never issued.
+				seq = (min(seq, g.seqMask) + 1) % (g.threshold + 1)
 			}
 		case now == tick && seq < g.seqMask:
 			seq++
