@@ -147,6 +147,7 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 	r.TickOverlaps, r.TickOverlapSamples = d.tickOverlaps()
 	for _, k := range d.cfg.faults {
 		r.Faults[k] = d.faults[k]
+		r.MaxUnavailableMS[k] = 0 // until a span says otherwise
 		if d.faults[k] == 0 {
 			d.problemLocked("fault kind %s was never injected", k)
 		}
