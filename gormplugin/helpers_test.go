@@ -1,11 +1,9 @@
 package gormplugin_test
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -15,34 +13,13 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/snowflake"
 	idplugin "github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/internal/testreg"
 )
 
-// newRegistry holds the real snowflake generator as kind "snowflake" and,
-// standing in for segment chains, a counter per name as kind "chain".
-func newRegistry(t testing.TB) *engine.Registry {
-	t.Helper()
-	sf, err := snowflake.New(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	if err := reg.Register("snowflake", "", sf); err != nil {
-		t.Fatal(err)
-	}
-	err = reg.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
-		var n atomic.Int64
-		n.Store(1_000_000)
-		return engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	return reg
-}
+// newRegistry is the shared test registry: snowflake, and a counter per chain name.
+func newRegistry(t testing.TB) *engine.Registry { return testreg.New(t) }
 
 type gormDB struct {
 	testdb.DB

@@ -16,32 +16,12 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/internal/testreg"
 	"github.com/idforge/idforge/sqlhook"
 )
 
-// newRegistry holds the real snowflake generator as kind "snowflake" and,
-// standing in for segment chains, a counter per name as kind "chain".
-func newRegistry(t testing.TB) *engine.Registry {
-	t.Helper()
-	sf, err := snowflake.New(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	if err := reg.Register("snowflake", "", sf); err != nil {
-		t.Fatal(err)
-	}
-	err = reg.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
-		var n atomic.Int64
-		n.Store(1_000_000)
-		return engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	return reg
-}
+// newRegistry is the shared test registry: snowflake, and a counter per chain name.
+func newRegistry(t testing.TB) *engine.Registry { return testreg.New(t) }
 
 // Row has one key of every supported kind.
 type Row struct {

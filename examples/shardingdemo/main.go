@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/sharding"
 )
 
@@ -219,15 +220,9 @@ func newPacer(rate float64) *pacer {
 }
 
 func (p *pacer) wait(ctx context.Context) error {
-	if d := time.Until(p.next); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
+	if err := clock.System.Sleep(ctx, time.Until(p.next)); err != nil {
+		return err
 	}
 	p.next = time.Now().Add(p.interval)
-	return ctx.Err()
+	return nil
 }

@@ -130,21 +130,29 @@ func mariaDB(t testing.TB) (DB, error) {
 	if err != nil {
 		return DB{}, err
 	}
+	name := createDatabase(t, admin, "")
+	cfg.DBName = name
+	cfg.ParseTime = true
+	cfg.MultiStatements = true
+	return DB{Name: "mariadb", Driver: "mysql", DSN: cfg.FormatDSN(), Database: name}, nil
+}
+
+// createDatabase creates a uniquely named database through admin, and drops
+// it (with dropSuffix appended to the DROP) and closes admin when the test ends.
+func createDatabase(t testing.TB, admin *sql.DB, dropSuffix string) string {
+	t.Helper()
 	name := UniqueName("idf_")
 	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
 		admin.Close()
 		t.Fatalf("create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name); err != nil {
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + dropSuffix); err != nil {
 			t.Logf("drop database %s: %v", name, err)
 		}
 		admin.Close()
 	})
-	cfg.DBName = name
-	cfg.ParseTime = true
-	cfg.MultiStatements = true
-	return DB{Name: "mariadb", Driver: "mysql", DSN: cfg.FormatDSN(), Database: name}, nil
+	return name
 }
 
 // Postgres creates a fresh PostgreSQL database and drops it when the test ends.
@@ -168,17 +176,7 @@ func postgres(t testing.TB) (DB, error) {
 	if err != nil {
 		return DB{}, err
 	}
-	name := UniqueName("idf_")
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		admin.Close()
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
-			t.Logf("drop database %s: %v", name, err)
-		}
-		admin.Close()
-	})
+	name := createDatabase(t, admin, " WITH (FORCE)")
 	u, err := url.Parse(PostgresDSN())
 	if err != nil {
 		t.Fatalf("IDFORGE_POSTGRES_DSN: %v", err)

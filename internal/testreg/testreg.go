@@ -1,0 +1,37 @@
+// Package testreg builds the registry the integration tests of gormplugin,
+// sqlhook and sharding draw IDs from.
+package testreg
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// New returns a registry holding the real snowflake generator (machine 1) as
+// kind "snowflake" and, standing in for segment chains, a counter per name
+// from 1,000,001 as kind "chain". It is closed when the test ends.
+func New(t testing.TB) *engine.Registry {
+	t.Helper()
+	sf, err := snowflake.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", sf); err != nil {
+		t.Fatal(err)
+	}
+	err = reg.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) {
+		var n atomic.Int64
+		n.Store(1_000_000)
+		return engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
