@@ -230,6 +230,14 @@ func (s *leasedSnowflake) acquire(ctx context.Context) (*leased, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idforge: acquire machine ID for %s: %w", s.c.instance, err)
 	}
+	if lease.Reservation() > 0 {
+		// The stored timestamp is up to a reservation ahead of the clock,
+		// more than the generator itself waits out at start-up.
+		if err := lease.WaitOut(ctx); err != nil {
+			lease.Close()
+			return nil, err
+		}
+	}
 	gen, err := snowflake.New(lease.MachineID(), append([]snowflake.Option{
 		snowflake.WithLayout(s.c.layout),
 		snowflake.WithLastTimestamp(lease.State().LastTimestamp),

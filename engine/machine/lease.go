@@ -37,6 +37,7 @@ type config struct {
 	clock       clock.Clock
 	logger      *slog.Logger
 	source      func() int64
+	reserve     time.Duration
 }
 
 // WithMachineBits sets the width of the machine ID (default 10: IDs 0 to
@@ -79,6 +80,20 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // the heartbeat goroutine and must be safe for concurrent use.
 func WithTimestampSource(f func() int64) Option { return func(c *config) { c.source = f } }
 
+// WithReservation makes every heartbeat reserve time ahead: it stores the
+// newest timestamp used plus d, and Check refuses timestamps past the last
+// reservation stored. A process killed with kill -9 has then issued nothing
+// past what its machine-ID row says, so a restart that waits out the stored
+// timestamp cannot reuse a millisecond of its predecessor's, even if the
+// clock was stepped back while it was down. Without a reservation the row
+// only says where the last heartbeat was, and IDs issued after it are
+// unprotected against that case. The cost: a restart may wait up to d
+// before issuing, Acquire makes one more store call, and while the store is
+// away IDs stop once the reservation runs out (after at most d, rather than
+// the safe-guard). The heartbeat interval must be shorter than d; a third or
+// less of it rides out a missed heartbeat.
+func WithReservation(d time.Duration) Option { return func(c *config) { c.reserve = d } }
+
 func (c *config) validate() error {
 	if !c.marginSet {
 		c.margin = c.safeGuard / 5
@@ -93,6 +108,9 @@ func (c *config) validate() error {
 	case c.heartbeat >= c.safeGuard-c.margin:
 		return fmt.Errorf("%w: machine: heartbeat interval %v must be shorter than the safe-guard %v minus the skew margin %v",
 			engine.ErrInvalidConfig, c.heartbeat, c.safeGuard, c.margin)
+	case c.reserve < 0 || c.reserve > 0 && c.heartbeat >= c.reserve:
+		return fmt.Errorf("%w: machine: reservation %v must be 0 or longer than the heartbeat interval %v",
+			engine.ErrInvalidConfig, c.reserve, c.heartbeat)
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -195,6 +213,14 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 		done:      make(chan struct{}),
 	}
 	l.validUntil.Store(start + l.window())
+	if cfg.reserve > 0 {
+		// Nothing is reserved yet: refuse until the first reservation is stored.
+		l.validUntil.Store(start)
+		if err := l.Heartbeat(ctx); err != nil {
+			stop()
+			return nil, fmt.Errorf("machine: reserving time for machine ID %d of %s: %w", st.MachineID, inst, err)
+		}
+	}
 	l.log.Info("idforge: machine ID acquired", "last_timestamp", st.LastTimestamp)
 	go l.run(hb)
 	return l, nil
@@ -202,6 +228,26 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 
 // window is how long a heartbeat confirms the lease, in milliseconds.
 func (l *Lease) window() int64 { return (l.cfg.safeGuard - l.cfg.margin).Milliseconds() }
+
+// Reservation returns the time each heartbeat reserves ahead (see
+// [WithReservation]); 0 without one. A generator starting on this lease may
+// have to wait up to this long for State().LastTimestamp.
+func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
+
+// WaitOut waits until the lease's clock is past State().LastTimestamp, the
+// newest time the machine ID's previous holder may have used, so that a
+// generator started afterwards issues only later timestamps. With a
+// reservation a restart normally waits up to Reservation(); a wait longer
+// than that plus clock.DefaultMaxBackwards (the clock went back further)
+// fails at once with an error wrapping engine.ErrClockBackwards.
+func (l *Lease) WaitOut(ctx context.Context) error {
+	sync := clock.Synchronizer{Clock: l.cfg.clock, MaxWait: l.cfg.reserve + clock.DefaultMaxBackwards}
+	if err := sync.WaitUntil(ctx, time.UnixMilli(l.state.LastTimestamp+1)); err != nil {
+		return fmt.Errorf("machine: machine ID %d of %s was used up to %s: %w",
+			l.state.MachineID, l.inst, fmtMilli(l.state.LastTimestamp), err)
+	}
+	return nil
+}
 
 // MachineID returns the leased machine ID.
 func (l *Lease) MachineID() int64 { return l.state.MachineID }
@@ -227,6 +273,11 @@ func (l *Lease) refuse(unixMilli int64) error {
 	if e := l.end.Load(); e != nil {
 		return e.err
 	}
+	if l.cfg.reserve > 0 {
+		return fmt.Errorf("%w: machine: machine ID %d of %s is reserved in the store only up to %s, before the timestamp %s: "+
+			"refusing until a heartbeat reserves more", engine.ErrMachineIDLost, l.state.MachineID, l.inst,
+			fmtMilli(l.validUntil.Load()-1), fmtMilli(unixMilli))
+	}
 	confirmed := l.validUntil.Load() - l.window()
 	return fmt.Errorf("%w: machine: machine ID %d of %s was last confirmed at %s, %v before the timestamp %s; "+
 		"past the safe-guard %v less the skew margin %v another instance may have reclaimed it: refusing until a heartbeat succeeds",
@@ -250,8 +301,9 @@ func (l *Lease) Err() error {
 	return nil
 }
 
-// Heartbeat guards the machine ID now, storing the newest of the clock, the
-// timestamp source and every timestamp sent before. Success confirms the
+// Heartbeat guards the machine ID now, storing the newest of the clock (plus
+// the reservation, see [WithReservation]), the timestamp source and every
+// timestamp sent before. Success confirms the
 // lease for another safe-guard window, also after it lapsed. If the ID was
 // taken over, the lease ends and Heartbeat returns an error wrapping
 // engine.ErrMachineIDLost; other errors leave the lease as it was.
@@ -262,10 +314,15 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 		return e.err
 	}
 	start := l.cfg.clock.Now().UnixMilli()
-	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: l.newest(start)})
+	sent := l.newest(start + l.cfg.reserve.Milliseconds())
+	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: sent})
 	switch {
 	case err == nil:
-		if until := start + l.window(); until > l.validUntil.Load() {
+		until := start + l.window()
+		if l.cfg.reserve > 0 {
+			until = min(until, sent+1)
+		}
+		if until > l.validUntil.Load() {
 			l.validUntil.Store(until)
 		}
 		return nil

@@ -519,3 +519,96 @@ func BenchmarkLeaseCheck(b *testing.B) {
 		}
 	})
 }
+
+// With a reservation the store always holds a timestamp at or past every
+// timestamp the lease lets a generator use, so a successor that waits out
+// the stored timestamp cannot meet a predecessor killed without Close, even
+// if the clock went back in between.
+func TestLeaseReservation(t *testing.T) {
+	clk := newTestClock()
+	p := &probe{Distributor: machinetest.NewMemory(clk)}
+	t0 := clk.ms()
+	opts := []machine.Option{machine.WithClock(clk), machine.WithSafeGuard(time.Minute),
+		machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second)}
+	l := acquire(t, p, instA, opts...)
+	if l.Reservation() != time.Second {
+		t.Fatalf("Reservation() = %v", l.Reservation())
+	}
+	if got := p.lastTS.Load(); got != t0+second {
+		t.Fatalf("Acquire stored %d, want the reservation %d", got, t0+second)
+	}
+	if err := l.Check(t0 + second); err != nil {
+		t.Fatalf("Check at the end of the reservation: %v", err)
+	}
+	wantLost(t, l.Check(t0+second+1), "Check past the reservation")
+
+	clk.beat(t) // at t0+300ms: reserves up to t0+1300ms
+	if err := l.Check(t0 + 1300); err != nil {
+		t.Fatalf("Check within the renewed reservation: %v", err)
+	}
+	wantLost(t, l.Check(t0+1301), "Check past the renewed reservation")
+
+	// The process dies without Close and the clock goes back 5 s. The
+	// successor on the same instance gets the reservation to wait out: later
+	// than anything the dead lease accepted.
+	clk.Advance(-5 * time.Second)
+	next, err := machine.Acquire(t.Context(), p, instA, append(opts, machine.WithLogger(discard))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if next.MachineID() != l.MachineID() {
+		t.Fatalf("successor got machine ID %d, want its own %d", next.MachineID(), l.MachineID())
+	}
+	if got := next.State().LastTimestamp; got < t0+1300 {
+		t.Fatalf("successor waits out %d, before %d which the dead lease accepted", got, t0+1300)
+	}
+}
+
+func TestLeaseReservationValidation(t *testing.T) {
+	mem := machinetest.NewMemory(newTestClock())
+	for _, opts := range [][]machine.Option{
+		{machine.WithReservation(-time.Second)},
+		{machine.WithHeartbeat(time.Second), machine.WithReservation(time.Second)},
+	} {
+		if _, err := machine.Acquire(t.Context(), mem, instA, opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("Acquire with %d options: %v, want ErrInvalidConfig", len(opts), err)
+		}
+	}
+}
+
+func TestLeaseWaitOut(t *testing.T) {
+	clk := newTestClock()
+	mem := machinetest.NewMemory(clk)
+	t0 := clk.ms()
+	// A previous holder reserved 800 ms ahead and reverted.
+	st, err := mem.Distribute(t.Context(), instA, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Revert(t.Context(), instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 800}); err != nil {
+		t.Fatal(err)
+	}
+	l := acquire(t, mem, instA, machine.WithClock(clk), machine.WithHeartbeat(300*time.Millisecond), machine.WithReservation(time.Second))
+	done := make(chan error, 1)
+	go func() { done <- l.WaitOut(t.Context()) }()
+	clk.waitAsleep(t) // the heartbeat goroutine; WaitOut sleeps too
+	eventually(t, "WaitOut asleep", func() bool { _, a := clk.state(); return a >= 2 })
+	clk.Advance(801 * time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatalf("WaitOut: %v", err)
+	}
+	if now := clk.ms(); now <= t0+800 {
+		t.Fatalf("WaitOut returned at %d, not past %d", now, t0+800)
+	}
+
+	// A clock further behind than the reservation allows is an error, at once.
+	clk.Advance(-10 * time.Second)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l3 := acquire(t, mem, instA, machine.WithClock(clk), machine.WithHeartbeat(300*time.Millisecond), machine.WithReservation(time.Second))
+	if err := l3.WaitOut(t.Context()); !errors.Is(err, engine.ErrClockBackwards) {
+		t.Fatalf("WaitOut 10 s behind: %v, want ErrClockBackwards", err)
+	}
+}

@@ -20,15 +20,11 @@ import (
 )
 
 // faultKinds are the faults the driver injects, one at a time; -faults all
-// means these.
-var faultKinds = []string{"kill", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause"}
-
-// extraFaultKinds are injected only when named. kill_clock_back restarts a
-// killed worker with its clock 1 s behind, as if NTP stepped the host clock
-// back while it was down: the restart waits out the timestamp saved at the
-// last heartbeat, but not the IDs issued after it, and reissues their ticks
-// (see README.md).
-var extraFaultKinds = []string{"kill_clock_back"}
+// means these. kill_clock_back restarts a killed worker with its clock 1 s
+// behind, as if NTP stepped the host clock back while it was down: only the
+// lease's time reservation (-reserve) keeps the restart off its
+// predecessor's milliseconds (see README.md).
+var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause"}
 
 // clockSteps are the clock faults' steps back.
 var clockSteps = map[string]time.Duration{
@@ -278,7 +274,7 @@ func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, e
 		Proc: id, Instance: name, Target: target,
 		Store: d.cfg.store, StoreDSN: d.be.storeDSN(d.proxy.Addr()), RedisPrefix: d.be.redisPrefix,
 		Rows: d.be.rows, Namespace: d.ns,
-		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, MaxBackwards: d.cfg.maxBackwards,
+		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, Reserve: d.cfg.reserve, MaxBackwards: d.cfg.maxBackwards,
 		Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
 		ClockOffset: offset,
 	}

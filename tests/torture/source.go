@@ -45,7 +45,7 @@ type source struct {
 func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, error) {
 	leaseOpts := []machine.Option{
 		machine.WithSafeGuard(w.cfg.SafeGuard), machine.WithHeartbeat(w.cfg.Heartbeat),
-		machine.WithClock(w.clk), machine.WithLogger(w.log),
+		machine.WithClock(w.clk), machine.WithLogger(w.log), machine.WithReservation(w.cfg.Reserve),
 	}
 	sfOpts := []snowflake.Option{snowflake.WithClock(w.clk), snowflake.WithMaxBackwards(w.cfg.MaxBackwards)}
 	chainOpts := []segment.Option{segment.WithMaxWait(chainMaxWait), segment.WithLogger(w.log)}

@@ -35,6 +35,7 @@ type workerConfig struct {
 	Namespace    string
 	SafeGuard    time.Duration
 	Heartbeat    time.Duration
+	Reserve      time.Duration
 	MaxBackwards time.Duration
 	Batch        int
 	Rate         int
