@@ -14,9 +14,13 @@ package idforge
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -45,6 +49,7 @@ type config struct {
 	instance      *machine.Instance
 	distributor   machine.Distributor
 	store         Store
+	storeSet      bool
 	stateDir      string
 	layout        snowflake.Layout
 	snowflakeOpts []snowflake.Option
@@ -61,16 +66,22 @@ type Option func(*config)
 // services may reuse each other's machine IDs.
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
 
-// WithInstance sets this process's identity; the default is
-// machine.HostInstance(namespace, 0), "hostname:pid", a new unstable
-// instance on every start.
+// WithInstance sets this registry's identity; the default is
+// "hostname:pid/<random>" (machine.HostInstance(namespace, 0) plus a nonce),
+// a new unstable instance for every New, so two registries never share a
+// machine ID. Give a stable instance (Stable: true, an ID that survives
+// restarts, such as a pod name) to keep the machine ID across restarts and to
+// make WithStateDir useful.
 func WithInstance(inst machine.Instance) Option {
 	return func(c *config) { c.instance = &inst }
 }
 
 // WithStore draws machine IDs and segments from st. Without it the machine
 // ID comes from machine.Default() and only the "snowflake" kind is registered.
-func WithStore(st Store) Option { return func(c *config) { c.store = st } }
+// A nil st is an error, not a fallback.
+func WithStore(st Store) Option {
+	return func(c *config) { c.store, c.storeSet = st, true }
+}
 
 // WithMachineDistributor overrides where the machine ID comes from (for
 // example machine.StatefulSet() while segments still come from a store).
@@ -80,7 +91,8 @@ func WithMachineDistributor(d machine.Distributor) Option {
 
 // WithStateDir keeps a local state file per instance in dir, so a restart
 // waits out a clock that went back while the process was down even when the
-// distributor cannot remember timestamps (machine.LocalState).
+// distributor cannot remember timestamps (machine.LocalState). The file is
+// found again only by the same instance ID: use it with a stable WithInstance.
 func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
 
 // WithLayout sets the snowflake bit layout; the default is snowflake.Default.
@@ -119,11 +131,24 @@ func New(ctx context.Context, opts ...Option) (*engine.Registry, error) {
 	if err := c.layout.Validate(); err != nil {
 		return nil, err
 	}
+	if c.storeSet && (c.store == nil || reflect.ValueOf(c.store).IsNil()) {
+		return nil, fmt.Errorf("%w: idforge: WithStore(nil)", engine.ErrInvalidConfig)
+	}
+	if c.stateDir != "" {
+		if err := os.MkdirAll(c.stateDir, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: idforge: state directory: %v", engine.ErrInvalidConfig, err)
+		}
+	}
 	if c.instance == nil {
 		inst, err := machine.HostInstance(c.namespace, 0)
 		if err != nil {
 			return nil, err
 		}
+		// Two registries in one process (one per *gorm.DB, one for sqlx...)
+		// must not share a machine ID: each is an instance of its own.
+		var nonce [4]byte
+		_, _ = rand.Read(nonce[:])
+		inst.ID += "/" + hex.EncodeToString(nonce[:])
 		c.instance = &inst
 	}
 	if c.distributor == nil {

@@ -113,3 +113,34 @@ var (
 	_ idforge.Store = (*sqlstore.Store)(nil)
 	_ idforge.Store = (*redisstore.Store)(nil)
 )
+
+// Two registries in one process are two instances: they must not share a
+// machine ID, or they would issue the same IDs.
+func TestTwoRegistriesGetDifferentMachineIDs(t *testing.T) {
+	ctx := context.Background()
+	mem := machinetest.NewMemory(nil)
+	var machines []int64
+	for range 2 {
+		reg, err := idforge.New(ctx, idforge.WithMachineDistributor(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reg.Close()
+		id, err := reg.NextID(ctx, idforge.KindSnowflake, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := snowflake.Default.Decode(id)
+		machines = append(machines, p.Machine)
+	}
+	if machines[0] == machines[1] {
+		t.Fatalf("both registries issue on machine %d", machines[0])
+	}
+}
+
+func TestNewRejectsNilStore(t *testing.T) {
+	var st *sqlstore.Store
+	if _, err := idforge.New(context.Background(), idforge.WithStore(st)); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("WithStore(nil *sqlstore.Store): %v, want ErrInvalidConfig", err)
+	}
+}
