@@ -282,6 +282,7 @@ func openServer(ctx context.Context, o options) (*env, error) {
 	names := []string{o.prefix + "m0", o.prefix + "m1"}
 	e := &env{desc: fmt.Sprintf("databases %s and %s", names[0], names[1])}
 	var closers []func() error
+	var created []string // only these are dropped: a database that existed is left alone
 	e.cleanup = func() error {
 		for _, c := range closers {
 			c()
@@ -290,7 +291,7 @@ func openServer(ctx context.Context, o options) (*env, error) {
 		if o.keep {
 			return nil
 		}
-		for _, n := range names {
+		for _, n := range created {
 			q := "DROP DATABASE IF EXISTS " + n
 			if isPG {
 				q += " WITH (FORCE)"
@@ -305,9 +306,13 @@ func openServer(ctx context.Context, o options) (*env, error) {
 		e.kept = e.desc
 	}
 	for _, n := range names {
-		if err := createDatabase(ctx, admin, n, isPG); err != nil {
+		made, err := createDatabase(ctx, admin, n, isPG)
+		if err != nil {
 			e.cleanup()
 			return nil, err
+		}
+		if made {
+			created = append(created, n)
 		}
 		db, err := gorm.Open(dialector(n), gormConfig())
 		if err != nil {
@@ -326,16 +331,18 @@ func openServer(ctx context.Context, o options) (*env, error) {
 	return e, nil
 }
 
-func createDatabase(ctx context.Context, admin *gorm.DB, name string, isPG bool) error {
-	if !isPG {
-		return admin.WithContext(ctx).Exec("CREATE DATABASE IF NOT EXISTS " + name).Error
-	}
+// createDatabase creates name unless it exists, and reports whether it did.
+func createDatabase(ctx context.Context, admin *gorm.DB, name string, isPG bool) (bool, error) {
 	var n int64
-	if err := admin.WithContext(ctx).Raw("SELECT count(*) FROM pg_database WHERE datname = ?", name).Scan(&n).Error; err != nil {
-		return err
+	q := "SELECT count(*) FROM information_schema.schemata WHERE schema_name = ?"
+	if isPG {
+		q = "SELECT count(*) FROM pg_database WHERE datname = ?"
+	}
+	if err := admin.WithContext(ctx).Raw(q, name).Scan(&n).Error; err != nil {
+		return false, err
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
-	return admin.WithContext(ctx).Exec("CREATE DATABASE " + name).Error
+	return true, admin.WithContext(ctx).Exec("CREATE DATABASE " + name).Error
 }

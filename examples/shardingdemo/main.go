@@ -31,6 +31,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"time"
 
@@ -62,8 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs.IntVar(&o.n, "n", 1000, "rows to insert per generator")
 	fs.Float64Var(&o.rate, "rate", 1000, "inserts per second; 0 for as fast as possible. The default puts each ID in its own millisecond, as when every insert waits on a remote database")
-	fs.StringVar(&o.dsn, "dsn", "", "run on MariaDB/MySQL or PostgreSQL instead of SQLite: a DSN with {db} where the database name goes (m0 and m1 are created as <prefix>m0, <prefix>m1)")
-	fs.StringVar(&o.prefix, "prefix", "idforge_demo_", "with -dsn: prefix of the database names")
+	fs.StringVar(&o.dsn, "dsn", "", "run on MariaDB/MySQL or PostgreSQL instead of SQLite: a DSN with {db} where the database name goes, "+
+		"postgres://user@host:5432/{db}?sslmode=disable or user@tcp(host:3306)/{db} (m0 and m1 are <prefix>m0 and <prefix>m1; "+
+		"they are created and dropped afterwards unless they exist, in which case their course_1 and course_2 tables are emptied and kept)")
+	fs.StringVar(&o.prefix, "prefix", "idforge_demo_", "with -dsn: prefix of the database names (lower-case letters, digits, underscores)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases for inspection")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of tables")
 	fs.Usage = func() {
@@ -85,6 +88,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
 		fmt.Fprintf(stderr, "shardingdemo: -rate must be a number >= 0, got %v\n", o.rate)
+		return 2
+	case !prefixRE.MatchString(o.prefix):
+		fmt.Fprintf(stderr, "shardingdemo: -prefix must be lower-case letters, digits and underscores, starting with a letter or underscore; got %q\n", o.prefix)
 		return 2
 	case o.dsn != "" && !strings.Contains(o.dsn, "{db}"):
 		fmt.Fprintf(stderr, "shardingdemo: -dsn must contain {db} where the database name goes, got %q\n", o.dsn)
@@ -108,6 +114,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	printReport(stdout, rep)
 	return 0
 }
+
+var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
 
 // report is the -json output: exactly one object.
 type report struct {
@@ -146,6 +154,8 @@ func newGeneratorReport(name string, counts map[string]int) generatorReport {
 		}
 	}
 	switch {
+	case s.Max-s.Min <= 1:
+		r.Verdict = fmt.Sprintf("even: max/min %.2f, as even as %d rows over %d shards can be", s.MaxMinRatio, s.Total, len(counts))
 	case empty > 0:
 		r.Verdict = fmt.Sprintf("skewed: %d of %d shards empty, the rest take all the rows", empty, len(counts))
 	case s.MaxMinRatio <= 1.05:
