@@ -58,6 +58,7 @@ type BackwardsError struct {
 	MaxWait time.Duration // the longest step that would have been waited out
 }
 
+// Error says how far behind the clock is and how long a step is waited out.
 func (e *BackwardsError) Error() string {
 	return fmt.Sprintf("%v: clock is %v behind the last issued timestamp (waits out at most %v)",
 		engine.ErrClockBackwards, e.Behind, e.MaxWait)

@@ -55,7 +55,7 @@ var (
 	// Default is 41 bits of milliseconds (until 2089), 10 machine bits, 12
 	// sequence bits: 4,096,000 IDs/s per machine, 1024 machines.
 	Default = Layout{Epoch: DefaultEpoch, TimestampBits: 41, MachineBits: 10, SequenceBits: 12, Unit: Millisecond}
-	// Seconds is 31 bits of seconds (until 2087), 10 machine bits, 22
+	// Seconds is 31 bits of seconds (until 2088-01-11), 10 machine bits, 22
 	// sequence bits: 4,194,304 IDs/s per machine, with no wait at the tick
 	// boundary for bursts up to that size.
 	Seconds = Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 22, Unit: Second}

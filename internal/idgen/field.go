@@ -107,8 +107,12 @@ func (f *Field) Generator(ctx context.Context, reg *engine.Registry) (engine.Gen
 		return nil, fmt.Errorf("%w: model %s field %s: no registry", engine.ErrInvalidConfig, f.Model, f.Name)
 	}
 	if !reg.Has(f.Spec.Kind) {
-		return nil, fmt.Errorf("%w: model %s field %s: tag `%s:%q`: kind %q is not registered (registered kinds: %v)",
-			engine.ErrUnknownGenerator, f.Model, f.Name, TagKey, f.Spec, f.Spec.Kind, reg.Kinds())
+		hint := ""
+		if f.Spec.Kind == "chain" || f.Spec.Kind == "segment" {
+			hint = "; segment kinds need a store: build the registry with idforge.New(ctx, idforge.WithStore(st)) and pass it to the plugin or helper"
+		}
+		return nil, fmt.Errorf("%w: model %s field %s: tag `%s:%q`: kind %q is not registered (registered kinds: %v)%s",
+			engine.ErrUnknownGenerator, f.Model, f.Name, TagKey, f.Spec, f.Spec.Kind, reg.Kinds(), hint)
 	}
 	g, err := reg.Generator(ctx, f.Spec.Kind, f.Spec.Name)
 	if err != nil {
