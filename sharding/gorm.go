@@ -37,6 +37,10 @@ func NewGorm(r Router, dbs []*gorm.DB, opts ...Option) (*Gorm, error) {
 		if db == nil {
 			return nil, fmt.Errorf("%w: sharding.NewGorm: database %d is nil", engine.ErrInvalidConfig, i)
 		}
+		if _, ok := db.Config.Plugins[gormplugin.PluginName]; !ok {
+			return nil, fmt.Errorf("%w: sharding.NewGorm: database %d has no idforge plugin: db.Use(idplugin.New(...)) first, so rows get their IDs before they are routed",
+				engine.ErrInvalidConfig, i)
+		}
 	}
 	if len(dbs) == 0 {
 		return nil, fmt.Errorf("%w: sharding.NewGorm needs at least one *gorm.DB", engine.ErrInvalidConfig)

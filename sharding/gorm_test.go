@@ -397,3 +397,17 @@ func TestGormInterval(t *testing.T) {
 		t.Errorf("rows per month = %v", months)
 	}
 }
+
+func TestNewGormNeedsThePlugin(t *testing.T) {
+	r, err := NewMod(Mod{Databases: 1, Tables: 2, TablePattern: "t_%d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewGorm(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "plugin") {
+		t.Fatalf("NewGorm on a database without the plugin: %v, want ErrInvalidConfig naming the plugin", err)
+	}
+}
