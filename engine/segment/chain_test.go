@@ -316,9 +316,12 @@ func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 		}
 		return d == 1
 	})
+	// Between two samples the clock moved one period, and the worker may
+	// have acted once at the earlier reading (after the sample) and once at
+	// the later one: at most two halvings, never a collapse.
 	for i := 1; i < len(seen); i++ {
-		if seen[i] < seen[i-1]/2 {
-			t.Fatalf("distance went %v: more than halved in one step (widest %d)", seen, widest)
+		if seen[i] < seen[i-1]/4 {
+			t.Fatalf("distance went %v: more than halved per period (widest %d)", seen, widest)
 		}
 	}
 }
