@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
@@ -41,6 +43,9 @@ func setupDecode(fs *flag.FlagSet) func(context.Context, []string, io.Writer) er
 		}
 		p, err := decode(l, f, args[0])
 		if err != nil {
+			if format.value == "" && strings.ContainsFunc(args[0], unicode.IsLetter) {
+				err = fmt.Errorf("%w (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)", err)
+			}
 			return usageError{err}
 		}
 		return json.NewEncoder(stdout).Encode(decoded{

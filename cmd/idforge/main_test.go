@@ -338,7 +338,7 @@ func Example() {
 	// Output:
 	// {"id":"914783062259167232","timestamp":"2026-11-21T23:41:17.890Z","machine":7,"sequence":0}
 	// {"id":"893339378171395","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":3}
-	// idforge decode: invalid id: "12x": strconv.ParseInt: parsing "12x": invalid syntax
+	// idforge decode: invalid id: "12x": strconv.ParseInt: parsing "12x": invalid syntax (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)
 }
 
 func TestSchema(t *testing.T) {
