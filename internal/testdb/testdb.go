@@ -121,12 +121,7 @@ func mariaDB(t testing.TB) (DB, error) {
 		t.Fatalf("IDFORGE_MYSQL_DSN: %v", err)
 	}
 	cfg.DBName = ""
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err == nil {
-		ctx, cancel := ctx5s()
-		err = admin.PingContext(ctx)
-		cancel()
-	}
+	admin, err := connect("mysql", cfg.FormatDSN())
 	if err != nil {
 		return DB{}, err
 	}
@@ -135,6 +130,21 @@ func mariaDB(t testing.TB) (DB, error) {
 	cfg.ParseTime = true
 	cfg.MultiStatements = true
 	return DB{Name: "mariadb", Driver: "mysql", DSN: cfg.FormatDSN(), Database: name}, nil
+}
+
+// connect opens a server connection and checks that it answers.
+func connect(driver, dsn string) (*sql.DB, error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := ctx5s()
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // createDatabase creates a uniquely named database through admin, and drops
@@ -167,12 +177,7 @@ func Postgres(t testing.TB) DB {
 
 func postgres(t testing.TB) (DB, error) {
 	t.Helper()
-	admin, err := sql.Open("pgx", PostgresDSN())
-	if err == nil {
-		ctx, cancel := ctx5s()
-		err = admin.PingContext(ctx)
-		cancel()
-	}
+	admin, err := connect("pgx", PostgresDSN())
 	if err != nil {
 		return DB{}, err
 	}
