@@ -134,6 +134,9 @@ func New(ctx context.Context, opts ...Option) (*engine.Registry, error) {
 	if c.storeSet && (c.store == nil || reflect.ValueOf(c.store).IsNil()) {
 		return nil, fmt.Errorf("%w: idforge: WithStore(nil)", engine.ErrInvalidConfig)
 	}
+	if err := segment.CheckOptions(c.chainOpts...); err != nil {
+		return nil, err // now, not at the first chain draw
+	}
 	if c.stateDir != "" {
 		if err := os.MkdirAll(c.stateDir, 0o755); err != nil {
 			return nil, fmt.Errorf("%w: idforge: state directory: %v", engine.ErrInvalidConfig, err)

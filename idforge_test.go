@@ -3,6 +3,7 @@ package idforge_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 )
@@ -142,5 +144,13 @@ func TestNewRejectsNilStore(t *testing.T) {
 	var st *sqlstore.Store
 	if _, err := idforge.New(context.Background(), idforge.WithStore(st)); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("WithStore(nil *sqlstore.Store): %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestNewRejectsBadChainOptions(t *testing.T) {
+	_, err := idforge.New(context.Background(), idforge.WithMachineDistributor(machine.Manual(1)),
+		idforge.WithChainOptions(segment.WithStep(0)))
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithStep(0)") {
+		t.Fatalf("New with WithStep(0): %v, want ErrInvalidConfig naming WithStep(0)", err)
 	}
 }

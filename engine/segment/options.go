@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -127,6 +128,14 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger, c.lo
 // (default clock.System); tests pass a clock.Fake. Timers (the prefetch
 // period, retries, waiting) always run on real time.
 func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock, cfg.clockSet = c, true } }
+
+// CheckOptions reports what NewChain or New would reject in opts, without
+// building anything: for code that takes segment options at start-up and
+// builds chains later, on first use.
+func CheckOptions(opts ...Option) error {
+	_, err := newConfig(DistributorFunc(func(context.Context, int64) (int64, error) { return 0, nil }), opts)
+	return err
+}
 
 func newConfig(d Distributor, opts []Option) (config, error) {
 	c := config{
