@@ -3,7 +3,6 @@ package gormplugin_test
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -67,32 +66,14 @@ func open(t testing.TB, d testdb.DB, opts ...idplugin.Option) *gorm.DB {
 	return db
 }
 
-// autoIncrement reports whether the database made table's column id
-// auto-incrementing, as each dialect shows it.
+// autoIncrement reports whether the database made table's column id auto-incrementing.
 func autoIncrement(t *testing.T, d gormDB, table string) bool {
 	t.Helper()
-	var s string
-	var err error
-	switch d.Name {
-	case "sqlite":
-		err = d.gorm.Raw("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Row().Scan(&s)
-		return err == nil && strings.Contains(strings.ToUpper(s), "AUTOINCREMENT") || check(t, err)
-	case "mariadb":
-		err = d.gorm.Raw("SELECT extra FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'id'", table).Row().Scan(&s)
-		return err == nil && strings.Contains(strings.ToLower(s), "auto_increment") || check(t, err)
-	default:
-		var def *string
-		err = d.gorm.Raw("SELECT column_default FROM information_schema.columns WHERE table_name = ? AND column_name = 'id'", table).Row().Scan(&def)
-		return err == nil && def != nil && strings.Contains(*def, "nextval") || check(t, err)
-	}
-}
-
-func check(t *testing.T, err error) bool {
-	t.Helper()
+	db, err := d.gorm.DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return false
+	return d.AutoIncrement(t, db, table)
 }
 
 // idOf returns the ID field of a model value, as text.

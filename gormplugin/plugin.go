@@ -363,7 +363,8 @@ func Fill(db *gorm.DB, value any) error {
 // first Create would, reporting every tag, type and generator error at once,
 // and turns GORM's implied auto-increment off for the primary keys the plugin
 // fills. Call it before db.AutoMigrate so those columns are created as plain
-// BIGINT. It needs the plugin registered on db.
+// BIGINT; for a table named with db.Table(name), prepare on that same
+// db.Table(name). It needs the plugin registered on db.
 func Prepare(db *gorm.DB, models ...any) error {
 	p, err := pluginOf(db)
 	if err != nil {
@@ -386,8 +387,10 @@ func Prepare(db *gorm.DB, models ...any) error {
 		}
 	}
 	for _, m := range models {
+		// AutoMigrate under db.Table(name) works on a schema cached for that
+		// table name: prepare that one.
 		stmt := &gorm.Statement{DB: db}
-		if err := stmt.Parse(m); err != nil {
+		if err := stmt.ParseWithSpecialTableName(m, db.Statement.Table); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -164,16 +164,14 @@ func (g *Gorm) ForEach(ctx context.Context, fn func(s Shard, db *gorm.DB) error)
 }
 
 // Migrate creates (or updates, as AutoMigrate does) the physical table of
-// the sharded model in every shard. Where the plugin is registered, the
-// model is prepared first (gormplugin.Prepare) so tag errors show here.
+// the sharded model in every shard. Each table is prepared first
+// (gormplugin.Prepare), so tag errors show here and the ID columns the
+// plugin fills are plain BIGINT, not auto-increment.
 func (g *Gorm) Migrate(ctx context.Context, model any) error {
-	for i, db := range g.dbs {
-		if _, ok := db.Config.Plugins[gormplugin.PluginName]; !ok {
-			continue
+	return g.ForEach(ctx, func(_ Shard, db *gorm.DB) error {
+		if err := gormplugin.Prepare(db, model); err != nil {
+			return err
 		}
-		if err := gormplugin.Prepare(db.WithContext(ctx), model); err != nil {
-			return fmt.Errorf("sharding: database %d: %w", i, err)
-		}
-	}
-	return g.ForEach(ctx, func(_ Shard, db *gorm.DB) error { return db.AutoMigrate(model) })
+		return db.AutoMigrate(model)
+	})
 }

@@ -411,3 +411,27 @@ func TestNewGormNeedsThePlugin(t *testing.T) {
 		t.Fatalf("NewGorm on a database without the plugin: %v, want ErrInvalidConfig naming the plugin", err)
 	}
 }
+
+// Migrate prepares every shard's table, so the ID column the plugin fills is
+// a plain BIGINT, not AUTO_INCREMENT or BIGSERIAL.
+func TestMigrateMakesPlainIDColumns(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			repo := gormRepo(t, b)
+			err := repo.ForEach(context.Background(), func(s Shard, db *gorm.DB) error {
+				sqlDB, err := db.DB()
+				if err != nil {
+					return err
+				}
+				d := testdb.DB{Name: b.name}
+				if d.AutoIncrement(t, sqlDB, s.TableName) {
+					t.Errorf("%s: the id column is auto-increment", s)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -268,3 +268,32 @@ func (d DB) Rebind(query string) string {
 	}
 	return b.String()
 }
+
+// AutoIncrement reports whether the database made table's column id
+// auto-incrementing (AUTOINCREMENT, AUTO_INCREMENT, a nextval default), as
+// each dialect shows it; db is a connection to d.
+func (d DB) AutoIncrement(t testing.TB, db *sql.DB, table string) bool {
+	t.Helper()
+	var s sql.NullString
+	var err error
+	switch d.Name {
+	case "sqlite":
+		err = db.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&s)
+		s.String = strings.ToUpper(s.String)
+		return check(t, err) && strings.Contains(s.String, "AUTOINCREMENT")
+	case "mariadb":
+		err = db.QueryRow("SELECT extra FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'id'", table).Scan(&s)
+		return check(t, err) && strings.Contains(strings.ToLower(s.String), "auto_increment")
+	default:
+		err = db.QueryRow("SELECT column_default FROM information_schema.columns WHERE table_name = $1 AND column_name = 'id'", table).Scan(&s)
+		return check(t, err) && strings.Contains(s.String, "nextval")
+	}
+}
+
+func check(t testing.TB, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("reading the id column's definition: %v", err)
+	}
+	return true
+}
