@@ -23,6 +23,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
@@ -214,6 +215,10 @@ func Default() (*engine.Registry, error) {
 	return defaultReg, defaultErr
 }
 
+// probeTimeout bounds the store call NextID makes when the lease lapsed, so
+// a caller without a deadline does not hang on a store that stopped answering.
+const probeTimeout = 5 * time.Second
+
 // leasedSnowflake is a snowflake generator that owns its machine-ID lease.
 // When the lease is lost (another instance took the ID over while this one
 // stalled) it stops issuing, and the next call acquires a new machine ID
@@ -298,7 +303,9 @@ func (s *leasedSnowflake) NextID(ctx context.Context) (int64, error) {
 		if !s.probing.CompareAndSwap(false, true) {
 			return 0, err
 		}
-		herr := l.lease.Heartbeat(ctx)
+		hctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		herr := l.lease.Heartbeat(hctx)
+		cancel()
 		s.probing.Store(false)
 		if herr == nil {
 			return l.gen.NextID(ctx)
