@@ -1,0 +1,90 @@
+package snowflake_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// reviewGuardDown is a store whose Guard is down for one instance (its
+// heartbeats fail transiently), so that instance's lease lapses on schedule.
+type reviewGuardDown struct {
+	*machinetest.Memory
+	down string
+}
+
+func (d reviewGuardDown) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
+	if inst.ID == d.down {
+		return engine.ErrStoreUnavailable
+	}
+	return d.Memory.Guard(ctx, inst, st)
+}
+
+// The generator fences a tick by its start (Check(epoch + tick*unit)), but a
+// second tick lasts 999 ms past its start. Lease's proof (Check refuses from
+// s + safeGuard - margin, a successor issues only from s + safeGuard) holds
+// per millisecond; with second ticks and a skew margin under one second the
+// predecessor's last approved tick and the successor's first tick are the
+// same second, on the same machine ID: duplicate IDs, one shared clock, no
+// skew at all.
+func TestReviewSecondTickFenceOverlapsSuccessor(t *testing.T) {
+	x := time.Now().Truncate(time.Second).Add(-time.Hour)
+	clk := clock.NewFake(x.Add(500 * time.Millisecond))
+	clk.ManualSleep = true
+	store := reviewGuardDown{Memory: machinetest.NewMemory(clk), down: "a"}
+	opts := []machine.Option{
+		machine.WithClock(clk), machine.WithSafeGuard(10 * time.Second),
+		machine.WithSkewMargin(0), machine.WithHeartbeat(5 * time.Second),
+	}
+	ctx := context.Background()
+	newGen := func(l *machine.Lease) *snowflake.Generator {
+		g, err := snowflake.New(l.MachineID(), snowflake.WithLayout(snowflake.Seconds), snowflake.WithClock(clk),
+			snowflake.WithLastTimestamp(l.State().LastTimestamp), snowflake.WithFence(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+
+	leaseA, err := machine.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "a"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaseA.Close()
+	genA := newGen(leaseA) // acquired at x+0.5s: valid until x+10.5s
+
+	clk.Set(x.Add(10400 * time.Millisecond)) // within A's lease
+	idA, err := genA.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clk.Set(x.Add(10500 * time.Millisecond)) // A silent for the safe-guard: reclaimable
+	leaseB, err := machine.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "b"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaseB.Close()
+	if leaseB.MachineID() != leaseA.MachineID() {
+		t.Skipf("B got machine %d, A holds %d", leaseB.MachineID(), leaseA.MachineID())
+	}
+	genB := newGen(leaseB)
+	idB, err := genB.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A may still issue for the tick its fence approved.
+	idA2, errA2 := genA.NextID(ctx)
+	if idA == idB {
+		pa, _ := snowflake.Seconds.Decode(idA)
+		pb, _ := snowflake.Seconds.Decode(idB)
+		t.Fatalf("predecessor A issued %d (%+v) under its lease, successor B issued %d (%+v) on the same machine ID; A's next: %d, %v",
+			idA, pa, idB, pb, idA2, errA2)
+	}
+}
