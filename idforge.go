@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,10 +236,52 @@ type leased struct {
 	lease *machine.Lease
 }
 
+// live is what the leased generators of this process hold: an instance may
+// run one generator at a time, and on a fixed distributor (machine.Fixed:
+// Manual, StatefulSet, IDFORGE_MACHINE_ID), which hands every registry of
+// the process the same machine ID, one generator per namespace may run:
+// two generators on one machine ID issue the same IDs. A store tells
+// instances apart by itself.
+var live = struct {
+	sync.Mutex
+	instances map[liveKey]bool
+	machines  map[liveKey]bool
+}{instances: map[liveKey]bool{}, machines: map[liveKey]bool{}}
+
+type liveKey struct {
+	namespace string
+	id        string
+}
+
+func machineKey(ns string, m int64) liveKey { return liveKey{ns, strconv.FormatInt(m, 10)} }
+
+// claim marks k in set as taken; it reports false if it already was.
+func claim(set map[liveKey]bool, k liveKey) bool {
+	live.Lock()
+	defer live.Unlock()
+	if set[k] {
+		return false
+	}
+	set[k] = true
+	return true
+}
+
+func release(set map[liveKey]bool, k liveKey) {
+	live.Lock()
+	delete(set, k)
+	live.Unlock()
+}
+
 func newLeasedSnowflake(ctx context.Context, c *config) (*leasedSnowflake, error) {
+	inst := liveKey{c.instance.Namespace, c.instance.ID}
+	if !claim(live.instances, inst) {
+		return nil, fmt.Errorf("%w: idforge: instance %s already runs a registry in this process: share that registry, "+
+			"or give each New its own WithInstance", engine.ErrInvalidConfig, c.instance)
+	}
 	s := &leasedSnowflake{c: c}
 	l, err := s.acquire(ctx)
 	if err != nil {
+		release(live.instances, inst)
 		return nil, err
 	}
 	s.cur.Store(l)
@@ -271,13 +314,21 @@ func (s *leasedSnowflake) acquire(ctx context.Context) (*leased, error) {
 			return nil, err
 		}
 	}
+	if machine.Fixed(s.c.distributor) && !claim(live.machines, machineKey(s.c.instance.Namespace, lease.MachineID())) {
+		// Only instance-blind distributors (Manual, StatefulSet) hand out a
+		// taken ID, and their Revert changes nothing the other registry needs.
+		lease.Close()
+		return nil, fmt.Errorf("%w: idforge: machine ID %d of namespace %q is already issued on by another registry "+
+			"in this process (%T hands every registry the same ID): share one registry, e.g. idforge.Default(), "+
+			"or use a store (WithStore)", engine.ErrInvalidConfig, lease.MachineID(), s.c.instance.Namespace, s.c.distributor)
+	}
 	gen, err := snowflake.New(lease.MachineID(), append([]snowflake.Option{
 		snowflake.WithLayout(s.c.layout),
 		snowflake.WithLastTimestamp(lease.State().LastTimestamp),
 		snowflake.WithFence(lease),
 	}, s.c.snowflakeOpts...)...)
 	if err != nil {
-		lease.Close()
+		s.drop(lease)
 		return nil, err
 	}
 	genp.Store(gen)
@@ -303,10 +354,21 @@ func (s *leasedSnowflake) NextID(ctx context.Context) (int64, error) {
 		if !s.probing.CompareAndSwap(false, true) {
 			return 0, err
 		}
-		hctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		herr := l.lease.Heartbeat(hctx)
-		cancel()
-		s.probing.Store(false)
+		// In a goroutine: Heartbeat may first wait for a scheduled heartbeat
+		// that hangs on the store, and the caller's ctx must still end the wait.
+		probe := make(chan error, 1)
+		go func() {
+			defer s.probing.Store(false)
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+			defer cancel()
+			probe <- l.lease.Heartbeat(hctx)
+		}()
+		var herr error
+		select {
+		case herr = <-probe:
+		case <-ctx.Done():
+			return 0, errors.Join(err, ctx.Err())
+		}
 		if herr == nil {
 			return l.gen.NextID(ctx)
 		}
@@ -330,7 +392,7 @@ func (s *leasedSnowflake) replace(ctx context.Context, lost *leased) error {
 	if s.cur.Load() != lost {
 		return nil
 	}
-	lost.lease.Close() // stops its heartbeat; the ID is no longer ours to revert
+	s.drop(lost.lease) // stops its heartbeat; the ID is no longer ours to revert
 	next, err := s.acquire(ctx)
 	if err != nil {
 		return err
@@ -357,5 +419,16 @@ func (s *leasedSnowflake) Close() error {
 	if l == nil {
 		return nil
 	}
-	return l.lease.Close()
+	release(live.instances, liveKey{s.c.instance.Namespace, s.c.instance.ID})
+	return s.drop(l.lease)
+}
+
+// drop closes a lease this generator claimed the machine ID of, and frees
+// the claim.
+func (s *leasedSnowflake) drop(l *machine.Lease) error {
+	err := l.Close()
+	if machine.Fixed(s.c.distributor) {
+		release(live.machines, machineKey(s.c.instance.Namespace, l.MachineID()))
+	}
+	return err
 }

@@ -194,3 +194,18 @@ func Default() Distributor {
 	})
 	return Manual(0)
 }
+
+// Fixed reports whether d hands every instance the same machine ID whatever
+// its identity: Manual, StatefulSet and what Default returns, also behind
+// LocalState. Two generators of one process must not both run on such a
+// distributor in one namespace; a store tells instances apart.
+func Fixed(d Distributor) bool {
+	switch d := d.(type) {
+	case manual, statefulSet:
+		return true
+	case localState:
+		return Fixed(d.inner)
+	default:
+		return false
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
 )
 
 func TestHostInstance(t *testing.T) {
@@ -167,5 +168,23 @@ func TestDefault(t *testing.T) {
 				t.Fatalf("Distribute = %+v, %v; want machine ID %d", st, err, c.want)
 			}
 		})
+	}
+}
+
+func TestFixed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		d    machine.Distributor
+		want bool
+	}{
+		{"Manual", machine.Manual(3), true},
+		{"StatefulSet", machine.StatefulSet(), true},
+		{"LocalState over Manual", machine.LocalState(t.TempDir(), machine.Manual(3)), true},
+		{"a store", machinetest.NewMemory(nil), false},
+		{"LocalState over a store", machine.LocalState(t.TempDir(), machinetest.NewMemory(nil)), false},
+	} {
+		if got := machine.Fixed(c.d); got != c.want {
+			t.Errorf("Fixed(%s) = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

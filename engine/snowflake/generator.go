@@ -318,11 +318,15 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	}
 }
 
+// checkFence asks the fence about the last millisecond of tick: an ID of a
+// second tick may be handed out at any moment of that second, and a
+// successor on the machine ID may start issuing right after the fence's
+// bound.
 func (g *Generator) checkFence(tick int64) error {
 	if g.fence == nil {
 		return nil
 	}
-	return g.fence.Check(g.epochMilli + tick*g.unitMilli)
+	return g.fence.Check(g.epochMilli + (tick+1)*g.unitMilli - 1)
 }
 
 // wait returns once the clock has moved past lastTick (now == lastTick, the
@@ -357,6 +361,11 @@ func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error
 		nanos := g.now.UnixNano()
 		if nanos >= next {
 			return g.tickOf(nanos), nil
+		}
+		// The clock may step back while we wait: refuse a long step as
+		// anywhere else, rather than sleep it out.
+		if behind := time.Duration(next - g.unitNanos - nanos); behind > g.sync.MaxWait {
+			return 0, &clock.BackwardsError{Behind: behind, MaxWait: g.sync.MaxWait}
 		}
 		// Sleep on the generator's clock when the wait is long, or when the
 		// clock did not move while we spun (a fake or a cached clock).

@@ -11,11 +11,11 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
-// reviewStepClock is a frozen clock whose Sleep behaves like a real timer:
+// steppingClock is a frozen clock whose Sleep behaves like a real timer:
 // a sleep of d lets d pass (the clock advances by d), except that the first
 // sleep also sees an NTP step back of stepBack, and a sleep longer than
 // tooLong blocks until ctx ends, as a real timer of that length would.
-type reviewStepClock struct {
+type steppingClock struct {
 	mu       sync.Mutex
 	now      time.Time
 	stepBack time.Duration
@@ -24,13 +24,13 @@ type reviewStepClock struct {
 	longest  time.Duration
 }
 
-func (c *reviewStepClock) Now() time.Time {
+func (c *steppingClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *reviewStepClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *steppingClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	c.longest = max(c.longest, d)
 	if d > c.tooLong {
@@ -49,13 +49,12 @@ func (c *reviewStepClock) Sleep(ctx context.Context, d time.Duration) error {
 
 // A clock that steps back by far more than MaxBackwards while a caller waits
 // for the next tick (its sequence is used up) must make NextID fail with
-// engine.ErrClockBackwards, as it does when the step is seen anywhere else.
-// Instead wait() keeps sleeping until the clock reaches the next tick again,
-// i.e. for the whole length of the step (an hour here), honouring only ctx.
-func TestReviewOverflowWaitIgnoresLongClockStepBack(t *testing.T) {
+// engine.ErrClockBackwards, as it does when the step is seen anywhere else,
+// not sleep until the clock reaches the next tick again (an hour here).
+func TestOverflowWaitRefusesLongClockStepBack(t *testing.T) {
 	l := snowflake.Layout{Epoch: snowflake.DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: snowflake.Second}
 	start := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
-	clk := &reviewStepClock{now: start, stepBack: time.Hour, tooLong: time.Minute}
+	clk := &steppingClock{now: start, stepBack: time.Hour, tooLong: time.Minute}
 	g, err := snowflake.New(1, snowflake.WithLayout(l), snowflake.WithClock(clk),
 		snowflake.WithMaxBackwards(10*time.Millisecond))
 	if err != nil {

@@ -14,16 +14,16 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
-// reviewJitterClock reads the system clock minus up to jitter, independently
+// jitterClock reads the system clock minus up to jitter, independently
 // on every read: successive reads go back and forth by up to jitter, so the
 // generator keeps meeting small steps back (waited out) on all its paths.
-type reviewJitterClock struct{ jitter int64 }
+type jitterClock struct{ jitter int64 }
 
-func (c reviewJitterClock) UnixNano() int64 { return time.Now().UnixNano() - rand.Int64N(c.jitter) }
+func (c jitterClock) UnixNano() int64 { return time.Now().UnixNano() - rand.Int64N(c.jitter) }
 
-func (c reviewJitterClock) Now() time.Time { return time.Unix(0, c.UnixNano()) }
+func (c jitterClock) Now() time.Time { return time.Unix(0, c.UnixNano()) }
 
-func (c reviewJitterClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c jitterClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(max(d, 0))
 	defer t.Stop()
 	select {
@@ -34,10 +34,10 @@ func (c reviewJitterClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// reviewTickFence approves every tick and remembers which it approved.
-type reviewTickFence struct{ approved sync.Map }
+// tickFence approves every tick and remembers which it approved.
+type tickFence struct{ approved sync.Map }
 
-func (f *reviewTickFence) Check(unixMilli int64) error {
+func (f *tickFence) Check(unixMilli int64) error {
 	f.approved.Store(unixMilli, struct{}{})
 	return nil
 }
@@ -46,7 +46,7 @@ func (f *reviewTickFence) Check(unixMilli int64) error {
 // MaxBackwards 20 ms): IDs must stay distinct, increase per goroutine, and
 // carry only ticks the fence approved, on the add fast path, the CAS-only
 // path and a layout that overflows its sequence all the time.
-func TestReviewStressJitteryClock(t *testing.T) {
+func TestStressJitteryClock(t *testing.T) {
 	layouts := map[string]snowflake.Layout{
 		"default":  snowflake.Default,
 		"jssafe":   snowflake.JSSafe,                                                                                                  // 512 per ms: overflow waits
@@ -55,8 +55,8 @@ func TestReviewStressJitteryClock(t *testing.T) {
 	}
 	for name, l := range layouts {
 		t.Run(name, func(t *testing.T) {
-			fence := &reviewTickFence{}
-			g, err := snowflake.New(l.MaxMachineID(), snowflake.WithLayout(l), snowflake.WithClock(reviewJitterClock{jitter: int64(2 * time.Millisecond)}),
+			fence := &tickFence{}
+			g, err := snowflake.New(l.MaxMachineID(), snowflake.WithLayout(l), snowflake.WithClock(jitterClock{jitter: int64(2 * time.Millisecond)}),
 				snowflake.WithMaxBackwards(20*time.Millisecond), snowflake.WithFence(fence))
 			if err != nil {
 				t.Fatal(err)

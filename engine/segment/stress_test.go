@@ -20,7 +20,7 @@ import (
 // every ID is handed out once, each caller's IDs increase, no ID comes from
 // outside what the store handed out, NextID fails only with ErrClosed or an
 // ExhaustedError honouring its deadline, and Close stops the worker.
-func TestReviewStressTTLOutagesClose(t *testing.T) {
+func TestStressTTLOutagesClose(t *testing.T) {
 	f := segmenttest.NewFake()
 	c, err := segment.NewChain(f, segment.WithStep(16), segment.WithSafeDistance(2),
 		segment.WithPrefetchPeriod(time.Millisecond), segment.WithTTL(time.Millisecond),
