@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 )
@@ -578,9 +579,12 @@ func TestLeaseReservationValidation(t *testing.T) {
 }
 
 func TestLeaseWaitOut(t *testing.T) {
-	clk := newTestClock()
+	// clock.Fake, not testClock: two goroutines sleep here (the heartbeat and
+	// WaitOut), and each needs its own wake-up time.
+	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	clk.ManualSleep = true
 	mem := machinetest.NewMemory(clk)
-	t0 := clk.ms()
+	t0 := clk.Now().UnixMilli()
 	// A previous holder reserved 800 ms ahead and reverted.
 	st, err := mem.Distribute(t.Context(), instA, 10, time.Minute)
 	if err != nil {
@@ -589,16 +593,16 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := mem.Revert(t.Context(), instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 800}); err != nil {
 		t.Fatal(err)
 	}
-	l := acquire(t, mem, instA, machine.WithClock(clk), machine.WithHeartbeat(300*time.Millisecond), machine.WithReservation(time.Second))
+	opts := []machine.Option{machine.WithClock(clk), machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second)}
+	l := acquire(t, mem, instA, opts...)
 	done := make(chan error, 1)
 	go func() { done <- l.WaitOut(t.Context()) }()
-	clk.waitAsleep(t) // the heartbeat goroutine; WaitOut sleeps too
-	eventually(t, "WaitOut asleep", func() bool { _, a := clk.state(); return a >= 2 })
+	eventually(t, "the heartbeat and WaitOut asleep", func() bool { return clk.Sleeps() >= 2 })
 	clk.Advance(801 * time.Millisecond)
 	if err := <-done; err != nil {
 		t.Fatalf("WaitOut: %v", err)
 	}
-	if now := clk.ms(); now <= t0+800 {
+	if now := clk.Now().UnixMilli(); now <= t0+800 {
 		t.Fatalf("WaitOut returned at %d, not past %d", now, t0+800)
 	}
 
@@ -607,7 +611,7 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l3 := acquire(t, mem, instA, machine.WithClock(clk), machine.WithHeartbeat(300*time.Millisecond), machine.WithReservation(time.Second))
+	l3 := acquire(t, mem, instA, opts...)
 	if err := l3.WaitOut(t.Context()); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("WaitOut 10 s behind: %v, want ErrClockBackwards", err)
 	}
