@@ -34,11 +34,7 @@ func machineEnv(t *testing.T) (*redisstore.MachineDistributor, *clock.Fake, env)
 
 func distribute(t *testing.T, d machine.Distributor, in machine.Instance, bits int) machine.State {
 	t.Helper()
-	st, err := d.Distribute(context.Background(), in, bits, safeGuard)
-	if err != nil {
-		t.Fatalf("Distribute(%s): %v", in.ID, err)
-	}
-	return st
+	return machinetest.MustDistribute(t, d, in, bits, safeGuard)
 }
 
 func TestMachine64InstancesRaceFor6Bits(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
 )
@@ -30,11 +31,7 @@ func unstable(id string) machine.Instance { return machine.Instance{Namespace: "
 
 func distribute(t *testing.T, m machine.Distributor, inst machine.Instance, bits int) machine.State {
 	t.Helper()
-	st, err := m.Distribute(context.Background(), inst, bits, safeGuard)
-	if err != nil {
-		t.Fatalf("Distribute(%s): %v", inst.ID, err)
-	}
-	return st
+	return machinetest.MustDistribute(t, m, inst, bits, safeGuard)
 }
 
 // TestMachineRace has 64 instances on 8 pools race for 6 machine bits three
