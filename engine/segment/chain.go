@@ -122,6 +122,9 @@ func (c *Chain) NextID(ctx context.Context) (int64, error) {
 	if id, ok := c.take(s); ok {
 		return id, nil
 	}
+	if ctx == nil { // as database/sql would, rather than panic on the wait
+		ctx = context.Background()
+	}
 	return c.slow(ctx, s)
 }
 

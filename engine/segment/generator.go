@@ -73,6 +73,9 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	if id, _, ok := s.claim(); ok {
 		return id, nil
 	}
+	if ctx == nil { // as database/sql would, rather than panic on the wait
+		ctx = context.Background()
+	}
 	return g.refill(ctx, s)
 }
 

@@ -119,3 +119,25 @@ func TestExhaustedErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestNilContextDoesNotPanic(t *testing.T) {
+	f := segmenttest.NewFake()
+	g, err := segment.New(f, segment.WithStep(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := segment.NewChain(f, segment.WithStep(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A nil ctx, past a segment, so both wait on the store at least once.
+	for range 5 {
+		if _, err := g.NextID(nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.NextID(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
