@@ -135,17 +135,10 @@ func benchCreateInBatches(b *testing.B, open benchDB) {
 	b.Run("manual", func(b *testing.B) {
 		gen := newSnowflake(b)
 		db := open(b, gen, false)
-		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
 			rows := fresh()
-			for i := range rows {
-				id, err := gen.NextID(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows[i].ID = id
-			}
+			assignIDs(b, gen, rows)
 			if err := db.CreateInBatches(&rows, batchRows).Error; err != nil {
 				b.Fatal(err)
 			}
@@ -188,17 +181,10 @@ func BenchmarkFill(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
 	})
 	b.Run("manual", func(b *testing.B) {
-		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
 			clear(rows)
-			for i := range rows {
-				id, err := gen.NextID(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows[i].ID = id
-			}
+			assignIDs(b, gen, rows)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
 	})
@@ -264,15 +250,8 @@ func benchPaired(b *testing.B, open benchDB) {
 				for i := range rows {
 					rows[i] = BenchRow{Name: "row", Amount: int64(i)}
 				}
-				for i := range rows {
-					if !draw {
-						break
-					}
-					id, err := gen.NextID(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					rows[i].ID = id
+				if draw {
+					assignIDs(b, gen, rows)
 				}
 				if err := db.CreateInBatches(&rows, batchRows).Error; err != nil {
 					b.Fatal(err)
@@ -285,4 +264,16 @@ func benchPaired(b *testing.B, open benchDB) {
 	// Both sides manual, on two databases: the "overhead" it reports is the
 	// measurement's noise floor on this machine.
 	b.Run("CreateInBatchesNoiseFloor", func(b *testing.B) { batches(b, false) })
+}
+
+// assignIDs sets every row's ID by hand from gen: the "manual" side.
+func assignIDs(b *testing.B, gen engine.Generator, rows []BenchRow) {
+	ctx := context.Background()
+	for i := range rows {
+		id, err := gen.NextID(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows[i].ID = id
+	}
 }

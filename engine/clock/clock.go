@@ -154,7 +154,13 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 	f.mu.Lock()
 	wake := f.now.Add(d)
 	f.mu.Unlock()
-	stop := context.AfterFunc(ctx, f.cond.Broadcast)
+	// Broadcast under the lock: between the sleeper's ctx check and its
+	// Wait an unlocked Broadcast would be lost and the sleeper never woken.
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
 	defer stop()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
@@ -24,14 +25,7 @@ func (c jitterClock) UnixNano() int64 { return time.Now().UnixNano() - rand.Int6
 func (c jitterClock) Now() time.Time { return time.Unix(0, c.UnixNano()) }
 
 func (c jitterClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(max(d, 0))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return clock.System.Sleep(ctx, d)
 }
 
 // tickFence approves every tick and remembers which it approved.

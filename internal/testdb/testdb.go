@@ -243,14 +243,6 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	return c, prefix
 }
 
-// Placeholder returns the n-th (1-based) bind placeholder for the driver.
-func (d DB) Placeholder(n int) string {
-	if d.Driver == "pgx" {
-		return fmt.Sprintf("$%d", n)
-	}
-	return "?"
-}
-
 // Rebind rewrites '?' placeholders for the driver.
 func (d DB) Rebind(query string) string {
 	if d.Driver != "pgx" {
