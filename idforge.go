@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,52 +235,42 @@ type leased struct {
 	lease *machine.Lease
 }
 
-// live is what the leased generators of this process hold: an instance may
-// run one generator at a time, and on a fixed distributor (machine.Fixed:
-// Manual, StatefulSet, IDFORGE_MACHINE_ID), which hands every registry of
-// the process the same machine ID, one generator per namespace may run:
-// two generators on one machine ID issue the same IDs. A store tells
-// instances apart by itself.
-var live = struct {
+// liveInstances are the instances running a leased generator in this
+// process: a store hands one instance one machine ID, so two registries built
+// with the same WithInstance would issue the same IDs. (Fixed distributors,
+// Manual and StatefulSet, refuse a second instance of a namespace themselves.)
+var liveInstances = struct {
 	sync.Mutex
-	instances map[liveKey]bool
-	machines  map[liveKey]bool
-}{instances: map[liveKey]bool{}, machines: map[liveKey]bool{}}
+	m map[string]bool
+}{m: map[string]bool{}}
 
-type liveKey struct {
-	namespace string
-	id        string
-}
+func instanceKey(inst machine.Instance) string { return inst.Namespace + "\x00" + inst.ID }
 
-func machineKey(ns string, m int64) liveKey { return liveKey{ns, strconv.FormatInt(m, 10)} }
-
-// claim marks k in set as taken; it reports false if it already was.
-func claim(set map[liveKey]bool, k liveKey) bool {
-	live.Lock()
-	defer live.Unlock()
-	if set[k] {
+func claimInstance(inst machine.Instance) bool {
+	liveInstances.Lock()
+	defer liveInstances.Unlock()
+	if liveInstances.m[instanceKey(inst)] {
 		return false
 	}
-	set[k] = true
+	liveInstances.m[instanceKey(inst)] = true
 	return true
 }
 
-func release(set map[liveKey]bool, k liveKey) {
-	live.Lock()
-	delete(set, k)
-	live.Unlock()
+func releaseInstance(inst machine.Instance) {
+	liveInstances.Lock()
+	delete(liveInstances.m, instanceKey(inst))
+	liveInstances.Unlock()
 }
 
 func newLeasedSnowflake(ctx context.Context, c *config) (*leasedSnowflake, error) {
-	inst := liveKey{c.instance.Namespace, c.instance.ID}
-	if !claim(live.instances, inst) {
+	if !claimInstance(*c.instance) {
 		return nil, fmt.Errorf("%w: idforge: instance %s already runs a registry in this process: share that registry, "+
 			"or give each New its own WithInstance", engine.ErrInvalidConfig, c.instance)
 	}
 	s := &leasedSnowflake{c: c}
 	l, err := s.acquire(ctx)
 	if err != nil {
-		release(live.instances, inst)
+		releaseInstance(*c.instance)
 		return nil, err
 	}
 	s.cur.Store(l)
@@ -314,21 +303,13 @@ func (s *leasedSnowflake) acquire(ctx context.Context) (*leased, error) {
 			return nil, err
 		}
 	}
-	if machine.Fixed(s.c.distributor) && !claim(live.machines, machineKey(s.c.instance.Namespace, lease.MachineID())) {
-		// Only instance-blind distributors (Manual, StatefulSet) hand out a
-		// taken ID, and their Revert changes nothing the other registry needs.
-		lease.Close()
-		return nil, fmt.Errorf("%w: idforge: machine ID %d of namespace %q is already issued on by another registry "+
-			"in this process (%T hands every registry the same ID): share one registry, e.g. idforge.Default(), "+
-			"or use a store (WithStore)", engine.ErrInvalidConfig, lease.MachineID(), s.c.instance.Namespace, s.c.distributor)
-	}
 	gen, err := snowflake.New(lease.MachineID(), append([]snowflake.Option{
 		snowflake.WithLayout(s.c.layout),
 		snowflake.WithLastTimestamp(lease.State().LastTimestamp),
 		snowflake.WithFence(lease),
 	}, s.c.snowflakeOpts...)...)
 	if err != nil {
-		s.drop(lease)
+		lease.Close()
 		return nil, err
 	}
 	genp.Store(gen)
@@ -392,7 +373,7 @@ func (s *leasedSnowflake) replace(ctx context.Context, lost *leased) error {
 	if s.cur.Load() != lost {
 		return nil
 	}
-	s.drop(lost.lease) // stops its heartbeat; the ID is no longer ours to revert
+	lost.lease.Close() // stops its heartbeat; the ID is no longer ours to revert
 	next, err := s.acquire(ctx)
 	if err != nil {
 		return err
@@ -419,16 +400,6 @@ func (s *leasedSnowflake) Close() error {
 	if l == nil {
 		return nil
 	}
-	release(live.instances, liveKey{s.c.instance.Namespace, s.c.instance.ID})
-	return s.drop(l.lease)
-}
-
-// drop closes a lease this generator claimed the machine ID of, and frees
-// the claim.
-func (s *leasedSnowflake) drop(l *machine.Lease) error {
-	err := l.Close()
-	if machine.Fixed(s.c.distributor) {
-		release(live.machines, machineKey(s.c.instance.Namespace, l.MachineID()))
-	}
-	return err
+	releaseInstance(*s.c.instance)
+	return l.lease.Close()
 }

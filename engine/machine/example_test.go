@@ -54,7 +54,7 @@ func ExampleLocalState() {
 	}
 	defer os.RemoveAll(dir)
 	d := machine.LocalState(dir, machine.Manual(3))
-	inst := machine.Instance{Namespace: "orders", ID: "orders-3", Stable: true}
+	inst := machine.Instance{Namespace: "billing", ID: "billing-3", Stable: true}
 
 	// The previous run stopped at 12:00 and reverted its ID.
 	last := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)

@@ -1,11 +1,13 @@
 package machine_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
@@ -171,20 +173,38 @@ func TestDefault(t *testing.T) {
 	}
 }
 
-func TestFixed(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		d    machine.Distributor
-		want bool
-	}{
-		{"Manual", machine.Manual(3), true},
-		{"StatefulSet", machine.StatefulSet(), true},
-		{"LocalState over Manual", machine.LocalState(t.TempDir(), machine.Manual(3)), true},
-		{"a store", machinetest.NewMemory(nil), false},
-		{"LocalState over a store", machine.LocalState(t.TempDir(), machinetest.NewMemory(nil)), false},
+// Manual and StatefulSet hand every instance the same number, so within one
+// process they give it to one instance of a namespace at a time.
+func TestFixedIDOneInstanceAtATime(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("FIXED_TEST_HOST", "web-7")
+	for name, d := range map[string]machine.Distributor{
+		"Manual":                 machine.Manual(7),
+		"StatefulSet":            machine.StatefulSet(machine.HostnameEnv("FIXED_TEST_HOST")),
+		"LocalState over Manual": machine.LocalState(t.TempDir(), machine.Manual(7)),
 	} {
-		if got := machine.Fixed(c.d); got != c.want {
-			t.Errorf("Fixed(%s) = %v, want %v", c.name, got, c.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			ns := "fixed-" + name
+			a := machine.Instance{Namespace: ns, ID: "a"}
+			b := machine.Instance{Namespace: ns, ID: "b"}
+			st := machinetest.MustDistribute(t, d, a, 10, time.Minute)
+			machinetest.MustDistribute(t, d, a, 10, time.Minute) // its own again
+			if _, err := d.Distribute(ctx, b, 10, time.Minute); !errors.Is(err, engine.ErrInvalidConfig) ||
+				!strings.Contains(err.Error(), `instance "a"`) {
+				t.Fatalf("a second instance got machine ID 7 while a holds it: %v", err)
+			}
+			machinetest.MustDistribute(t, d, machine.Instance{Namespace: ns + "-other", ID: "b"}, 10, time.Minute)
+			if err := d.Revert(ctx, a, st); err != nil {
+				t.Fatal(err)
+			}
+			if got := machinetest.MustDistribute(t, d, b, 10, time.Minute); got.MachineID != 7 {
+				t.Fatalf("after a reverted, b got %d", got.MachineID)
+			}
+			for _, in := range []machine.Instance{b, {Namespace: ns + "-other", ID: "b"}} {
+				if err := d.Revert(ctx, in, machine.State{MachineID: 7}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
