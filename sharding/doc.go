@@ -25,7 +25,7 @@
 // against a uniform spread.
 //
 // [Gorm] and [Sqlx] are the repository helpers: they fill IDs first (through
-// the gormplugin or sqlhook), route every row, split a batch by shard and
+// the idplugin or idsqlx), route every row, split a batch by shard and
 // insert each part into its database and table; find by ID queries one shard;
 // [Gorm.Migrate] creates every physical table.
 package sharding

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/idplugin"
 )
 
 // Gorm is a sharded repository over GORM: one *gorm.DB per database of the
@@ -37,7 +37,7 @@ func NewGorm(r Router, dbs []*gorm.DB, opts ...Option) (*Gorm, error) {
 		if db == nil {
 			return nil, fmt.Errorf("%w: sharding.NewGorm: database %d is nil", engine.ErrInvalidConfig, i)
 		}
-		if _, ok := db.Config.Plugins[gormplugin.PluginName]; !ok {
+		if _, ok := db.Config.Plugins[idplugin.PluginName]; !ok {
 			return nil, fmt.Errorf("%w: sharding.NewGorm: database %d has no idforge plugin: db.Use(idplugin.New(...)) first, so rows get their IDs before they are routed",
 				engine.ErrInvalidConfig, i)
 		}
@@ -89,7 +89,7 @@ func (g *Gorm) Create(ctx context.Context, value any) error {
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	if err := gormplugin.Fill(g.dbs[0].WithContext(ctx), value); err != nil {
+	if err := idplugin.Fill(g.dbs[0].WithContext(ctx), value); err != nil {
 		return err
 	}
 	f, err := g.keyField(reflect.New(elem).Interface())
@@ -165,11 +165,11 @@ func (g *Gorm) ForEach(ctx context.Context, fn func(s Shard, db *gorm.DB) error)
 
 // Migrate creates (or updates, as AutoMigrate does) the physical table of
 // the sharded model in every shard. Each table is prepared first
-// (gormplugin.Prepare), so tag errors show here and the ID columns the
+// (idplugin.Prepare), so tag errors show here and the ID columns the
 // plugin fills are plain BIGINT, not auto-increment.
 func (g *Gorm) Migrate(ctx context.Context, model any) error {
 	return g.ForEach(ctx, func(_ Shard, db *gorm.DB) error {
-		if err := gormplugin.Prepare(db, model); err != nil {
+		if err := idplugin.Prepare(db, model); err != nil {
 			return err
 		}
 		return db.AutoMigrate(model)

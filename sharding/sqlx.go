@@ -10,12 +10,12 @@ import (
 	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/idsqlx"
 )
 
 // Sqlx is a sharded repository over sqlx: one *sqlx.DB per database of the
 // router, indexed like [Shard.Database]. Statements are templates naming the
-// table {table}. IDs are filled from reg's generators through sqlhook, by
+// table {table}. IDs are filled from reg's generators through idsqlx, by
 // the same idgen tags the GORM plugin reads, and rows are routed by the "id"
 // column unless [WithShardKey] names another. It is safe for concurrent use.
 type Sqlx struct {
@@ -58,7 +58,7 @@ func (x *Sqlx) Router() Router { return x.router }
 // or of pointers), routes every row, and runs query for each shard's rows,
 // with {table} replaced, as sqlx's bulk NamedExec: a multi-row INSERT of up
 // to the batch size per statement (fewer if the placeholders would pass
-// sqlhook.MaxPlaceholders), one transaction per shard. A failure is a
+// idsqlx.MaxPlaceholders), one transaction per shard. A failure is a
 // *[ShardError] naming the shard; shards before it were written.
 func (x *Sqlx) Insert(ctx context.Context, query string, value any) error {
 	if !strings.Contains(query, TablePlaceholder) {
@@ -75,7 +75,7 @@ func (x *Sqlx) Insert(ctx context.Context, query string, value any) error {
 	if err := keyKind(elem.String(), fi.Path, fi.Field.Type); err != nil {
 		return err
 	}
-	if err := sqlhook.Fill(ctx, x.reg, value); err != nil {
+	if err := idsqlx.Fill(ctx, x.reg, value); err != nil {
 		return err
 	}
 	groups, err := split(x.router, len(x.dbs), rows, func(row reflect.Value) (int64, error) {
@@ -92,21 +92,21 @@ func (x *Sqlx) Insert(ctx context.Context, query string, value any) error {
 	return nil
 }
 
-// insert writes one shard's rows with sqlhook.InsertBatch, which chunks
+// insert writes one shard's rows with idsqlx.InsertBatch, which chunks
 // them by the batch size and the placeholder limit, in a transaction when
 // there is more than one row.
 func (x *Sqlx) insert(ctx context.Context, g *group, elem reflect.Type, query string) error {
 	part := g.pointers(elem)
 	db := x.dbs[g.shard.Database]
 	if len(g.rows) == 1 {
-		_, err := sqlhook.InsertBatch(ctx, db, x.reg, query, part, x.cfg.batchSize)
+		_, err := idsqlx.InsertBatch(ctx, db, x.reg, query, part, x.cfg.batchSize)
 		return err
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if _, err := sqlhook.InsertBatch(ctx, tx, x.reg, query, part, x.cfg.batchSize); err != nil {
+	if _, err := idsqlx.InsertBatch(ctx, tx, x.reg, query, part, x.cfg.batchSize); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/idplugin"
 	"github.com/idforge/idforge/sharding"
 )
 

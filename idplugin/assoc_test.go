@@ -1,4 +1,4 @@
-package gormplugin_test
+package idplugin_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/idforge/idforge/engine"
-	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/idplugin"
 )
 
 type Owner struct {

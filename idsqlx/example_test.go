@@ -1,4 +1,4 @@
-package sqlhook_test
+package idsqlx_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/idsqlx"
 )
 
 type Order struct {
@@ -43,19 +43,19 @@ func Example() {
 
 	// One row: the IDs are written back into the struct.
 	ada := Order{Customer: "ada"}
-	if _, err := sqlhook.Insert(ctx, db, reg, insert, &ada); err != nil {
+	if _, err := idsqlx.Insert(ctx, db, reg, insert, &ada); err != nil {
 		log.Fatal(err)
 	}
 
 	// Many rows: multi-row INSERTs of up to 1,000 rows each.
 	batch := []Order{{Customer: "bob"}, {Customer: "cy"}, {ID: 7, Code: "pinned", Customer: "dee"}}
-	n, err := sqlhook.InsertBatch(ctx, db, reg, insert, batch, 1000)
+	n, err := idsqlx.InsertBatch(ctx, db, reg, insert, batch, 1000)
 	if err != nil {
 		log.Fatal(err)
 	}
 
 	// Hand-written SQL: the ID is drawn when the statement runs.
-	itemID := sqlhook.Next(reg, "snowflake", "")
+	itemID := idsqlx.Next(reg, "snowflake", "")
 	if _, err := db.ExecContext(ctx, `INSERT INTO items (id, order_id, sku) VALUES (?, ?, ?)`, itemID, ada.ID, "pen"); err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sqlhook_test
+package idsqlx_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/idsqlx"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/internal/testreg"
-	"github.com/idforge/idforge/sqlhook"
 )
 
 // newRegistry is the shared test registry: snowflake, and a counter per chain name.
@@ -121,13 +121,13 @@ func TestInsertOnAllDatabases(t *testing.T) {
 			}
 
 			one := Row{Name: "one"}
-			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, &one); err != nil {
+			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, &one); err != nil {
 				t.Fatal(err)
 			}
 			keep(&one)
 
 			pinned := Row{ID: 42, U: 42, E: 42, Code: "pinned", Name: "pinned"}
-			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, &pinned); err != nil {
+			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, &pinned); err != nil {
 				t.Fatal(err)
 			}
 			if pinned.ID != 42 || pinned.U != 42 || pinned.E != 42 || pinned.Code != "pinned" {
@@ -137,7 +137,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 
 			// Bulk named insert of a slice of pointers in one statement.
 			ptrs := []*Row{{Name: "p0"}, {Name: "p1"}, {Name: "p2"}}
-			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, ptrs); err != nil {
+			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, ptrs); err != nil {
 				t.Fatal(err)
 			}
 			keep(ptrs...)
@@ -155,7 +155,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 				for i := range batch {
 					batch[i].Name = fmt.Sprintf("b%d-%d", c.rows, i)
 				}
-				n, err := sqlhook.InsertBatch(ctx, db, reg, insertRow, batch, c.batch)
+				n, err := idsqlx.InsertBatch(ctx, db, reg, insertRow, batch, c.batch)
 				if err != nil || n != int64(c.rows) {
 					t.Fatalf("InsertBatch(%d, %d) = %d, %v", c.rows, c.batch, n, err)
 				}
@@ -164,13 +164,13 @@ func TestInsertOnAllDatabases(t *testing.T) {
 				}
 			}
 			arr := [2]Row{{Name: "a0"}, {Name: "a1"}}
-			if n, err := sqlhook.InsertBatch(ctx, db, reg, insertRow, &arr, 0); err != nil || n != 2 {
+			if n, err := idsqlx.InsertBatch(ctx, db, reg, insertRow, &arr, 0); err != nil || n != 2 {
 				t.Fatalf("InsertBatch(&array) = %d, %v", n, err)
 			}
 			keep(&arr[0], &arr[1])
 
 			// Hand-written SQL with Next values.
-			id, u, e := sqlhook.Next(reg, "snowflake", ""), sqlhook.NextContext(ctx, reg, "chain", "u"), sqlhook.Next(reg, "snowflake", "")
+			id, u, e := idsqlx.Next(reg, "snowflake", ""), idsqlx.NextContext(ctx, reg, "chain", "u"), idsqlx.Next(reg, "snowflake", "")
 			if _, err := db.ExecContext(ctx, db.Rebind("INSERT INTO rows_t (id, u, e, code, name) VALUES (?, ?, ?, ?, ?)"), id, u, e, "raw", "raw"); err != nil {
 				t.Fatal(err)
 			}
@@ -183,13 +183,13 @@ func TestInsertOnAllDatabases(t *testing.T) {
 			want[rawID] = Row{ID: rawID, U: uint64(rawU), E: engine.ID(rawE), Code: "raw", Name: "raw"}
 
 			// A map is passed through, and can carry Next values.
-			mid := sqlhook.Next(reg, "snowflake", "")
-			m := map[string]any{"id": mid, "u": sqlhook.Next(reg, "chain", "u"), "e": 7, "code": "map", "name": "map"}
-			if _, err := sqlhook.Insert(ctx, db, reg, insertRow, m); err != nil {
+			mid := idsqlx.Next(reg, "snowflake", "")
+			m := map[string]any{"id": mid, "u": idsqlx.Next(reg, "chain", "u"), "e": 7, "code": "map", "name": "map"}
+			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, m); err != nil {
 				t.Fatal(err)
 			}
 			mapID, _ := mid.ID()
-			mapU, _ := m["u"].(*sqlhook.Value).ID()
+			mapU, _ := m["u"].(*idsqlx.Value).ID()
 			want[mapID] = Row{ID: mapID, U: uint64(mapU), E: 7, Code: "map", Name: "map"}
 
 			checkTable(t, db, want)
@@ -235,7 +235,7 @@ func TestFillErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		for attempt := range 2 {
-			err := sqlhook.Fill(ctx, reg, c.v)
+			err := idsqlx.Fill(ctx, reg, c.v)
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("Fill(%T) attempt %d: %v; want %v saying %q", c.v, attempt, err, c.is, c.says)
 			}
@@ -246,7 +246,7 @@ func TestFillErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := UnknownKind{}
-	if err := sqlhook.Fill(ctx, reg, &u); err != nil || u.ID != 9 {
+	if err := idsqlx.Fill(ctx, reg, &u); err != nil || u.ID != 9 {
 		t.Errorf("after registering the kind: %+v, %v", u, err)
 	}
 }
@@ -255,7 +255,7 @@ func TestFillKeepsSetValues(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)
 	rows := []Row{{ID: 5, Code: "x"}, {}}
-	if err := sqlhook.Fill(ctx, reg, rows); err != nil {
+	if err := idsqlx.Fill(ctx, reg, rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows[0].ID != 5 || rows[0].Code != "x" || rows[0].U == 0 || rows[0].E == 0 {
@@ -275,21 +275,21 @@ func TestValue(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	v := sqlhook.Next(reg, "count", "")
+	v := idsqlx.Next(reg, "count", "")
 	a, err1 := v.Value()
 	b, err2 := v.Value()
 	id, err3 := v.ID()
 	if err := errors.Join(err1, err2, err3); err != nil || a != int64(1) || b != int64(1) || id != 1 || draws.Load() != 1 {
 		t.Fatalf("Value twice: %v %v, ID %d, %d draws, %v", a, b, id, draws.Load(), err)
 	}
-	early := sqlhook.Next(reg, "count", "")
+	early := idsqlx.Next(reg, "count", "")
 	if id, err := early.ID(); err != nil || id != 2 {
 		t.Fatalf("ID before the statement: %d, %v", id, err)
 	}
 	if got, _ := early.Value(); got != int64(2) {
 		t.Fatalf("the statement used %v, not the ID read before", got)
 	}
-	for _, v := range []*sqlhook.Value{sqlhook.Next(reg, "broken", ""), sqlhook.Next(reg, "nope", "")} {
+	for _, v := range []*idsqlx.Value{idsqlx.Next(reg, "broken", ""), idsqlx.Next(reg, "nope", "")} {
 		if _, err := v.Value(); err == nil {
 			t.Error("Value without a working generator succeeded")
 		}
@@ -301,7 +301,7 @@ func TestValue(t *testing.T) {
 	if err := reg2.Register("ctx", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) { seen = ctx.Err(); return 1, nil })); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlhook.NextContext(ctxDone, reg2, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
+	if _, err := idsqlx.NextContext(ctxDone, reg2, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
 		t.Fatalf("NextContext: the generator saw %v (%v)", seen, err)
 	}
 }
@@ -314,7 +314,7 @@ func TestValueErrorOnAllDatabases(t *testing.T) {
 	}
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			v := sqlhook.Next(reg, "broken", "")
+			v := idsqlx.Next(reg, "broken", "")
 			_, err := d.x.Exec(d.x.Rebind("INSERT INTO rows_t (id, u, e, code, name) VALUES (?, 1, 1, 'x', 'x')"), v)
 			if !errors.Is(err, engine.ErrStoreUnavailable) {
 				t.Fatalf("Exec with a failing Value: %v", err)
@@ -348,12 +348,12 @@ func TestConcurrentInsertsOnAllDatabases(t *testing.T) {
 					start.Wait()
 					mine := rows[w]
 					for i := range 100 {
-						if _, err := sqlhook.Insert(ctx, d.x, reg, insertRow, &mine[i]); err != nil {
+						if _, err := idsqlx.Insert(ctx, d.x, reg, insertRow, &mine[i]); err != nil {
 							errs[w] = err
 							return
 						}
 					}
-					if _, err := sqlhook.InsertBatch(ctx, d.x, reg, insertRow, mine[100:], chunk); err != nil {
+					if _, err := idsqlx.InsertBatch(ctx, d.x, reg, insertRow, mine[100:], chunk); err != nil {
 						errs[w] = err
 					}
 				})
@@ -388,10 +388,10 @@ type SnowflakeOnly struct {
 func TestDefaultRegistry(t *testing.T) {
 	t.Setenv(machine.MachineIDEnv, "5")
 	var r SnowflakeOnly
-	if err := sqlhook.Fill(context.Background(), nil, &r); err != nil {
+	if err := idsqlx.Fill(context.Background(), nil, &r); err != nil {
 		t.Fatal(err)
 	}
-	v := sqlhook.Next(nil, "snowflake", "")
+	v := idsqlx.Next(nil, "snowflake", "")
 	id, err := v.ID()
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +401,7 @@ func TestDefaultRegistry(t *testing.T) {
 			t.Fatalf("id %d from the default registry: %+v, %v", id, parts, err)
 		}
 	}
-	if err := sqlhook.Fill(context.Background(), nil, &Row{}); !errors.Is(err, engine.ErrUnknownGenerator) {
+	if err := idsqlx.Fill(context.Background(), nil, &Row{}); !errors.Is(err, engine.ErrUnknownGenerator) {
 		t.Fatalf("kind chain is not in the default registry: %v", err)
 	}
 }

@@ -1,8 +1,8 @@
-// Package gormplugin is the idforge plugin for GORM: it gives rows their IDs
+// Package idplugin is the idforge plugin for GORM: it gives rows their IDs
 // before they are inserted, from struct tags, with no round trip and no
 // auto-increment, the same way on SQLite, MySQL/MariaDB and PostgreSQL.
 //
-//	import idplugin "github.com/idforge/idforge/gormplugin"
+//	import "github.com/idforge/idforge/idplugin"
 //
 //	type Order struct {
 //		ID    int64  `idgen:"snowflake"`
@@ -63,4 +63,4 @@
 // carry the ID and PostgreSQL needs no RETURNING. Call [Prepare] before
 // AutoMigrate to have the columns created as plain BIGINT rather than
 // AUTO_INCREMENT, BIGSERIAL or AUTOINCREMENT.
-package gormplugin
+package idplugin

@@ -1,4 +1,4 @@
-package gormplugin
+package idplugin
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package sqlhook gives rows inserted through github.com/jmoiron/sqlx their
+// Package idsqlx gives rows inserted through github.com/jmoiron/sqlx their
 // IDs before the insert, from the same `idgen` struct tags the GORM plugin
 // reads:
 //
@@ -9,7 +9,7 @@
 //	}
 //
 //	o := Order{Customer: "ada"}
-//	_, err := sqlhook.Insert(ctx, db, reg, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
+//	_, err := idsqlx.Insert(ctx, db, reg, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
 //	// o.ID and o.Code are set
 //
 // Every function takes the registry to draw from; nil means idforge.Default(),
@@ -25,7 +25,7 @@
 // IDs are filled at the struct level, not in a database/sql driver wrapper,
 // because a driver sees only argument values and could not write the IDs
 // back into the caller's structs.
-package sqlhook
+package idsqlx
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func registry(reg *engine.Registry) (*engine.Registry, error) {
 	}
 	reg, err := idforge.Default()
 	if err != nil {
-		return nil, fmt.Errorf("sqlhook: the default registry: %w", err)
+		return nil, fmt.Errorf("idsqlx: the default registry: %w", err)
 	}
 	return reg, nil
 }
@@ -110,12 +110,12 @@ func Fill(ctx context.Context, reg *engine.Registry, v any) error {
 func target(v any) (reflect.Value, reflect.Type, error) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {
-		return rv, nil, fmt.Errorf("%w: sqlhook: nil value", engine.ErrInvalidConfig)
+		return rv, nil, fmt.Errorf("%w: idsqlx: nil value", engine.ErrInvalidConfig)
 	}
 	direct := rv.Kind() == reflect.Slice // slice elements are settable without a pointer
 	for rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
-			return rv, nil, fmt.Errorf("%w: sqlhook: nil %T", engine.ErrInvalidConfig, v)
+			return rv, nil, fmt.Errorf("%w: idsqlx: nil %T", engine.ErrInvalidConfig, v)
 		}
 		rv, direct = rv.Elem(), true
 	}
@@ -127,10 +127,10 @@ func target(v any) (reflect.Value, reflect.Type, error) {
 		}
 	}
 	if t.Kind() != reflect.Struct {
-		return rv, nil, fmt.Errorf("%w: sqlhook: cannot fill IDs into %T (want a pointer to a struct or a slice of structs)", engine.ErrInvalidConfig, v)
+		return rv, nil, fmt.Errorf("%w: idsqlx: cannot fill IDs into %T (want a pointer to a struct or a slice of structs)", engine.ErrInvalidConfig, v)
 	}
 	if !direct {
-		return rv, nil, fmt.Errorf("%w: sqlhook: %T is passed by value: pass a pointer so the IDs can be written back", engine.ErrInvalidConfig, v)
+		return rv, nil, fmt.Errorf("%w: idsqlx: %T is passed by value: pass a pointer so the IDs can be written back", engine.ErrInvalidConfig, v)
 	}
 	return rv, t, nil
 }
@@ -196,7 +196,7 @@ func InsertBatch(ctx context.Context, db sqlx.ExtContext, reg *engine.Registry, 
 	batchSize = max(min(batchSize, MaxPlaceholders/max(len(args), 1)), 1)
 	if rv.Kind() == reflect.Array {
 		if !rv.CanAddr() {
-			return 0, fmt.Errorf("%w: sqlhook: pass a pointer to the array", engine.ErrInvalidConfig)
+			return 0, fmt.Errorf("%w: idsqlx: pass a pointer to the array", engine.ErrInvalidConfig)
 		}
 		rv = rv.Slice(0, n)
 	}
@@ -204,7 +204,7 @@ func InsertBatch(ctx context.Context, db sqlx.ExtContext, reg *engine.Registry, 
 	for i := 0; i < n; i += batchSize {
 		res, err := sqlx.NamedExecContext(ctx, db, query, rv.Slice(i, min(i+batchSize, n)).Interface())
 		if err != nil {
-			return total, fmt.Errorf("sqlhook: rows %d to %d: %w", i, min(i+batchSize, n)-1, err)
+			return total, fmt.Errorf("idsqlx: rows %d to %d: %w", i, min(i+batchSize, n)-1, err)
 		}
 		affected, err := res.RowsAffected()
 		if err != nil {

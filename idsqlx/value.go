@@ -1,4 +1,4 @@
-package sqlhook
+package idsqlx
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // registry's generator when the statement runs, once, however often the
 // driver asks. Use one Value per row inserted.
 //
-//	id := sqlhook.Next(reg, "snowflake", "")
+//	id := idsqlx.Next(reg, "snowflake", "")
 //	_, err := db.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", id, "ada")
 //	n, _ := id.ID() // the ID the row got
 type Value struct {

@@ -1,4 +1,4 @@
-package gormplugin_test
+package idplugin_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/idplugin"
 	"github.com/idforge/idforge/internal/testdb"
 )
 

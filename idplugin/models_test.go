@@ -1,4 +1,4 @@
-package gormplugin_test
+package idplugin_test
 
 import (
 	"reflect"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
-	idplugin "github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/idplugin"
 )
 
 type I64Row struct {
