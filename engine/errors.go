@@ -30,6 +30,11 @@ var (
 	ErrIDOverflow = errors.New("idforge: id overflow")
 	// ErrInvalidID: a string or value that is not a valid ID for the given format or layout.
 	ErrInvalidID = errors.New("idforge: invalid id")
+	// ErrStoreReset: the store forgot what it handed out (emptied, restarted
+	// without persistence, failed over to a replica that had not seen the
+	// latest writes). Generators stop issuing from anything obtained before
+	// the reset and start again above what was handed out.
+	ErrStoreReset = errors.New("idforge: store was reset")
 	// ErrClosed: the generator, chain or registry was closed.
 	ErrClosed = errors.New("idforge: closed")
 )

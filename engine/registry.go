@@ -14,6 +14,14 @@ import (
 // name and caches the result.
 type Factory func(ctx context.Context, name string) (Generator, error)
 
+// Provider hands out generators by kind and name. [*Registry] is one; the
+// GORM plugin, the sqlx helper and the sharding repositories draw from any.
+type Provider interface {
+	Generator(ctx context.Context, kind, name string) (Generator, error)
+}
+
+var _ Provider = (*Registry)(nil)
+
 type genKey struct{ kind, name string }
 
 // Registry is the named generator provider (CosId's IdGeneratorProvider).
