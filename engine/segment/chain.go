@@ -214,6 +214,24 @@ func (c *Chain) Close() error {
 	return nil
 }
 
+// Discard drops every fetched ID not handed out yet, at once: the next
+// callers wait for a fresh fetch. The root registry calls it when the store
+// was reset ([engine.ErrStoreReset]), because what the chain holds may now be
+// handed out to another process too; the chain also calls it itself when a
+// fetch reports a reset. IDs claimed before Discard stay served.
+func (c *Chain) Discard(cause error) {
+	dropped := int64(0)
+	for s := c.head.Load(); s != nil; s = s.next.Load() {
+		// As in retireUpTo: every later add lands past size.
+		if left := s.size - (s.taken.Add(s.size) - s.size); left > 0 {
+			dropped += left
+		}
+	}
+	c.discarded.Add(dropped)
+	c.signal()
+	c.cfg.logger.Warn("segment: dropped the IDs the chain held", "name", c.cfg.name, "dropped", dropped, "cause", cause)
+}
+
 // Stats is a snapshot of a chain's prefetching, for monitoring and tests.
 type Stats struct {
 	// Step is the number of IDs per segment.
@@ -356,6 +374,9 @@ func wakeMask(target int64) int64 {
 
 func (c *Chain) fail(err error) {
 	c.failures.Add(1)
+	if errors.Is(err, engine.ErrStoreReset) {
+		c.Discard(err)
+	}
 	c.mu.Lock()
 	c.lastErr = err
 	c.mu.Unlock()

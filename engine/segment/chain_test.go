@@ -407,7 +407,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 	}
 	// Close wakes a caller waiting on a dry chain, and cancels a fetch in flight.
 	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
-	c, err := segment.NewChain(f, quiet, segment.WithMaxWait(0))
+	c, err := segment.NewChain(f, quiet, segment.WithMaxWait(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,18 +474,14 @@ func TestInvalidOptions(t *testing.T) {
 		opts []segment.Option
 	}{
 		{"nil Distributor", nil, nil},
-		{"WithStep(0)", f, []segment.Option{segment.WithStep(0)}},
-		{"WithStep(-5)", f, []segment.Option{segment.WithStep(-5)}},
-		{"WithSafeDistance(0)", f, []segment.Option{segment.WithSafeDistance(0)}},
-		{"WithMaxPrefetchDistance(3)", f, []segment.Option{segment.WithSafeDistance(4), segment.WithMaxPrefetchDistance(3)}},
+		{"Step -5", f, []segment.Option{segment.WithStep(-5)}},
+		{"SafeDistance -1", f, []segment.Option{segment.WithSafeDistance(-1)}},
+		{"MaxPrefetchDistance 3", f, []segment.Option{segment.WithSafeDistance(4), segment.WithMaxPrefetchDistance(3)}},
 		{"overflows int64", f, []segment.Option{segment.WithStep(1 << 40), segment.WithMaxPrefetchDistance(1 << 30)}},
-		{"WithPrefetchPeriod(0s)", f, []segment.Option{segment.WithPrefetchPeriod(0)}},
-		{"WithHungerWindow(-1s)", f, []segment.Option{segment.WithHungerWindow(-time.Second)}},
-		{"WithTTL(-1s)", f, []segment.Option{segment.WithTTL(-time.Second)}},
-		{"WithMaxWait(-1s)", f, []segment.Option{segment.WithMaxWait(-time.Second)}},
-		{"WithFetchTimeout(0s)", f, []segment.Option{segment.WithFetchTimeout(0)}},
-		{"WithLogger(nil)", f, []segment.Option{segment.WithLogger(nil)}},
-		{"WithClock(nil)", f, []segment.Option{segment.WithClock(nil)}},
+		{"PrefetchPeriod -1s", f, []segment.Option{segment.WithPrefetchPeriod(-time.Second)}},
+		{"HungerWindow -1s", f, []segment.Option{segment.WithHungerWindow(-time.Second)}},
+		{"TTL -1s", f, []segment.Option{segment.WithTTL(-time.Second)}},
+		{"FetchTimeout -1s", f, []segment.Option{segment.Settings{FetchTimeout: -time.Second}}},
 	} {
 		c, err := segment.NewChain(tc.d, tc.opts...)
 		if c != nil {

@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,112 +50,182 @@ const (
 	DefaultFetchTimeout = 10 * time.Second
 )
 
-// Option configures a [Generator] or a [Chain]. Options that only concern the
-// chain's prefetching (distances, periods, TTL) are validated but have no
-// effect on a Generator.
-type Option func(*config)
-
-type config struct {
-	name           string
-	step           int64
-	safeDistance   int64
-	maxDistance    int64
-	period         time.Duration
-	hungerWindow   time.Duration
-	ttl            time.Duration
-	maxWait        time.Duration
-	fetchTimeout   time.Duration
-	logger         *slog.Logger
-	clock          clock.Clock
-	loggerSet      bool
-	clockSet       bool
-	maxDistanceSet bool
+// Settings configures a [Generator] or a [Chain]. The zero value of every
+// field means its documented default, so Settings{} is a working chain;
+// fields that only concern the chain's prefetching (distances, periods, TTL)
+// are validated but have no effect on a Generator.
+//
+// Settings is itself an [Option]: NewChain(d, Settings{Step: 100}) and
+// NewChain(d, WithStep(100)) build the same chain. Settings replaces every
+// field; the With* options each change one, in order.
+type Settings struct {
+	// Name names the sequence in log records and error messages, usually the
+	// name given to the distributor ("order").
+	Name string
+	// Step is the number of IDs per segment (default [DefaultStep]). Every
+	// store call asks for a whole number of steps.
+	Step int64
+	// SafeDistance is how many segments (of Step IDs each) the chain keeps
+	// fetched ahead of its callers when they are fed (default
+	// [DefaultSafeDistance]). It counts IDs not yet handed out, the current
+	// segment's remainder included.
+	SafeDistance int64
+	// MaxPrefetchDistance caps the prefetch distance, in segments, that
+	// hunger can widen to (default [DefaultMaxPrefetchDistance], lowered to
+	// what Step allows without overflow; at least SafeDistance).
+	MaxPrefetchDistance int64
+	// PrefetchPeriod is how often the prefetch worker wakes up on its own
+	// (default [DefaultPrefetchPeriod]). It also bounds how late a TTL is
+	// enforced and how often a widened distance halves.
+	PrefetchPeriod time.Duration
+	// HungerWindow is how long the prefetch distance stays widened after a
+	// caller last found no ID ready (default [DefaultHungerWindow]).
+	HungerWindow time.Duration
+	// TTL discards fetched segments older than this instead of serving them
+	// (CosId's segment TTL; default 0, none). An instance that sits on a
+	// prefetched range for hours would otherwise insert IDs far below those
+	// other instances are issuing now; with a TTL its IDs stay close to
+	// theirs. The prefetch worker enforces it when it wakes, so an ID may be
+	// served up to one prefetch period after its segment expired. An idle
+	// chain refetches its safe distance once per TTL.
+	TTL time.Duration
+	// MaxWait bounds how long NextID waits for IDs when none are ready
+	// (default [DefaultMaxWait]); ctx can end the wait earlier. A negative
+	// MaxWait waits as long as ctx allows.
+	MaxWait time.Duration
+	// FetchTimeout bounds one store call (default [DefaultFetchTimeout]).
+	FetchTimeout time.Duration
+	// Logger receives store failures, recoveries and invalid ranges
+	// (default slog.Default()).
+	Logger *slog.Logger
+	// Clock drives segment TTLs and the hunger window (default
+	// clock.System); tests pass a clock.Fake. Timers (the prefetch period,
+	// retries, waiting) always run on real time.
+	Clock clock.Clock
 }
 
-// WithName names the sequence in log records and error messages, usually the
-// name given to the distributor ("order").
-func WithName(name string) Option { return func(c *config) { c.name = name } }
+// Option configures a [Generator] or a [Chain]: a [Settings] value, or one
+// of the With* options, each of which sets one field of Settings.
+type Option interface{ apply(*Settings) }
 
-// WithStep sets the number of IDs per segment (default [DefaultStep]). Every
-// store call asks for a whole number of steps.
-func WithStep(n int64) Option { return func(c *config) { c.step = n } }
+func (s Settings) apply(dst *Settings) { *dst = s }
 
-// WithSafeDistance sets how many segments (of step IDs each) the chain keeps
-// fetched ahead of its callers when they are fed (default
-// [DefaultSafeDistance], at least 1). The distance counts IDs not yet handed
-// out, the current segment's remainder included.
-func WithSafeDistance(n int64) Option { return func(c *config) { c.safeDistance = n } }
+type optionFunc func(*Settings)
 
-// WithMaxPrefetchDistance caps the prefetch distance, in segments, that
-// hunger can widen to (default [DefaultMaxPrefetchDistance], at least the
-// safe distance).
+func (f optionFunc) apply(s *Settings) { f(s) }
+
+// WithName sets [Settings].Name.
+func WithName(name string) Option { return optionFunc(func(s *Settings) { s.Name = name }) }
+
+// WithStep sets [Settings].Step.
+func WithStep(n int64) Option { return optionFunc(func(s *Settings) { s.Step = n }) }
+
+// WithSafeDistance sets [Settings].SafeDistance.
+func WithSafeDistance(n int64) Option { return optionFunc(func(s *Settings) { s.SafeDistance = n }) }
+
+// WithMaxPrefetchDistance sets [Settings].MaxPrefetchDistance.
 func WithMaxPrefetchDistance(n int64) Option {
-	return func(c *config) { c.maxDistance, c.maxDistanceSet = n, true }
+	return optionFunc(func(s *Settings) { s.MaxPrefetchDistance = n })
 }
 
-// WithPrefetchPeriod sets how often the prefetch worker wakes up on its own
-// (default [DefaultPrefetchPeriod]). It also bounds how late a TTL is enforced
-// and how often a widened distance halves.
-func WithPrefetchPeriod(d time.Duration) Option { return func(c *config) { c.period = d } }
+// WithPrefetchPeriod sets [Settings].PrefetchPeriod.
+func WithPrefetchPeriod(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.PrefetchPeriod = d })
+}
 
-// WithHungerWindow sets how long the prefetch distance stays widened after a
-// caller last found no ID ready (default [DefaultHungerWindow]).
-func WithHungerWindow(d time.Duration) Option { return func(c *config) { c.hungerWindow = d } }
+// WithHungerWindow sets [Settings].HungerWindow.
+func WithHungerWindow(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.HungerWindow = d })
+}
 
-// WithTTL discards fetched segments older than d instead of serving them
-// (CosId's segment TTL; default 0, no TTL). An instance that sits on a
-// prefetched range for hours would otherwise insert IDs far below those
-// other instances are issuing now; with a TTL its IDs stay close to theirs.
-// The prefetch worker enforces it when it wakes, so an ID may be served up
-// to one prefetch period after its segment expired. An idle chain refetches
-// its safe distance once per TTL.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+// WithTTL sets [Settings].TTL.
+func WithTTL(d time.Duration) Option { return optionFunc(func(s *Settings) { s.TTL = d }) }
 
-// WithMaxWait bounds how long NextID waits for IDs when none are ready
-// (default [DefaultMaxWait]); ctx can end the wait earlier. Zero waits as
-// long as ctx allows.
-func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
+// WithMaxWait sets [Settings].MaxWait.
+func WithMaxWait(d time.Duration) Option { return optionFunc(func(s *Settings) { s.MaxWait = d }) }
 
-// WithFetchTimeout bounds one store call (default [DefaultFetchTimeout]).
-func WithFetchTimeout(d time.Duration) Option { return func(c *config) { c.fetchTimeout = d } }
+// WithFetchTimeout sets [Settings].FetchTimeout.
+func WithFetchTimeout(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.FetchTimeout = d })
+}
 
-// WithLogger sets where store failures, recoveries and invalid ranges are
-// logged (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger, c.loggerSet = l, true } }
+// WithLogger sets [Settings].Logger.
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(s *Settings) { s.Logger = l }) }
 
-// WithClock sets the clock behind segment TTLs and the hunger window
-// (default clock.System); tests pass a clock.Fake. Timers (the prefetch
-// period, retries, waiting) always run on real time.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock, cfg.clockSet = c, true } }
+// WithClock sets [Settings].Clock.
+func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
 
-// CheckOptions reports what NewChain or New would reject in opts, without
-// building anything: for code that takes segment options at start-up and
-// builds chains later, on first use.
-func CheckOptions(opts ...Option) error {
-	_, err := newConfig(DistributorFunc(func(context.Context, int64) (int64, error) { return 0, nil }), opts)
+// config is Settings with every default filled in, in the names the chain uses.
+type config struct {
+	name         string
+	step         int64
+	safeDistance int64
+	maxDistance  int64
+	period       time.Duration
+	hungerWindow time.Duration
+	ttl          time.Duration
+	maxWait      time.Duration // 0: as long as ctx allows
+	fetchTimeout time.Duration
+	logger       *slog.Logger
+	clock        clock.Clock
+}
+
+// Validate reports what NewChain or New would reject in s, naming each
+// field, without building anything: for code that takes settings at
+// start-up and builds chains later, on first use.
+func (s Settings) Validate() error {
+	_, err := s.resolve()
 	return err
 }
 
 func newConfig(d Distributor, opts []Option) (config, error) {
-	c := config{
-		step:         DefaultStep,
-		safeDistance: DefaultSafeDistance,
-		maxDistance:  DefaultMaxPrefetchDistance,
-		period:       DefaultPrefetchPeriod,
-		hungerWindow: DefaultHungerWindow,
-		maxWait:      DefaultMaxWait,
-		fetchTimeout: DefaultFetchTimeout,
-		logger:       slog.Default(),
-		clock:        clock.System,
-	}
+	var s Settings
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o.apply(&s)
 		}
+	}
+	c, err := s.resolve()
+	if d == nil {
+		err = errors.Join(fmt.Errorf("%w: segment: nil Distributor", engine.ErrInvalidConfig), err)
+	}
+	return c, err
+}
+
+func orDefault[T int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (s Settings) resolve() (config, error) {
+	c := config{
+		name:         s.Name,
+		step:         orDefault(s.Step, DefaultStep),
+		safeDistance: orDefault(s.SafeDistance, DefaultSafeDistance),
+		maxDistance:  s.MaxPrefetchDistance,
+		period:       orDefault(s.PrefetchPeriod, DefaultPrefetchPeriod),
+		hungerWindow: orDefault(s.HungerWindow, DefaultHungerWindow),
+		ttl:          s.TTL,
+		maxWait:      orDefault(s.MaxWait, DefaultMaxWait),
+		fetchTimeout: orDefault(s.FetchTimeout, DefaultFetchTimeout),
+		logger:       s.Logger,
+		clock:        s.Clock,
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.clock == nil {
+		c.clock = clock.System
+	}
+	if c.maxWait < 0 {
+		c.maxWait = 0
 	}
 	// The default cap gives way to a large step or safe distance; an
 	// explicit cap that does not fit is an error.
-	if !c.maxDistanceSet {
+	if c.maxDistance == 0 {
+		c.maxDistance = DefaultMaxPrefetchDistance
 		if c.step > 0 {
 			c.maxDistance = min(c.maxDistance, math.MaxInt64/c.step/2)
 		}
@@ -166,41 +235,29 @@ func newConfig(d Distributor, opts []Option) (config, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: segment: %s", engine.ErrInvalidConfig, fmt.Sprintf(format, args...)))
 	}
-	if d == nil {
-		bad("nil Distributor")
+	if c.step < 0 {
+		bad("Step %d: must be positive", c.step)
 	}
-	if c.step <= 0 {
-		bad("WithStep(%d): step must be positive", c.step)
-	}
-	if c.safeDistance < 1 {
-		bad("WithSafeDistance(%d): need at least 1 segment", c.safeDistance)
+	if c.safeDistance < 0 {
+		bad("SafeDistance %d: need at least 1 segment", c.safeDistance)
 	}
 	if c.maxDistance < c.safeDistance {
-		bad("WithMaxPrefetchDistance(%d): below the safe distance %d", c.maxDistance, c.safeDistance)
+		bad("MaxPrefetchDistance %d: below SafeDistance %d", c.maxDistance, c.safeDistance)
 	}
 	if c.step > 0 && c.maxDistance > math.MaxInt64/c.step/2 {
-		bad("WithMaxPrefetchDistance(%d) × step %d overflows int64", c.maxDistance, c.step)
+		bad("MaxPrefetchDistance %d × Step %d overflows int64", c.maxDistance, c.step)
 	}
-	if c.period <= 0 {
-		bad("WithPrefetchPeriod(%v): must be positive", c.period)
+	if c.period < 0 {
+		bad("PrefetchPeriod %v: must be positive", c.period)
 	}
-	if c.hungerWindow <= 0 {
-		bad("WithHungerWindow(%v): must be positive", c.hungerWindow)
+	if c.hungerWindow < 0 {
+		bad("HungerWindow %v: must be positive", c.hungerWindow)
 	}
 	if c.ttl < 0 {
-		bad("WithTTL(%v): must not be negative (0 disables it)", c.ttl)
+		bad("TTL %v: must not be negative (0 disables it)", c.ttl)
 	}
-	if c.maxWait < 0 {
-		bad("WithMaxWait(%v): must not be negative (0 waits as long as ctx allows)", c.maxWait)
-	}
-	if c.fetchTimeout <= 0 {
-		bad("WithFetchTimeout(%v): must be positive", c.fetchTimeout)
-	}
-	if c.loggerSet && c.logger == nil {
-		bad("WithLogger(nil)")
-	}
-	if c.clockSet && c.clock == nil {
-		bad("WithClock(nil)")
+	if c.fetchTimeout < 0 {
+		bad("FetchTimeout %v: must be positive", c.fetchTimeout)
 	}
 	return c, errors.Join(errs...)
 }

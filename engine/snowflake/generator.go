@@ -21,40 +21,55 @@ type Fence interface {
 	Check(unixMilli int64) error
 }
 
-// Option configures a [Generator].
-type Option func(*config)
-
-type config struct {
-	layout        Layout
-	clock         clock.Clock
-	maxBackwards  time.Duration
-	lastTimestamp int64
-	fence         Fence
+// Settings configures a [Generator]. The zero value of every field means its
+// documented default. Settings is itself an [Option]: it replaces every
+// field, while the With* options each change one, in order.
+type Settings struct {
+	// Layout is the bit layout (default [Default]: the zero Layout).
+	Layout Layout
+	// Clock is the time source (default clock.System). A clock with a
+	// `UnixNano() int64` method, such as clock.Cached, is read through it.
+	Clock clock.Clock
+	// MaxBackwards is how long a clock step back is waited out before
+	// NextID fails with engine.ErrClockBackwards (default
+	// clock.DefaultMaxBackwards). A negative value fails at once.
+	MaxBackwards time.Duration
+	// LastTimestamp is the Unix millisecond time of the last ID (or
+	// heartbeat) saved for the machine ID, e.g. machine.State.LastTimestamp;
+	// 0 means unknown. Its tick counts as used up: the first ID comes from a
+	// later tick. If the clock is behind it by no more than MaxBackwards the
+	// first NextID waits; further behind, New fails with
+	// engine.ErrClockBackwards.
+	LastTimestamp int64
+	// Fence, when set, is asked before every new tick (see [Fence]).
+	Fence Fence
 }
 
-// WithLayout sets the bit layout (default [Default]).
-func WithLayout(l Layout) Option { return func(c *config) { c.layout = l } }
+// Option configures a [Generator]: a [Settings] value or a With* option.
+type Option interface{ apply(*Settings) }
 
-// WithClock sets the time source (default clock.System). A clock with a
-// `UnixNano() int64` method, such as clock.Cached, is read through it.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+func (s Settings) apply(dst *Settings) { *dst = s }
 
-// WithMaxBackwards sets how long a clock step back is waited out before
-// NextID fails with engine.ErrClockBackwards (default
-// clock.DefaultMaxBackwards). 0 fails at once.
-func WithMaxBackwards(d time.Duration) Option { return func(c *config) { c.maxBackwards = d } }
+type optionFunc func(*Settings)
 
-// WithLastTimestamp tells the generator the Unix millisecond time of the last
-// ID (or heartbeat) saved for its machine ID, e.g. machine.State.LastTimestamp.
-// Its tick counts as used up: the first ID comes from a later tick. If the
-// clock is behind it by no more than the MaxBackwards bound, the first NextID
-// waits; further behind, New fails with engine.ErrClockBackwards. 0 means unknown.
+func (f optionFunc) apply(s *Settings) { f(s) }
+
+// WithLayout sets [Settings].Layout.
+func WithLayout(l Layout) Option { return optionFunc(func(s *Settings) { s.Layout = l }) }
+
+// WithClock sets [Settings].Clock.
+func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
+
+// WithMaxBackwards sets [Settings].MaxBackwards.
+func WithMaxBackwards(d time.Duration) Option { return optionFunc(func(s *Settings) { s.MaxBackwards = d }) }
+
+// WithLastTimestamp sets [Settings].LastTimestamp.
 func WithLastTimestamp(unixMilli int64) Option {
-	return func(c *config) { c.lastTimestamp = unixMilli }
+	return optionFunc(func(s *Settings) { s.LastTimestamp = unixMilli })
 }
 
-// WithFence makes every NextID ask f first (see [Fence]).
-func WithFence(f Fence) Option { return func(c *config) { c.fence = f } }
+// WithFence sets [Settings].Fence.
+func WithFence(f Fence) Option { return optionFunc(func(s *Settings) { s.Fence = f }) }
 
 // unixNanoer is the fast path of clocks that can tell the time without
 // building a time.Time (clock.Cached).
@@ -146,11 +161,25 @@ var _ engine.Generator = (*Generator)(nil)
 // layout wraps engine.ErrInvalidLayout, a machine ID out of range or a bad
 // option engine.ErrInvalidConfig.
 func New(machineID int64, opts ...Option) (*Generator, error) {
-	cfg := config{layout: Default, clock: clock.System, maxBackwards: clock.DefaultMaxBackwards}
+	var cfg Settings
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
-	l := cfg.layout
+	if cfg.Layout == (Layout{}) {
+		cfg.Layout = Default
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
+	}
+	switch {
+	case cfg.MaxBackwards == 0:
+		cfg.MaxBackwards = clock.DefaultMaxBackwards
+	case cfg.MaxBackwards < 0:
+		cfg.MaxBackwards = 0
+	}
+	l := cfg.Layout
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -158,12 +187,8 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 	case machineID < 0 || machineID > l.MaxMachineID():
 		return nil, fmt.Errorf("%w: snowflake machine ID %d is outside [0, %d] of layout %s",
 			engine.ErrInvalidConfig, machineID, l.MaxMachineID(), l)
-	case cfg.clock == nil:
-		return nil, fmt.Errorf("%w: snowflake clock is nil", engine.ErrInvalidConfig)
-	case cfg.maxBackwards < 0:
-		return nil, fmt.Errorf("%w: snowflake max backwards %v is negative", engine.ErrInvalidConfig, cfg.maxBackwards)
-	case cfg.lastTimestamp < 0:
-		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, cfg.lastTimestamp)
+	case cfg.LastTimestamp < 0:
+		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, cfg.LastTimestamp)
 	}
 	g := &Generator{
 		layout:      l,
@@ -178,19 +203,19 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 		epochMilli:  l.Epoch.UnixMilli(),
 		unitNanos:   int64(l.Unit.Duration()),
 		unitMilli:   l.Unit.millis(),
-		clock:       cfg.clock,
-		sync:        clock.Synchronizer{Clock: cfg.clock, MaxWait: cfg.maxBackwards},
-		fence:       cfg.fence,
+		clock:       cfg.Clock,
+		sync:        clock.Synchronizer{Clock: cfg.Clock, MaxWait: cfg.MaxBackwards},
+		fence:       cfg.Fence,
 		tickSem:     make(chan struct{}, 1),
 		stateShift:  uint(64 - l.TimestampBits),
 		fieldMask:   uint64(1)<<(64-l.TimestampBits) - 1,
 	}
 	g.fastAdd = g.fieldMask-uint64(g.seqMask) >= 1<<20
-	switch c := cfg.clock.(type) {
+	switch c := cfg.Clock.(type) {
 	case unixNanoer:
 		g.now = c
 	default:
-		if cfg.clock == clock.System {
+		if cfg.Clock == clock.System {
 			g.now = systemNanos{}
 		} else {
 			g.now = clockNanos{c}
@@ -202,7 +227,7 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 	if g.tickOf(nowNanos) > g.maxTick {
 		return nil, l.overflow(time.Unix(0, nowNanos))
 	}
-	if last := cfg.lastTimestamp; last > 0 && last >= g.epochMilli {
+	if last := cfg.LastTimestamp; last > 0 && last >= g.epochMilli {
 		tick := (last - g.epochMilli) / g.unitMilli
 		if tick > g.maxTick {
 			return nil, l.overflow(time.UnixMilli(last))
@@ -211,9 +236,9 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 		if last <= math.MaxInt64/int64(time.Millisecond) {
 			ahead = time.Duration(last*int64(time.Millisecond) - nowNanos)
 		}
-		if ahead > cfg.maxBackwards {
+		if ahead > cfg.MaxBackwards {
 			return nil, fmt.Errorf("idforge: snowflake machine %d: last saved timestamp %s: %w", machineID,
-				time.UnixMilli(last).UTC().Format(time.RFC3339Nano), &clock.BackwardsError{Behind: ahead, MaxWait: cfg.maxBackwards})
+				time.UnixMilli(last).UTC().Format(time.RFC3339Nano), &clock.BackwardsError{Behind: ahead, MaxWait: cfg.MaxBackwards})
 		}
 		g.state.Store(g.pack(tick, g.seqMask))
 	}

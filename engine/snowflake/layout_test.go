@@ -86,6 +86,9 @@ func TestValidateRejects(t *testing.T) {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("message %q does not say %q", err, c.want)
 			}
+			if c.layout == (Layout{}) {
+				return // the zero Layout means Default to New
+			}
 			if _, err := New(0, WithLayout(c.layout)); !errors.Is(err, engine.ErrInvalidLayout) {
 				t.Errorf("New = %v, want ErrInvalidLayout", err)
 			}

@@ -85,7 +85,7 @@ func chainOutage(t *testing.T, s *server) {
 	logs := &logRecorder{}
 	// No MaxWait: only the caller's ctx can end a wait on a dry chain.
 	c, err := segment.NewChain(d, segment.WithName(name), segment.WithStep(step), segment.WithSafeDistance(safeDistance),
-		segment.WithPrefetchPeriod(20*time.Millisecond), segment.WithMaxWait(0), segment.WithLogger(slog.New(logs)))
+		segment.WithPrefetchPeriod(20*time.Millisecond), segment.WithMaxWait(-1), segment.WithLogger(slog.New(logs)))
 	if err != nil {
 		t.Fatal(err)
 	}
