@@ -14,108 +14,169 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// Lease defaults, CosId's.
+// Lease defaults. The safe-guard is CosId's; the heartbeat is much shorter
+// than CosId's minute because every heartbeat also reserves time ahead (see
+// [Settings].Reservation) and is how a lease notices a store that was reset.
 const (
 	DefaultMachineBits = 10
 	DefaultSafeGuard   = 5 * time.Minute
-	DefaultHeartbeat   = time.Minute
+	DefaultHeartbeat   = 250 * time.Millisecond
 )
 
 // revertTimeout bounds the Revert in Close: a shutdown must not hang on a
 // dead store, and an ID that is not given back expires after the safe-guard.
 const revertTimeout = 5 * time.Second
 
-// Option configures [Acquire].
-type Option func(*config)
+// Settings configures [Acquire]. The zero value of every field means its
+// documented default. Settings is itself an [Option]: it replaces every
+// field, while the With* options each change one, in order.
+type Settings struct {
+	// MachineBits is the width of the machine ID (default 10: IDs 0 to
+	// 1023). It must match the generator's layout.
+	MachineBits int
+	// SafeGuard is how long an unstable instance may stay silent before
+	// another may reclaim its machine ID (default 5 minutes). Keep it well
+	// above the clock skew between hosts and the longest store outage to
+	// ride out.
+	SafeGuard time.Duration
+	// Heartbeat is the interval between heartbeats (default 250 ms). It must
+	// be shorter than SafeGuard minus SkewMargin, and than Reservation.
+	Heartbeat time.Duration
+	// SkewMargin is how long before the safe-guard runs out the lease stops
+	// trusting itself (default a fifth of SafeGuard; negative: none). It
+	// covers disagreement between the clock the store judges expiry by and
+	// the clocks generators issue by.
+	SkewMargin time.Duration
+	// Reservation makes every heartbeat reserve time ahead: it stores the
+	// newest timestamp used plus Reservation, and Check refuses timestamps
+	// past the last reservation stored. A process killed with kill -9 has
+	// then issued nothing past what its machine-ID record says, so a restart
+	// on the same machine ID that waits out the stored timestamp cannot reuse
+	// a millisecond of its predecessor's, even if the clock was stepped back
+	// while it was down. Default 4 × Heartbeat (1 s with the default
+	// heartbeat); negative: none. The cost: a restart on the same machine ID
+	// waits up to Reservation before issuing, Acquire makes one more store
+	// call, and while the store is away snowflake IDs stop once the
+	// reservation runs out, rather than after the safe-guard.
+	Reservation time.Duration
+	// Clock drives heartbeats and lease expiry (default clock.System). Use
+	// the generator's clock: Check compares the generator's timestamps with
+	// times read from this one. A clock.Fake needs ManualSleep, because the
+	// heartbeat goroutine sleeps on the clock.
+	Clock clock.Clock
+	// Logger receives heartbeat failures, recovery and loss (default
+	// slog.Default()).
+	Logger *slog.Logger
+	// TimestampSource returns the newest Unix millisecond timestamp the
+	// generator has used, such as a snowflake generator's LastTimestamp.
+	// Heartbeats and Close store the later of it and now, so the next holder
+	// of the ID waits out IDs issued ahead of the clock. It is called from
+	// the heartbeat goroutine and must be safe for concurrent use.
+	TimestampSource func() int64
+}
 
+// Option configures [Acquire]: a [Settings] value or a With* option.
+type Option interface{ apply(*Settings) }
+
+func (s Settings) apply(dst *Settings) { *dst = s }
+
+type optionFunc func(*Settings)
+
+func (f optionFunc) apply(s *Settings) { f(s) }
+
+// WithMachineBits sets [Settings].MachineBits.
+func WithMachineBits(n int) Option { return optionFunc(func(s *Settings) { s.MachineBits = n }) }
+
+// WithSafeGuard sets [Settings].SafeGuard.
+func WithSafeGuard(d time.Duration) Option { return optionFunc(func(s *Settings) { s.SafeGuard = d }) }
+
+// WithHeartbeat sets [Settings].Heartbeat.
+func WithHeartbeat(d time.Duration) Option { return optionFunc(func(s *Settings) { s.Heartbeat = d }) }
+
+// WithSkewMargin sets [Settings].SkewMargin.
+func WithSkewMargin(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.SkewMargin = d })
+}
+
+// WithClock sets [Settings].Clock.
+func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
+
+// WithLogger sets [Settings].Logger.
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(s *Settings) { s.Logger = l }) }
+
+// WithTimestampSource sets [Settings].TimestampSource.
+func WithTimestampSource(f func() int64) Option {
+	return optionFunc(func(s *Settings) { s.TimestampSource = f })
+}
+
+// WithReservation sets [Settings].Reservation.
+func WithReservation(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.Reservation = d })
+}
+
+// config is Settings with every default filled in.
 type config struct {
 	machineBits int
 	safeGuard   time.Duration
 	heartbeat   time.Duration
 	margin      time.Duration
-	marginSet   bool
+	reserve     time.Duration
 	clock       clock.Clock
 	logger      *slog.Logger
 	source      func() int64
-	reserve     time.Duration
 }
 
-// WithMachineBits sets the width of the machine ID (default 10: IDs 0 to
-// 1023). It must match the generator's layout.
-func WithMachineBits(n int) Option { return func(c *config) { c.machineBits = n } }
-
-// WithSafeGuard sets how long an unstable instance may stay silent before
-// another may reclaim its machine ID (default 5 minutes). Keep it well above
-// the clock skew between hosts and the longest store outage to ride out.
-func WithSafeGuard(d time.Duration) Option { return func(c *config) { c.safeGuard = d } }
-
-// WithHeartbeat sets the interval between heartbeats (default 1 minute). It
-// must be shorter than the safe-guard minus the skew margin, so a lease is
-// confirmed several times before it could lapse.
-func WithHeartbeat(d time.Duration) Option { return func(c *config) { c.heartbeat = d } }
-
-// WithSkewMargin sets how long before the safe-guard runs out the lease
-// stops trusting itself (default a fifth of the safe-guard, one minute). It
-// covers disagreement between the clock the store judges expiry by and the
-// clocks generators issue by; it must be in [0, safe-guard).
-func WithSkewMargin(d time.Duration) Option {
-	return func(c *config) { c.margin, c.marginSet = d, true }
-}
-
-// WithClock sets the clock for heartbeats and lease expiry (default
-// clock.System). Use the generator's clock: Check compares the generator's
-// timestamps with times read from this one. A clock.Fake needs ManualSleep,
-// because the heartbeat goroutine sleeps on the clock and a Fake that
-// advances itself on Sleep would race forward.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
-
-// WithLogger sets the logger for heartbeat failures, recovery and loss
-// (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
-// WithTimestampSource sets a function returning the newest Unix millisecond
-// timestamp the generator has used, such as a snowflake generator's last
-// timestamp. Heartbeats and Close store the later of it and now, so the next
-// holder of the ID waits out IDs issued ahead of the clock. It is called from
-// the heartbeat goroutine and must be safe for concurrent use.
-func WithTimestampSource(f func() int64) Option { return func(c *config) { c.source = f } }
-
-// WithReservation makes every heartbeat reserve time ahead: it stores the
-// newest timestamp used plus d, and Check refuses timestamps past the last
-// reservation stored. A process killed with kill -9 has then issued nothing
-// past what its machine-ID row says, so a restart that waits out the stored
-// timestamp cannot reuse a millisecond of its predecessor's, even if the
-// clock was stepped back while it was down. Without a reservation the row
-// only says where the last heartbeat was, and IDs issued after it are
-// unprotected against that case. The cost: a restart may wait up to d
-// before issuing, Acquire makes one more store call, and while the store is
-// away IDs stop once the reservation runs out (after at most d, rather than
-// the safe-guard). The heartbeat interval must be shorter than d; a third or
-// less of it rides out a missed heartbeat.
-func WithReservation(d time.Duration) Option { return func(c *config) { c.reserve = d } }
-
-func (c *config) validate() error {
-	if !c.marginSet {
-		c.margin = c.safeGuard / 5
+func (s Settings) resolve() (config, error) {
+	c := config{
+		machineBits: s.MachineBits,
+		safeGuard:   s.SafeGuard,
+		heartbeat:   s.Heartbeat,
+		margin:      s.SkewMargin,
+		reserve:     s.Reservation,
+		clock:       s.Clock,
+		logger:      s.Logger,
+		source:      s.TimestampSource,
+	}
+	if c.machineBits == 0 {
+		c.machineBits = DefaultMachineBits
+	}
+	if c.safeGuard == 0 {
+		c.safeGuard = DefaultSafeGuard
+	}
+	if c.heartbeat == 0 {
+		c.heartbeat = DefaultHeartbeat
 	}
 	switch {
-	case c.clock == nil:
-		return fmt.Errorf("%w: machine: nil clock", engine.ErrInvalidConfig)
-	case c.heartbeat <= 0:
-		return fmt.Errorf("%w: machine: heartbeat interval %v must be positive", engine.ErrInvalidConfig, c.heartbeat)
-	case c.margin < 0 || c.margin >= c.safeGuard:
-		return fmt.Errorf("%w: machine: skew margin %v outside [0, safe-guard %v)", engine.ErrInvalidConfig, c.margin, c.safeGuard)
-	case c.heartbeat >= c.safeGuard-c.margin:
-		return fmt.Errorf("%w: machine: heartbeat interval %v must be shorter than the safe-guard %v minus the skew margin %v",
-			engine.ErrInvalidConfig, c.heartbeat, c.safeGuard, c.margin)
-	case c.reserve < 0 || c.reserve > 0 && c.heartbeat >= c.reserve:
-		return fmt.Errorf("%w: machine: reservation %v must be 0 or longer than the heartbeat interval %v",
-			engine.ErrInvalidConfig, c.reserve, c.heartbeat)
+	case c.margin == 0:
+		c.margin = c.safeGuard / 5
+	case c.margin < 0:
+		c.margin = 0
+	}
+	switch {
+	case c.reserve == 0:
+		c.reserve = 4 * c.heartbeat
+	case c.reserve < 0:
+		c.reserve = 0
+	}
+	if c.clock == nil {
+		c.clock = clock.System
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	return nil
+	switch {
+	case c.heartbeat < 0:
+		return c, fmt.Errorf("%w: machine: Heartbeat %v must be positive", engine.ErrInvalidConfig, c.heartbeat)
+	case c.margin >= c.safeGuard:
+		return c, fmt.Errorf("%w: machine: SkewMargin %v must be below SafeGuard %v", engine.ErrInvalidConfig, c.margin, c.safeGuard)
+	case c.heartbeat >= c.safeGuard-c.margin:
+		return c, fmt.Errorf("%w: machine: Heartbeat %v must be shorter than SafeGuard %v minus SkewMargin %v",
+			engine.ErrInvalidConfig, c.heartbeat, c.safeGuard, c.margin)
+	case c.reserve > 0 && c.heartbeat >= c.reserve:
+		return c, fmt.Errorf("%w: machine: Reservation %v must be longer than Heartbeat %v",
+			engine.ErrInvalidConfig, c.reserve, c.heartbeat)
+	}
+	return c, nil
 }
 
 // Lease is a machine ID held by this process: the ID a snowflake generator
@@ -174,22 +235,20 @@ type ending struct{ err error }
 // distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
 // when every ID is taken).
 func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) (*Lease, error) {
-	cfg := config{
-		machineBits: DefaultMachineBits,
-		safeGuard:   DefaultSafeGuard,
-		heartbeat:   DefaultHeartbeat,
-		clock:       clock.System,
-	}
+	var set Settings
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.apply(&set)
+		}
 	}
 	if d == nil {
 		return nil, fmt.Errorf("%w: machine: Acquire needs a distributor", engine.ErrInvalidConfig)
 	}
-	if err := ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
+	cfg, err := set.resolve()
+	if err != nil {
 		return nil, err
 	}
-	if err := cfg.validate(); err != nil {
+	if err := ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
 	start := cfg.clock.Now().UnixMilli()
@@ -213,11 +272,16 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 		done:      make(chan struct{}),
 	}
 	l.validUntil.Store(start + l.window())
+	if err := hold(l, start); err != nil {
+		stop()
+		return nil, err
+	}
 	if cfg.reserve > 0 {
 		// Nothing is reserved yet: refuse until the first reservation is stored.
 		l.validUntil.Store(start)
 		if err := l.Heartbeat(ctx); err != nil {
 			stop()
+			release(l)
 			return nil, fmt.Errorf("machine: reserving time for machine ID %d of %s: %w", st.MachineID, inst, err)
 		}
 	}
@@ -331,6 +395,12 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 			l.inst, l.state.MachineID, err))
 		l.log.Error("idforge: machine ID taken over by another instance; IDs under it are refused", "err", err)
 		return l.Err()
+	case errors.Is(err, engine.ErrStoreReset):
+		// The store forgot the assignment: another instance may be handed
+		// this ID any moment, so the lease is as good as lost.
+		l.endWith(fmt.Errorf("%w: machine: %s stops using machine ID %d: %w", engine.ErrMachineIDLost, l.inst, l.state.MachineID, err))
+		l.log.Error("idforge: the store was reset; IDs under this machine ID are refused", "err", err)
+		return l.Err()
 	default:
 		return fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, l.inst, err)
 	}
@@ -351,6 +421,7 @@ func (l *Lease) endWith(err error) {
 	l.end.Store(&ending{err: err})
 	l.validUntil.Store(math.MinInt64)
 	close(l.lost)
+	release(l)
 }
 
 func (l *Lease) run(ctx context.Context) {

@@ -163,7 +163,7 @@ const (
 
 func acquire(t *testing.T, d machine.Distributor, inst machine.Instance, opts ...machine.Option) *machine.Lease {
 	t.Helper()
-	l, err := machine.Acquire(t.Context(), d, inst, append([]machine.Option{machine.WithLogger(discard)}, opts...)...)
+	l, err := machine.Acquire(t.Context(), d, inst, append([]machine.Option{machine.WithLogger(discard), machine.WithHeartbeat(time.Minute), machine.WithReservation(-1)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -369,7 +369,7 @@ func TestLeaseCloseRevertsAndStops(t *testing.T) {
 	mem := machinetest.NewMemory(clk)
 	p := &probe{Distributor: mem}
 	t0 := clk.ms()
-	l, err := machine.Acquire(t.Context(), p, instA, machine.WithClock(clk), machine.WithLogger(discard),
+	l, err := machine.Acquire(t.Context(), p, instA, machine.WithClock(clk), machine.WithLogger(discard), machine.WithReservation(-1),
 		machine.WithTimestampSource(func() int64 { return t0 + 10*second }))
 	if err != nil {
 		t.Fatal(err)
@@ -436,15 +436,13 @@ func TestAcquireValidation(t *testing.T) {
 	}{
 		{"nil distributor", nil, instA, nil, engine.ErrInvalidConfig},
 		{"invalid instance", machine.Manual(1), machine.Instance{ID: "a"}, nil, engine.ErrInvalidConfig},
-		{"0 machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(0)}, engine.ErrInvalidConfig},
+		{"negative machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(-1)}, engine.ErrInvalidConfig},
 		{"32 machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(32)}, engine.ErrInvalidConfig},
-		{"zero safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSafeGuard(0)}, engine.ErrInvalidConfig},
-		{"zero heartbeat", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(0)}, engine.ErrInvalidConfig},
+		{"negative safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSafeGuard(-1)}, engine.ErrInvalidConfig},
+		{"zero heartbeat", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(-1)}, engine.ErrInvalidConfig},
 		{"heartbeat inside the margin", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(4 * time.Minute)}, engine.ErrInvalidConfig},
-		{"heartbeat = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(5 * time.Minute), machine.WithSkewMargin(0)}, engine.ErrInvalidConfig},
-		{"negative margin", machine.Manual(1), instA, []machine.Option{machine.WithSkewMargin(-time.Second)}, engine.ErrInvalidConfig},
+		{"heartbeat = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(5 * time.Minute), machine.WithSkewMargin(-1)}, engine.ErrInvalidConfig},
 		{"margin = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSkewMargin(5 * time.Minute)}, engine.ErrInvalidConfig},
-		{"nil clock", machine.Manual(1), instA, []machine.Option{machine.WithClock(nil)}, engine.ErrInvalidConfig},
 		{"manual ID too wide", machine.Manual(1024), instA, nil, engine.ErrMachineIDOverflow},
 		{"namespace full", full, instA, []machine.Option{machine.WithMachineBits(1), machine.WithClock(clk)}, engine.ErrMachineIDOverflow},
 	}
@@ -460,7 +458,7 @@ func TestAcquireValidation(t *testing.T) {
 		})
 	}
 	t.Run("heartbeat just inside the window", func(t *testing.T) {
-		l := acquire(t, machine.Manual(1), instA, machine.WithHeartbeat(4*time.Minute), machine.WithSkewMargin(0), machine.WithClock(clk))
+		l := acquire(t, machine.Manual(1), instA, machine.WithHeartbeat(4*time.Minute), machine.WithSkewMargin(-1), machine.WithClock(clk))
 		if l.MachineID() != 1 {
 			t.Fatalf("MachineID = %d, want 1", l.MachineID())
 		}
@@ -552,6 +550,7 @@ func TestLeaseReservation(t *testing.T) {
 	// The process dies without Close and the clock goes back 5 s. The
 	// successor on the same instance gets the reservation to wait out: later
 	// than anything the dead lease accepted.
+	machine.Abandon(l)
 	clk.Advance(-5 * time.Second)
 	next, err := machine.Acquire(t.Context(), p, instA, append(opts, machine.WithLogger(discard))...)
 	if err != nil {
@@ -569,7 +568,6 @@ func TestLeaseReservation(t *testing.T) {
 func TestLeaseReservationValidation(t *testing.T) {
 	mem := machinetest.NewMemory(newTestClock())
 	for _, opts := range [][]machine.Option{
-		{machine.WithReservation(-time.Second)},
 		{machine.WithHeartbeat(time.Second), machine.WithReservation(time.Second)},
 	} {
 		if _, err := machine.Acquire(t.Context(), mem, instA, opts...); !errors.Is(err, engine.ErrInvalidConfig) {

@@ -19,21 +19,25 @@ type localState struct {
 	inner Distributor
 }
 
-// LocalState decorates inner with a state file per (namespace, instance ID)
-// in dir holding "machineId|lastTimestamp" (CosId's LocalMachineStateStorage),
-// so a restarted process waits out a clock that went back while it was down
-// even when inner stores no timestamp ([Manual], [StatefulSet]).
+// LocalState decorates inner with a state file per (namespace, machine ID)
+// in dir holding "machineId|lastTimestamp" (after CosId's
+// LocalMachineStateStorage), so a restarted process waits out a clock that
+// went back while it was down even when inner stores no timestamp ([Manual],
+// [StatefulSet]). The file follows the machine ID, not the instance: what
+// must be waited out is the last time anything on this host issued under
+// that ID, whichever instance did.
 //
-// Distribute asks inner, then, if the file names the machine ID inner handed
-// out, returns the later of the two last timestamps. Guard and Revert write
-// the file (a temporary file renamed over the old one, so a crash leaves the
-// old or the new state, never half of one; the timestamp never goes back for
-// one machine ID) and then call inner, reporting both errors.
+// Distribute asks inner, then, if there is a file for the machine ID inner
+// handed out, returns the later of the two last timestamps. Guard and Revert
+// write the file (a temporary file renamed over the old one, so a crash
+// leaves the old or the new state, never half of one; the timestamp never
+// goes back) and then call inner, reporting both errors. With a lease's
+// reservation (on by default) every heartbeat writes the reserved time, so
+// a process killed with kill -9 has issued nothing past what the file says.
 //
-// The file is only useful to an instance whose ID survives restarts: with
-// [HostInstance] and port 0 every run writes a new file. An empty dir or a
-// nil inner makes every method fail with engine.ErrInvalidConfig; an
-// unreadable or corrupt file, with engine.ErrStoreUnavailable.
+// An empty dir or a nil inner makes every method fail with
+// engine.ErrInvalidConfig; an unreadable or corrupt file, with
+// engine.ErrStoreUnavailable.
 func LocalState(dir string, inner Distributor) Distributor {
 	return localState{dir: dir, inner: inner}
 }
@@ -42,16 +46,16 @@ func (s localState) Distribute(ctx context.Context, inst Instance, machineBits i
 	if err := s.check(inst); err != nil {
 		return State{}, err
 	}
-	// Read first: a corrupt file must stop us before inner assigns an ID.
-	saved, found, err := s.read(inst)
-	if err != nil {
-		return State{}, err
-	}
 	st, err := s.inner.Distribute(ctx, inst, machineBits, safeGuard)
 	if err != nil {
 		return State{}, err
 	}
-	if found && saved.MachineID == st.MachineID {
+	saved, found, err := s.read(inst.Namespace, st.MachineID)
+	if err != nil {
+		// A corrupt file must stop us: give the ID back before failing.
+		return State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+	}
+	if found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
 	return st, nil
@@ -63,7 +67,7 @@ func (s localState) Guard(ctx context.Context, inst Instance, st State) error {
 	}
 	// The file first: it is the local record of what this process issued,
 	// true whatever the store answers.
-	fileErr := s.write(inst, st)
+	fileErr := s.write(inst.Namespace, st)
 	return errors.Join(s.inner.Guard(ctx, inst, st), fileErr)
 }
 
@@ -71,7 +75,7 @@ func (s localState) Revert(ctx context.Context, inst Instance, st State) error {
 	if err := s.check(inst); err != nil {
 		return err
 	}
-	fileErr := s.write(inst, st)
+	fileErr := s.write(inst.Namespace, st)
 	return errors.Join(s.inner.Revert(ctx, inst, st), fileErr)
 }
 
@@ -85,10 +89,10 @@ func (s localState) check(inst Instance) error {
 	return inst.Validate()
 }
 
-// path names the state file "<namespace>@<id>.state", both escaped so any
-// instance ID gives one plain file name inside dir.
-func (s localState) path(inst Instance) string {
-	return filepath.Join(s.dir, escapeName(inst.Namespace)+"@"+escapeName(inst.ID)+".state")
+// path names the state file "<namespace>#<machine ID>.state", the namespace
+// escaped so any namespace gives one plain file name inside dir.
+func (s localState) path(namespace string, machineID int64) string {
+	return filepath.Join(s.dir, escapeName(namespace)+"#"+strconv.FormatInt(machineID, 10)+".state")
 }
 
 // escapeName keeps letters, digits, '-', '_' and '.' and writes every other
@@ -109,8 +113,8 @@ func escapeName(s string) string {
 }
 
 // read returns the saved state; found is false when there is no file yet.
-func (s localState) read(inst Instance) (st State, found bool, err error) {
-	p := s.path(inst)
+func (s localState) read(namespace string, machineID int64) (st State, found bool, err error) {
+	p := s.path(namespace, machineID)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return State{}, false, nil
@@ -125,7 +129,7 @@ func (s localState) read(inst Instance) (st State, found bool, err error) {
 			st.LastTimestamp, err = strconv.ParseInt(ts, 10, 64)
 		}
 	}
-	if !ok || err != nil || st.MachineID < 0 {
+	if !ok || err != nil || st.MachineID != machineID {
 		return State{}, false, fmt.Errorf("%w: machine: state file %s holds %q, not machineId|lastTimestamp; delete it if the clock is known not to have gone back",
 			engine.ErrStoreUnavailable, p, data)
 	}
@@ -133,15 +137,15 @@ func (s localState) read(inst Instance) (st State, found bool, err error) {
 }
 
 // write saves st, keeping a later timestamp already saved for the same ID.
-func (s localState) write(inst Instance, st State) error {
-	if saved, found, err := s.read(inst); err == nil && found && saved.MachineID == st.MachineID {
+func (s localState) write(namespace string, st State) error {
+	if saved, found, err := s.read(namespace, st.MachineID); err == nil && found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
 	// A corrupt file is replaced: what we write now is the truth.
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("%w: machine: state directory: %v", engine.ErrStoreUnavailable, err)
 	}
-	p := s.path(inst)
+	p := s.path(namespace, st.MachineID)
 	if err := writeAtomic(p, strconv.FormatInt(st.MachineID, 10)+"|"+strconv.FormatInt(st.LastTimestamp, 10)); err != nil {
 		return fmt.Errorf("%w: machine: writing state file %s: %v", engine.ErrStoreUnavailable, p, err)
 	}
@@ -169,4 +173,34 @@ func writeAtomic(path, content string) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// StateDirEnv is the environment variable [DefaultStateDir] reads first.
+const StateDirEnv = "IDFORGE_STATE_DIR"
+
+// DefaultStateDir is where local state files go when nothing else is said:
+// $IDFORGE_STATE_DIR, else "idforge" in the user's cache directory, else
+// "idforge" in os.TempDir(). In a container, point IDFORGE_STATE_DIR at a
+// volume that outlives the container (an emptyDir outlives container
+// restarts of a pod).
+func DefaultStateDir() string {
+	if dir := os.Getenv(StateDirEnv); dir != "" {
+		return dir
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "idforge")
+	}
+	return filepath.Join(os.TempDir(), "idforge")
+}
+
+// Remembers reports whether d stores the last timestamp of the machine IDs
+// it hands out. [Manual] and [StatefulSet] (and so [Default]) store nothing:
+// a process restarted on their fixed ID needs a [LocalState] file to know
+// what its predecessor issued.
+func Remembers(d Distributor) bool {
+	switch d.(type) {
+	case manual, statefulSet:
+		return false
+	}
+	return true
 }

@@ -161,24 +161,29 @@ func TestLocalStateFileNames(t *testing.T) {
 	d := machine.LocalState(dir, machine.Manual(1))
 	insts := []machine.Instance{
 		{Namespace: "orders", ID: "host:8080"},
-		{Namespace: "orders", ID: "host%3A8080"},
-		{Namespace: "orders", ID: "host_8080"},
+		{Namespace: "orders:8080", ID: "a"},
+		{Namespace: "orders%3A8080", ID: "a"},
+		{Namespace: "orders_8080", ID: "a"},
 		{Namespace: "../up", ID: "../../etc/passwd"},
 		{Namespace: "orders/x", ID: "a b\\c"},
-		{Namespace: "orders", ID: "pod@0"},
-		{Namespace: "orders@pod", ID: "0"},
+		{Namespace: "orders#1", ID: "a"},
 	}
 	for _, inst := range insts {
 		if err := d.Guard(ctx, inst, machine.State{MachineID: 1, LastTimestamp: 1}); err != nil {
 			t.Fatalf("Guard(%v): %v", inst, err)
 		}
 	}
+	// The file follows the machine ID: another instance of a namespace
+	// writes the same file.
+	if err := d.Guard(ctx, machine.Instance{Namespace: "orders", ID: "other"}, machine.State{MachineID: 1, LastTimestamp: 2}); err != nil {
+		t.Fatal(err)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != len(insts) {
-		t.Fatalf("%d instances wrote %d files, want one each", len(insts), len(entries))
+		t.Fatalf("%d namespaces wrote %d files, want one each", len(insts), len(entries))
 	}
 	for _, e := range entries {
 		if e.IsDir() || strings.ContainsAny(e.Name(), `/\:`) {

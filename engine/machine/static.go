@@ -27,9 +27,8 @@ type manual struct {
 }
 
 // Manual returns a distributor that always hands out machineID (CosId's
-// ManualMachineIdDistributor), to one instance of this process at a time:
-// another instance of the namespace gets an error wrapping
-// engine.ErrInvalidConfig until the holder reverts. Distribute fails with an error wrapping
+// ManualMachineIdDistributor). Within one process [Acquire] lets one lease
+// at a time hold it. Distribute fails with an error wrapping
 // engine.ErrInvalidConfig for a negative machineID and
 // engine.ErrMachineIDOverflow when it does not fit machineBits. Guard and
 // Revert succeed for machineID and report engine.ErrMachineIDLost for any
@@ -49,9 +48,6 @@ func (m manual) Distribute(_ context.Context, inst Instance, machineBits int, sa
 	if err := checkFits(m.id, machineBits, m.source); err != nil {
 		return State{}, err
 	}
-	if err := claimFixed(inst, m.id, m.source); err != nil {
-		return State{}, err
-	}
 	return State{MachineID: m.id}, nil
 }
 
@@ -60,48 +56,7 @@ func (m manual) Guard(_ context.Context, inst Instance, st State) error {
 }
 
 func (m manual) Revert(_ context.Context, inst Instance, st State) error {
-	if err := holdsFixed(m.id, m.err, m.source, inst, st); err != nil {
-		return err
-	}
-	releaseFixed(inst, m.id)
-	return nil
-}
-
-// inProcess records which instance of this process holds each fixed machine
-// ID. Manual and StatefulSet hand every instance the same number, so within
-// one process only one instance at a time may hold it: two generators on it
-// (say, two registries built alike) would issue the same IDs. Across
-// processes, uniqueness stays the operator's job.
-var inProcess = struct {
-	sync.Mutex
-	holder map[fixedKey]string
-}{holder: map[fixedKey]string{}}
-
-type fixedKey struct {
-	namespace string
-	id        int64
-}
-
-// claimFixed records inst as the holder of id in this process, unless another
-// instance holds it.
-func claimFixed(inst Instance, id int64, source string) error {
-	inProcess.Lock()
-	defer inProcess.Unlock()
-	k := fixedKey{inst.Namespace, id}
-	if h, ok := inProcess.holder[k]; ok && h != inst.ID {
-		return fmt.Errorf("%w: machine: %s gives every instance machine ID %d, and instance %q of this process holds it in namespace %q: "+
-			"share that generator (one registry per process) or use a store", engine.ErrInvalidConfig, source, id, h, inst.Namespace)
-	}
-	inProcess.holder[k] = inst.ID
-	return nil
-}
-
-func releaseFixed(inst Instance, id int64) {
-	inProcess.Lock()
-	defer inProcess.Unlock()
-	if k := (fixedKey{inst.Namespace, id}); inProcess.holder[k] == inst.ID {
-		delete(inProcess.holder, k)
-	}
+	return holdsFixed(m.id, m.err, m.source, inst, st)
 }
 
 // holdsFixed is Guard and Revert of the distributors whose ID is fixed by
@@ -168,9 +123,6 @@ func (s statefulSet) Distribute(_ context.Context, inst Instance, machineBits in
 	if err := checkFits(id, machineBits, source); err != nil {
 		return State{}, err
 	}
-	if err := claimFixed(inst, id, source); err != nil {
-		return State{}, err
-	}
 	return State{MachineID: id}, nil
 }
 
@@ -181,11 +133,7 @@ func (s statefulSet) Guard(_ context.Context, inst Instance, st State) error {
 
 func (s statefulSet) Revert(_ context.Context, inst Instance, st State) error {
 	id, source, err := s.ordinal()
-	if err := holdsFixed(id, err, source, inst, st); err != nil {
-		return err
-	}
-	releaseFixed(inst, id)
-	return nil
+	return holdsFixed(id, err, source, inst, st)
 }
 
 // PodOrdinal returns the ordinal Kubernetes puts at the end of a StatefulSet

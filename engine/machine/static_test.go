@@ -7,11 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/machine/machinetest"
 )
 
 func TestHostInstance(t *testing.T) {
@@ -174,8 +172,8 @@ func TestDefault(t *testing.T) {
 }
 
 // Manual and StatefulSet hand every instance the same number, so within one
-// process they give it to one instance of a namespace at a time.
-func TestFixedIDOneInstanceAtATime(t *testing.T) {
+// process Acquire lets one lease at a time hold it.
+func TestFixedIDOneLeaseAtATime(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("FIXED_TEST_HOST", "web-7")
 	for name, d := range map[string]machine.Distributor{
@@ -187,24 +185,32 @@ func TestFixedIDOneInstanceAtATime(t *testing.T) {
 			ns := "fixed-" + name
 			a := machine.Instance{Namespace: ns, ID: "a"}
 			b := machine.Instance{Namespace: ns, ID: "b"}
-			st := machinetest.MustDistribute(t, d, a, 10, time.Minute)
-			machinetest.MustDistribute(t, d, a, 10, time.Minute) // its own again
-			if _, err := d.Distribute(ctx, b, 10, time.Minute); !errors.Is(err, engine.ErrInvalidConfig) ||
-				!strings.Contains(err.Error(), `instance "a"`) {
-				t.Fatalf("a second instance got machine ID 7 while a holds it: %v", err)
-			}
-			machinetest.MustDistribute(t, d, machine.Instance{Namespace: ns + "-other", ID: "b"}, 10, time.Minute)
-			if err := d.Revert(ctx, a, st); err != nil {
+			la, err := machine.Acquire(ctx, d, a)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if got := machinetest.MustDistribute(t, d, b, 10, time.Minute); got.MachineID != 7 {
-				t.Fatalf("after a reverted, b got %d", got.MachineID)
-			}
-			for _, in := range []machine.Instance{b, {Namespace: ns + "-other", ID: "b"}} {
-				if err := d.Revert(ctx, in, machine.State{MachineID: 7}); err != nil {
-					t.Fatal(err)
+			for _, in := range []machine.Instance{a, b} {
+				if l, err := machine.Acquire(ctx, d, in); !errors.Is(err, engine.ErrInvalidConfig) ||
+					!strings.Contains(err.Error(), `instance "a"`) {
+					if l != nil {
+						l.Close()
+					}
+					t.Fatalf("%s got machine ID 7 while a holds it: %v", in, err)
 				}
 			}
+			other, err := machine.Acquire(ctx, d, machine.Instance{Namespace: ns + "-other", ID: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other.Close()
+			if err := la.Close(); err != nil {
+				t.Fatal(err)
+			}
+			lb, err := machine.Acquire(ctx, d, b)
+			if err != nil || lb.MachineID() != 7 {
+				t.Fatalf("after a closed, b got %v, %v", lb, err)
+			}
+			lb.Close()
 		})
 	}
 }
