@@ -101,7 +101,7 @@ func (s *Store) judge(node string, p persistence) error {
 			" to its last snapshot, which the epoch cannot tell. Set appendonly yes, appendfsync always.",
 			"store", s.name, "node", node)
 	case p.save != "":
-		log.Warn("idforge: Redis keeps only RDB snapshots (save "+p.save+"): a crash rolls the store back to the last snapshot,"+
+		log.Warn("idforge: Redis keeps RDB snapshots only (save "+p.save+"): a crash rolls the store back to the last snapshot,"+
 			" which the epoch cannot tell; only the floors of live processes protect their segments. Set appendonly yes, appendfsync always.",
 			"store", s.name, "node", node)
 	case !s.cfg.AllowVolatile:
