@@ -41,8 +41,8 @@ const (
 // Store is a shared store of machine IDs and segments. engine/sqlstore's and
 // engine/redisstore's Store implement it.
 type Store interface {
-	MachineDistributor() machine.Distributor
-	SegmentDistributor(name string) (segment.Distributor, error)
+	machine.Distributor
+	Segment(name string) (segment.Distributor, error)
 }
 
 type config struct {
@@ -157,7 +157,7 @@ func New(ctx context.Context, opts ...Option) (*engine.Registry, error) {
 	}
 	if c.distributor == nil {
 		if c.store != nil {
-			c.distributor = c.store.MachineDistributor()
+			c.distributor = c.store
 		} else {
 			c.distributor = machine.Default()
 		}
@@ -178,14 +178,14 @@ func New(ctx context.Context, opts ...Option) (*engine.Registry, error) {
 	if c.store != nil {
 		st, chainOpts := c.store, append([]segment.Option{segment.WithLogger(c.logger)}, c.chainOpts...)
 		chain := func(ctx context.Context, name string) (engine.Generator, error) {
-			d, err := st.SegmentDistributor(name)
+			d, err := st.Segment(name)
 			if err != nil {
 				return nil, err
 			}
 			return segment.NewChain(d, append([]segment.Option{segment.WithName(name)}, chainOpts...)...)
 		}
 		single := func(ctx context.Context, name string) (engine.Generator, error) {
-			d, err := st.SegmentDistributor(name)
+			d, err := st.Segment(name)
 			if err != nil {
 				return nil, err
 			}

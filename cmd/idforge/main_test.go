@@ -341,18 +341,32 @@ func Example() {
 	// idforge decode: invalid id: "12x": strconv.ParseInt: parsing "12x": invalid syntax (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)
 }
 
+// TestSchema: `idforge schema` prints the golden DDL file of the SQL store
+// for each dialect (engine/sqlstore/ddl), byte for byte, with the tables
+// renamed by -prefix.
 func TestSchema(t *testing.T) {
-	for _, tc := range []struct{ dialect, want string }{
-		{"mysql", "CREATE TABLE IF NOT EXISTS idforge_segment"},
-		{"postgres", "CREATE TABLE IF NOT EXISTS idforge_machine"},
-		{"sqlite", "CREATE TABLE IF NOT EXISTS idforge_segment"},
+	for _, tc := range []struct{ dialect, file, prefix string }{
+		{"mysql", "mysql", ""},
+		{"MariaDB", "mysql", ""},
+		{"postgres", "postgres", "billing_"},
+		{"sqlite", "sqlite", ""},
 	} {
-		var out, errOut bytes.Buffer
-		if code := run(context.Background(), []string{"schema", "-dialect", tc.dialect}, &out, &errOut); code != 0 {
-			t.Fatalf("schema -dialect %s: exit %d: %s", tc.dialect, code, errOut.String())
+		golden, err := os.ReadFile(filepath.Join("..", "..", "engine", "sqlstore", "ddl", tc.file+".sql"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(out.String(), tc.want) {
-			t.Errorf("schema -dialect %s does not contain %q:\n%s", tc.dialect, tc.want, out.String())
+		want := string(golden)
+		args := []string{"schema", "-dialect", tc.dialect}
+		if tc.prefix != "" {
+			args = append(args, "-prefix", tc.prefix)
+			want = strings.ReplaceAll(want, "idforge_", tc.prefix)
+		}
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		if out.String() != want {
+			t.Errorf("%v does not print ddl/%s.sql:\n%s", args, tc.file, out.String())
 		}
 	}
 	for _, args := range [][]string{{"schema", "-dialect", "oracle"}, {"schema", "-prefix", "bad-prefix"}, {"schema", "extra"}} {

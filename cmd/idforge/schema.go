@@ -5,25 +5,25 @@ import (
 	"flag"
 	"io"
 
-	"github.com/idforge/idforge/schema"
+	"github.com/idforge/idforge/engine/sqlstore"
 )
 
 func setupSchema(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
 	dialect := fs.String("dialect", "mysql", "SQL `dialect`: mysql (also MariaDB), postgres or sqlite")
-	prefix := fs.String("prefix", "idforge_", "table name `prefix`")
+	prefix := fs.String("prefix", sqlstore.DefaultTablePrefix, "table name `prefix`")
 	return func(_ context.Context, args []string, stdout io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}
-		d, err := schema.ParseDialect(*dialect)
+		d, err := sqlstore.ParseDialect(*dialect)
 		if err != nil {
 			return usageError{err}
 		}
-		t, err := schema.NewTables(*prefix)
+		ddl, err := sqlstore.DDL(d, *prefix)
 		if err != nil {
 			return usageError{err}
 		}
-		_, err = io.WriteString(stdout, t.DDL(d))
+		_, err = io.WriteString(stdout, ddl)
 		return err
 	}
 }

@@ -1,38 +1,39 @@
 // Package redisstore keeps idforge's shared state in Redis through
-// github.com/redis/go-redis/v9: a [segment.Distributor] on INCRBY and a
-// [machine.Distributor] on Lua scripts. Every operation is one
-// command, so one round trip, and atomic on the server.
+// github.com/redis/go-redis/v9. A [Store] implements machine.Distributor and
+// hands out a segment.Distributor per name ([Store.Segment]); every
+// operation is one Lua script, one round trip, atomic on the server.
 //
-// The distributors accept any [redis.Cmdable]: a *redis.Client, a
-// *redis.ClusterClient, a *redis.Ring or a failover client. The caller owns
-// the client and closes it.
+// [Open] accepts any [redis.Cmdable]: a *redis.Client, a *redis.ClusterClient,
+// a *redis.Ring or a failover client. The caller owns the client and closes
+// it.
 //
 // # Keys
 //
-// All keys start with a prefix ([WithPrefix], default "idforge:"):
+// Every key starts with the prefix ([Settings.Prefix], default "{idforge}:")
+// and carries one hash tag, so all of a store's keys live in one Redis
+// Cluster slot (and on one Ring shard) and one script can check the epoch
+// together with any of them. A prefix without a hash tag gets "{idforge}:"
+// appended: the prefix "shop:" gives "shop:{idforge}:epoch".
 //
-//	<prefix>segment:<name>                  string: the last max ID handed out
-//	<prefix>machine:{<namespace>}:instances hash: instance ID -> machine ID
-//	<prefix>machine:{<namespace>}:machines  hash: machine ID -> "lastTimestamp|stable|instance"
-//	<prefix>machine:{<namespace>}:reclaim   sorted set: reclaimable machine IDs
+//	<base>epoch                          string: the store's epoch token
+//	<base>segment:<name>                 string: the last max ID handed out
+//	<base>machine:<namespace>:instances  hash: instance ID -> machine ID
+//	<base>machine:<namespace>:machines   hash: machine ID -> "lastTimestamp|stable|instance"
+//	<base>machine:<namespace>:reclaim    sorted set: reclaimable machine IDs
 //
-// A segment is one key and needs nothing special on a cluster. The machine
-// scripts touch the three keys of a namespace together; the {namespace} hash
-// tag puts them in one cluster slot (and on one Ring shard), which a Lua script
-// on Redis Cluster requires. A prefix may carry its own hash tag, such as
-// "{idforge}:", to put every idforge key in one slot: the prefix's tag then
-// wins and the namespace's keys still share a slot. For the same reason a
-// namespace must not be empty or contain braces, and a prefix must not
-// contain an empty tag "{}".
+// idforge's load is one script per segment range and per heartbeat, which
+// one Redis node serves many times over; a cluster gives the store
+// failover, not sharding. Give each store its own hash tag to spread
+// several stores over a cluster.
 //
 // # Segments
 //
-// NextMaxID is INCRBY key step: the caller owns (max-step, max]. A name seen
-// for the first time starts at the start offset ([WithStart], default 0): its
-// first range is (start, start+step]. With a non-zero start the fetch is a
-// short script that sets the start if the key is absent and then increments,
-// still one round trip. The start applies only when the key is created, so
-// processes configured with different starts cannot make ranges overlap.
+// A fetch raises the counter to the caller's floor (the highest max ID this
+// Store ever got for the name), then INCRBY step: the caller owns
+// (max-step, max]. A name seen for the first time starts at [Settings.Start]
+// (default 0): its first range is (start, start+step]. The start applies
+// only when the key is created, so processes configured with different
+// starts cannot make ranges overlap.
 //
 // # Machine IDs
 //
@@ -46,34 +47,63 @@
 // scored by their last timestamp. Stable owners are not in it, so their IDs
 // are never reclaimed.
 //
-// Distribute runs one script: reuse this instance's own ID; else reclaim the
-// lowest-scored ID of the reclaim set with a score <= now - safeGuard (free
-// IDs first, then the longest silent), removing the previous owner's mapping;
-// else take the next unused number; else fail with an error wrapping
+// Distribute reuses this instance's own ID; else reclaims the lowest-scored
+// ID of the reclaim set with a score <= now - safeGuard (free IDs first,
+// then the longest silent), removing the previous owner's mapping; else
+// takes the next unused number; else fails with an error wrapping
 // engine.ErrMachineIDOverflow. The returned State.LastTimestamp is the stored
 // last timestamp before this call (0 for a new number): the generator waits
 // until its clock passes it. Guard raises the stored timestamp to the one it
-// is given (a machine.Lease gives the heartbeat time) if the instance still
-// holds the ID, else fails with engine.ErrMachineIDLost. Revert raises it to
-// the generator's last timestamp and frees the ID of an unstable instance; a
-// stable one keeps it. Stored timestamps never go down.
+// is given if the instance still holds the ID, else fails with
+// engine.ErrMachineIDLost. Revert raises it to the generator's last
+// timestamp and frees the ID of an unstable instance; a stable one keeps it.
+// Stored timestamps never go down.
 //
-// "now" is read from the distributor's clock ([WithClock], default
-// clock.System) and passed into the scripts, so every instance judges expiry
-// by its own clock and tests can use clock.Fake. Instances whose clocks
-// disagree by more than the safe-guard duration can reclaim each other's live
-// IDs: keep the safe guard well above the clock skew (CosId's default is five
-// minutes).
+// "now" is read from [Settings.Clock] (default clock.System) and passed into
+// the scripts, so every instance judges expiry by its own clock and tests can
+// use clock.Fake. Instances whose clocks disagree by more than the safe-guard
+// duration can reclaim each other's live IDs: keep the safe guard well above
+// the clock skew.
+//
+// # Store resets
+//
+// The epoch key holds a token written when the store's state is first
+// created. Every script checks the token the Store works under before it
+// does anything. A Redis that forgot everything (restarted without
+// persistence, FLUSHALL, a failover to an empty replica) has no token or
+// another one: the call fails with an error wrapping engine.ErrStoreReset
+// that names the store, the Store adopts the current epoch (creating one
+// when there is none) and hands nothing out until [Settings.ResetGrace]
+// (default 2 s) after that epoch's creation, so every process of the old
+// epoch has seen its lease heartbeat fail and stopped. On adopting, the
+// Store re-seeds every segment name it used with its floor. [Open] on a
+// Redis without an epoch creates one and waits the grace too: a first start
+// and a wipe look the same, so the first start of a new store costs 2 s.
 //
 // # Durability
 //
-// Redis acknowledges a write before it is on disk or on a replica. If the
-// server crashes, or a replica is promoted, the last writes can be lost: a
-// segment range is then handed out again (duplicate IDs), and a machine ID can
-// go to a second live instance until the first one's next Guard finds it lost
-// (engine.ErrMachineIDLost) and its lease stops its generator. Run Redis with
-// appendonly yes and appendfsync always and without failover to asynchronous
-// replicas, or use a SQL store where that is not acceptable.
+// Open reads the persistence configuration of every node holding data
+// (CONFIG GET, or INFO persistence where CONFIG is disabled). Run Redis with
+// appendonly yes and appendfsync always; then:
+//
+//   - restart (SHUTDOWN, or a crash: kill -9, power loss): the AOF holds
+//     every acknowledged write; the store carries on, nothing repeats;
+//   - restart without persistence (refused unless [Settings.AllowVolatile]):
+//     a store reset, detected as above; live processes stop and resume above
+//     their floors, but IDs already written by processes that are gone may
+//     repeat;
+//   - appendfsync everysec or no (a warning at Open): a crash loses the last
+//     second or more of acknowledged writes, and the epoch cannot tell: a
+//     range or machine ID handed out in that window can be handed out again
+//     to a process that did not hold it (the floors protect the processes
+//     that did);
+//   - RDB snapshots only (a warning at Open): a crash rolls back to the last
+//     snapshot, unseen by the epoch, with the same consequence;
+//   - failover to a replica (Sentinel, Cluster): replication is
+//     asynchronous, so the writes the replica had not received are lost,
+//     unseen by the epoch unless the replica was empty. Prefer primaries
+//     restarted from their AOF (a Cluster without replicas, as .ci/run runs
+//     it), or use a SQL store where a failover must not lose writes.
 //
 // Scripts need Redis 2.6 or later (tested on 7.0). They are sent with EVAL,
 // not EVALSHA: they are small, Redis caches the compiled body, and a call

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -21,27 +19,23 @@ func hashTag(key string) string {
 	return key
 }
 
-func TestMachineKeysShareOneSlot(t *testing.T) {
-	client := redis.NewClient(&redis.Options{}) // never dialled: keys only
-	defer client.Close()
-	for _, prefix := range []string{DefaultPrefix, "", "{app}:", "a{b:", "x}y{:", "idf:3fa2:"} {
-		s, err := New(client, WithPrefix(prefix))
-		if err != nil {
-			t.Fatalf("prefix %q: %v", prefix, err)
+// TestKeysShareOneSlot: every key of a store (epoch, segments, machine
+// keys of any namespace) starts with the prefix and has one hash tag, so one
+// script may touch the epoch with any of them on Redis Cluster.
+func TestKeysShareOneSlot(t *testing.T) {
+	for _, prefix := range []string{DefaultPrefix, "idforge:", "{app}:", "a{b:", "x}y{:", "idf:3fa2:"} {
+		s := &Store{base: keyBase(prefix)}
+		tag := hashTag(s.EpochKey())
+		if tag == s.EpochKey() {
+			t.Errorf("prefix %q: epoch key %q has no hash tag", prefix, s.EpochKey())
 		}
-		for _, ns := range []string{"svc", "order-service", "a:b", "mt-Race-17"} {
-			keys, err := s.Machine().keys(machine.Instance{Namespace: ns, ID: "host:1"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tag := hashTag(keys[0])
-			if tag == keys[0] {
-				t.Errorf("prefix %q, namespace %q: key %q has no hash tag", prefix, ns, keys[0])
-			}
-			for _, k := range keys[1:] {
-				if !strings.HasPrefix(k, prefix) || hashTag(k) != tag {
-					t.Errorf("prefix %q, namespace %q: keys %q do not all start with the prefix and share tag %q", prefix, ns, keys, tag)
-				}
+		keys := []string{s.EpochKey(), s.SegmentKey("order"), s.SegmentKey(""), s.SegmentKey("{x}")}
+		for _, ns := range []string{"svc", "order-service", "a:b", "mt-Race-17", "{br}ace"} {
+			keys = append(keys, s.machineKeys(machine.Instance{Namespace: ns, ID: "host:1"})...)
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, prefix) || hashTag(k) != tag {
+				t.Errorf("prefix %q: key %q does not start with the prefix or lacks tag %q", prefix, k, tag)
 			}
 		}
 	}

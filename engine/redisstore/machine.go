@@ -4,13 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -24,38 +22,22 @@ var (
 	//go:embed scripts/machine_revert.lua
 	revertSrc string
 
-	distributeScript = redis.NewScript(machineCommon + distributeSrc)
-	guardScript      = redis.NewScript(machineCommon + guardSrc)
-	revertScript     = redis.NewScript(machineCommon + revertSrc)
+	distributeScript = redis.NewScript(epochCheck + machineCommon + distributeSrc)
+	guardScript      = redis.NewScript(epochCheck + machineCommon + guardSrc)
+	revertScript     = redis.NewScript(epochCheck + machineCommon + revertSrc)
 )
 
-// MachineDistributor assigns snowflake machine IDs from Redis. It implements
-// machine.Distributor; each method is one atomic script, one round trip.
-// The key layout and the reclaim rules are in the package documentation.
-type MachineDistributor struct {
-	client redis.Cmdable
-	prefix string
-	clock  clock.Clock
-}
-
-var _ machine.Distributor = (*MachineDistributor)(nil)
-
-// NewMachineDistributor returns the machine-ID distributor; it is
-// New(client, opts...) followed by Store.Machine().
-func NewMachineDistributor(client redis.Cmdable, opts ...Option) (*MachineDistributor, error) {
-	s, err := New(client, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return s.Machine(), nil
-}
+var _ machine.Distributor = (*Store)(nil)
 
 // Distribute returns inst's machine ID in [0, 2^machineBits): its own if it
 // holds one, else a free one or one silent for at least safeGuard, else the
 // next unused number. When every number is held it returns an error wrapping
 // engine.ErrMachineIDOverflow. State.LastTimestamp is the last timestamp
-// stored for the ID before this call, 0 for a number never used.
-func (d *MachineDistributor) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
+// stored for the ID before this call, 0 for a number never used. It is one
+// script, one round trip, that also checks the store's epoch: a store that
+// forgot its state gives an error wrapping engine.ErrStoreReset, and the
+// next Distribute waits out the reset grace.
+func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
@@ -64,24 +46,26 @@ func (d *MachineDistributor) Distribute(ctx context.Context, inst machine.Instan
 		// anyone reclaim a live ID at once.
 		return machine.State{}, fmt.Errorf("%w: redisstore: safe-guard duration %v is under 1ms", engine.ErrInvalidConfig, safeGuard)
 	}
-	keys, err := d.keys(inst)
+	what := fmt.Sprintf("namespace %q instance %q: distributing a machine ID", inst.Namespace, inst.ID)
+	token, err := s.ready(ctx)
 	if err != nil {
 		return machine.State{}, err
 	}
-	what := fmt.Sprintf("distribute machine ID in namespace %q", inst.Namespace)
-	res, err := distributeScript.Eval(ctx, d.client, keys,
-		inst.ID, flag(inst.Stable), int64(1)<<machineBits, d.now(), safeGuard.Milliseconds()).Int64Slice()
+	res, err := distributeScript.Eval(ctx, s.client, s.machineKeys(inst),
+		token, inst.ID, flag(inst.Stable), int64(1)<<machineBits, s.now(), safeGuard.Milliseconds()).Slice()
 	if err != nil {
-		return machine.State{}, unavailable(what, err)
+		return machine.State{}, s.unavailable(what, err)
 	}
-	if len(res) != 2 {
-		return machine.State{}, unavailable(what, fmt.Errorf("unexpected script reply %v", res))
+	switch r := reply(res); r.kind() {
+	case "ok":
+		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2)}, nil
+	case "full":
+		return machine.State{}, fmt.Errorf("%s: %s: %w: all %d IDs of %d machine bits in use, none free or silent for %v",
+			s.name, what, engine.ErrMachineIDOverflow, int64(1)<<machineBits, machineBits, safeGuard)
+	case "reset":
+		return machine.State{}, s.reset(ctx, token, r.str(1), what)
 	}
-	if res[0] < 0 {
-		return machine.State{}, fmt.Errorf("%w: redisstore: namespace %q has all %d IDs of %d machine bits in use, none free or silent for %v",
-			engine.ErrMachineIDOverflow, inst.Namespace, int64(1)<<machineBits, machineBits, safeGuard)
-	}
-	return machine.State{MachineID: res[0], LastTimestamp: res[1]}, nil
+	return machine.State{}, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }
 
 // Guard records that inst still holds st.MachineID, raising the stored last
@@ -89,63 +73,59 @@ func (d *MachineDistributor) Distribute(ctx context.Context, inst machine.Instan
 // the heartbeat time, which keeps the ID from expiring. If inst no longer
 // holds the ID (it was reclaimed after a long silence, or reverted) Guard
 // changes nothing and returns an error wrapping engine.ErrMachineIDLost that
-// names the new holder.
-func (d *MachineDistributor) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
-	return d.own(ctx, guardScript, "guard", inst, st)
+// names the new holder; if the store forgot its state (its epoch changed),
+// one wrapping engine.ErrStoreReset. Guard does not wait out a reset grace.
+func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
+	return s.own(ctx, guardScript, "heartbeat", inst, st)
 }
 
 // Revert gives st.MachineID back, raising the stored last timestamp to
 // st.LastTimestamp for the next holder. A stable instance keeps holding the
 // ID for its next start. If inst no longer holds the ID Revert changes
-// nothing and returns an error wrapping engine.ErrMachineIDLost.
-func (d *MachineDistributor) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
-	return d.own(ctx, revertScript, "revert", inst, st, flag(inst.Stable))
+// nothing and returns an error wrapping engine.ErrMachineIDLost (or
+// engine.ErrStoreReset when the store's epoch changed).
+func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
+	return s.own(ctx, revertScript, "revert", inst, st, flag(inst.Stable))
 }
 
 // own runs a script that acts on st.MachineID only while inst owns it.
-func (d *MachineDistributor) own(ctx context.Context, script *redis.Script, op string, inst machine.Instance, st machine.State, extra ...any) error {
-	keys, err := d.keys(inst)
-	if err != nil {
+func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst machine.Instance, st machine.State, extra ...any) error {
+	if err := inst.Validate(); err != nil {
 		return err
 	}
 	if st.MachineID < 0 {
-		return fmt.Errorf("%w: redisstore: %s negative machine ID %d", engine.ErrInvalidConfig, op, st.MachineID)
+		return fmt.Errorf("%w: redisstore: %s of negative machine ID %d", engine.ErrInvalidConfig, op, st.MachineID)
 	}
-	what := fmt.Sprintf("%s machine ID %d in namespace %q", op, st.MachineID, inst.Namespace)
-	args := append([]any{inst.ID, st.MachineID, st.LastTimestamp}, extra...)
-	res, err := script.Eval(ctx, d.client, keys, args...).Slice()
+	what := fmt.Sprintf("namespace %q instance %q: %s of machine ID %d", inst.Namespace, inst.ID, op, st.MachineID)
+	token := s.epoch.Token()
+	args := append([]any{token, inst.ID, st.MachineID, st.LastTimestamp}, extra...)
+	res, err := script.Eval(ctx, s.client, s.machineKeys(inst), args...).Slice()
 	if err != nil {
-		return unavailable(what, err)
+		return s.unavailable(what, err)
 	}
-	if len(res) != 2 {
-		return unavailable(what, fmt.Errorf("unexpected script reply %v", res))
-	}
-	if ok, _ := res[0].(int64); ok == 1 {
+	switch r := reply(res); r.kind() {
+	case "ok":
 		return nil
+	case "lost":
+		holder := "it is free"
+		if owner := r.str(1); owner != "" {
+			holder = fmt.Sprintf("instance %q holds it", owner)
+		}
+		return fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrMachineIDLost, holder)
+	case "reset":
+		return s.reset(ctx, token, r.str(1), what)
 	}
-	owner, _ := res[1].(string)
-	holder := "it is free"
-	if owner != "" {
-		holder = fmt.Sprintf("instance %q holds it", owner)
-	}
-	return fmt.Errorf("%w: redisstore: %s: instance %q no longer owns it, %s", engine.ErrMachineIDLost, what, inst.ID, holder)
+	return s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }
 
-// keys returns the namespace's instances hash, machines hash and reclaim
-// set, which share the {namespace} hash tag.
-func (d *MachineDistributor) keys(inst machine.Instance) ([]string, error) {
-	if err := inst.Validate(); err != nil {
-		return nil, err
-	}
-	if strings.ContainsAny(inst.Namespace, "{}") {
-		return nil, fmt.Errorf("%w: redisstore: machine namespace %q contains a brace, which would break its cluster hash tag",
-			engine.ErrInvalidConfig, inst.Namespace)
-	}
-	base := d.prefix + "machine:{" + inst.Namespace + "}:"
-	return []string{base + "instances", base + "machines", base + "reclaim"}, nil
+// machineKeys returns the epoch key and the namespace's instances hash,
+// machines hash and reclaim set, which all share the store's hash tag.
+func (s *Store) machineKeys(inst machine.Instance) []string {
+	ns := s.base + "machine:" + inst.Namespace + ":"
+	return []string{s.EpochKey(), ns + "instances", ns + "machines", ns + "reclaim"}
 }
 
-func (d *MachineDistributor) now() int64 { return d.clock.Now().UnixMilli() }
+func (s *Store) now() int64 { return s.cfg.Clock.Now().UnixMilli() }
 
 // flag is the scripts' form of a stable flag.
 func flag(stable bool) string {

@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 
@@ -74,47 +73,54 @@ func newEnv(t *testing.T, opts ...redisstore.Option) env {
 	client, prefix := testdb.Redis(t)
 	counter := &commandCounter{}
 	client.AddHook(counter)
-	s, err := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+	s, err := redisstore.Open(context.Background(), client, append(testOptions(prefix), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return env{store: s, client: client, prefix: prefix, counter: counter}
 }
 
-// deadClient talks to a port nothing listens on, failing fast without retries.
-func deadClient(t *testing.T) *redis.Client {
+// testOptions are the options of a store on the shared test Redis: its own
+// key prefix, no reset grace (no other process uses the prefix) and volatile
+// allowed (the developer's Redis may run without persistence;
+// persistence_test.go covers the check).
+func testOptions(prefix string) []redisstore.Option {
+	return []redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithAllowVolatile()}
+}
+
+// downStore returns a store whose Redis (a server of the test's own) was
+// killed after Open.
+func downStore(t *testing.T, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv := startServer(t, volatile...)
+	s, err := redisstore.Open(context.Background(), srv.client(), append(testOptions("down:"), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
-	t.Cleanup(func() { c.Close() })
-	return c
+	srv.kill()
+	return s
 }
 
-func TestNewRejectsBadConfig(t *testing.T) {
-	client := deadClient(t)
+func TestOpenRejectsBadConfig(t *testing.T) {
+	client, prefix := testdb.Redis(t)
+	ctx := context.Background()
 	cases := map[string]struct {
 		client redis.Cmdable
 		opts   []redisstore.Option
 	}{
 		"nil client":     {nil, nil},
 		"negative start": {client, []redisstore.Option{redisstore.WithStart(-1)}},
-		"nil clock":      {client, []redisstore.Option{redisstore.WithClock(nil)}},
 		"empty hash tag": {client, []redisstore.Option{redisstore.WithPrefix("app{}:")}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := redisstore.New(c.client, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
-				t.Fatalf("New: got %v, want ErrInvalidConfig", err)
+			if _, err := redisstore.Open(ctx, c.client, append(testOptions(prefix), c.opts...)...); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Fatalf("Open: got %v, want ErrInvalidConfig", err)
 			}
 		})
 	}
-	if _, err := redisstore.New(client, redisstore.WithPrefix("{app}:"), redisstore.WithStart(5),
-		redisstore.WithClock(clock.NewFake(fakeStart))); err != nil {
-		t.Fatalf("valid options rejected: %v", err)
+	if _, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: prefix + "{app}:", Start: 5,
+		Clock: clock.NewFake(fakeStart), ResetGrace: -1, AllowVolatile: true}); err != nil {
+		t.Fatalf("valid settings rejected: %v", err)
 	}
 }

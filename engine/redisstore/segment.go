@@ -2,9 +2,9 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -13,59 +13,59 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 )
 
-//go:embed scripts/segment.lua
-var segmentSrc string
-
-var segmentScript = redis.NewScript(segmentSrc)
-
-// SegmentDistributor hands out ranges of one named sequence stored in a
-// Redis string. It implements segment.Distributor and is safe for concurrent
-// use; ranges never overlap across processes sharing the key.
-type SegmentDistributor struct {
-	client redis.Cmdable
-	key    string
-	start  int64
+// segmentDistributor hands out ranges of one named sequence stored in a
+// Redis string; ranges never overlap across processes sharing the key.
+type segmentDistributor struct {
+	s    *Store
+	name string
+	key  string
 }
 
-var _ segment.Distributor = (*SegmentDistributor)(nil)
-
-// NewSegmentDistributor returns the distributor of the named sequence; it is
-// New(client, opts...) followed by Store.Segment(name).
-func NewSegmentDistributor(client redis.Cmdable, name string, opts ...Option) (*SegmentDistributor, error) {
-	s, err := New(client, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return s.Segment(name), nil
+// Segment returns the distributor of the named sequence, stored at
+// [Store.SegmentKey](name); it is safe for concurrent use. Any name is
+// valid, the empty one included.
+//
+// NextMaxID advances the sequence by step in one script, one round trip, and
+// returns the new max: the caller owns (max-step, max]. The script checks
+// the store's epoch, and first raises the counter to the highest max ID this
+// Store ever got for the name (its floor), so a store that went back never
+// hands this process a range below one it already holds. A step <= 0 is an
+// error wrapping engine.ErrInvalidConfig; a sequence that would pass the
+// int64 range, one wrapping engine.ErrIDOverflow; a store whose epoch
+// changed, one wrapping engine.ErrStoreReset (the next fetch waits out the
+// reset grace); any other failure, one wrapping engine.ErrStoreUnavailable.
+func (s *Store) Segment(name string) (segment.Distributor, error) {
+	return &segmentDistributor{s: s, name: name, key: s.SegmentKey(name)}, nil
 }
 
-// Key returns the Redis key holding the sequence's last max ID.
-func (d *SegmentDistributor) Key() string { return d.key }
-
-// NextMaxID advances the sequence by step in one round trip and returns the
-// new max: the caller owns (max-step, max]. A step <= 0 is an error wrapping
-// engine.ErrInvalidConfig; a sequence that would pass the int64 range, one
-// wrapping engine.ErrIDOverflow; any other failure, one wrapping
-// engine.ErrStoreUnavailable that names the key.
-func (d *SegmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, error) {
+func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, error) {
+	what := fmt.Sprintf("segment %q: fetching %d IDs", d.name, step)
 	if step <= 0 {
-		return 0, fmt.Errorf("%w: redisstore: segment %s: step %d must be positive", engine.ErrInvalidConfig, d.key, step)
+		return 0, fmt.Errorf("%w: redisstore: segment %q: step %d must be positive", engine.ErrInvalidConfig, d.name, step)
 	}
-	var (
-		maxID int64
-		err   error
-	)
-	if d.start == 0 {
-		maxID, err = d.client.IncrBy(ctx, d.key, step).Result()
-	} else {
-		maxID, err = segmentScript.Eval(ctx, d.client, []string{d.key}, step, d.start).Int64()
+	token, err := d.s.ready(ctx)
+	if err != nil {
+		return 0, err
 	}
+	res, err := segmentScript.Eval(ctx, d.s.client, []string{d.s.EpochKey(), d.key},
+		token, step, d.s.cfg.Start, d.s.epoch.Floor(d.name)).Slice()
 	if err != nil {
 		var reply redis.Error
 		if errors.As(err, &reply) && strings.Contains(err.Error(), "would overflow") {
-			return 0, fmt.Errorf("%w: redisstore: segment %s advanced by %d: %w", engine.ErrIDOverflow, d.key, step, err)
+			return 0, fmt.Errorf("%s: %s: %w: %w", d.s.name, what, engine.ErrIDOverflow, err)
 		}
-		return 0, unavailable("INCRBY "+d.key, err)
+		return 0, d.s.unavailable(what, err)
 	}
-	return maxID, nil
+	switch r := reply(res); r.kind() {
+	case "ok":
+		maxID, err := strconv.ParseInt(r.str(1), 10, 64)
+		if err != nil {
+			return 0, d.s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
+		}
+		d.s.epoch.Raise(d.name, maxID)
+		return maxID, nil
+	case "reset":
+		return 0, d.s.reset(ctx, token, r.str(1), what)
+	}
+	return 0, d.s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }

@@ -18,15 +18,16 @@ import (
 func TestSegmentStartAppliesOnlyToFreshNames(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	if _, err := e.store.Segment("order").NextMaxID(ctx, 10); err != nil {
+	if _, err := segmentOf(t, e.store, "order").NextMaxID(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
 	// A process configured with another start joins the existing sequence
 	// instead of restarting it, so the two cannot hand out the same range.
-	late, err := redisstore.NewSegmentDistributor(e.client, "order", redisstore.WithPrefix(e.prefix), redisstore.WithStart(1000))
+	other, err := redisstore.Open(ctx, e.client, append(testOptions(e.prefix), redisstore.WithStart(1000))...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	late := segmentOf(t, other, "order")
 	if got, err := late.NextMaxID(ctx, 10); err != nil || got != 20 {
 		t.Fatalf("existing name with start 1000: got %d, %v; want 20", got, err)
 	}
@@ -37,9 +38,9 @@ func TestSegmentFetchIsOneRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		start int64
 		cmd   string
-	}{{0, "incrby"}, {7, "eval"}} {
+	}{{0, "eval"}, {7, "eval"}} {
 		e := newEnv(t, redisstore.WithStart(tc.start))
-		d := e.store.Segment("trips")
+		d := segmentOf(t, e.store, "trips")
 		e.counter.take()
 		for i := range 5 {
 			if _, err := d.NextMaxID(ctx, 100); err != nil {
@@ -56,13 +57,13 @@ func TestSegmentOverflowIsIDOverflow(t *testing.T) {
 	ctx := context.Background()
 	for _, start := range []int64{0, 7} {
 		e := newEnv(t, redisstore.WithStart(start))
-		d := e.store.Segment("full")
-		if err := e.client.Set(ctx, d.Key(), math.MaxInt64-5, 0).Err(); err != nil {
+		d := segmentOf(t, e.store, "full")
+		if err := e.client.Set(ctx, e.store.SegmentKey("full"), math.MaxInt64-5, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		_, err := d.NextMaxID(ctx, 10)
-		if !errors.Is(err, engine.ErrIDOverflow) || !strings.Contains(err.Error(), d.Key()) {
-			t.Fatalf("start %d: got %v, want ErrIDOverflow naming %s", start, err, d.Key())
+		if !errors.Is(err, engine.ErrIDOverflow) || !strings.Contains(err.Error(), `segment "full"`) {
+			t.Fatalf("start %d: got %v, want ErrIDOverflow naming the segment", start, err)
 		}
 		// Nothing was consumed: a step that still fits succeeds.
 		if got, err := d.NextMaxID(ctx, 5); err != nil || got != math.MaxInt64 {
@@ -73,13 +74,10 @@ func TestSegmentOverflowIsIDOverflow(t *testing.T) {
 
 func TestSegmentStoreDownIsStoreUnavailable(t *testing.T) {
 	for _, start := range []int64{0, 7} {
-		d, err := redisstore.NewSegmentDistributor(deadClient(t), "order", redisstore.WithStart(start))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = d.NextMaxID(context.Background(), 10)
-		if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "idforge:segment:order") {
-			t.Fatalf("start %d: got %v, want ErrStoreUnavailable naming the key", start, err)
+		d := segmentOf(t, downStore(t, redisstore.WithStart(start)), "order")
+		_, err := d.NextMaxID(context.Background(), 10)
+		if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), `segment "order"`) {
+			t.Fatalf("start %d: got %v, want ErrStoreUnavailable naming the segment", start, err)
 		}
 	}
 }
@@ -88,7 +86,7 @@ func TestSegmentHonoursContext(t *testing.T) {
 	s := newEnv(t).store
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Segment("order").NextMaxID(ctx, 10)
+	_, err := segmentOf(t, s, "order").NextMaxID(ctx, 10)
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, engine.ErrStoreUnavailable) {
 		t.Fatalf("cancelled ctx: got %v, want context.Canceled wrapped in ErrStoreUnavailable", err)
 	}
@@ -102,8 +100,18 @@ func TestSegmentConformance(t *testing.T) {
 		t.Run(fmt.Sprintf("start=%d", start), func(t *testing.T) {
 			s := newEnv(t, redisstore.WithStart(start)).store
 			segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-				return s.Segment(name)
+				return segmentOf(t, s, name)
 			}, segmenttest.ExpectStart(start))
 		})
 	}
+}
+
+// segmentOf returns s.Segment(name), failing the test on an error.
+func segmentOf(t testing.TB, s *redisstore.Store, name string) segment.Distributor {
+	t.Helper()
+	d, err := s.Segment(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

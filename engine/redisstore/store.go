@@ -1,84 +1,296 @@
 package redisstore
 
 import (
+	"context"
+	_ "embed"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/internal/storeepoch"
 )
 
-// DefaultPrefix starts every key unless [WithPrefix] says otherwise.
-const DefaultPrefix = "idforge:"
+// DefaultPrefix starts every key unless [Settings.Prefix] says otherwise.
+const DefaultPrefix = "{idforge}:"
 
-type config struct {
-	prefix string
-	start  int64
-	clock  clock.Clock
+// DefaultResetGrace is how long a store waits, after its epoch was created,
+// before it hands anything out; see [Settings.ResetGrace].
+const DefaultResetGrace = storeepoch.DefaultGrace
+
+// Settings configures a [Store]. The zero value is the documented default
+// of every field; [Open] validates them once.
+type Settings struct {
+	// Prefix starts every key, so several applications or environments can
+	// share one Redis (default [DefaultPrefix]). All keys of a store must
+	// share one Redis Cluster hash tag: a prefix with a hash tag ("{shop}:")
+	// is used as it is; to one without, the store appends "{idforge}:"
+	// ("shop:" gives keys "shop:{idforge}:…"). A prefix must not contain an
+	// empty tag "{}".
+	Prefix string
+	// Start is where segment names seen for the first time start: the first
+	// range is (Start, Start+step]. It has no effect on names that already
+	// exist. Default 0; negative is an error.
+	Start int64
+	// Clock tells machine distribution what "now" is and times the reset
+	// grace (default clock.System). Tests pass a clock.Fake.
+	Clock clock.Clock
+	// ResetGrace is how long after an epoch's creation the store hands
+	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
+	// process of the forgotten epoch to notice through its lease heartbeat
+	// and stop. Negative waits for nothing: only for tests, or a store no
+	// other process uses.
+	ResetGrace time.Duration
+	// AllowVolatile opens a Redis without persistence (no AOF, no RDB
+	// snapshots), which Open otherwise refuses: a restart forgets
+	// everything. It stays safe only because of the epoch and the reset
+	// grace, and IDs already written elsewhere (rows of processes that are
+	// gone) may repeat.
+	AllowVolatile bool
+	// Logger receives the persistence warnings (default slog.Default()).
+	Logger *slog.Logger
 }
 
-// Option configures a [Store] or a distributor.
-type Option func(*config)
+func (s Settings) apply(dst *Settings) { *dst = s }
 
-// WithPrefix puts every key under prefix instead of [DefaultPrefix], so
-// several applications or environments can share one Redis. The prefix may
-// carry a hash tag ("{idforge}:") to put every key in one cluster slot.
-func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+// Option configures [Open]: a [Settings] value (which replaces every
+// setting) or one of the With* functions (which change one).
+type Option interface{ apply(*Settings) }
 
-// WithStart makes segment names seen for the first time start at start: the
-// first range is (start, start+step]. It has no effect on names that already
-// exist. The default is 0; a negative start is an error.
-func WithStart(start int64) Option { return func(c *config) { c.start = start } }
+type optionFunc func(*Settings)
 
-// WithClock sets the clock that tells machine distribution what "now" is
-// (default clock.System). Tests pass a clock.Fake to expire leases at will.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+func (f optionFunc) apply(s *Settings) { f(s) }
 
-// Store builds the distributors of one Redis: segments by name and the
-// machine-ID distributor. It holds no state besides its configuration.
+// WithPrefix sets [Settings.Prefix].
+func WithPrefix(prefix string) Option { return optionFunc(func(s *Settings) { s.Prefix = prefix }) }
+
+// WithStart sets [Settings.Start].
+func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
+
+// WithClock sets [Settings.Clock].
+func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
+
+// WithResetGrace sets [Settings.ResetGrace].
+func WithResetGrace(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.ResetGrace = d })
+}
+
+// WithAllowVolatile sets [Settings.AllowVolatile].
+func WithAllowVolatile() Option { return optionFunc(func(s *Settings) { s.AllowVolatile = true }) }
+
+var (
+	//go:embed scripts/epoch.lua
+	epochCheck string
+	//go:embed scripts/create_epoch.lua
+	createEpochSrc string
+	//go:embed scripts/segment.lua
+	segmentSrc string
+
+	createEpochScript = redis.NewScript(createEpochSrc)
+	segmentScript     = redis.NewScript(epochCheck + segmentSrc)
+)
+
+// Store keeps segments and machine-ID assignments in one Redis (or Redis
+// Cluster, Ring, failover client): it implements machine.Distributor and
+// hands out a segment.Distributor per name. It is safe for concurrent use.
 type Store struct {
 	client redis.Cmdable
-	cfg    config
+	cfg    Settings
+	base   string // every key starts with it; it carries the hash tag
+	name   string // "redisstore <addr> <base>", the context of every error
+	epoch  *storeepoch.State
 }
 
-// New checks the options and returns a store on client, which the caller
-// keeps and closes.
-func New(client redis.Cmdable, opts ...Option) (*Store, error) {
+// Open validates the settings, checks that the Redis persists what it is
+// told (see [Settings.AllowVolatile]; appendfsync other than always is
+// logged as a warning with the window it leaves), and reads the store's
+// epoch. A store without one (a first start, or a Redis that forgot
+// everything: they cannot be told apart) gets a new epoch, and Open then
+// waits [Settings.ResetGrace] so that processes still working under a
+// forgotten epoch have stopped before this one hands anything out. The
+// caller keeps the client and closes it.
+func Open(ctx context.Context, client redis.Cmdable, opts ...Option) (*Store, error) {
+	var cfg Settings
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
 	if client == nil {
 		return nil, fmt.Errorf("%w: redisstore: nil Redis client", engine.ErrInvalidConfig)
 	}
-	cfg := config{prefix: DefaultPrefix, clock: clock.System}
-	for _, o := range opts {
-		o(&cfg)
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
+	}
+	if cfg.ResetGrace == 0 {
+		cfg.ResetGrace = DefaultResetGrace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	switch {
-	case cfg.start < 0:
-		return nil, fmt.Errorf("%w: redisstore: negative segment start %d", engine.ErrInvalidConfig, cfg.start)
-	case cfg.clock == nil:
-		return nil, fmt.Errorf("%w: redisstore: nil clock", engine.ErrInvalidConfig)
-	case strings.Contains(cfg.prefix, "{}"):
-		// An empty hash tag makes Redis Cluster hash whole keys, scattering a
-		// namespace's keys over slots where one script cannot reach them all.
-		return nil, fmt.Errorf("%w: redisstore: prefix %q contains an empty hash tag {}", engine.ErrInvalidConfig, cfg.prefix)
+	case cfg.Start < 0:
+		return nil, fmt.Errorf("%w: redisstore: negative segment start %d", engine.ErrInvalidConfig, cfg.Start)
+	case strings.Contains(cfg.Prefix, "{}"):
+		// An empty hash tag makes Redis Cluster hash whole keys, scattering
+		// the store's keys over slots where one script cannot reach them all.
+		return nil, fmt.Errorf("%w: redisstore: prefix %q contains an empty hash tag {}", engine.ErrInvalidConfig, cfg.Prefix)
 	}
-	return &Store{client: client, cfg: cfg}, nil
+	s := &Store{client: client, cfg: cfg, base: keyBase(cfg.Prefix)}
+	s.name = "redisstore " + clientAddr(client) + " " + s.base
+	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	if err := s.checkPersistence(ctx); err != nil {
+		return nil, err
+	}
+	token, err := s.createEpoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.epoch.Set(token)
+	if _, err := s.epoch.Wait(ctx); err != nil {
+		return nil, s.unavailable("waiting out the reset grace of a new epoch", err)
+	}
+	return s, nil
 }
 
-// Segment returns the distributor of the named sequence, stored at
-// <prefix>segment:<name>. Any name is valid, the empty one included.
-func (s *Store) Segment(name string) *SegmentDistributor {
-	return &SegmentDistributor{client: s.client, key: s.cfg.prefix + "segment:" + name, start: s.cfg.start}
+// keyBase is the start of every key: the prefix, with "{idforge}:" appended
+// when it has no hash tag of its own.
+func keyBase(prefix string) string {
+	if i := strings.IndexByte(prefix, '{'); i >= 0 {
+		if j := strings.IndexByte(prefix[i+1:], '}'); j > 0 {
+			return prefix
+		}
+	}
+	return prefix + "{idforge}:"
 }
 
-// Machine returns the machine-ID distributor.
-func (s *Store) Machine() *MachineDistributor {
-	return &MachineDistributor{client: s.client, prefix: s.cfg.prefix, clock: s.cfg.clock}
+func clientAddr(c redis.Cmdable) string {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	case *redis.Ring:
+		return "ring"
+	}
+	return "redis"
+}
+
+// EpochKey returns the key holding the store's epoch token.
+func (s *Store) EpochKey() string { return s.base + "epoch" }
+
+// SegmentKey returns the key holding the last max ID of the segment name.
+func (s *Store) SegmentKey(name string) string { return s.base + "segment:" + name }
+
+// Epoch returns the epoch token the store works under: "<Unix ms of its
+// creation>.<random hex>".
+func (s *Store) Epoch() string { return s.epoch.Token() }
+
+// createEpoch makes the store's epoch exist and returns it.
+func (s *Store) createEpoch(ctx context.Context) (string, error) {
+	token, err := createEpochScript.Eval(ctx, s.client, []string{s.EpochKey()},
+		storeepoch.NewToken(s.cfg.Clock.Now())).Text()
+	if err != nil {
+		return "", s.unavailable("creating the epoch", err)
+	}
+	return token, nil
+}
+
+// ready waits until the current epoch may hand things out, re-seeds the
+// segment floors after an adoption, and returns the epoch token.
+func (s *Store) ready(ctx context.Context) (string, error) {
+	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
+		return "", s.unavailable("", err)
+	}
+	token, err := s.epoch.Wait(ctx)
+	if err != nil {
+		return "", s.unavailable("waiting out the reset grace", err)
+	}
+	return token, nil
+}
+
+// raise lifts the segment name to at least floor under the epoch token.
+func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
+	res, err := segmentScript.Eval(ctx, s.client, []string{s.EpochKey(), s.SegmentKey(name)},
+		token, 0, s.cfg.Start, floor).Slice()
+	if err != nil {
+		return err
+	}
+	if r := reply(res); r.kind() != "ok" {
+		return fmt.Errorf("the epoch changed again (%q)", r.str(1))
+	}
+	return nil
+}
+
+// reset handles a script's 'reset' reply: the store value adopts the epoch
+// now stored (creating one when there is none) and the caller gets an error
+// wrapping engine.ErrStoreReset.
+func (s *Store) reset(ctx context.Context, seen, current, what string) error {
+	if _, err := s.epoch.Adopt(seen, func() (string, error) { return s.createEpoch(ctx) }); err != nil {
+		return fmt.Errorf("%w (%w)", s.resetError(seen, current, what), err)
+	}
+	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
+		s.cfg.Logger.Warn("idforge: re-seeding segment floors after a store reset failed; retried before the next fetch",
+			"store", s.name, "error", err)
+	}
+	return s.resetError(seen, current, what)
+}
+
+func (s *Store) resetError(seen, current, what string) error {
+	now := "gone"
+	if current != "" {
+		now = fmt.Sprintf("replaced by %q", current)
+	}
+	return fmt.Errorf("%s: %s: %w: epoch %q is %s; nothing is handed out before %s",
+		s.name, what, engine.ErrStoreReset, seen, now, s.epoch.ReadyAt().UTC().Format(time.RFC3339Nano))
 }
 
 // unavailable wraps a failed command as engine.ErrStoreUnavailable, keeping
-// err (a context error, a network error, a Redis reply) reachable by errors.Is.
-func unavailable(what string, err error) error {
-	return fmt.Errorf("%w: redis %s: %w", engine.ErrStoreUnavailable, what, err)
+// err (a context error, a network error, a Redis reply) reachable by
+// errors.Is.
+func (s *Store) unavailable(what string, err error) error {
+	if what == "" {
+		return fmt.Errorf("%s: %w: %w", s.name, engine.ErrStoreUnavailable, err)
+	}
+	return fmt.Errorf("%s: %s: %w: %w", s.name, what, engine.ErrStoreUnavailable, err)
 }
+
+// scriptReply is a script's reply: a kind ('ok', 'reset', 'lost', 'full')
+// and values.
+type scriptReply []any
+
+func reply(res []any) scriptReply { return scriptReply(res) }
+
+func (r scriptReply) kind() string {
+	if len(r) == 0 {
+		return ""
+	}
+	k, _ := r[0].(string)
+	return k
+}
+
+func (r scriptReply) str(i int) string {
+	if i >= len(r) {
+		return ""
+	}
+	v, _ := r[i].(string)
+	return v
+}
+
+func (r scriptReply) int(i int) int64 {
+	if i >= len(r) {
+		return 0
+	}
+	v, _ := r[i].(int64)
+	return v
+}
+
+var errBadReply = errors.New("unexpected script reply")

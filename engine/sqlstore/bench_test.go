@@ -47,7 +47,7 @@ func BenchmarkDistributeSelf(b *testing.B) {
 	ctx := context.Background()
 	inst := machine.Instance{Namespace: "bench", ID: "10.0.0.1:8080"}
 	for _, d := range testdb.All(b) {
-		m := openStore(b, d, sqlstore.WithCreateTables()).Machine()
+		m := openStore(b, d, sqlstore.WithCreateTables())
 		b.Run(d.Name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := m.Distribute(ctx, inst, 10, 5*time.Minute); err != nil {

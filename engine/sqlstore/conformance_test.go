@@ -18,7 +18,7 @@ func TestMachineConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db := d.Open(t)
 		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
-			return storeOn(t, db, sqlstore.WithClock(c)).Machine()
+			return storeOn(t, db, sqlstore.WithClock(c))
 		})
 	})
 }
@@ -30,11 +30,10 @@ func TestSegmentConformance(t *testing.T) {
 	const start = 1_000_000
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-			seg, err := sqlstore.NewSegmentDistributor(d.Open(t), name, sqlstore.WithStart(start))
+			seg, err := storeOn(t, d.Open(t), sqlstore.WithStart(start)).Segment(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { seg.Close() })
 			return seg
 		}, segmenttest.ExpectStart(start))
 	})

@@ -48,7 +48,7 @@ func Example() {
 		fmt.Printf("order IDs %d to %d\n", maxID-100+1, maxID)
 	}
 
-	machines := store.Machine()
+	machines := store // a Store is a machine.Distributor
 	web1 := machine.Instance{Namespace: "billing", ID: "10.0.0.7:8080"}
 	web2 := machine.Instance{Namespace: "billing", ID: "10.0.0.8:8080"}
 	st1, err := machines.Distribute(ctx, web1, 10, 5*time.Minute)

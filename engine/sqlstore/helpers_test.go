@@ -10,7 +10,6 @@ import (
 
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/schema"
 )
 
 // forEachDB runs f against a fresh SQLite file, MariaDB and PostgreSQL
@@ -21,9 +20,7 @@ func forEachDB(t *testing.T, f func(t *testing.T, d testdb.DB)) {
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
-			if err := schema.Ensure(context.Background(), d.Open(t)); err != nil {
-				t.Fatalf("creating the tables: %v", err)
-			}
+			storeOn(t, d.Open(t), sqlstore.WithCreateTables())
 			f(t, d)
 		})
 	}
@@ -36,9 +33,11 @@ func openStore(t testing.TB, d testdb.DB, opts ...sqlstore.Option) *sqlstore.Sto
 	return storeOn(t, d.Open(t), opts...)
 }
 
+// storeOn opens a Store on db, closed when the test ends. Test stores wait
+// no reset grace (no other process uses their database) unless opts say.
 func storeOn(t testing.TB, db *sql.DB, opts ...sqlstore.Option) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), db, opts...)
+	s, err := sqlstore.Open(context.Background(), db, append([]sqlstore.Option{sqlstore.WithResetGrace(-1)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -21,10 +21,10 @@ const safeGuard = time.Minute
 
 var epoch = time.Date(2026, 6, 23, 13, 17, 30, 0, time.UTC)
 
-func fakeStore(t *testing.T, d testdb.DB) (*sqlstore.MachineDistributor, *clock.Fake) {
+func fakeStore(t *testing.T, d testdb.DB) (*sqlstore.Store, *clock.Fake) {
 	t.Helper()
 	c := clock.NewFake(epoch)
-	return openStore(t, d, sqlstore.WithClock(c)).Machine(), c
+	return openStore(t, d, sqlstore.WithClock(c)), c
 }
 
 func unstable(id string) machine.Instance { return machine.Instance{Namespace: "svc", ID: id} }
@@ -43,11 +43,11 @@ func TestMachineRace(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		c := clock.NewFake(epoch)
-		var ms [pools]*sqlstore.MachineDistributor
+		var ms [pools]*sqlstore.Store
 		for i := range ms {
 			db := d.Open(t)
 			db.SetMaxOpenConns(2)
-			ms[i] = storeOn(t, db, sqlstore.WithClock(c)).Machine()
+			ms[i] = storeOn(t, db, sqlstore.WithClock(c))
 		}
 		race := func(round string) []machine.State {
 			t.Helper()
@@ -238,13 +238,13 @@ func TestMachineFewerBits(t *testing.T) {
 }
 
 // TestMachineRoundTrips counts the statements of each path against the
-// numbers MachineDistributor documents.
+// numbers Store.Distribute documents.
 func TestMachineRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db, n := countingDB(t, d)
 		c := clock.NewFake(epoch)
-		m := storeOn(t, db, sqlstore.WithClock(c)).Machine()
+		m := storeOn(t, db, sqlstore.WithClock(c))
 		db.SetMaxOpenConns(1) // every statement prepared once, on one connection
 		mysql := d.Name == "mariadb"
 		want := map[string]int64{"new": 2, "self": 1, "guard": 1, "revert": 1, "reclaim": 1}
@@ -289,11 +289,7 @@ func TestMachineRoundTrips(t *testing.T) {
 }
 
 func TestMachineInvalidArguments(t *testing.T) {
-	m, err := sqlstore.NewMachineDistributor(testdb.SQLite(t).Open(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := openStore(t, testdb.SQLite(t), sqlstore.WithCreateTables())
 	ctx := context.Background()
 	ok := unstable("ok")
 	for _, tc := range []struct {
@@ -323,7 +319,7 @@ func TestMachineStoreUnavailable(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db := d.Open(t)
-		m := storeOn(t, db).Machine()
+		m := storeOn(t, db)
 		db.Close()
 		inst := unstable("gone")
 		_, err := m.Distribute(ctx, inst, 10, safeGuard)

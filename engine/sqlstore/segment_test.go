@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
 )
@@ -27,7 +28,7 @@ func TestSegmentFetch(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, tc := range []struct {
-			d    *sqlstore.SegmentDistributor
+			d    segment.Distributor
 			step int64
 			want int64
 		}{
@@ -48,11 +49,10 @@ func TestSegmentFetch(t *testing.T) {
 			t.Errorf("stored row = %d, %d, %v; want last_max_id 1120, step 100", lastMax, step, err)
 		}
 		// Another store with another start does not reset an existing name.
-		again, err := sqlstore.NewSegmentDistributor(d.Open(t), "order", sqlstore.WithStart(0))
+		again, err := storeOn(t, d.Open(t), sqlstore.WithStart(0)).Segment("order")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer again.Close()
 		if got, err := again.NextMaxID(ctx, 1); err != nil || got != 1121 {
 			t.Errorf("second distributor: %d, %v; want 1121", got, err)
 		}

@@ -1,26 +1,55 @@
 // Package sqlstore keeps segment sequences and machine-ID assignments in an
 // SQL database through database/sql: MySQL/MariaDB, PostgreSQL and SQLite
-// (3.35 or later), in the tables of package schema.
+// (3.35 or later). [DDL] gives the tables' CREATE statements per dialect
+// (`idforge schema` prints them); [Settings.CreateTables] creates them.
 //
-// A [Store] binds a *sql.DB to its dialect and makes the distributors:
-// [SegmentDistributor] (a segment.Distributor) and [MachineDistributor] (a
-// machine.Distributor). They run prepared statements, prepared on each
-// pooled connection at first use:
+// A [Store] binds a *sql.DB to its dialect. It implements
+// machine.Distributor itself and hands out a segment.Distributor per name
+// ([Store.Segment]). It runs prepared statements, prepared on each pooled
+// connection at first use:
 //
 //   - a segment fetch is one statement, one round trip, on every dialect:
 //     UPDATE … RETURNING on PostgreSQL and SQLite, UPDATE … SET last_max_id
-//     = LAST_INSERT_ID(last_max_id + ?) on MySQL/MariaDB, whose result
-//     carries the new maximum (a new name's first fetch also inserts its
-//     row);
+//     = LAST_INSERT_ID(…) on MySQL/MariaDB, whose result carries the new
+//     maximum (a new name's first fetch also inserts its row);
 //   - a machine ID is claimed with one conditional UPDATE that prefers the
 //     instance's own row, then a free or expired one, and re-checks that
 //     choice against racing writers; only when none is left is the next
-//     number inserted, guarded by the primary key. [MachineDistributor]
-//     lists the round trips per path and dialect.
+//     number inserted, guarded by the primary key. [Store.Distribute] lists
+//     the round trips per path and dialect.
+//
+// # Store resets
+//
+// The meta table holds the store's epoch, a token written when the store's
+// state is first created. Every statement that hands something out or
+// heartbeats checks the token the Store works under, in the same statement.
+// When the tables were emptied, dropped and recreated, or restored from an
+// old backup made before the epoch, the token is missing or different: the
+// call fails with an error wrapping engine.ErrStoreReset, the Store adopts
+// the epoch now stored (creating one when there is none) and hands nothing
+// out until [Settings.ResetGrace] after that epoch's creation, so every
+// process of the forgotten epoch has noticed (its lease heartbeat fails) and
+// stopped. Each segment fetch also sends the highest maximum the Store ever
+// got for the name (its floor): the counter is raised to it before it
+// advances, and on adopting a new epoch the Store re-seeds every name it
+// used with its floor. [Open] on a store with no epoch creates one and waits
+// the grace too: a first start and a wipe look the same.
+//
+// # Durability
+//
+// The database's durability is the store's: a committed fetch or claim
+// survives a restart and a crash (with the database's default durable
+// commits: InnoDB innodb_flush_log_at_trx_commit=1, PostgreSQL fsync and
+// synchronous_commit on, SQLite in WAL or rollback mode with synchronous
+// FULL or NORMAL-in-WAL). A failover to a replica that had not received the
+// last commits (asynchronous replication) can hand out again what was lost;
+// the epoch does not see it (the replica has the same epoch), the floors of
+// live processes protect their own segments. Use synchronous replication
+// (PostgreSQL synchronous_commit with a synchronous standby, MariaDB
+// semi-synchronous) where a failover must not lose commits.
 //
 // The package imports no driver: open the *sql.DB with any driver of the
-// three databases. SQLite connections written by several goroutines or
-// processes need a busy timeout (for example _pragma=busy_timeout(10000)).
+// three databases. SQLite: see [Open] for the connection settings.
 package sqlstore
 
 import (
@@ -33,137 +62,175 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/schema"
+	"github.com/idforge/idforge/internal/storeepoch"
 )
 
-// Option configures a [Store] or a distributor made without one.
-type Option func(*config)
+// DefaultResetGrace is how long a store waits, after its epoch was created,
+// before it hands anything out; see [Settings.ResetGrace].
+const DefaultResetGrace = storeepoch.DefaultGrace
 
-type config struct {
-	dialect schema.Dialect // 0: detect
-	tables  schema.Tables
-	start   int64
-	clock   clock.Clock
-	create  bool
-	err     error // the first invalid option
+// Settings configures a [Store]. The zero value of every field is its
+// documented default; [Open] validates them once.
+type Settings struct {
+	// Dialect is the database's SQL dialect; 0 detects it from the driver's
+	// type, or by asking the server when the driver is hidden behind a
+	// wrapper.
+	Dialect Dialect
+	// TablePrefix starts the table names (default [DefaultTablePrefix]): a
+	// plain identifier of at most 40 bytes.
+	TablePrefix string
+	// Start is where segment sequences created on first use begin: the
+	// first ID handed out is Start+1. Default 0; negative is an error.
+	// Existing sequences are not changed.
+	Start int64
+	// Clock dates rows, decides which machine IDs have expired and times
+	// the reset grace (default clock.System); tests use a clock.Fake.
+	Clock clock.Clock
+	// CreateTables makes [Open] create the tables if they do not exist.
+	CreateTables bool
+	// ResetGrace is how long after an epoch's creation the store hands
+	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
+	// process of the forgotten epoch to notice through its lease heartbeat
+	// and stop. Negative waits for nothing: only for tests, or a store no
+	// other process uses.
+	ResetGrace time.Duration
 }
 
-func (c *config) fail(err error) {
-	if c.err == nil {
-		c.err = err
-	}
-}
+func (s Settings) apply(dst *Settings) { *dst = s }
 
-// WithDialect sets the database's dialect instead of detecting it. Needed
-// when the driver is hidden behind a wrapper and the distributor is made
-// without [Open].
-func WithDialect(d schema.Dialect) Option {
-	return func(c *config) {
-		if d != schema.MySQL && d != schema.Postgres && d != schema.SQLite {
-			c.fail(fmt.Errorf("%w: sqlstore: dialect %v", engine.ErrInvalidConfig, d))
-		}
-		c.dialect = d
-	}
-}
+// Option configures [Open]: a [Settings] value (which replaces every
+// setting) or one of the With* functions (which change one).
+type Option interface{ apply(*Settings) }
 
-// WithTablePrefix uses the tables prefix+"segment" and prefix+"machine"
-// instead of idforge_segment and idforge_machine (see schema.NewTables).
+type optionFunc func(*Settings)
+
+func (f optionFunc) apply(s *Settings) { f(s) }
+
+// WithDialect sets [Settings.Dialect].
+func WithDialect(d Dialect) Option { return optionFunc(func(s *Settings) { s.Dialect = d }) }
+
+// WithTablePrefix sets [Settings.TablePrefix].
 func WithTablePrefix(prefix string) Option {
-	return func(c *config) {
-		t, err := schema.NewTables(prefix)
-		if err != nil {
-			c.fail(fmt.Errorf("%w: sqlstore: %w", engine.ErrInvalidConfig, err))
-		}
-		c.tables = t
-	}
+	return optionFunc(func(s *Settings) { s.TablePrefix = prefix })
 }
 
-// WithStart sets where segment sequences created on first use begin: the
-// first ID handed out is start+1. Default 0. Existing sequences are not
-// changed.
-func WithStart(start int64) Option {
-	return func(c *config) {
-		if start < 0 {
-			c.fail(fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, start))
-		}
-		c.start = start
-	}
-}
+// WithStart sets [Settings.Start].
+func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
 
-// WithClock sets the clock that dates rows and decides which machine IDs
-// have expired. Default clock.System; tests use a clock.Fake.
-func WithClock(c clock.Clock) Option {
-	return func(cfg *config) {
-		if c == nil {
-			cfg.fail(fmt.Errorf("%w: sqlstore: nil clock", engine.ErrInvalidConfig))
-		}
-		cfg.clock = c
-	}
-}
+// WithClock sets [Settings.Clock].
+func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
 
-// WithCreateTables makes [Open] create the tables if they do not exist
-// (schema's Tables.Ensure). The constructors without a context reject it.
-func WithCreateTables() Option { return func(c *config) { c.create = true } }
+// WithCreateTables sets [Settings.CreateTables].
+func WithCreateTables() Option { return optionFunc(func(s *Settings) { s.CreateTables = true }) }
 
-func newConfig(opts []Option) (config, error) {
-	cfg := config{clock: clock.System}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return cfg, cfg.err
+// WithResetGrace sets [Settings.ResetGrace].
+func WithResetGrace(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.ResetGrace = d })
 }
 
 // minSQLite is the first SQLite with UPDATE … RETURNING.
 var minSQLite = [3]int{3, 35, 0}
 
-// Store is a database holding the ID tables, with the statements the
-// distributors run prepared on first use. It is safe for concurrent use;
-// Close releases the prepared statements, not the *sql.DB.
+// Store is a database holding the ID tables, with the statements it runs
+// prepared on first use. It is safe for concurrent use; Close releases the
+// prepared statements, not the *sql.DB.
 type Store struct {
 	db     *sql.DB
-	cfg    config
+	cfg    Settings
+	tables tables
+	name   string // "sqlstore (<dialect>) <prefix>*", the context of every error
 	stmts  []*stmt
 	seg    segmentStmts
 	mach   machineStmts
+	meta   metaStmts
+	epoch  *storeepoch.State
 	closed atomic.Bool
 }
 
-// Open returns a Store on db. It detects the dialect unless [WithDialect]
-// is given (asking the server when the driver is not a known one), checks
-// that SQLite is new enough, and with [WithCreateTables] creates the tables.
+// Open returns a Store on db. It validates the settings, detects the
+// dialect unless [Settings.Dialect] is given, checks that SQLite is new
+// enough, creates the tables with [Settings.CreateTables], and reads the
+// store's epoch: a store without one (a first start, or tables emptied or
+// recreated: they cannot be told apart) gets a new epoch, and Open then
+// waits [Settings.ResetGrace] so that processes still working under a
+// forgotten epoch have stopped before this one hands anything out.
+//
+// SQLite allows one writer at a time. Open the database with a busy
+// timeout, and when several processes share the file also WAL, for
+// example "file:ids.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+// with glebarez/go-sqlite or modernc.org/sqlite. Within a process the Store
+// takes SQLite's write lock up front for each of its writes (BEGIN
+// IMMEDIATE semantics are not needed: every write is one statement), and
+// callers should keep db.SetMaxOpenConns small: each pooled connection is a
+// writer that may have to wait.
 func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
+	var cfg Settings
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if db == nil {
 		return nil, fmt.Errorf("%w: sqlstore: nil *sql.DB", engine.ErrInvalidConfig)
 	}
-	if cfg.dialect == 0 {
-		if cfg.dialect, err = schema.Detect(ctx, db); err != nil {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
+	}
+	if cfg.ResetGrace == 0 {
+		cfg.ResetGrace = DefaultResetGrace
+	}
+	if cfg.Start < 0 {
+		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
+	}
+	if cfg.Dialect != 0 && !cfg.Dialect.valid() {
+		return nil, fmt.Errorf("%w %v", errUnknownDialect, cfg.Dialect)
+	}
+	t, err := newTables(cfg.TablePrefix)
+	if err != nil {
+		return nil, err
+	}
+	cfg.TablePrefix = t.prefix
+	if cfg.Dialect == 0 {
+		if cfg.Dialect, err = DetectDialect(ctx, db); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
 		}
 	}
-	if cfg.dialect == schema.SQLite {
-		if err := checkSQLite(ctx, db); err != nil {
+	s := &Store{db: db, cfg: cfg, tables: t, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, t.prefix)}
+	if cfg.Dialect == SQLite {
+		if err := s.checkSQLite(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.create {
-		if err := cfg.tables.Ensure(ctx, db, cfg.dialect); err != nil {
-			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
+	if cfg.CreateTables {
+		if err := t.ensure(ctx, db, cfg.Dialect); err != nil {
+			return nil, s.unavailable("creating the tables", err)
 		}
 	}
-	return newStore(db, cfg), nil
+	s.seg = newSegmentStmts(s)
+	s.mach = newMachineStmts(s)
+	s.meta = newMetaStmts(s)
+	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	token, err := s.createEpoch(ctx)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.epoch.Set(token)
+	if _, err := s.epoch.Wait(ctx); err != nil {
+		s.Close()
+		return nil, s.unavailable("waiting out the reset grace of a new epoch", err)
+	}
+	return s, nil
 }
 
-func checkSQLite(ctx context.Context, db *sql.DB) error {
+func (s *Store) checkSQLite(ctx context.Context) error {
 	var v string
-	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v); err != nil {
-		return fmt.Errorf("sqlstore: %w: reading the SQLite version: %w", engine.ErrStoreUnavailable, err)
+	if err := s.db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v); err != nil {
+		return s.unavailable("reading the SQLite version", err)
 	}
 	var got [3]int
 	for i, part := range strings.SplitN(v, ".", 3) {
@@ -180,43 +247,18 @@ func checkSQLite(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// openWithoutContext makes a Store for the distributor constructors that
-// take no context: they cannot ask the server, so the dialect comes from
-// WithDialect or the driver's type.
-func openWithoutContext(db *sql.DB, opts []Option) (*Store, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	if db == nil {
-		return nil, fmt.Errorf("%w: sqlstore: nil *sql.DB", engine.ErrInvalidConfig)
-	}
-	if cfg.create {
-		return nil, fmt.Errorf("%w: sqlstore: WithCreateTables needs Open, which has a context", engine.ErrInvalidConfig)
-	}
-	if cfg.dialect == 0 {
-		if cfg.dialect, err = schema.DriverDialect(db.Driver()); err != nil {
-			return nil, fmt.Errorf("%w: sqlstore: %w; pass WithDialect or use Open", engine.ErrInvalidConfig, err)
-		}
-	}
-	return newStore(db, cfg), nil
-}
-
-func newStore(db *sql.DB, cfg config) *Store {
-	s := &Store{db: db, cfg: cfg}
-	s.seg = newSegmentStmts(s)
-	s.mach = newMachineStmts(s)
-	return s
-}
-
 // Dialect returns the store's SQL dialect.
-func (s *Store) Dialect() schema.Dialect { return s.cfg.dialect }
+func (s *Store) Dialect() Dialect { return s.cfg.Dialect }
 
-// Tables returns the store's table names.
-func (s *Store) Tables() schema.Tables { return s.cfg.tables }
+// TablePrefix returns the prefix of the store's table names.
+func (s *Store) TablePrefix() string { return s.tables.prefix }
 
-// Close releases the prepared statements; distributors of the store fail
-// with engine.ErrClosed afterwards. It does not close the *sql.DB.
+// Epoch returns the epoch token the store works under: "<Unix ms of its
+// creation>.<random hex>".
+func (s *Store) Epoch() string { return s.epoch.Token() }
+
+// Close releases the prepared statements; the store fails with
+// engine.ErrClosed afterwards. It does not close the *sql.DB.
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
@@ -235,12 +277,12 @@ func (s *Store) Close() error {
 // alone after Close).
 func (s *Store) unavailable(what string, err error) error {
 	if errors.Is(err, engine.ErrClosed) {
-		return fmt.Errorf("sqlstore (%s): %s: %w", s.cfg.dialect, what, err)
+		return fmt.Errorf("%s: %s: %w", s.name, what, err)
 	}
-	return fmt.Errorf("sqlstore (%s): %s: %w: %w", s.cfg.dialect, what, engine.ErrStoreUnavailable, err)
+	return fmt.Errorf("%s: %s: %w: %w", s.name, what, engine.ErrStoreUnavailable, err)
 }
 
-func (s *Store) nowMillis() int64 { return s.cfg.clock.Now().UnixMilli() }
+func (s *Store) nowMillis() int64 { return s.cfg.Clock.Now().UnixMilli() }
 
 // stmt is one statement of a Store, written with PostgreSQL's $n
 // placeholders and rendered for the dialect, prepared on first use so a
@@ -256,16 +298,23 @@ type stmt struct {
 	ready  atomic.Pointer[sql.Stmt]
 }
 
-var placeholder = regexp.MustCompile(`\$(\d+)`)
+var (
+	placeholder = regexp.MustCompile(`\$(\d+)`)
+	// epochCheck is "{epoch $n}" in a statement's source: the epoch row
+	// holds the token bound to $n.
+	epochCheck = regexp.MustCompile(`\{epoch (\$\d+)\}`)
+)
 
-// stmt renders src, whose {seg} and {machine} stand for the table names.
+// stmt renders src, whose {seg}, {machine} and {meta} stand for the table
+// names and {epoch $n} for the check that the epoch token is $n.
 func (s *Store) stmt(src string) *stmt {
-	src = strings.NewReplacer("{seg}", s.cfg.tables.Segment(), "{machine}", s.cfg.tables.Machine()).Replace(src)
+	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
+	src = strings.NewReplacer("{seg}", s.tables.segment(), "{machine}", s.tables.machine(), "{meta}", s.tables.meta()).Replace(src)
 	st := &stmt{db: s.db}
-	switch s.cfg.dialect {
-	case schema.Postgres:
+	switch s.cfg.Dialect {
+	case Postgres:
 		st.query = src
-	case schema.SQLite:
+	case SQLite:
 		// ?NNN binds argument NNN in every SQLite driver; $NNN does not.
 		st.query = placeholder.ReplaceAllString(src, "?$1")
 	default:

@@ -11,7 +11,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/schema"
 )
 
 // hiddenDriver hides the real driver's type, as instrumentation wrappers do.
@@ -27,7 +26,7 @@ func hiddenDB(t *testing.T, d testdb.DB) *sql.DB {
 func TestOpenDetectsDialect(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		want, err := schema.ParseDialect(d.Driver)
+		want, err := sqlstore.ParseDialect(d.Driver)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,15 +46,8 @@ func TestOpenDetectsDialect(t *testing.T) {
 		if got, err := seg.NextMaxID(ctx, 3); err != nil || got != 3 {
 			t.Errorf("NextMaxID through the wrapper = %d, %v", got, err)
 		}
-		// ...while the constructors without a context need WithDialect.
-		if _, err := sqlstore.NewSegmentDistributor(hidden, "x"); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithDialect") {
-			t.Errorf("NewSegmentDistributor on a hidden driver: err = %v; want ErrInvalidConfig suggesting WithDialect", err)
-		}
-		m, err := sqlstore.NewMachineDistributor(hidden, sqlstore.WithDialect(want))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		// ...or is told.
+		m := storeOn(t, hidden, sqlstore.WithDialect(want))
 		if st := distribute(t, m, unstable("hidden"), 4); st.MachineID != 0 {
 			t.Errorf("first machine ID through the wrapper = %d", st.MachineID)
 		}
@@ -67,8 +59,8 @@ func TestTablePrefix(t *testing.T) {
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			s := openStore(t, d, sqlstore.WithTablePrefix("app_"), sqlstore.WithCreateTables())
-			if s.Tables().Segment() != "app_segment" {
-				t.Fatalf("tables = %s", s.Tables().Segment())
+			if s.TablePrefix() != "app_" {
+				t.Fatalf("table prefix = %s", s.TablePrefix())
 			}
 			seg, err := s.Segment("p")
 			if err != nil {
@@ -77,7 +69,7 @@ func TestTablePrefix(t *testing.T) {
 			if _, err := seg.NextMaxID(ctx, 7); err != nil {
 				t.Fatal(err)
 			}
-			distribute(t, s.Machine(), unstable("p"), 4)
+			distribute(t, s, unstable("p"), 4)
 			db := d.Open(t)
 			var segMax, machines int64
 			if err := db.QueryRowContext(ctx, "SELECT last_max_id FROM app_segment").Scan(&segMax); err != nil || segMax != 7 {
@@ -100,23 +92,16 @@ func TestInvalidOptions(t *testing.T) {
 	for name, opt := range map[string]sqlstore.Option{
 		"prefix":  sqlstore.WithTablePrefix("app-"),
 		"start":   sqlstore.WithStart(-1),
-		"clock":   sqlstore.WithClock(nil),
-		"dialect": sqlstore.WithDialect(schema.Dialect(0)),
+		"dialect": sqlstore.WithDialect(sqlstore.Dialect(9)),
 	} {
 		if _, err := sqlstore.Open(ctx, db, opt); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("%s: Open err = %v; want ErrInvalidConfig", name, err)
 		}
-		if _, err := sqlstore.NewSegmentDistributor(db, "x", opt); !errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("%s: NewSegmentDistributor err = %v; want ErrInvalidConfig", name, err)
-		}
-	}
-	if _, err := sqlstore.NewMachineDistributor(db, sqlstore.WithCreateTables()); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("WithCreateTables without Open: err = %v", err)
 	}
 	if _, err := sqlstore.Open(ctx, nil); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("nil db: err = %v", err)
 	}
-	s := storeOn(t, db)
+	s := storeOn(t, db, sqlstore.WithCreateTables())
 	for _, name := range []string{"", strings.Repeat("n", 129)} {
 		if _, err := s.Segment(name); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("segment name of %d bytes: err = %v", len(name), err)

@@ -22,7 +22,6 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/schema"
 )
 
 // TestMain silences the MySQL driver, which logs every connection the fault
@@ -75,13 +74,12 @@ type server struct {
 func sqlServer(t *testing.T, d testdb.DB) *server {
 	ctx := context.Background()
 	admin := d.Open(t)
-	if err := schema.Ensure(ctx, admin); err != nil {
+	adminStore, err := sqlstore.Open(ctx, admin, sqlstore.WithCreateTables())
+	if err != nil {
 		t.Fatalf("creating the ID tables on %s: %v", d.Name, err)
 	}
-	dialect, err := schema.Detect(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	adminStore.Close()
+	dialect := adminStore.Dialect()
 	target, via := dsnVia(t, d)
 	return &server{
 		target: target,
@@ -158,18 +156,20 @@ func dsnVia(t *testing.T, d testdb.DB) (string, func(addr string) string) {
 func redisServer(t *testing.T) *server {
 	ctx := context.Background()
 	admin, prefix := testdb.Redis(t)
-	keys, err := redisstore.New(admin, redisstore.WithPrefix(prefix))
+	// AllowVolatile: a developer's Redis may run without persistence (CI's
+	// runs with appendfsync always); engine/redisstore tests the check.
+	keys, err := redisstore.Open(ctx, admin, redisstore.WithPrefix(prefix), redisstore.WithAllowVolatile())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &server{
 		target: testdb.RedisAddr(),
-		tag:    "redis INCRBY " + prefix,
+		tag:    prefix + "{idforge}:", // the key base every error of the store names
 		open: func(t testing.TB, addr string) idforge.Store {
 			t.Helper()
 			c := redis.NewClient(&redis.Options{Addr: cmp.Or(addr, testdb.RedisAddr())})
 			t.Cleanup(func() { c.Close() })
-			st, err := redisstore.New(c, redisstore.WithPrefix(prefix))
+			st, err := redisstore.Open(ctx, c, redisstore.WithPrefix(prefix), redisstore.WithAllowVolatile())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func redisServer(t *testing.T) *server {
 		},
 		lastMax: func(t testing.TB, name string) int64 {
 			t.Helper()
-			m, err := admin.Get(ctx, keys.Segment(name).Key()).Int64()
+			m, err := admin.Get(ctx, keys.SegmentKey(name)).Int64()
 			if err != nil {
 				t.Fatalf("reading segment %q: %v", name, err)
 			}
@@ -186,7 +186,7 @@ func redisServer(t *testing.T) *server {
 		holder: func(t testing.TB, ns, id string) (int64, bool) {
 			t.Helper()
 			// The key layout is redisstore's documented one.
-			m, err := admin.HGet(ctx, prefix+"machine:{"+ns+"}:instances", id).Int64()
+			m, err := admin.HGet(ctx, prefix+"{idforge}:machine:"+ns+":instances", id).Int64()
 			if errors.Is(err, redis.Nil) {
 				return 0, false
 			}

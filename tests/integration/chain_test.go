@@ -26,7 +26,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s *server) {
 		chains := make([]*segment.Chain, instances)
 		for i := range chains {
-			d, err := s.open(t, "").SegmentDistributor(name)
+			d, err := s.open(t, "").Segment(name)
 			if err != nil {
 				t.Fatal(err)
 			}

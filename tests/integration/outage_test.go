@@ -78,7 +78,7 @@ func chainOutage(t *testing.T, s *server) {
 		safeDistance = 4
 	)
 	p := startProxy(t, s.target)
-	d, err := s.open(t, p.Addr()).SegmentDistributor(name)
+	d, err := s.open(t, p.Addr()).Segment(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func chainOutage(t *testing.T, s *server) {
 // called; that function returns the IDs it drew, checked to increase.
 func drawInBackground(t *testing.T, s *server, name string, step int64) func() []int64 {
 	t.Helper()
-	d, err := s.open(t, "").SegmentDistributor(name)
+	d, err := s.open(t, "").Segment(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func leaseOutage(t *testing.T, s *server) {
 	)
 	ctx := context.Background()
 	p := startProxy(t, s.target)
-	dist := s.open(t, p.Addr()).MachineDistributor()
+	dist := s.open(t, p.Addr())
 	fc := clock.NewFake(time.Now())
 	fc.ManualSleep = true
 	logs := &logRecorder{}

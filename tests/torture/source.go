@@ -91,7 +91,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts []machine.Option,
 	sfOpts []snowflake.Option, chainOpts []segment.Option) (*source, error) {
 	b := &brokenSnowflake{forget: w.cfg.Break == "clock"}
-	lease, err := machine.Acquire(ctx, w.store.MachineDistributor(), inst, append(leaseOpts,
+	lease, err := machine.Acquire(ctx, w.store, inst, append(leaseOpts,
 		machine.WithTimestampSource(func() int64 {
 			if g := b.gen.Load(); g != nil {
 				return g.LastTimestamp()
@@ -111,7 +111,7 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 		return nil, err
 	}
 	b.gen.Store(g)
-	d, err := w.store.SegmentDistributor(chainName)
+	d, err := w.store.Segment(chainName)
 	if err != nil {
 		lease.Close()
 		return nil, err

@@ -7,7 +7,7 @@
 //	func TestMachineDistributor(t *testing.T) {
 //		db := openTestDatabase(t)
 //		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
-//			return mystore.NewMachineDistributor(db, mystore.WithClock(c))
+//			return mystore.Open(db, mystore.Settings{Clock: c})
 //		})
 //	}
 //

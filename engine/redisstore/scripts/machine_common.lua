@@ -1,8 +1,9 @@
--- Shared by the machine scripts, which Go prepends to each.
--- KEYS[1] instances hash: instance ID -> machine ID
--- KEYS[2] machines hash:  machine ID -> "lastTimestamp|stable|instance" ("" instance when free)
--- KEYS[3] reclaim zset:   free IDs at -inf, unstable owners' IDs at their last timestamp
-local instances, machines, reclaim = KEYS[1], KEYS[2], KEYS[3]
+-- Shared by the machine scripts, which Go prepends to each (after epoch.lua).
+-- KEYS[1] the epoch (checked by epoch.lua), ARGV[1] the caller's epoch
+-- KEYS[2] instances hash: instance ID -> machine ID
+-- KEYS[3] machines hash:  machine ID -> "lastTimestamp|stable|instance" ("" instance when free)
+-- KEYS[4] reclaim zset:   free IDs at -inf, unstable owners' IDs at their last timestamp
+local instances, machines, reclaim = KEYS[2], KEYS[3], KEYS[4]
 
 -- load returns the stored last timestamp, stable flag ('1'/'0') and owner of
 -- id, or nil if id was never handed out.

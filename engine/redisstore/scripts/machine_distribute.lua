@@ -1,15 +1,15 @@
 -- Distribute: reuse own -> reclaim free or expired -> take next -> overflow.
--- ARGV[1] instance, ARGV[2] stable ('1'/'0'), ARGV[3] limit (2^machineBits),
--- ARGV[4] now (Unix ms), ARGV[5] safe guard (ms).
--- Returns {machineID, previous last timestamp}, or {-1, IDs in use} on overflow.
-local instance, stable = ARGV[1], ARGV[2]
-local limit, now, safeGuard = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- ARGV[2] instance, ARGV[3] stable ('1'/'0'), ARGV[4] limit (2^machineBits),
+-- ARGV[5] now (Unix ms), ARGV[6] safe guard (ms).
+-- Replies {'ok', machineID, previous last timestamp}, or {'full', IDs in use}.
+local instance, stable = ARGV[2], ARGV[3]
+local limit, now, safeGuard = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
 local function take(id, last)
   local keep = math.max(last, now)
   redis.call('HSET', instances, instance, id)
   hold(id, keep, stable, instance)
-  return {tonumber(id), last}
+  return {'ok', tonumber(id), last}
 end
 
 local own = redis.call('HGET', instances, instance)
@@ -40,6 +40,6 @@ until #ids < 100
 
 local used = redis.call('HLEN', machines)
 if used >= limit then
-  return {-1, used}
+  return {'full', used}
 end
 return take(used, 0)

@@ -1,18 +1,19 @@
-package schema
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/idforge/idforge/engine"
 )
 
-// ErrUnknownDialect is wrapped by every error about a dialect name or a
-// database whose dialect could not be told.
-var ErrUnknownDialect = errors.New("schema: unknown SQL dialect")
+// errUnknownDialect is wrapped, with engine.ErrInvalidConfig, by every
+// error about a dialect name or a database whose dialect could not be told.
+var errUnknownDialect = fmt.Errorf("%w: sqlstore: unknown SQL dialect", engine.ErrInvalidConfig)
 
 // Dialect is an SQL dialect the ID tables exist for.
 type Dialect int
@@ -47,7 +48,7 @@ func (d Dialect) valid() bool { return d >= MySQL && d <= SQLite }
 
 // ParseDialect maps a dialect or driver name to its Dialect, ignoring case:
 // mysql and mariadb; postgres, postgresql and pgx; sqlite and sqlite3.
-// Any other name is an error wrapping [ErrUnknownDialect].
+// Any other name is an error wrapping engine.ErrInvalidConfig.
 func ParseDialect(name string) (Dialect, error) {
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "mysql", "mariadb":
@@ -57,18 +58,18 @@ func ParseDialect(name string) (Dialect, error) {
 	case "sqlite", "sqlite3":
 		return SQLite, nil
 	}
-	return 0, fmt.Errorf("%w %q (want mysql, mariadb, postgres, postgresql, pgx, sqlite or sqlite3)", ErrUnknownDialect, name)
+	return 0, fmt.Errorf("%w %q (want mysql, mariadb, postgres, postgresql, pgx, sqlite or sqlite3)", errUnknownDialect, name)
 }
 
-// DriverDialect tells the dialect from the database/sql driver's Go type,
+// driverDialect tells the dialect from the database/sql driver's Go type,
 // without talking to the database. It knows go-sql-driver/mysql, pgx's
 // stdlib, lib/pq, glebarez/go-sqlite, modernc.org/sqlite and
 // mattn/go-sqlite3; for other drivers (including wrappers that hide the
-// real driver) it returns an error wrapping [ErrUnknownDialect].
-func DriverDialect(drv driver.Driver) (Dialect, error) {
+// real driver) it returns an error wrapping engine.ErrInvalidConfig.
+func driverDialect(drv driver.Driver) (Dialect, error) {
 	t := reflect.TypeOf(drv)
 	if t == nil {
-		return 0, fmt.Errorf("%w: no driver", ErrUnknownDialect)
+		return 0, fmt.Errorf("%w: no driver", errUnknownDialect)
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -87,14 +88,14 @@ func typeDialect(pkgPath, name string) (Dialect, error) {
 	case strings.Contains(id, "pgx"), strings.Contains(id, "lib/pq"), strings.Contains(id, "postgres"):
 		return Postgres, nil
 	}
-	return 0, fmt.Errorf("%w: driver %s", ErrUnknownDialect, id)
+	return 0, fmt.Errorf("%w: driver %s", errUnknownDialect, id)
 }
 
-// Detect tells db's dialect: from the driver's type when it is a known one,
+// DetectDialect tells db's dialect: from the driver's type when it is a known one,
 // otherwise by asking the server (version() answers on PostgreSQL and
 // MySQL/MariaDB, sqlite_version() on SQLite).
-func Detect(ctx context.Context, db *sql.DB) (Dialect, error) {
-	d, err := DriverDialect(db.Driver())
+func DetectDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
+	d, err := driverDialect(db.Driver())
 	if err == nil {
 		return d, nil
 	}
@@ -110,5 +111,5 @@ func Detect(ctx context.Context, db *sql.DB) (Dialect, error) {
 	if serr == nil {
 		return SQLite, nil
 	}
-	return 0, fmt.Errorf("%w (%v; SELECT version(): %v; SELECT sqlite_version(): %v)", ErrUnknownDialect, err, verr, serr)
+	return 0, fmt.Errorf("%w (%v; SELECT version(): %v; SELECT sqlite_version(): %v)", errUnknownDialect, err, verr, serr)
 }

@@ -55,3 +55,15 @@ CREATE TABLE IF NOT EXISTS idforge_machine (
     PRIMARY KEY (namespace, machine_id),
     UNIQUE KEY idforge_machine_instance (namespace, instance_id)
 ) ENGINE = InnoDB;
+
+-- The store's epoch: one row (name 'epoch') whose value is a token written
+-- when the store's state is first created, "<Unix ms of its creation>.<random
+-- hex>". Every statement that hands out or heartbeats checks it in the same
+-- statement; a missing or different token means the tables were emptied or
+-- recreated (the store forgot what it handed out), and idforge stops issuing
+-- from what it holds and waits a grace period before handing out again.
+CREATE TABLE IF NOT EXISTS idforge_meta (
+    name  VARBINARY(64) NOT NULL,
+    value VARBINARY(255) NOT NULL,
+    PRIMARY KEY (name)
+) ENGINE = InnoDB;

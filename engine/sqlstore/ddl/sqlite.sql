@@ -1,10 +1,12 @@
--- idforge ID tables for PostgreSQL.
+-- idforge ID tables for SQLite (3.35 or later: the stores use RETURNING).
 --
 -- Times are Unix milliseconds in BIGINT columns, the same in every dialect.
+-- Several connections or processes writing one file need a busy timeout
+-- (for example _pragma=busy_timeout(10000) in the DSN).
 
 -- One row per segment sequence. A fetch advances last_max_id by step in one
--- statement: UPDATE ... SET last_max_id = last_max_id + $1 ... RETURNING
--- last_max_id.
+-- statement: UPDATE ... SET last_max_id = last_max_id + ?1 ... RETURNING
+-- last_max_id; SQLite runs it under its database write lock.
 CREATE TABLE IF NOT EXISTS idforge_segment (
     name            VARCHAR(128) NOT NULL PRIMARY KEY,
     last_max_id     BIGINT NOT NULL,
@@ -31,12 +33,11 @@ CREATE TABLE IF NOT EXISTS idforge_segment (
 --     ID. Free rows have instance_id NULL, and NULLs never collide in a
 --     unique constraint, so any number of rows can be free.
 -- A new machine ID is an INSERT that the primary key turns away when
--- another instance inserted the same number first. A claim locks its
--- candidate row with SELECT ... FOR UPDATE SKIP LOCKED, which re-checks the
--- row on its newest version, and changes it in the same statement, so of
--- two racing instances exactly one gets the row. Heartbeats and releases
--- are UPDATEs whose WHERE clause requires the owner, so an instance that
--- lost its row cannot touch it. version is bumped by every write.
+-- another instance inserted the same number first. SQLite runs writers one
+-- at a time, so a claim, one UPDATE, sees and changes the newest state of
+-- the table. Heartbeats and releases are UPDATEs whose WHERE clause
+-- requires the owner, so an instance that lost its row cannot touch it.
+-- version is bumped by every write.
 CREATE TABLE IF NOT EXISTS idforge_machine (
     namespace       VARCHAR(128) NOT NULL,
     machine_id      BIGINT NOT NULL,
@@ -49,4 +50,15 @@ CREATE TABLE IF NOT EXISTS idforge_machine (
     version         BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (namespace, machine_id),
     CONSTRAINT idforge_machine_instance UNIQUE (namespace, instance_id)
+);
+
+-- The store's epoch: one row (name 'epoch') whose value is a token written
+-- when the store's state is first created, "<Unix ms of its creation>.<random
+-- hex>". Every statement that hands out or heartbeats checks it in the same
+-- statement; a missing or different token means the tables were emptied or
+-- recreated (the store forgot what it handed out), and idforge stops issuing
+-- from what it holds and waits a grace period before handing out again.
+CREATE TABLE IF NOT EXISTS idforge_meta (
+    name  VARCHAR(64) NOT NULL PRIMARY KEY,
+    value VARCHAR(255) NOT NULL
 );

@@ -1,14 +1,16 @@
-package schema
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/testdb"
 )
 
@@ -29,8 +31,8 @@ func TestParseDialect(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "oracle", "sqlserver", "my sql"} {
-		if _, err := ParseDialect(bad); !errors.Is(err, ErrUnknownDialect) || !strings.Contains(err.Error(), "mariadb") {
-			t.Errorf("ParseDialect(%q) error = %v; want ErrUnknownDialect listing the names", bad, err)
+		if _, err := ParseDialect(bad); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "mariadb") {
+			t.Errorf("ParseDialect(%q) error = %v; want ErrInvalidConfig listing the names", bad, err)
 		}
 	}
 	if s := Dialect(0).String(); s != "Dialect(0)" {
@@ -55,92 +57,54 @@ func TestTypeDialect(t *testing.T) {
 			t.Errorf("typeDialect(%s.%s) = %v, %v; want %v", tc.pkg, tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := typeDialect("example.com/oracle", "Driver"); !errors.Is(err, ErrUnknownDialect) {
+	if _, err := typeDialect("example.com/oracle", "Driver"); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("unknown driver: err = %v", err)
 	}
-	if _, err := DriverDialect(nil); !errors.Is(err, ErrUnknownDialect) {
+	if _, err := driverDialect(nil); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("nil driver: err = %v", err)
 	}
 }
 
-func TestNewTables(t *testing.T) {
-	tb, err := NewTables("billing_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tb.Segment() != "billing_segment" || tb.Machine() != "billing_machine" {
-		t.Errorf("names = %s, %s", tb.Segment(), tb.Machine())
-	}
-	var zero Tables
-	if zero.Segment() != "idforge_segment" || zero.Machine() != "idforge_machine" || zero.Prefix() != "idforge_" {
-		t.Errorf("zero Tables = %s, %s", zero.Segment(), zero.Machine())
-	}
-	for _, bad := range []string{"", "1x_", "a-b", "a b", "x;drop table y;", "schema.t_", "é_", strings.Repeat("a", 41)} {
-		if _, err := NewTables(bad); !errors.Is(err, ErrInvalidPrefix) {
-			t.Errorf("NewTables(%q) err = %v; want ErrInvalidPrefix", bad, err)
-		}
-	}
-}
-
-func TestDDL(t *testing.T) {
-	tb, err := NewTables("app_")
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestDDLGolden: the DDL a store creates (and `idforge schema` prints) is
+// the golden file of its dialect, byte for byte; with another prefix only
+// the table names change; it splits into one statement per table.
+func TestDDLGolden(t *testing.T) {
 	for _, d := range Dialects {
-		ddl := DDL(d)
-		for _, want := range []string{"CREATE TABLE IF NOT EXISTS idforge_segment", "CREATE TABLE IF NOT EXISTS idforge_machine",
-			"PRIMARY KEY (namespace, machine_id)", "(namespace, instance_id)", "last_max_id", "last_timestamp"} {
-			if !strings.Contains(ddl, want) {
-				t.Errorf("DDL(%v) lacks %q", d, want)
-			}
+		golden, err := os.ReadFile("ddl/" + d.String() + ".sql")
+		if err != nil {
+			t.Fatal(err)
 		}
-		custom := tb.DDL(d)
-		if strings.Contains(custom, "idforge_") || !strings.Contains(custom, "app_segment") || !strings.Contains(custom, "app_machine") {
-			t.Errorf("prefixed DDL(%v) still names idforge_ tables or lacks app_ ones", d)
+		got, err := DDL(d, "")
+		if err != nil || got != string(golden) {
+			t.Errorf("DDL(%v, \"\") differs from ddl/%v.sql (err %v)", d, d, err)
 		}
-		stmts := tb.Statements(d)
-		if len(stmts) != 2 {
-			t.Fatalf("Statements(%v) = %d statements, want 2:\n%s", d, len(stmts), strings.Join(stmts, "\n----\n"))
+		custom, err := DDL(d, "app_")
+		if err != nil || custom != strings.ReplaceAll(string(golden), "idforge_", "app_") || strings.Contains(custom, "idforge_") {
+			t.Errorf("DDL(%v, \"app_\") is not the golden file with app_ tables (err %v)", d, err)
 		}
-		for _, s := range stmts {
-			if !strings.HasPrefix(s, "CREATE TABLE IF NOT EXISTS app_") || strings.Contains(s, "--") || strings.Contains(s, ";") {
-				t.Errorf("Statements(%v): malformed statement:\n%s", d, s)
+		stmts, err := tables{"app_"}.statements(d)
+		if err != nil || len(stmts) != 3 {
+			t.Fatalf("statements(%v) = %d statements, %v; want 3:\n%s", d, len(stmts), err, strings.Join(stmts, "\n----\n"))
+		}
+		for i, name := range []string{"app_segment", "app_machine", "app_meta"} {
+			if !strings.HasPrefix(stmts[i], "CREATE TABLE IF NOT EXISTS "+name+" (") || strings.Contains(stmts[i], "--") || strings.Contains(stmts[i], ";") {
+				t.Errorf("statements(%v)[%d]: malformed statement:\n%s", d, i, stmts[i])
 			}
 		}
 	}
-	if DDL(0) != "" || len(Tables{}.Statements(Dialect(9))) != 0 {
-		t.Error("an invalid dialect has DDL")
+	if _, err := DDL(0, ""); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("DDL of an invalid dialect: err = %v", err)
+	}
+	for _, bad := range []string{"1x_", "a-b", "a b", "x;drop table y;", "schema.t_", "é_", strings.Repeat("a", 41)} {
+		if _, err := DDL(MySQL, bad); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("DDL(mysql, %q) err = %v; want ErrInvalidConfig", bad, err)
+		}
 	}
 }
 
 // hiddenDriver hides the real driver's type, as instrumentation wrappers
-// do, so Detect must ask the server.
+// do, so DetectDialect must ask the server.
 type hiddenDriver struct{ driver.Driver }
-
-func TestDetect(t *testing.T) {
-	ctx := context.Background()
-	for _, d := range testdb.All(t) {
-		t.Run(d.Name, func(t *testing.T) {
-			want, err := ParseDialect(d.Driver)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db := d.Open(t)
-			if got, err := Detect(ctx, db); err != nil || got != want {
-				t.Errorf("Detect = %v, %v; want %v", got, err, want)
-			}
-			hidden := sql.OpenDB(hiddenConnector{dsn: d.DSN, drv: hiddenDriver{db.Driver()}})
-			defer hidden.Close()
-			if _, err := DriverDialect(hidden.Driver()); err == nil {
-				t.Fatal("the wrapper should hide the driver")
-			}
-			if got, err := Detect(ctx, hidden); err != nil || got != want {
-				t.Errorf("Detect through a wrapper = %v, %v; want %v", got, err, want)
-			}
-		})
-	}
-}
 
 type hiddenConnector struct {
 	dsn string
@@ -150,26 +114,54 @@ type hiddenConnector struct {
 func (c hiddenConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c hiddenConnector) Driver() driver.Driver                        { return c.drv }
 
-// TestEnsure runs Ensure from several pools at once, twice, and then checks
-// that the constraints refuse double allocation.
+func TestDetectDialect(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range testdb.All(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			want, err := ParseDialect(d.Driver)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := d.Open(t)
+			if got, err := DetectDialect(ctx, db); err != nil || got != want {
+				t.Errorf("DetectDialect = %v, %v; want %v", got, err, want)
+			}
+			hidden := sql.OpenDB(hiddenConnector{dsn: d.DSN, drv: hiddenDriver{db.Driver()}})
+			defer hidden.Close()
+			if _, err := driverDialect(hidden.Driver()); err == nil {
+				t.Fatal("the wrapper should hide the driver")
+			}
+			if got, err := DetectDialect(ctx, hidden); err != nil || got != want {
+				t.Errorf("DetectDialect through a wrapper = %v, %v; want %v", got, err, want)
+			}
+		})
+	}
+}
+
+// TestEnsure creates the tables from several pools at once, twice, and
+// then checks that the constraints refuse double allocation.
 func TestEnsure(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
+			dialect, err := ParseDialect(d.Driver)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)
 			for range 4 {
 				db := d.Open(t)
 				wg.Go(func() {
-					errs <- Ensure(ctx, db)
-					errs <- Ensure(ctx, db)
+					errs <- tables{DefaultTablePrefix}.ensure(ctx, db, dialect)
+					errs <- tables{DefaultTablePrefix}.ensure(ctx, db, dialect)
 				})
 			}
 			wg.Wait()
 			close(errs)
 			for err := range errs {
 				if err != nil {
-					t.Fatalf("Ensure: %v", err)
+					t.Fatalf("ensure: %v", err)
 				}
 			}
 			db := d.Open(t)
@@ -201,11 +193,5 @@ func TestEnsure(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestEnsureRejectsInvalidDialect(t *testing.T) {
-	if err := (Tables{}).Ensure(context.Background(), nil, 0); !errors.Is(err, ErrUnknownDialect) {
-		t.Errorf("err = %v", err)
 	}
 }

@@ -1,0 +1,116 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// persistence is what one Redis node keeps across a restart.
+type persistence struct {
+	aof   bool
+	fsync string // appendfsync; "" when unknown
+	save  string // RDB snapshot rules; "" none, "?" unknown
+}
+
+// readPersistence asks CONFIG GET, falling back to INFO persistence where
+// CONFIG is disabled (managed services rename it).
+func readPersistence(ctx context.Context, node redis.Cmdable) (persistence, error) {
+	get := func(name string) (string, error) {
+		m, err := node.ConfigGet(ctx, name).Result()
+		if err != nil {
+			return "", err
+		}
+		v, ok := m[name]
+		if !ok {
+			return "", fmt.Errorf("CONFIG GET %s: no such parameter", name)
+		}
+		return v, nil
+	}
+	aof, err := get("appendonly")
+	if err == nil {
+		var p persistence
+		p.aof = aof == "yes"
+		if p.fsync, err = get("appendfsync"); err == nil {
+			p.save, err = get("save")
+		}
+		if err == nil {
+			return p, nil
+		}
+	}
+	info, ierr := node.Info(ctx, "persistence").Result()
+	if ierr != nil {
+		return persistence{}, fmt.Errorf("CONFIG GET: %w; INFO persistence: %w", err, ierr)
+	}
+	p := persistence{save: "?"}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "aof_enabled:"); ok {
+			p.aof = v == "1"
+		}
+	}
+	return p, nil
+}
+
+// checkPersistence reads the persistence of every node that holds data
+// (every master of a cluster, every shard of a ring): no AOF and no RDB is an
+// error unless AllowVolatile; a window in which acknowledged writes can be
+// lost without the epoch noticing is a warning.
+func (s *Store) checkPersistence(ctx context.Context) error {
+	check := func(ctx context.Context, node redis.Cmdable) error {
+		addr := clientAddr(node)
+		p, err := readPersistence(ctx, node)
+		if err != nil {
+			s.cfg.Logger.Warn("idforge: cannot tell whether Redis persists the store; a crash may lose acknowledged writes",
+				"store", s.name, "node", addr, "error", err)
+			return nil
+		}
+		return s.judge(addr, p)
+	}
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return check(ctx, n) })
+	case *redis.Ring:
+		return c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return check(ctx, n) })
+	}
+	return check(ctx, s.client)
+}
+
+func (s *Store) judge(node string, p persistence) error {
+	log := s.cfg.Logger
+	switch {
+	case p.aof && p.fsync == "always":
+		return nil
+	case p.aof:
+		window := "the writes the operating system had not flushed yet (up to about 30 s)"
+		switch p.fsync {
+		case "everysec":
+			window = "about the last second (up to 2 s) of acknowledged writes"
+		case "":
+			window = "an unknown window of acknowledged writes (appendfsync unreadable)"
+		}
+		log.Warn("idforge: Redis runs with appendfsync "+p.fsync+": a crash (kill -9, power loss) loses "+window+
+			", and the epoch cannot tell: a segment range or machine ID handed out in that window can be handed out again"+
+			" to a process that did not hold it. Set appendfsync always.",
+			"store", s.name, "node", node)
+	case p.save == "?":
+		log.Warn("idforge: Redis has no AOF and its RDB snapshots cannot be read (CONFIG disabled): a crash may roll the store back"+
+			" to its last snapshot, which the epoch cannot tell. Set appendonly yes, appendfsync always.",
+			"store", s.name, "node", node)
+	case p.save != "":
+		log.Warn("idforge: Redis keeps RDB snapshots only (save "+p.save+"): a crash rolls the store back to the last snapshot,"+
+			" which the epoch cannot tell; only the floors of live processes protect their segments. Set appendonly yes, appendfsync always.",
+			"store", s.name, "node", node)
+	case !s.cfg.AllowVolatile:
+		return fmt.Errorf("%w: %s: Redis %s has no persistence (appendonly no, no save rules): a restart forgets every machine ID"+
+			" and segment handed out; run it with appendonly yes and appendfsync always, or set Settings.AllowVolatile to accept that",
+			engine.ErrInvalidConfig, s.name, node)
+	default:
+		log.Info("idforge: Redis has no persistence (AllowVolatile): a restart is a store reset; IDs already written by processes that are gone may repeat",
+			"store", s.name, "node", node)
+	}
+	return nil
+}

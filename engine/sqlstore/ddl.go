@@ -1,0 +1,135 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"strings"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// The DDL of each dialect, commented, with the default table prefix.
+//
+//go:embed ddl/mysql.sql ddl/postgres.sql ddl/sqlite.sql
+var ddlFiles embed.FS
+
+// DefaultTablePrefix starts the table names unless [Settings.TablePrefix]
+// says otherwise: idforge_segment, idforge_machine, idforge_meta.
+const DefaultTablePrefix = "idforge_"
+
+// maxPrefix keeps the longest name (prefix + "machine_instance") within
+// PostgreSQL's 63-byte identifiers.
+const maxPrefix = 40
+
+// tables names the store's tables: a prefix followed by "segment",
+// "machine" and "meta".
+type tables struct{ prefix string }
+
+func newTables(prefix string) (tables, error) {
+	if prefix == "" {
+		return tables{DefaultTablePrefix}, nil
+	}
+	if len(prefix) > maxPrefix {
+		return tables{}, fmt.Errorf("%w: sqlstore: table prefix %q: want at most %d bytes", engine.ErrInvalidConfig, prefix, maxPrefix)
+	}
+	for i, r := range prefix {
+		ok := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9'
+		if !ok {
+			return tables{}, fmt.Errorf("%w: sqlstore: table prefix %q: only letters, digits and '_', not starting with a digit",
+				engine.ErrInvalidConfig, prefix)
+		}
+	}
+	return tables{prefix}, nil
+}
+
+func (t tables) segment() string { return t.prefix + "segment" }
+func (t tables) machine() string { return t.prefix + "machine" }
+func (t tables) meta() string    { return t.prefix + "meta" }
+
+// DDL returns the commented CREATE TABLE statements of the store's tables
+// for d, with tablePrefix ("" for [DefaultTablePrefix]) starting their
+// names; `idforge schema` prints it. A prefix must be a plain identifier
+// (letters, digits and '_', not starting with a digit) of at most 40 bytes,
+// since it is written into SQL unquoted; a bad prefix or dialect is an error
+// wrapping engine.ErrInvalidConfig.
+func DDL(d Dialect, tablePrefix string) (string, error) {
+	t, err := newTables(tablePrefix)
+	if err != nil {
+		return "", err
+	}
+	return t.ddl(d)
+}
+
+func (t tables) ddl(d Dialect) (string, error) {
+	if !d.valid() {
+		return "", fmt.Errorf("%w %v", errUnknownDialect, d)
+	}
+	b, err := ddlFiles.ReadFile("ddl/" + d.String() + ".sql")
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: %w", err) // every valid dialect is embedded; TestDDLGolden covers them
+	}
+	return strings.ReplaceAll(string(b), DefaultTablePrefix, t.prefix), nil
+}
+
+// statements returns the DDL for d split into single statements without
+// comments, ready for one Exec each (drivers need not allow several
+// statements per Exec).
+func (t tables) statements(d Dialect) ([]string, error) {
+	ddl, err := t.ddl(d)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for line := range strings.Lines(ddl) {
+		if code, _, _ := strings.Cut(line, "--"); strings.TrimSpace(code) != "" {
+			lines = append(lines, strings.TrimRight(code, " \t\n"))
+		}
+	}
+	var out []string
+	for stmt := range strings.SplitSeq(strings.Join(lines, "\n"), ";") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			out = append(out, stmt)
+		}
+	}
+	return out, nil
+}
+
+// advisoryLockKey serializes concurrent table creation on PostgreSQL, where
+// two CREATE TABLE IF NOT EXISTS racing for the same name can both pass the
+// existence check and one then fails on the catalog's unique index.
+const advisoryLockKey = 0x1df0_26e0_5c4e_3a01
+
+// ensure creates the tables if they do not exist. It is safe to run from
+// several processes at once: MySQL/MariaDB and SQLite serialize CREATE
+// TABLE IF NOT EXISTS themselves (SQLite needs a busy timeout), on
+// PostgreSQL the statements run in one transaction under an advisory lock.
+func (t tables) ensure(ctx context.Context, db *sql.DB, d Dialect) error {
+	stmts, err := t.statements(d)
+	if err != nil {
+		return err
+	}
+	if d != Postgres {
+		for _, stmt := range stmts {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(advisoryLockKey)); err != nil {
+		return err
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,118 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/storeepoch"
+)
+
+type metaStmts struct {
+	read, create, raise *stmt
+}
+
+func newMetaStmts(s *Store) metaStmts {
+	const (
+		read   = `SELECT value FROM {meta} WHERE name = 'epoch'`
+		create = `INTO {meta} (name, value) VALUES ('epoch', $1)`
+		// $1 floor, $2 name, $3 epoch.
+		raise = `UPDATE {seg} SET last_max_id = {greatest}(last_max_id, $1) WHERE name = $2 AND {epoch $3}`
+	)
+	ms := metaStmts{read: s.stmt(read), raise: s.stmt(greatest(s.cfg.Dialect, raise))}
+	if s.cfg.Dialect == MySQL {
+		ms.create = s.stmt("INSERT IGNORE " + create)
+	} else {
+		ms.create = s.stmt("INSERT " + create + " ON CONFLICT (name) DO NOTHING")
+	}
+	return ms
+}
+
+// readEpoch returns the stored epoch token, "" when there is none.
+func (s *Store) readEpoch(ctx context.Context) (string, error) {
+	var token string
+	if _, err := s.meta.read.queryRow(ctx, []any{&token}); err != nil {
+		return "", s.unavailable("reading the epoch", err)
+	}
+	return token, nil
+}
+
+// createEpoch makes the store's epoch exist and returns it.
+func (s *Store) createEpoch(ctx context.Context) (string, error) {
+	if _, err := s.meta.create.exec(ctx, storeepoch.NewToken(s.cfg.Clock.Now())); err != nil {
+		return "", s.unavailable("creating the epoch", err)
+	}
+	token, err := s.readEpoch(ctx)
+	if err == nil && token == "" {
+		err = s.unavailable("creating the epoch", fmt.Errorf("the epoch row vanished"))
+	}
+	return token, err
+}
+
+// ready waits until the current epoch may hand things out, re-seeds the
+// segment floors after an adoption, and returns the epoch token.
+func (s *Store) ready(ctx context.Context) (string, error) {
+	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
+		return "", s.unavailable("after a store reset", err)
+	}
+	token, err := s.epoch.Wait(ctx)
+	if err != nil {
+		return "", s.unavailable("waiting out the reset grace", err)
+	}
+	return token, nil
+}
+
+// raise lifts the segment name to at least floor under the epoch token,
+// creating its row if needed.
+func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
+	if _, err := s.seg.create.exec(ctx, name, s.cfg.Start, s.nowMillis(), token); err != nil {
+		return err
+	}
+	_, err := s.meta.raise.exec(ctx, floor, name, token)
+	return err
+}
+
+// checkEpoch is called when a statement guarded by the epoch token touched
+// no row: if the stored epoch is not token it returns the reset error (after
+// adopting the stored epoch), else nil and the caller looks for another
+// cause.
+func (s *Store) checkEpoch(ctx context.Context, token, what string) error {
+	current, err := s.readEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	if current == token {
+		return nil
+	}
+	return s.reset(ctx, token, current, what)
+}
+
+// reset adopts the epoch now stored (creating one when there is none) and
+// returns an error wrapping engine.ErrStoreReset.
+func (s *Store) reset(ctx context.Context, seen, current, what string) error {
+	if _, err := s.epoch.Adopt(seen, func() (string, error) { return s.createEpoch(ctx) }); err != nil {
+		return fmt.Errorf("%w (%w)", s.resetError(seen, current, what), err)
+	}
+	// Re-seed now, before the grace ends; a failure is retried before the
+	// next fetch.
+	_ = s.epoch.Reseed(ctx, s.raise)
+	return s.resetError(seen, current, what)
+}
+
+func (s *Store) resetError(seen, current, what string) error {
+	now := "gone"
+	if current != "" {
+		now = fmt.Sprintf("replaced by %q", current)
+	}
+	return fmt.Errorf("%s: %s: %w: epoch %q is %s; nothing is handed out before %s",
+		s.name, what, engine.ErrStoreReset, seen, now, s.epoch.ReadyAt().UTC().Format(time.RFC3339Nano))
+}
+
+// greatest renders {greatest}: the two-argument maximum of the dialect.
+func greatest(d Dialect, src string) string {
+	if d == SQLite {
+		return replaceAll(src, "{greatest}", "MAX") // SQLite's scalar max
+	}
+	return replaceAll(src, "{greatest}", "GREATEST")
+}

@@ -1,0 +1,180 @@
+// Package storeepoch is the part of the store-reset protocol that
+// engine/sqlstore and engine/redisstore share: epoch tokens, the grace a
+// store value waits after adopting a new epoch, and the per-name floors it
+// re-seeds.
+//
+// A store keeps an epoch token, written when its state is first created.
+// Every operation that hands something out (or heartbeats it) sends the token
+// the store value knows and the store checks it atomically with the
+// operation. When the token is missing or different the store forgot what it
+// handed out: the operation fails with engine.ErrStoreReset, the store value
+// adopts the current token (creating one if there is none) and hands nothing
+// out until the token's creation time plus the grace, so every live process
+// of the old epoch has noticed (its lease heartbeat fails) and stopped. A
+// token records its creation time: "<unix ms>.<16 hex digits>".
+package storeepoch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idforge/idforge/engine/clock"
+)
+
+// DefaultGrace is the wait after a new epoch: more than the lease's
+// reservation (1 s) plus its heartbeat (250 ms), so every process of the old
+// epoch has seen its heartbeat fail before anything of the new one is handed
+// out.
+const DefaultGrace = 2 * time.Second
+
+// NewToken returns a fresh token created at now.
+func NewToken(now time.Time) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(now.UnixMilli(), 10) + "." + hex.EncodeToString(b[:])
+}
+
+// Created returns the creation time recorded in token; ok is false for a
+// token not made by NewToken.
+func Created(token string) (t time.Time, ok bool) {
+	ms, _, found := strings.Cut(token, ".")
+	if !found {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n), true
+}
+
+// State is what one store value knows of its store's epoch. It is safe for
+// concurrent use.
+type State struct {
+	clock clock.Clock
+	grace time.Duration // <= 0: no wait
+
+	adopt sync.Mutex // serializes adoptions
+
+	mu      sync.Mutex
+	token   string
+	readyAt time.Time
+	floors  map[string]int64
+	reseed  bool // floors not re-seeded since the last adoption
+}
+
+// NewState returns the state of a store value that has not seen its store
+// yet. grace <= 0 waits for nothing.
+func NewState(c clock.Clock, grace time.Duration) *State {
+	return &State{clock: c, grace: grace, floors: map[string]int64{}}
+}
+
+// Token returns the epoch token the store value works under.
+func (s *State) Token() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.token
+}
+
+// ReadyAt returns when the current epoch may hand things out.
+func (s *State) ReadyAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readyAt
+}
+
+// Set makes token the current epoch: nothing is handed out before its
+// creation time plus the grace. It marks the floors for re-seeding.
+func (s *State) Set(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token = token
+	s.readyAt = time.Time{}
+	if created, ok := Created(token); ok && s.grace > 0 {
+		s.readyAt = created.Add(s.grace)
+	}
+	s.reseed = len(s.floors) > 0
+}
+
+// Wait sleeps on the clock until the current epoch may hand things out, and
+// returns its token.
+func (s *State) Wait(ctx context.Context) (string, error) {
+	for {
+		s.mu.Lock()
+		token, d := s.token, s.readyAt.Sub(s.clock.Now())
+		s.mu.Unlock()
+		if d <= 0 {
+			return token, nil
+		}
+		if err := s.clock.Sleep(ctx, d); err != nil {
+			return "", err
+		}
+	}
+}
+
+// Adopt runs create (which makes the store's epoch exist and returns it)
+// and sets its result, unless another caller adopted since seen was read.
+// It reports whether this call adopted.
+func (s *State) Adopt(seen string, create func() (string, error)) (bool, error) {
+	s.adopt.Lock()
+	defer s.adopt.Unlock()
+	if s.Token() != seen {
+		return false, nil
+	}
+	token, err := create()
+	if err != nil {
+		return false, err
+	}
+	s.Set(token)
+	return true, nil
+}
+
+// Floor returns the highest max ID this store value got for name.
+func (s *State) Floor(name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.floors[name]
+}
+
+// Raise records maxID as handed out for name.
+func (s *State) Raise(name string, maxID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if maxID > s.floors[name] {
+		s.floors[name] = maxID
+	}
+}
+
+// Reseed calls raise for every name with its floor if the floors have not
+// been re-seeded under the current epoch; a failure leaves them pending for
+// the next call.
+func (s *State) Reseed(ctx context.Context, raise func(ctx context.Context, token, name string, floor int64) error) error {
+	s.mu.Lock()
+	if !s.reseed {
+		s.mu.Unlock()
+		return nil
+	}
+	token := s.token
+	floors := make(map[string]int64, len(s.floors))
+	for k, v := range s.floors {
+		floors[k] = v
+	}
+	s.mu.Unlock()
+	for name, floor := range floors {
+		if err := raise(ctx, token, name, floor); err != nil {
+			return fmt.Errorf("re-seeding segment %q at %d: %w", name, floor, err)
+		}
+	}
+	s.mu.Lock()
+	if s.token == token {
+		s.reseed = false
+	}
+	s.mu.Unlock()
+	return nil
+}
