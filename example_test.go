@@ -30,11 +30,11 @@ func ExampleNew() {
 	}
 	defer db.Close()
 
-	st, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables())
+	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg, err := idforge.New(ctx, idforge.WithStore(st), idforge.WithNamespace("orders"))
+	reg, err := idforge.New(ctx, idforge.Settings{Store: st, Namespace: "orders"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,11 +47,11 @@ func ExampleNew() {
 	}
 	id, _ := reg.NextID(ctx, idforge.KindSnowflake, "")
 	p, _ := snowflake.Default.Decode(id)
-	fmt.Println("snowflake on machine", p.Machine)
+	fmt.Println("snowflake on machine", p.Machine, "=", reg.MachineID())
 	// Output:
 	// [chain segment snowflake]
 	// chain 1
 	// chain 2
 	// chain 3
-	// snowflake on machine 0
+	// snowflake on machine 0 = 0
 }

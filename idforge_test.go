@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,17 +15,33 @@ import (
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 )
 
-func TestNewWithoutStore(t *testing.T) {
-	ctx := context.Background()
-	reg, err := idforge.New(ctx, idforge.WithMachineDistributor(machine.Manual(7)))
+// Both stores plug into New.
+var (
+	_ idforge.Store = (*sqlstore.Store)(nil)
+	_ idforge.Store = (*redisstore.Store)(nil)
+)
+
+func newReg(t *testing.T, s idforge.Settings) *idforge.Registry {
+	t.Helper()
+	reg, err := idforge.New(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Close()
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
+func TestNewWithoutStore(t *testing.T) {
+	ctx := context.Background()
+	reg := newReg(t, idforge.Settings{Machine: machine.Manual(7), StateDir: t.TempDir()})
+	if reg.MachineID() != 7 {
+		t.Fatalf("MachineID() = %d, want 7", reg.MachineID())
+	}
 	prev := int64(0)
 	for range 10_000 {
 		id, err := reg.NextID(ctx, idforge.KindSnowflake, "")
@@ -42,115 +59,154 @@ func TestNewWithoutStore(t *testing.T) {
 	if _, err := reg.NextID(ctx, idforge.KindChain, "order"); !errors.Is(err, engine.ErrUnknownGenerator) {
 		t.Fatalf("chain without a store: %v, want ErrUnknownGenerator", err)
 	}
+	reg.Close()
+	if reg.MachineID() != -1 {
+		t.Fatalf("MachineID() after Close = %d, want -1", reg.MachineID())
+	}
+}
+
+// store is a Store on the in-memory distributors of the contract suites.
+type store struct {
+	*machinetest.Memory
+	seg *segmenttest.Fake
+}
+
+func (s store) Segment(string) (segment.Distributor, error) { return s.seg, nil }
+
+// The registry owns the invariants between its parts. Each way v0.1 let a
+// caller reach past it (a lease option widening the machine bits past the
+// layout, a layout passed to the generator alone, a nil fence) no longer
+// exists as an option (readme_test.go shows those calls do not compile);
+// what Settings can still express is refused, naming both fields.
+func TestOwnedInvariantsRefused(t *testing.T) {
+	mem := machinetest.NewMemory(nil)
+	for _, c := range []struct {
+		name string
+		set  idforge.Settings
+		want string
+	}{
+		{"lease machine bits", idforge.Settings{Lease: machine.Settings{MachineBits: 12}}, "Lease.MachineBits = 12 contradicts Layout.MachineBits = 10"},
+		{"JS-safe layout, 10-bit lease", idforge.Settings{Layout: snowflake.JSSafe, Lease: machine.Settings{MachineBits: 10}}, "contradicts Layout.MachineBits = 3"},
+		{"timestamp source", idforge.Settings{Lease: machine.Settings{TimestampSource: func() int64 { return 0 }}}, "Lease.TimestampSource"},
+		{"lease clock", idforge.Settings{Lease: machine.Settings{Clock: clock.NewFake(time.Now())}}, "Lease.Clock differs from Clock"},
+		{"chain name", idforge.Settings{Chain: segment.Settings{Name: "x"}}, `Chain.Name = "x"`},
+		{"chain clock", idforge.Settings{Chain: segment.Settings{Clock: clock.NewFake(time.Now())}}, "Chain.Clock differs from Clock"},
+		{"namespaces", idforge.Settings{Namespace: "a", Instance: machine.Instance{Namespace: "b", ID: "x"}}, `Instance.Namespace "b" contradicts Namespace "a"`},
+		{"bad chain step", idforge.Settings{Chain: segment.Settings{Step: -1}}, "Step -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.set
+			s.Machine = mem
+			reg, err := idforge.New(context.Background(), s)
+			if err == nil {
+				reg.Close()
+			}
+			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New = %v; want ErrInvalidConfig saying %q", err, c.want)
+			}
+		})
+	}
 }
 
 func TestNewRejectsBadLayout(t *testing.T) {
 	bad := snowflake.Default
 	bad.SequenceBits = 40
-	if _, err := idforge.New(context.Background(), idforge.WithLayout(bad)); !errors.Is(err, engine.ErrInvalidLayout) {
+	if _, err := idforge.New(context.Background(), idforge.Settings{Layout: bad}); !errors.Is(err, engine.ErrInvalidLayout) {
 		t.Fatalf("New with a 41+10+40-bit layout: %v, want ErrInvalidLayout", err)
-	}
-}
-
-// A process that stalls past the safe-guard loses its machine ID to another
-// instance; when it wakes it must not issue on that ID again, but move to a
-// new one.
-func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
-	ctx := context.Background()
-	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	storeClock := clock.NewFake(start) // the store judges expiry by this one
-	storeClock.ManualSleep = true
-	aClock := clock.NewFake(start) // instance A's own clock: frozen while it stalls
-	aClock.ManualSleep = true
-	mem := machinetest.NewMemory(storeClock)
-
-	newReg := func(id string, c clock.Clock) *engine.Registry {
-		t.Helper()
-		reg, err := idforge.New(ctx,
-			idforge.WithNamespace("orders"),
-			idforge.WithInstance(machine.Instance{Namespace: "orders", ID: id}),
-			idforge.WithMachineDistributor(mem),
-			idforge.WithLeaseOptions(machine.WithClock(c), machine.WithSafeGuard(5*time.Second), machine.WithHeartbeat(time.Second)),
-			idforge.WithSnowflakeOptions(snowflake.WithClock(c)),
-		)
-		if err != nil {
-			t.Fatalf("New(%s): %v", id, err)
-		}
-		t.Cleanup(func() { reg.Close() })
-		return reg
-	}
-	machineOf := func(reg *engine.Registry) int64 {
-		t.Helper()
-		id, err := reg.NextID(ctx, idforge.KindSnowflake, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := snowflake.Default.Decode(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Machine
-	}
-
-	a := newReg("a", aClock)
-	if m := machineOf(a); m != 0 {
-		t.Fatalf("A's machine = %d, want 0", m)
-	}
-	// A stalls: the store's clock moves 10 s on, A's does not, so A does
-	// not heartbeat and B reclaims A's expired machine ID.
-	storeClock.Advance(10 * time.Second)
-	b := newReg("b", storeClock)
-	if m := machineOf(b); m != 0 {
-		t.Fatalf("B's machine = %d, want 0 (A's, reclaimed)", m)
-	}
-	// A wakes up.
-	aClock.Advance(10 * time.Second)
-	if m := machineOf(a); m == 0 {
-		t.Fatal("A issued on machine 0 after B reclaimed it: duplicates possible")
-	}
-}
-
-// Both stores plug into New.
-var (
-	_ idforge.Store = (*sqlstore.Store)(nil)
-	_ idforge.Store = (*redisstore.Store)(nil)
-)
-
-// Two registries in one process are two instances: they must not share a
-// machine ID, or they would issue the same IDs.
-func TestTwoRegistriesGetDifferentMachineIDs(t *testing.T) {
-	ctx := context.Background()
-	mem := machinetest.NewMemory(nil)
-	var machines []int64
-	for range 2 {
-		reg, err := idforge.New(ctx, idforge.WithMachineDistributor(mem))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer reg.Close()
-		id, err := reg.NextID(ctx, idforge.KindSnowflake, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := snowflake.Default.Decode(id)
-		machines = append(machines, p.Machine)
-	}
-	if machines[0] == machines[1] {
-		t.Fatalf("both registries issue on machine %d", machines[0])
 	}
 }
 
 func TestNewRejectsNilStore(t *testing.T) {
 	var st *sqlstore.Store
-	if _, err := idforge.New(context.Background(), idforge.WithStore(st)); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Fatalf("WithStore(nil *sqlstore.Store): %v, want ErrInvalidConfig", err)
+	if _, err := idforge.New(context.Background(), idforge.Settings{Store: st}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("Store: (*sqlstore.Store)(nil): %v, want ErrInvalidConfig", err)
 	}
 }
 
-func TestNewRejectsBadChainOptions(t *testing.T) {
-	_, err := idforge.New(context.Background(), idforge.WithMachineDistributor(machine.Manual(1)),
-		idforge.WithChainOptions(segment.WithStep(0)))
-	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithStep(0)") {
-		t.Fatalf("New with WithStep(0): %v, want ErrInvalidConfig naming WithStep(0)", err)
+// Two registries in one process are two instances: they must not share a
+// machine ID, or they would issue the same IDs.
+func TestTwoRegistriesGetDifferentMachineIDs(t *testing.T) {
+	mem := machinetest.NewMemory(nil)
+	a := newReg(t, idforge.Settings{Machine: mem})
+	b := newReg(t, idforge.Settings{Machine: mem})
+	if a.MachineID() == b.MachineID() {
+		t.Fatalf("both registries issue on machine %d", a.MachineID())
+	}
+}
+
+// Without a store the machine ID comes from machine.Default() (Manual(0),
+// IDFORGE_MACHINE_ID or the StatefulSet ordinal), which ignores the instance:
+// every registry of the process would get the same machine ID (e.g.
+// idforge.Default() used by the GORM plugin plus an idforge.New() for sqlx)
+// and their IDs would collide. The second one must refuse to start instead.
+func TestTwoStorelessRegistriesNeverShareAMachineID(t *testing.T) {
+	t.Setenv(machine.MachineIDEnv, "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv(machine.StateDirEnv, t.TempDir())
+	ctx := context.Background()
+	first := newReg(t, idforge.Settings{})
+	if _, err := first.NextID(ctx, idforge.KindSnowflake, ""); err != nil {
+		t.Fatal(err)
+	}
+	second, err := idforge.New(ctx, idforge.Settings{})
+	if err == nil {
+		second.Close()
+	}
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "of this process") {
+		t.Fatalf("second storeless registry: %v, want a clear ErrInvalidConfig", err)
+	}
+	// Once the first is closed, its machine ID is free for a new registry.
+	first.Close()
+	newReg(t, idforge.Settings{})
+}
+
+// resetStore forgets its machine IDs once reset is set, and says so on the
+// next heartbeat, as a store that checks its epoch does.
+type resetStore struct {
+	store
+	reset atomic.Bool
+}
+
+func (r *resetStore) Guard(ctx context.Context, in machine.Instance, st machine.State) error {
+	if r.reset.Load() {
+		return engine.ErrStoreReset
+	}
+	return r.store.Guard(ctx, in, st)
+}
+
+// When the lease sees the store was reset, every chain drops what it holds
+// at once, even one whose caller never fetches again: another process may be
+// handed the same ranges.
+func TestStoreResetDiscardsChains(t *testing.T) {
+	ctx := context.Background()
+	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segmenttest.NewFake()}}
+	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 20 * time.Millisecond}})
+	first, err := reg.NextID(ctx, idforge.KindChain, "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := reg.Chains()["order"]
+	if chain == nil {
+		t.Fatal("Chains() lacks the chain just used")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for chain.Stats().Ahead == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	held := chain.Stats().Ahead
+	st.reset.Store(true)
+	for chain.Stats().Discarded < held && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := chain.Stats().Discarded; got < held {
+		t.Fatalf("after the reset the chain still holds IDs: discarded %d of %d", got, held)
+	}
+	// The next ID comes from a new fetch, above everything held before.
+	id, err := reg.NextID(ctx, idforge.KindChain, "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id <= first+held {
+		t.Fatalf("after the reset the chain served %d, from a range held before it (first %d, held %d)", id, first, held)
 	}
 }

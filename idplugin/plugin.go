@@ -109,7 +109,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		if err != nil {
 			return fmt.Errorf("idplugin: the default registry: %w", err)
 		}
-		p.cfg.registry = reg
+		p.cfg.registry = reg.Registry
 	}
 	if p.cfg.untagged && p.cfg.def.Kind == "" {
 		return fmt.Errorf("%w: idplugin.WithDefaultGenerator needs a kind", engine.ErrInvalidConfig)

@@ -56,11 +56,11 @@ func registry(reg *engine.Registry) (*engine.Registry, error) {
 	if reg != nil {
 		return reg, nil
 	}
-	reg, err := idforge.Default()
+	def, err := idforge.Default()
 	if err != nil {
 		return nil, fmt.Errorf("idsqlx: the default registry: %w", err)
 	}
-	return reg, nil
+	return def.Registry, nil
 }
 
 func bound(ctx context.Context, reg *engine.Registry, t reflect.Type) (*idgen.Plan, []engine.Generator, error) {

@@ -469,7 +469,17 @@ func (l *Lease) Close() error {
 		l.endWith(fmt.Errorf("%w: machine: lease of machine ID %d for %s", engine.ErrClosed, l.state.MachineID, l.inst))
 		// Read after endWith: no ID passes Check any more, so the
 		// timestamp below covers every ID issued under the lease.
-		st := State{MachineID: l.state.MachineID, LastTimestamp: l.newest(l.cfg.clock.Now().UnixMilli())}
+		// With a timestamp source the lease knows what was issued, and a
+		// clean close need not keep the reservation: the next holder waits
+		// only for what was used.
+		now := l.cfg.clock.Now().UnixMilli()
+		last := now
+		if l.cfg.source != nil {
+			last = max(now, l.cfg.source())
+		} else {
+			last = l.newest(now)
+		}
+		st := State{MachineID: l.state.MachineID, LastTimestamp: last}
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
 		defer cancel()
 		if err := l.dist.Revert(ctx, l.inst, st); err != nil {

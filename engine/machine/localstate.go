@@ -67,7 +67,7 @@ func (s localState) Guard(ctx context.Context, inst Instance, st State) error {
 	}
 	// The file first: it is the local record of what this process issued,
 	// true whatever the store answers.
-	fileErr := s.write(inst.Namespace, st)
+	fileErr := s.write(inst.Namespace, st, true)
 	return errors.Join(s.inner.Guard(ctx, inst, st), fileErr)
 }
 
@@ -75,7 +75,8 @@ func (s localState) Revert(ctx context.Context, inst Instance, st State) error {
 	if err := s.check(inst); err != nil {
 		return err
 	}
-	fileErr := s.write(inst.Namespace, st)
+	// A clean close knows what was issued: it may lower a reservation.
+	fileErr := s.write(inst.Namespace, st, false)
 	return errors.Join(s.inner.Revert(ctx, inst, st), fileErr)
 }
 
@@ -136,9 +137,9 @@ func (s localState) read(namespace string, machineID int64) (st State, found boo
 	return st, true, nil
 }
 
-// write saves st, keeping a later timestamp already saved for the same ID.
-func (s localState) write(namespace string, st State) error {
-	if saved, found, err := s.read(namespace, st.MachineID); err == nil && found {
+// write saves st, keeping a later timestamp already saved if keepLater.
+func (s localState) write(namespace string, st State, keepLater bool) error {
+	if saved, found, err := s.read(namespace, st.MachineID); keepLater && err == nil && found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
 	// A corrupt file is replaced: what we write now is the truth.

@@ -40,7 +40,7 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	store := guardDown{Memory: machinetest.NewMemory(clk), down: "a"}
 	opts := []machine.Option{
 		machine.WithClock(clk), machine.WithSafeGuard(10 * time.Second),
-		machine.WithSkewMargin(0), machine.WithHeartbeat(5 * time.Second),
+		machine.WithSkewMargin(-1), machine.WithHeartbeat(5 * time.Second), machine.WithReservation(-1),
 	}
 	ctx := context.Background()
 	newGen := func(l *machine.Lease) *snowflake.Generator {

@@ -17,7 +17,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
@@ -100,7 +99,7 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 	}
 	defer reg.Close()
 	for _, db := range e.dbs {
-		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg.Registry))); err != nil {
 			return nil, err
 		}
 	}
@@ -136,17 +135,17 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 // from the SQL store, a segment chain per name on the same store, and the
 // plain per-tick-reset snowflake for contrast (machine 1023, so its IDs can
 // never collide with the store-assigned machine's).
-func registry(ctx context.Context, ids *sql.DB) (*engine.Registry, error) {
+func registry(ctx context.Context, ids *sql.DB) (*idforge.Registry, error) {
 	st, err := sqlstore.Open(ctx, ids, sqlstore.WithCreateTables())
 	if err != nil {
 		return nil, err
 	}
-	reg, err := idforge.New(ctx,
-		idforge.WithNamespace("shardingdemo"),
-		idforge.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		idforge.WithStore(st),
-		idforge.WithChainOptions(segment.WithStep(100)),
-	)
+	reg, err := idforge.New(ctx, idforge.Settings{
+		Namespace: "shardingdemo",
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Store:     st,
+		Chain:     segment.Settings{Step: 100},
+	})
 	if err != nil {
 		return nil, err
 	}

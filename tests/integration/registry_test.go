@@ -21,11 +21,11 @@ func TestRegistryOnStore(t *testing.T) {
 	const ns = "orders"
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, s *server) {
-		newRegistry := func(id string) *engine.Registry {
+		newRegistry := func(id string) *idforge.Registry {
 			t.Helper()
-			reg, err := idforge.New(ctx, idforge.WithStore(s.open(t, "")), idforge.WithNamespace(ns),
-				idforge.WithInstance(machine.Instance{Namespace: ns, ID: id}),
-				idforge.WithChainOptions(segment.WithStep(100)), idforge.WithLogger(quiet))
+			reg, err := idforge.New(ctx, idforge.Settings{Store: s.open(t, ""), Namespace: ns,
+				Instance: machine.Instance{Namespace: ns, ID: id},
+				Chain:    segment.Settings{Step: 100}, Logger: quiet})
 			if err != nil {
 				t.Fatalf("New for instance %s: %v", id, err)
 			}
@@ -35,7 +35,7 @@ func TestRegistryOnStore(t *testing.T) {
 		// snowflakes draws snowflake IDs from reg, checks they increase and
 		// share one machine ID, the one the store says id holds, and returns
 		// the first, the last and the machine ID.
-		snowflakes := func(reg *engine.Registry, id string) (first, last, machineID int64) {
+		snowflakes := func(reg *idforge.Registry, id string) (first, last, machineID int64) {
 			t.Helper()
 			for i := range 1000 {
 				got, err := reg.NextID(ctx, idforge.KindSnowflake, "")
@@ -72,7 +72,7 @@ func TestRegistryOnStore(t *testing.T) {
 		for _, kind := range []string{idforge.KindChain, idforge.KindSegment} {
 			name := kind + "-order" // a fresh sequence per kind
 			var all []int64
-			for _, reg := range []*engine.Registry{a, b, a, b} {
+			for _, reg := range []*idforge.Registry{a, b, a, b} {
 				var prev int64
 				for range 500 {
 					id, err := reg.NextID(ctx, kind, name)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	idforge "github.com/idforge/idforge"
@@ -52,15 +54,27 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
 		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chainOpts)
 	}
-	opts := []idforge.Option{
-		idforge.WithStore(w.store), idforge.WithNamespace(inst.Namespace), idforge.WithInstance(inst),
-		idforge.WithLeaseOptions(leaseOpts...), idforge.WithSnowflakeOptions(sfOpts...),
-		idforge.WithChainOptions(chainOpts...), idforge.WithLogger(w.log),
+	reserve := w.cfg.Reserve
+	if reserve == 0 {
+		reserve = -1 // -reserve 0: none, the control that shows why it is there
+	}
+	set := idforge.Settings{
+		Store:        w.store,
+		Namespace:    inst.Namespace,
+		Instance:     inst,
+		Clock:        w.clk,
+		MaxBackwards: w.cfg.MaxBackwards,
+		Lease:        machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, Reservation: reserve},
+		Chain:        segment.Settings{MaxWait: chainMaxWait},
+		Logger:       w.log,
 	}
 	if w.cfg.Break == "machine" {
-		opts = append(opts, idforge.WithMachineDistributor(machine.Manual(brokenMachineID)))
+		set.Machine = machine.Manual(brokenMachineID)
+		// A state file per worker, so the workers do not wait out each
+		// other's timestamps: the break is sharing the machine ID.
+		set.StateDir = filepath.Join(os.TempDir(), fmt.Sprintf("idforge-torture-break-%d-%d", os.Getpid(), w.cfg.Proc))
 	}
-	reg, err := idforge.New(ctx, opts...)
+	reg, err := idforge.New(ctx, set)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +96,12 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	return &source{
 		gens:      map[string]engine.Generator{genSnowflake: sf, genChain: ch},
 		machineID: m.MachineID,
-		close:     reg.Close,
+		close: func() error {
+			if set.StateDir != "" {
+				defer os.RemoveAll(set.StateDir)
+			}
+			return reg.Close()
+		},
 	}, nil
 }
 

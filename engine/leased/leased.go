@@ -1,0 +1,291 @@
+// Package leased runs a snowflake generator on a machine ID it leases from a
+// [machine.Distributor], and keeps it running when the lease is lost: the
+// generator stops issuing the moment its machine ID may be someone else's,
+// and the next call acquires a new machine ID and goes on above every
+// timestamp the old generator used.
+//
+// It owns the invariants between the lease and the generator: the layout
+// decides the machine bits, the lease is the generator's fence, and the
+// generator's newest timestamp is what the lease heartbeats. [Settings]
+// cannot change them; a setting that contradicts one is refused with
+// engine.ErrInvalidConfig naming both fields.
+package leased
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// Settings configures [New]. The zero value of every field but Distributor
+// and Instance means its documented default.
+type Settings struct {
+	// Distributor hands out the machine ID (required).
+	Distributor machine.Distributor
+	// Instance is who holds the lease (required).
+	Instance machine.Instance
+	// Layout is the snowflake bit layout (default snowflake.Default). Its
+	// machine bits are the lease's.
+	Layout snowflake.Layout
+	// Clock is the time source of the generator and the lease (default
+	// clock.System).
+	Clock clock.Clock
+	// MaxBackwards is how long a clock step back is waited out (default
+	// clock.DefaultMaxBackwards; negative: not at all).
+	MaxBackwards time.Duration
+	// Lease tunes the lease: heartbeat, safe-guard, skew margin,
+	// reservation. MachineBits and TimestampSource belong to the
+	// composition and must be left zero (MachineBits may repeat the
+	// layout's); Clock and Logger, when set, must be the ones above.
+	Lease machine.Settings
+	// Logger receives lease events (default slog.Default()).
+	Logger *slog.Logger
+	// OnReset, when set, is called (from a goroutine of the lease) when a
+	// lease ends because the store was reset (engine.ErrStoreReset): what
+	// else was drawn from that store may now be handed out again, and the
+	// caller should drop it. The generator itself already refuses.
+	OnReset func(err error)
+}
+
+// probeTimeout bounds the store call NextID makes when the lease lapsed, so
+// a caller without a deadline does not hang on a store that stopped answering.
+const probeTimeout = 5 * time.Second
+
+// Snowflake is a snowflake generator that owns its machine-ID lease. It is
+// safe for concurrent use.
+type Snowflake struct {
+	set     Settings
+	cur     atomic.Pointer[held]
+	mu      sync.Mutex // serializes re-acquisition and Close
+	probing atomic.Bool
+	lost    atomic.Int64
+	last    int64 // the newest timestamp of every generator replaced; under mu
+}
+
+type held struct {
+	gen   *snowflake.Generator
+	lease *machine.Lease
+}
+
+var _ engine.Generator = (*Snowflake)(nil)
+
+// New acquires a machine ID, waits out what its previous holder may have
+// issued (the stored last timestamp, a reservation included) and returns a
+// generator on it.
+func New(ctx context.Context, s Settings) (*Snowflake, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	sf := &Snowflake{set: s}
+	h, err := sf.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sf.cur.Store(h)
+	return sf, nil
+}
+
+func (s *Settings) resolve() error {
+	if s.Layout == (snowflake.Layout{}) {
+		s.Layout = snowflake.Default
+	}
+	if err := s.Layout.Validate(); err != nil {
+		return err
+	}
+	if s.Clock == nil {
+		s.Clock = clock.System
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{engine.ErrInvalidConfig}, args...)...)
+	}
+	switch l := s.Lease; {
+	case s.Distributor == nil:
+		return bad("leased: Settings.Distributor is nil")
+	case l.MachineBits != 0 && l.MachineBits != s.Layout.MachineBits:
+		return bad("Lease.MachineBits = %d contradicts Layout.MachineBits = %d: the layout decides the machine bits",
+			l.MachineBits, s.Layout.MachineBits)
+	case l.TimestampSource != nil:
+		return bad("Lease.TimestampSource is set: the lease heartbeats the generator's own newest timestamp")
+	case l.Clock != nil && l.Clock != s.Clock:
+		return bad("Lease.Clock differs from Clock: the lease fences the generator's timestamps, so both read one clock")
+	case l.Logger != nil && l.Logger != s.Logger:
+		return bad("Lease.Logger differs from Logger")
+	}
+	return s.Instance.Validate()
+}
+
+// acquire leases a machine ID and builds a generator on it that issues only
+// after every timestamp already used: the store's (with its reservation) and
+// that of every generator this Snowflake ran before, whatever the store says.
+func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
+	// The lease heartbeats the generator's newest timestamp, but the
+	// generator needs the lease's machine ID first.
+	var genp atomic.Pointer[snowflake.Generator]
+	ls := s.set.Lease
+	ls.MachineBits = s.set.Layout.MachineBits
+	ls.Clock = s.set.Clock
+	ls.Logger = s.set.Logger
+	ls.TimestampSource = func() int64 {
+		if g := genp.Load(); g != nil {
+			return g.LastTimestamp()
+		}
+		return 0
+	}
+	lease, err := machine.Acquire(ctx, s.set.Distributor, s.set.Instance, ls)
+	if err != nil {
+		return nil, err
+	}
+	if lease.Reservation() > 0 {
+		// The stored timestamp is up to a reservation ahead of the clock,
+		// more than the generator itself waits out at start-up.
+		if err := lease.WaitOut(ctx); err != nil {
+			lease.Close()
+			return nil, err
+		}
+	}
+	gen, err := snowflake.New(lease.MachineID(), snowflake.Settings{
+		Layout:        s.set.Layout,
+		Clock:         s.set.Clock,
+		MaxBackwards:  s.set.MaxBackwards,
+		LastTimestamp: max(lease.State().LastTimestamp, s.last),
+		Fence:         lease,
+	})
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	genp.Store(gen)
+	if s.set.OnReset != nil {
+		go s.watch(lease)
+	}
+	return &held{gen: gen, lease: lease}, nil
+}
+
+// watch tells OnReset when lease ends because the store was reset.
+func (s *Snowflake) watch(lease *machine.Lease) {
+	<-lease.Lost()
+	if err := lease.Err(); errors.Is(err, engine.ErrStoreReset) {
+		s.set.OnReset(err)
+	}
+}
+
+// NextID issues a snowflake ID. If the lease lapsed it first asks the store
+// whether the machine ID is still this instance's, and if it was lost it
+// acquires a new one, once, before issuing.
+func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
+	h := s.cur.Load()
+	if h == nil {
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, s.set.Instance)
+	}
+	id, err := h.gen.NextID(ctx)
+	if err == nil || !errors.Is(err, engine.ErrMachineIDLost) {
+		return id, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if h.lease.Err() == nil {
+		// The lease lapsed without news: the process stalled or the store is
+		// away. One caller asks the store now instead of waiting for the next
+		// scheduled heartbeat; the others fail fast meanwhile.
+		if !s.probing.CompareAndSwap(false, true) {
+			return 0, err
+		}
+		// In a goroutine: Heartbeat may first wait for a scheduled heartbeat
+		// that hangs on the store, and the caller's ctx must still end the wait.
+		probe := make(chan error, 1)
+		go func() {
+			defer s.probing.Store(false)
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+			defer cancel()
+			probe <- h.lease.Heartbeat(hctx)
+		}()
+		var herr error
+		select {
+		case herr = <-probe:
+		case <-ctx.Done():
+			return 0, errors.Join(err, ctx.Err())
+		}
+		if herr == nil {
+			return h.gen.NextID(ctx)
+		}
+		if h.lease.Err() == nil {
+			return 0, errors.Join(err, herr)
+		}
+	}
+	if rerr := s.replace(ctx, h); rerr != nil {
+		return 0, errors.Join(err, rerr)
+	}
+	if h = s.cur.Load(); h == nil {
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, s.set.Instance)
+	}
+	return h.gen.NextID(ctx)
+}
+
+// replace swaps a lost lease for a new one, unless another caller already did.
+func (s *Snowflake) replace(ctx context.Context, lost *held) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur.Load() != lost {
+		return nil
+	}
+	lost.lease.Close() // stops its heartbeat; the ID is no longer ours to revert
+	s.last = max(s.last, lost.gen.LastTimestamp())
+	next, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	s.lost.Add(1)
+	s.set.Logger.Warn("idforge: machine ID lost, continuing on a new one",
+		"instance", s.set.Instance.String(), "old", lost.gen.MachineID(), "new", next.gen.MachineID())
+	s.cur.Store(next)
+	return nil
+}
+
+// MachineID reports the machine ID in use, -1 after Close.
+func (s *Snowflake) MachineID() int64 {
+	if h := s.cur.Load(); h != nil {
+		return h.gen.MachineID()
+	}
+	return -1
+}
+
+// Layout returns the generator's bit layout.
+func (s *Snowflake) Layout() snowflake.Layout { return s.set.Layout }
+
+// Instance returns who holds the lease.
+func (s *Snowflake) Instance() machine.Instance { return s.set.Instance }
+
+// Lost counts the leases lost and replaced so far.
+func (s *Snowflake) Lost() int64 { return s.lost.Load() }
+
+// Lease returns the lease in use, nil after Close: for monitoring.
+func (s *Snowflake) Lease() *machine.Lease {
+	if h := s.cur.Load(); h != nil {
+		return h.lease
+	}
+	return nil
+}
+
+// Close reverts the machine ID (saving the last timestamp) and stops the heartbeat.
+func (s *Snowflake) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.cur.Swap(nil)
+	if h == nil {
+		return nil
+	}
+	return h.lease.Close()
+}

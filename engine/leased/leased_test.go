@@ -1,0 +1,240 @@
+package leased_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/leased"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+func inst(id string) machine.Instance { return machine.Instance{Namespace: "orders", ID: id} }
+
+func newSF(t *testing.T, s leased.Settings) *leased.Snowflake {
+	t.Helper()
+	sf, err := leased.New(context.Background(), s)
+	if err != nil {
+		t.Fatalf("New(%s): %v", s.Instance, err)
+	}
+	t.Cleanup(func() { sf.Close() })
+	return sf
+}
+
+func next(t *testing.T, sf *leased.Snowflake) int64 {
+	t.Helper()
+	id, err := sf.NextID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func machineOf(t *testing.T, id int64) int64 {
+	t.Helper()
+	p, err := snowflake.Default.Decode(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Machine
+}
+
+// The composition owns the machine bits, the fence's timestamp source and
+// the clock: a setting that contradicts them is refused, naming both.
+func TestOwnedInvariantsRefused(t *testing.T) {
+	mem := machinetest.NewMemory(nil)
+	other := clock.NewFake(time.Now())
+	for _, c := range []struct {
+		name string
+		set  leased.Settings
+		want string
+	}{
+		{"machine bits", leased.Settings{Lease: machine.Settings{MachineBits: 12}}, "Lease.MachineBits = 12 contradicts Layout.MachineBits = 10"},
+		{"machine bits vs JS-safe", leased.Settings{Layout: snowflake.JSSafe, Lease: machine.Settings{MachineBits: 10}}, "Layout.MachineBits = 3"},
+		{"timestamp source", leased.Settings{Lease: machine.Settings{TimestampSource: func() int64 { return 0 }}}, "Lease.TimestampSource"},
+		{"clock", leased.Settings{Lease: machine.Settings{Clock: other}}, "Lease.Clock differs from Clock"},
+		{"no distributor", leased.Settings{}, "Distributor is nil"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.set
+			s.Instance = inst("a")
+			if c.name != "no distributor" {
+				s.Distributor = mem
+			}
+			sf, err := leased.New(context.Background(), s)
+			if err == nil {
+				sf.Close()
+			}
+			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New = %v; want ErrInvalidConfig saying %q", err, c.want)
+			}
+		})
+	}
+	// Repeating the layout's bits is no contradiction.
+	newSF(t, leased.Settings{Distributor: mem, Instance: inst("b"), Lease: machine.Settings{MachineBits: 10}})
+}
+
+// A process that stalls past the safe-guard loses its machine ID to another
+// instance; when it wakes it must not issue on that ID again, but move to a
+// new one, above every timestamp it used before.
+func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
+	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	storeClock := clock.NewFake(start) // the store judges expiry by this one
+	storeClock.ManualSleep = true
+	aClock := clock.NewFake(start) // instance A's own clock: frozen while it stalls
+	aClock.ManualSleep = true
+	mem := machinetest.NewMemory(storeClock)
+	set := func(id string, c clock.Clock) leased.Settings {
+		return leased.Settings{Distributor: mem, Instance: inst(id), Clock: c,
+			Lease: machine.Settings{SafeGuard: 5 * time.Second, Heartbeat: time.Second}}
+	}
+	a := newSF(t, set("a", aClock))
+	lastA := next(t, a)
+	if m := machineOf(t, lastA); m != 0 {
+		t.Fatalf("A's machine = %d, want 0", m)
+	}
+	// A stalls: the store's clock moves 10 s on, A's does not, so A does
+	// not heartbeat and B reclaims A's expired machine ID.
+	storeClock.Advance(10 * time.Second)
+	b := newSF(t, set("b", storeClock))
+	if m := machineOf(t, next(t, b)); m != 0 {
+		t.Fatalf("B's machine = %d, want 0 (A's, reclaimed)", m)
+	}
+	// A wakes up, its clock stepped back behind what it used: a generator
+	// that restarted from the store's timestamp for its new ID would reuse
+	// A's milliseconds.
+	aClock.Advance(10 * time.Second)
+	id := next(t, a)
+	if m := machineOf(t, id); m == 0 {
+		t.Fatal("A issued on machine 0 after B reclaimed it: duplicates possible")
+	}
+	if a.Lost() != 1 {
+		t.Fatalf("Lost() = %d, want 1", a.Lost())
+	}
+	pa, _ := snowflake.Default.Decode(lastA)
+	pn, _ := snowflake.Default.Decode(id)
+	if !pn.Time.After(pa.Time) {
+		t.Fatalf("A's new generator issued at %v, not after its old one's %v", pn.Time, pa.Time)
+	}
+}
+
+// resettable is a store that forgets everything (a Redis restarted without
+// persistence) and says so on the next call.
+type resettable struct {
+	*machinetest.Memory
+	reset atomic.Bool
+}
+
+func (r *resettable) Guard(ctx context.Context, in machine.Instance, st machine.State) error {
+	if r.reset.CompareAndSwap(true, false) {
+		r.Memory = machinetest.NewMemory(nil)
+		return engine.ErrStoreReset
+	}
+	return r.Memory.Guard(ctx, in, st)
+}
+
+// A lease swap after a store reset carries the last tick: the wiped store
+// hands the same machine ID back with last timestamp 0, yet the new
+// generator never issues at or below the old generator's newest tick, even
+// within the same millisecond.
+func TestResetCarriesLastTick(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	clk.ManualSleep = true
+	store := &resettable{Memory: machinetest.NewMemory(nil)}
+	var resets atomic.Int64
+	sf := newSF(t, leased.Settings{Distributor: store, Instance: inst("a"), Clock: clk,
+		Lease:   machine.Settings{Reservation: -1, Heartbeat: time.Second},
+		OnReset: func(err error) {
+			if errors.Is(err, engine.ErrStoreReset) {
+				resets.Add(1)
+			}
+		}})
+	var last int64
+	for range 3000 { // one tick, most of its sequence
+		last = next(t, sf)
+	}
+	store.reset.Store(true)
+	if err := sf.Lease().Heartbeat(context.Background()); !errors.Is(err, engine.ErrStoreReset) || !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("heartbeat on a reset store: %v; want ErrMachineIDLost and ErrStoreReset", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for resets.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if resets.Load() != 1 {
+		t.Fatalf("OnReset called %d times, want 1", resets.Load())
+	}
+	// The clock still reads the old generator's tick: the new generator
+	// must wait for the next one (the fake clock moves in 50 ms), where a
+	// generator starting from the store's 0 would issue at once, on it.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		clk.Advance(time.Millisecond)
+	}()
+	id := next(t, sf)
+	if machineOf(t, id) != machineOf(t, last) {
+		t.Fatalf("the wiped store should hand the same machine ID back")
+	}
+	if id <= last {
+		t.Fatalf("after the swap: %d, not above the old generator's %d", id, last)
+	}
+}
+
+// hangingGuard is a store whose Guard stops answering (a dropped
+// connection) once hang is set: it returns only when its ctx ends.
+type hangingGuard struct {
+	*machinetest.Memory
+	hang *atomic.Bool
+}
+
+func (d hangingGuard) Guard(ctx context.Context, in machine.Instance, st machine.State) error {
+	if d.hang.Load() {
+		<-ctx.Done()
+		return engine.ErrStoreUnavailable
+	}
+	return d.Memory.Guard(ctx, in, st)
+}
+
+// When the lease has lapsed, NextID probes the store with a Heartbeat, which
+// first takes the lease's mutex: the scheduled heartbeat may hold it for its
+// whole Guard call. A caller with a 50 ms deadline must still get its answer
+// by its deadline.
+func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
+	var hang atomic.Bool
+	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Memory: machinetest.NewMemory(nil), hang: &hang},
+		Instance: inst("a"), Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second, Reservation: -1}})
+	began := time.Now()
+	next(t, sf)
+	hang.Store(true)
+	// The lease is valid for 1.2 s (safe-guard 1.5 s less the 0.3 s margin);
+	// the scheduled heartbeat starts at 1 s and hangs until 2 s.
+	time.Sleep(time.Until(began.Add(1350 * time.Millisecond)))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := sf.NextID(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("NextID with a 50ms deadline on a lapsed lease and a hanging store: %v; "+
+			"want the lapse and the caller's deadline", err)
+	}
+}
+
+// Two leases of one process never share a machine ID, whatever they are
+// built on: a second one with the same instance is refused.
+func TestSameInstanceTwiceRefused(t *testing.T) {
+	mem := machinetest.NewMemory(nil)
+	newSF(t, leased.Settings{Distributor: mem, Instance: inst("a")})
+	sf, err := leased.New(context.Background(), leased.Settings{Distributor: mem, Instance: inst("a")})
+	if err == nil {
+		sf.Close()
+	}
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "of this process") {
+		t.Fatalf("second lease of one instance: %v, want ErrInvalidConfig", err)
+	}
+}
