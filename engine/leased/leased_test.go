@@ -150,7 +150,7 @@ func TestResetCarriesLastTick(t *testing.T) {
 	store := &resettable{Memory: machinetest.NewMemory(nil)}
 	var resets atomic.Int64
 	sf := newSF(t, leased.Settings{Distributor: store, Instance: inst("a"), Clock: clk,
-		Lease:   machine.Settings{Reservation: -1, Heartbeat: time.Second},
+		Lease: machine.Settings{Reservation: -1, Heartbeat: time.Second},
 		OnReset: func(err error) {
 			if errors.Is(err, engine.ErrStoreReset) {
 				resets.Add(1)

@@ -61,7 +61,9 @@ func WithLayout(l Layout) Option { return optionFunc(func(s *Settings) { s.Layou
 func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
 
 // WithMaxBackwards sets [Settings].MaxBackwards.
-func WithMaxBackwards(d time.Duration) Option { return optionFunc(func(s *Settings) { s.MaxBackwards = d }) }
+func WithMaxBackwards(d time.Duration) Option {
+	return optionFunc(func(s *Settings) { s.MaxBackwards = d })
+}
 
 // WithLastTimestamp sets [Settings].LastTimestamp.
 func WithLastTimestamp(unixMilli int64) Option {
