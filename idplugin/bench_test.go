@@ -164,30 +164,81 @@ func BenchmarkCreateInBatchesPostgres(b *testing.B) { benchCreateInBatches(b, po
 // BenchmarkFill isolates the plugin's own work on 1,000 rows, no database:
 // Fill against assigning IDs by hand, both from an atomic counter, so that a
 // saturated snowflake sequence does not hide the difference. It is what the
-// plugin adds to each row of a CreateInBatches.
+// plugin adds to each row of a CreateInBatches. "one" fills a single row per
+// call, as shard routing does; "paired" runs plugin and manual alternately
+// in one loop and reports their ratio, which load on a shared machine
+// cannot skew.
 func BenchmarkFill(b *testing.B) {
 	var n atomic.Int64
 	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil })
 	rows := make([]BenchRow, batchRows)
+	db := sqliteMemory(b, gen, true)
+	plugin := func() {
+		clear(rows)
+		if err := idplugin.Fill(db, &rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	manual := func() {
+		clear(rows)
+		assignIDs(b, gen, rows)
+	}
+	perRow := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
+	}
 	b.Run("plugin", func(b *testing.B) {
-		db := sqliteMemory(b, gen, true)
 		b.ReportAllocs()
 		for b.Loop() {
-			clear(rows)
-			if err := idplugin.Fill(db, rows); err != nil {
-				b.Fatal(err)
-			}
+			plugin()
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
+		perRow(b)
 	})
 	b.Run("manual", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			clear(rows)
-			assignIDs(b, gen, rows)
+			manual()
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
+		perRow(b)
 	})
+	b.Run("one", func(b *testing.B) {
+		b.ReportAllocs()
+		var r BenchRow
+		for b.Loop() {
+			r.ID = 0
+			if err := idplugin.Fill(db, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("paired", func(b *testing.B) {
+		paired(b, plugin, manual)
+	})
+}
+
+// paired runs plugin and manual alternately (each first every other time)
+// and reports each side's mean time per call and the plugin's overhead in
+// percent: the pairing cancels the load drift that separate sub-benchmarks
+// suffer from on a shared, noisy machine.
+func paired(b *testing.B, plugin, manual func()) {
+	var tp, tm time.Duration
+	i := 0
+	for b.Loop() {
+		first, second := plugin, manual
+		dp, dm := &tp, &tm
+		if i%2 == 1 {
+			first, second, dp, dm = manual, plugin, &tm, &tp
+		}
+		i++
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		*dp += t1.Sub(t0)
+		*dm += time.Since(t1)
+	}
+	b.ReportMetric(float64(tp.Nanoseconds())/float64(b.N), "plugin-ns/op")
+	b.ReportMetric(float64(tm.Nanoseconds())/float64(b.N), "manual-ns/op")
+	b.ReportMetric(100*(float64(tp)/float64(tm)-1), "overhead-%")
 }
 
 // BenchmarkPaired runs plugin and manual inserts alternately in one loop, on
@@ -200,27 +251,6 @@ func BenchmarkPaired(b *testing.B) { benchPaired(b, sqliteMemory) }
 func BenchmarkPairedPostgres(b *testing.B) { benchPaired(b, postgresDB) }
 
 func benchPaired(b *testing.B, open benchDB) {
-	paired := func(b *testing.B, plugin, manual func()) {
-		var tp, tm time.Duration
-		i := 0
-		for b.Loop() {
-			first, second := plugin, manual
-			dp, dm := &tp, &tm
-			if i%2 == 1 {
-				first, second, dp, dm = manual, plugin, &tm, &tp
-			}
-			i++
-			t0 := time.Now()
-			first()
-			t1 := time.Now()
-			second()
-			*dp += t1.Sub(t0)
-			*dm += time.Since(t1)
-		}
-		b.ReportMetric(float64(tp.Nanoseconds())/float64(b.N), "plugin-ns/op")
-		b.ReportMetric(float64(tm.Nanoseconds())/float64(b.N), "manual-ns/op")
-		b.ReportMetric(100*(float64(tp)/float64(tm)-1), "overhead-%")
-	}
 	ctx := context.Background()
 	b.Run("Create", func(b *testing.B) {
 		gen := newSnowflake(b)

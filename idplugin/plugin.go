@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
-	"gorm.io/gorm/utils"
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
@@ -28,16 +26,17 @@ const callbackName = "idforge:fill_ids"
 type Option func(*config)
 
 type config struct {
-	registry *engine.Registry
-	untagged bool
-	def      idgen.Spec
-	logger   logger.Interface
+	registry  engine.Provider
+	untagged  bool
+	def       idgen.Spec
+	logger    logger.Interface
+	modelAuto bool
 }
 
-// WithRegistry sets the registry generators are drawn from. Tags name its
-// kinds and names: `idgen:"chain,name=order"` asks for kind "chain", name
-// "order".
-func WithRegistry(r *engine.Registry) Option { return func(c *config) { c.registry = r } }
+// WithRegistry sets the registry generators are drawn from: one from
+// idforge.New, or any other engine.Provider. Tags name its kinds and names:
+// `idgen:"chain,name=order"` asks for kind "chain", name "order".
+func WithRegistry(r engine.Provider) Option { return func(c *config) { c.registry = r } }
 
 // WithUntaggedPrimaryKeys also fills models whose primary key carries no
 // idgen tag: a single 64-bit integer key (int64, uint64, int, engine.ID) not
@@ -55,35 +54,31 @@ func WithDefaultGenerator(kind, name string) Option {
 	}
 }
 
+// WithGormModelAutoIncrement leaves the ID of an embedded gorm.Model to the
+// database's auto-increment, as without the plugin. By default the plugin
+// fills it from the default generator (kind "snowflake"), since gorm.Model's
+// ID cannot carry a tag.
+func WithGormModelAutoIncrement() Option { return func(c *config) { c.modelAuto = true } }
+
 // WithLogger sets where the plugin says, at Info level, which fields of a
 // model it fills when it first sees the model. The default is the *gorm.DB's
 // logger.
 func WithLogger(l logger.Interface) Option { return func(c *config) { c.logger = l } }
 
 // Plugin fills ID fields on create. Make one with [New] and register it with
-// db.Use; it is safe for concurrent use.
+// db.Use; it is safe for concurrent use. It keeps what it learns of each
+// model (the fields it fills and their generators) on itself.
 type Plugin struct {
 	cfg config
 
-	plans sync.Map   // *schema.Schema -> planResult
-	mu    sync.Mutex // serializes first sight: planning mutates GORM's cached schema
+	plans  sync.Map   // *schema.Schema -> planResult
+	byType sync.Map   // reflect.Type -> *modelPlan, for Fill of structs
+	mu     sync.Mutex // serializes first sight: planning mutates GORM's cached schema
 }
 
 type planResult struct {
 	plan *modelPlan
 	err  error
-}
-
-// modelPlan is what the plugin fills in one schema's rows.
-type modelPlan struct {
-	schema *schema.Schema
-	fields []planField
-}
-
-type planField struct {
-	sf  *schema.Field
-	f   *idgen.Field
-	gen engine.Generator // cached, so the hot path takes no registry lock
 }
 
 // New returns the plugin. Without [WithRegistry] it draws from
@@ -101,69 +96,88 @@ func New(opts ...Option) *Plugin {
 // Name implements gorm.Plugin.
 func (p *Plugin) Name() string { return PluginName }
 
-// Initialize implements gorm.Plugin: it registers the create callback, ahead
-// of GORM's BeforeCreate hooks and of gorm:create.
+// Initialize implements gorm.Plugin: it registers the create callbacks, the
+// one that fills IDs ahead of GORM's BeforeCreate hooks and of gorm:create,
+// and one after the AfterCreate hooks.
 func (p *Plugin) Initialize(db *gorm.DB) error {
-	if p.cfg.registry == nil {
+	if v := reflect.ValueOf(p.cfg.registry); p.cfg.registry == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		reg, err := idforge.Default()
 		if err != nil {
 			return fmt.Errorf("idplugin: the default registry: %w", err)
 		}
 		p.cfg.registry = reg.Registry
 	}
-	if p.cfg.untagged && p.cfg.def.Kind == "" {
+	if p.cfg.def.Kind == "" {
 		return fmt.Errorf("%w: idplugin.WithDefaultGenerator needs a kind", engine.ErrInvalidConfig)
 	}
-	return db.Callback().Create().Before("gorm:before_create").Register(callbackName, p.create)
+	create := db.Callback().Create()
+	return errors.Join(
+		create.Before("gorm:before_create").Register(callbackName, p.create),
+		create.After("gorm:after_create").Register(endCallbackName, p.end),
+	)
 }
+
+// endCallbackName is the create callback that runs after the AfterCreate hooks.
+const endCallbackName = "idforge:end_create"
 
 func (p *Plugin) create(db *gorm.DB) {
 	stmt := db.Statement
 	if db.Error != nil || stmt.Schema == nil {
 		return
 	}
-	db.AddError(p.fill(stmt.Context, p.logger(db), stmt.Schema, stmt.Dest, stmt.ReflectValue))
+	ctx := ctxOf(db)
+	plan, err := p.plan(ctx, p.logger(db), stmt.Schema)
+	if err != nil || plan.filler.Len() == 0 {
+		db.AddError(err) // a model without idgen fields: GORM's own behaviour, untouched
+		return
+	}
+	if err := plan.fill(ctx, stmt.Dest, stmt.ReflectValue); err != nil {
+		db.AddError(err)
+		return
+	}
+	if err := plan.includeKeys(stmt); err != nil {
+		db.AddError(err)
+		return
+	}
+	if _, nested := ctx.Value(inflightKey{}).(*inflight); nested {
+		if err := plan.checkCopies(ctx, stmt); err != nil {
+			db.AddError(err)
+			return
+		}
+	}
+	if plan.hooks && !stmt.SkipHooks {
+		plan.enterHooks(stmt)
+	}
 }
 
-// fill fills dest, whose rows are of schema s; rv is dest with pointers
-// followed, as GORM's Statement.ReflectValue.
-func (p *Plugin) fill(ctx context.Context, log logger.Interface, s *schema.Schema, dest any, rv reflect.Value) error {
-	plan, err := p.plan(ctx, log, s)
-	if err != nil || len(plan.fields) == 0 {
-		return err
-	}
+// fill fills dest, whose rows are of the plan's schema; rv is dest with
+// pointers followed, as GORM's Statement.ReflectValue.
+func (mp *modelPlan) fill(ctx context.Context, dest any, rv reflect.Value) error {
 	switch m := dest.(type) {
 	case map[string]any:
-		return plan.fillMap(ctx, m)
+		return mp.fillMap(ctx, m)
 	case *map[string]any:
-		return plan.fillMap(ctx, *m)
+		return mp.fillMap(ctx, *m)
 	case []map[string]any:
-		return plan.fillMaps(ctx, m)
+		return mp.fillMaps(ctx, m)
 	case *[]map[string]any:
-		return plan.fillMaps(ctx, *m)
+		return mp.fillMaps(ctx, *m)
 	}
-	if rv.Kind() == reflect.Struct {
-		return plan.fillRow(ctx, rv) // no closure: single-row creates stay allocation-free
-	}
-	return idgen.Rows(rv, func(row reflect.Value) error { return plan.fillRow(ctx, row) })
-}
-
-func (mp *modelPlan) fillRow(ctx context.Context, row reflect.Value) error {
-	if row.Type() != mp.schema.ModelType {
-		return fmt.Errorf("%w: model %s: cannot fill IDs into a %s", engine.ErrInvalidConfig, mp.schema.Name, row.Type())
-	}
-	if !row.CanAddr() {
-		return fmt.Errorf("%w: model %s: pass a pointer (or a slice) so IDs can be written back", engine.ErrInvalidConfig, mp.schema.Name)
-	}
-	for i := range mp.fields {
-		pf := &mp.fields[i]
-		// ReflectValueOf, not ValueOf/Set: those box the value, an allocation per row.
-		if err := pf.f.Fill(ctx, pf.gen, pf.sf.ReflectValueOf(ctx, row)); err != nil {
-			return err
+	if err := mp.filler.Fill(ctx, rv); err != nil {
+		if errors.Is(err, idgen.ErrInvalidData) {
+			return dataError{err}
 		}
+		return err
 	}
 	return nil
 }
+
+// dataError is an error in the rows given, which GORM users test for with
+// errors.Is(err, gorm.ErrInvalidData).
+type dataError struct{ err error }
+
+func (e dataError) Error() string   { return e.err.Error() }
+func (e dataError) Unwrap() []error { return []error{e.err, gorm.ErrInvalidData} }
 
 func (mp *modelPlan) fillMaps(ctx context.Context, ms []map[string]any) error {
 	for _, m := range ms {
@@ -178,22 +192,24 @@ func (mp *modelPlan) fillMaps(ctx context.Context, ms []map[string]any) error {
 // it leaves out under its column name.
 func (mp *modelPlan) fillMap(ctx context.Context, m map[string]any) error {
 	if m == nil {
-		return fmt.Errorf("%w: model %s: nil map", engine.ErrInvalidConfig, mp.schema.Name)
+		return dataError{fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name)}
 	}
-	for i := range mp.fields {
-		pf := &mp.fields[i]
-		key := pf.sf.DBName
+	for i, sf := range mp.fields {
+		if sf.DBName == "" {
+			continue // not a column: nothing to insert
+		}
+		key := sf.DBName
 		cur, ok := m[key]
 		if !ok {
-			if cur, ok = m[pf.sf.Name]; ok {
-				key = pf.sf.Name
+			if cur, ok = m[sf.Name]; ok {
+				key = sf.Name
 			}
 		}
 		if ok && !isZero(cur) {
 			continue
 		}
-		v := reflect.New(pf.sf.FieldType).Elem()
-		if err := pf.f.Fill(ctx, pf.gen, v); err != nil {
+		v := reflect.New(sf.FieldType).Elem()
+		if err := mp.filler.FillField(ctx, i, v); err != nil {
 			return err
 		}
 		m[key] = v.Interface()
@@ -212,119 +228,11 @@ func isZero(v any) bool {
 	return rv.IsZero()
 }
 
-// plan returns the cached plan of s, building it on first sight. Errors in
-// tags and field types are cached and returned every time; a registry that
-// cannot produce a generator yet (unknown kind, store down) is asked again
-// next time.
-func (p *Plugin) plan(ctx context.Context, log logger.Interface, s *schema.Schema) (*modelPlan, error) {
-	if r, ok := p.plans.Load(s); ok {
-		res := r.(planResult)
-		return res.plan, res.err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if r, ok := p.plans.Load(s); ok {
-		res := r.(planResult)
-		return res.plan, res.err
-	}
-	fields, err := p.fields(s)
-	if err != nil {
-		p.plans.Store(s, planResult{err: err})
-		return nil, err
-	}
-	mp := &modelPlan{schema: s, fields: fields}
-	for i := range mp.fields {
-		pf := &mp.fields[i]
-		if pf.gen, err = pf.f.Generator(ctx, p.cfg.registry); err != nil {
-			return nil, err
-		}
-	}
-	var desc []string
-	for _, pf := range mp.fields {
-		d := pf.f.Name + " <- " + pf.f.Spec.String()
-		if turnOffAutoIncrement(s, pf.sf) {
-			d += " (auto-increment off)"
-		}
-		desc = append(desc, d)
-	}
-	if len(desc) > 0 {
-		log.Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
-	}
-	p.plans.Store(s, planResult{plan: mp})
-	return mp, nil
-}
-
 func (p *Plugin) logger(db *gorm.DB) logger.Interface {
 	if p.cfg.logger != nil {
 		return p.cfg.logger
 	}
 	return db.Logger
-}
-
-// fields lists the fields of s the plugin fills: the tagged ones, and with
-// WithUntaggedPrimaryKeys an untagged 64-bit integer primary key.
-func (p *Plugin) fields(s *schema.Schema) ([]planField, error) {
-	// Plain reflection also sees tags GORM skips, on unexported fields.
-	if _, err := idgen.PlanOf(s.ModelType); err != nil {
-		return nil, err
-	}
-	var out []planField
-	tagged := map[*schema.Field]bool{}
-	for _, sf := range s.Fields {
-		f, err := idgen.FromStructField(s.Name, strings.Join(sf.BindNames, "."), sf.StructField)
-		if err != nil {
-			return nil, err
-		}
-		if f != nil {
-			out = append(out, planField{sf: sf, f: f})
-			tagged[sf] = true
-		}
-	}
-	if !p.cfg.untagged || len(s.PrimaryFields) != 1 {
-		return out, nil
-	}
-	pk := s.PrimaryFields[0]
-	if tagged[pk] || explicitAutoIncrement(pk) || (pk.GORMDataType != schema.Int && pk.GORMDataType != schema.Uint) {
-		return out, nil
-	}
-	f, err := idgen.NewField(s.Name, pk.Name, pk.FieldType, p.cfg.def)
-	if err != nil {
-		return out, nil // not 64 bits wide: left to the database
-	}
-	return append(out, planField{sf: pk, f: f}), nil
-}
-
-func explicitAutoIncrement(f *schema.Field) bool {
-	v, ok := f.TagSettings["AUTOINCREMENT"]
-	return ok && utils.CheckTruth(v)
-}
-
-// turnOffAutoIncrement undoes the auto-increment GORM implies for an integer
-// primary key the plugin fills, so inserts carry the ID (no RETURNING on
-// PostgreSQL) and AutoMigrate creates a plain BIGINT. A field that asks for
-// autoIncrement or a default in its tag keeps them. It reports whether it
-// changed anything.
-func turnOffAutoIncrement(s *schema.Schema, f *schema.Field) bool {
-	if !f.AutoIncrement {
-		return false
-	}
-	if _, ok := f.TagSettings["AUTOINCREMENT"]; ok {
-		return false
-	}
-	f.AutoIncrement = false
-	if _, ok := f.TagSettings["DEFAULT"]; ok {
-		return true
-	}
-	f.HasDefaultValue = false
-	// A new slice: a Create of another model may be reading the old one.
-	kept := make([]*schema.Field, 0, len(s.FieldsWithDefaultDBValue))
-	for _, d := range s.FieldsWithDefaultDBValue {
-		if d != f {
-			kept = append(kept, d)
-		}
-	}
-	s.FieldsWithDefaultDBValue = kept
-	return true
 }
 
 // Fill fills the tagged (and, with WithUntaggedPrimaryKeys, key) fields of
@@ -341,7 +249,17 @@ func Fill(db *gorm.DB, value any) error {
 	if err != nil {
 		return err
 	}
+	ctx, rv := ctxOf(db), reflect.ValueOf(value)
 	model := db.Statement.Model
+	// Structs and slices of them need no GORM statement: their plan is
+	// found by type, so filling one row costs no allocation.
+	var rowType reflect.Type
+	if model == nil && db.Statement.Table == "" {
+		rowType, _ = idgen.RowType(rv)
+		if mp, ok := p.byType.Load(rowType); ok && rowType != nil {
+			return mp.(*modelPlan).fill(ctx, value, rv)
+		}
+	}
 	if model == nil {
 		model = value
 	}
@@ -349,14 +267,14 @@ func Fill(db *gorm.DB, value any) error {
 	if err := stmt.Parse(model); err != nil {
 		return err
 	}
-	rv := reflect.ValueOf(value)
-	for rv.Kind() == reflect.Pointer {
-		if rv.IsNil() {
-			return fmt.Errorf("%w: Fill of a nil %T", engine.ErrInvalidConfig, value)
-		}
-		rv = rv.Elem()
+	plan, err := p.plan(ctx, p.logger(db), stmt.Schema)
+	if err != nil || plan.filler.Len() == 0 {
+		return err
 	}
-	return p.fill(ctxOf(db), p.logger(db), stmt.Schema, value, rv)
+	if rowType == plan.filler.Type() {
+		p.byType.Store(rowType, plan)
+	}
+	return plan.fill(ctx, value, rv)
 }
 
 // Prepare checks models (and the models of their associations) the way the

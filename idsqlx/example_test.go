@@ -39,24 +39,26 @@ func Example() {
 	db.MustExec(`CREATE TABLE orders (id BIGINT PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, customer TEXT NOT NULL)`)
 	db.MustExec(`CREATE TABLE items (id BIGINT PRIMARY KEY, order_id BIGINT NOT NULL, sku TEXT NOT NULL)`)
 
+	ids := idsqlx.New(reg) // one helper per registry, shared
 	const insert = `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`
 
 	// One row: the IDs are written back into the struct.
 	ada := Order{Customer: "ada"}
-	if _, err := idsqlx.Insert(ctx, db, reg, insert, &ada); err != nil {
+	if _, err := ids.Insert(ctx, db, insert, &ada); err != nil {
 		log.Fatal(err)
 	}
 
-	// Many rows: multi-row INSERTs of up to 1,000 rows each.
+	// Many rows: multi-row INSERTs of up to idsqlx.DefaultBatchSize rows each.
 	batch := []Order{{Customer: "bob"}, {Customer: "cy"}, {ID: 7, Code: "pinned", Customer: "dee"}}
-	n, err := idsqlx.InsertBatch(ctx, db, reg, insert, batch, 1000)
+	n, err := ids.InsertBatch(ctx, db, insert, batch, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	// Hand-written SQL: the ID is drawn when the statement runs.
-	itemID := idsqlx.Next(reg, "snowflake", "")
-	if _, err := db.ExecContext(ctx, `INSERT INTO items (id, order_id, sku) VALUES (?, ?, ?)`, itemID, ada.ID, "pen"); err != nil {
+	// Hand-written SQL: the ID is drawn when the statement runs. Rebind
+	// turns ? into the driver's placeholders ($1, $2, $3 on PostgreSQL).
+	itemID := ids.Next(ctx, "snowflake", "")
+	if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO items (id, order_id, sku) VALUES (?, ?, ?)`), itemID, ada.ID, "pen"); err != nil {
 		log.Fatal(err)
 	}
 	id, err := itemID.ID()
@@ -68,7 +70,7 @@ func Example() {
 	if err := db.Get(&orders, `SELECT count(*) FROM orders`); err != nil {
 		log.Fatal(err)
 	}
-	if err := db.Get(&matching, `SELECT count(*) FROM items WHERE id = ? AND order_id = ?`, id, ada.ID); err != nil {
+	if err := db.Get(&matching, db.Rebind(`SELECT count(*) FROM items WHERE id = ? AND order_id = ?`), id, ada.ID); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("ada has an ID:", ada.ID != 0 && ada.Code != "")

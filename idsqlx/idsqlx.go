@@ -8,19 +8,23 @@
 //		Customer string `db:"customer"`
 //	}
 //
+//	ids := idsqlx.New(reg) // reg from idforge.New; nil means idforge.Default()
 //	o := Order{Customer: "ada"}
-//	_, err := idsqlx.Insert(ctx, db, reg, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
+//	_, err := ids.Insert(ctx, db, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
 //	// o.ID and o.Code are set
 //
-// Every function takes the registry to draw from; nil means idforge.Default(),
-// the process-wide registry with kind "snowflake" on machine.Default()'s
-// machine ID (safe for a single instance unless IDFORGE_MACHINE_ID is set).
+// A [Helper] draws from one engine.Provider (a registry) and caches, per
+// struct type, the fields it fills and their generators. [Helper.Fill] fills
+// a struct or a slice without inserting; [Helper.Insert] and
+// [Helper.InsertBatch] fill and then run sqlx's NamedExecContext, the batch
+// as multi-row INSERTs; [Helper.Next] is a driver.Valuer for hand-written
+// SQL that draws its ID when the statement runs. Only zero values (0, "",
+// nil pointers) are filled: a set ID is kept.
 //
-// [Fill] fills a struct or a slice without inserting; [Insert] and
-// [InsertBatch] fill and then run sqlx's NamedExecContext, the batch as
-// multi-row INSERTs; [Next] is a driver.Valuer for hand-written SQL that draws
-// its ID when the statement runs. Only zero values (0, "", nil pointers) are
-// filled: a set ID is kept.
+// Without a registry (New(nil)) the helper uses idforge.Default(): kind
+// "snowflake" on machine.Default()'s machine ID (safe for a single instance
+// unless IDFORGE_MACHINE_ID is set per instance). Chains ("chain",
+// "segment") need a registry built with a store.
 //
 // IDs are filled at the struct level, not in a database/sql driver wrapper,
 // because a driver sees only argument values and could not write the IDs
@@ -33,6 +37,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 
@@ -41,20 +46,57 @@ import (
 	"github.com/idforge/idforge/internal/idgen"
 )
 
-type bindKey struct {
-	reg *engine.Registry
-	typ reflect.Type
+// ErrInvalidData is wrapped by errors about the rows given rather than the
+// configuration: a nil element of a []*T, a nil pointer.
+var ErrInvalidData = idgen.ErrInvalidData
+
+// DefaultBatchSize is the rows per statement [Helper.InsertBatch] sends when
+// given no batch size; the sharding repositories use the same default.
+const DefaultBatchSize = idgen.DefaultBatchSize
+
+// MaxPlaceholders caps the bind parameters of one statement
+// [Helper.InsertBatch] sends: SQLite's default limit (MySQL/MariaDB and
+// PostgreSQL allow 65,535).
+const MaxPlaceholders = 32766
+
+// Helper fills idgen-tagged fields of rows inserted through sqlx. Make one
+// with [New] per registry and share it: it is safe for concurrent use and
+// caches each struct type's fields and generators.
+type Helper struct {
+	p     engine.Provider // nil: idforge.Default()
+	plans sync.Map        // reflect.Type -> *typePlan
 }
 
-// bindings caches each (registry, struct type)'s generators, so filling
-// takes no registry lock. Only successes are cached: a kind registered later,
-// or a store back up, is picked up on the next call.
-var bindings sync.Map // bindKey -> []engine.Generator
+// typePlan is what a Helper knows of one struct type. A tag error is kept
+// and returned every time; the filler is bound on first success, so a kind
+// registered later, or a store back up, is picked up on the next call.
+type typePlan struct {
+	plan   *idgen.Plan
+	err    error
+	filler atomic.Pointer[idgen.Filler]
+}
 
-// registry returns reg, or idforge.Default() for nil.
-func registry(reg *engine.Registry) (*engine.Registry, error) {
-	if reg != nil {
-		return reg, nil
+// New returns a helper drawing from p, a registry from idforge.New or any
+// other engine.Provider; nil means idforge.Default().
+func New(p engine.Provider) *Helper {
+	if isNil(p) {
+		p = nil
+	}
+	return &Helper{p: p}
+}
+
+func isNil(p engine.Provider) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// provider returns the helper's provider, or the default registry.
+func (h *Helper) provider() (engine.Provider, error) {
+	if h.p != nil {
+		return h.p, nil
 	}
 	def, err := idforge.Default()
 	if err != nil {
@@ -63,109 +105,73 @@ func registry(reg *engine.Registry) (*engine.Registry, error) {
 	return def.Registry, nil
 }
 
-func bound(ctx context.Context, reg *engine.Registry, t reflect.Type) (*idgen.Plan, []engine.Generator, error) {
-	plan, err := idgen.PlanOf(t)
+// filler returns the bound filler of struct type t.
+func (h *Helper) filler(ctx context.Context, t reflect.Type) (*idgen.Filler, error) {
+	tp, ok := h.plans.Load(t)
+	if !ok {
+		plan, err := idgen.NewPlan(t)
+		tp, _ = h.plans.LoadOrStore(t, &typePlan{plan: plan, err: err})
+	}
+	e := tp.(*typePlan)
+	if e.err != nil {
+		return nil, e.err
+	}
+	if f := e.filler.Load(); f != nil {
+		return f, nil
+	}
+	p, err := h.provider()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if reg, err = registry(reg); err != nil {
-		return nil, nil, err
-	}
-	k := bindKey{reg, t}
-	if gens, ok := bindings.Load(k); ok {
-		return plan, gens.([]engine.Generator), nil
-	}
-	gens, err := plan.Bind(ctx, reg)
+	f, err := e.plan.Bind(ctx, p)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	bindings.Store(k, gens)
-	return plan, gens, nil
+	e.filler.CompareAndSwap(nil, f)
+	return e.filler.Load(), nil
 }
 
-// Fill fills the zero-valued idgen-tagged fields of v with IDs from reg's
-// generators: v is a pointer to a struct, a slice of structs or of pointers
-// to structs, or a pointer to a slice or array. A tag mistake, a field that
-// cannot hold an ID or a kind reg does not know is an error naming the type
-// and the field (wrapping engine.ErrInvalidConfig or
-// engine.ErrUnknownGenerator), as is a value the IDs could not be written
-// back into.
-func Fill(ctx context.Context, reg *engine.Registry, v any) error {
-	rv, elem, err := target(v)
-	if err != nil {
-		return err
-	}
-	plan, gens, err := bound(ctx, reg, elem)
-	if err != nil || len(plan.Fields) == 0 {
-		return err
-	}
-	if rv.Kind() == reflect.Struct {
-		return plan.FillRow(ctx, gens, rv)
-	}
-	return idgen.Rows(rv, func(row reflect.Value) error { return plan.FillRow(ctx, gens, row) })
-}
-
-// target resolves v to the value to fill (a struct, slice or array, its
-// elements settable) and the struct type of its rows.
-func target(v any) (reflect.Value, reflect.Type, error) {
+// Fill fills the zero-valued idgen-tagged fields of v: v is a pointer to a
+// struct, a slice of structs or of pointers to structs, or a pointer to a
+// slice or array. A tag mistake, a field that cannot hold an ID or a kind the
+// registry does not know is an error naming the type and the field (wrapping
+// engine.ErrInvalidConfig or engine.ErrUnknownGenerator), as is a value the
+// IDs could not be written back into; a nil row wraps [ErrInvalidData].
+func (h *Helper) Fill(ctx context.Context, v any) error {
 	rv := reflect.ValueOf(v)
-	if !rv.IsValid() {
-		return rv, nil, fmt.Errorf("%w: idsqlx: nil value", engine.ErrInvalidConfig)
+	t, err := idgen.RowType(rv)
+	if err != nil {
+		return err
 	}
-	direct := rv.Kind() == reflect.Slice // slice elements are settable without a pointer
-	for rv.Kind() == reflect.Pointer {
-		if rv.IsNil() {
-			return rv, nil, fmt.Errorf("%w: idsqlx: nil %T", engine.ErrInvalidConfig, v)
-		}
-		rv, direct = rv.Elem(), true
+	f, err := h.filler(ctx, t)
+	if err != nil || f.Len() == 0 {
+		return err
 	}
-	t := rv.Type()
-	if k := rv.Kind(); k == reflect.Slice || k == reflect.Array {
-		t = t.Elem()
-		if t.Kind() == reflect.Pointer {
-			t, direct = t.Elem(), true
-		}
-	}
-	if t.Kind() != reflect.Struct {
-		return rv, nil, fmt.Errorf("%w: idsqlx: cannot fill IDs into %T (want a pointer to a struct or a slice of structs)", engine.ErrInvalidConfig, v)
-	}
-	if !direct {
-		return rv, nil, fmt.Errorf("%w: idsqlx: %T is passed by value: pass a pointer so the IDs can be written back", engine.ErrInvalidConfig, v)
-	}
-	return rv, t, nil
+	return f.Fill(ctx, rv)
 }
 
 // isMap reports whether arg is a map sqlx binds by key. Maps carry no tags:
-// they are passed through, and may hold [Next] values.
+// they are passed through, and may hold [Helper.Next] values.
 func isMap(arg any) bool {
 	t := reflect.TypeOf(arg)
 	return t != nil && t.Kind() == reflect.Map
 }
 
-// Insert fills arg's IDs (see [Fill]) and runs query with sqlx's
+// Insert fills arg's IDs (see [Helper.Fill]) and runs query with sqlx's
 // NamedExecContext, for example
 //
 //	INSERT INTO orders (id, customer) VALUES (:id, :customer)
 //
 // arg is a pointer to a struct, so the caller sees the IDs. A map is passed
-// through unfilled: put [Next] values in it.
-func Insert(ctx context.Context, db sqlx.ExtContext, reg *engine.Registry, query string, arg any) (sql.Result, error) {
+// through unfilled: put [Helper.Next] values in it.
+func (h *Helper) Insert(ctx context.Context, db sqlx.ExtContext, query string, arg any) (sql.Result, error) {
 	if !isMap(arg) {
-		if err := Fill(ctx, reg, arg); err != nil {
+		if err := h.Fill(ctx, arg); err != nil {
 			return nil, err
 		}
 	}
 	return sqlx.NamedExecContext(ctx, db, query, arg)
 }
-
-// MaxPlaceholders caps the bind parameters of one statement [InsertBatch]
-// sends: SQLite's default limit (MySQL/MariaDB and PostgreSQL allow 65,535).
-const MaxPlaceholders = 32766
-
-// DefaultBatchSize is the rows per statement [InsertBatch] sends when given
-// no batch size. Larger statements gain little, and the pure-Go SQLite driver
-// binds a statement's parameters in time that grows faster than their number.
-const DefaultBatchSize = 500
 
 // InsertBatch fills the IDs of every row of rows (a slice of structs or of
 // pointers, or a pointer to a slice or array) and inserts them with sqlx's
@@ -177,8 +183,8 @@ const DefaultBatchSize = 500
 // The chunks are separate statements: pass a *sqlx.Tx to make them atomic.
 // Rows are filled before the first chunk is sent, so on error every row
 // holds an ID whether or not it was inserted.
-func InsertBatch(ctx context.Context, db sqlx.ExtContext, reg *engine.Registry, query string, rows any, batchSize int) (int64, error) {
-	if err := Fill(ctx, reg, rows); err != nil {
+func (h *Helper) InsertBatch(ctx context.Context, db sqlx.ExtContext, query string, rows any, batchSize int) (int64, error) {
+	if err := h.Fill(ctx, rows); err != nil {
 		return 0, err
 	}
 	rv := reflect.Indirect(reflect.ValueOf(rows))

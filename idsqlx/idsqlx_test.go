@@ -105,7 +105,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			reg := newRegistry(t)
+			ids := idsqlx.New(newRegistry(t))
 			db := d.x
 			want := map[int64]Row{}
 			keep := func(rs ...*Row) {
@@ -121,13 +121,13 @@ func TestInsertOnAllDatabases(t *testing.T) {
 			}
 
 			one := Row{Name: "one"}
-			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, &one); err != nil {
+			if _, err := ids.Insert(ctx, db, insertRow, &one); err != nil {
 				t.Fatal(err)
 			}
 			keep(&one)
 
 			pinned := Row{ID: 42, U: 42, E: 42, Code: "pinned", Name: "pinned"}
-			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, &pinned); err != nil {
+			if _, err := ids.Insert(ctx, db, insertRow, &pinned); err != nil {
 				t.Fatal(err)
 			}
 			if pinned.ID != 42 || pinned.U != 42 || pinned.E != 42 || pinned.Code != "pinned" {
@@ -137,7 +137,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 
 			// Bulk named insert of a slice of pointers in one statement.
 			ptrs := []*Row{{Name: "p0"}, {Name: "p1"}, {Name: "p2"}}
-			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, ptrs); err != nil {
+			if _, err := ids.Insert(ctx, db, insertRow, ptrs); err != nil {
 				t.Fatal(err)
 			}
 			keep(ptrs...)
@@ -155,7 +155,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 				for i := range batch {
 					batch[i].Name = fmt.Sprintf("b%d-%d", c.rows, i)
 				}
-				n, err := idsqlx.InsertBatch(ctx, db, reg, insertRow, batch, c.batch)
+				n, err := ids.InsertBatch(ctx, db, insertRow, batch, c.batch)
 				if err != nil || n != int64(c.rows) {
 					t.Fatalf("InsertBatch(%d, %d) = %d, %v", c.rows, c.batch, n, err)
 				}
@@ -164,13 +164,13 @@ func TestInsertOnAllDatabases(t *testing.T) {
 				}
 			}
 			arr := [2]Row{{Name: "a0"}, {Name: "a1"}}
-			if n, err := idsqlx.InsertBatch(ctx, db, reg, insertRow, &arr, 0); err != nil || n != 2 {
+			if n, err := ids.InsertBatch(ctx, db, insertRow, &arr, 0); err != nil || n != 2 {
 				t.Fatalf("InsertBatch(&array) = %d, %v", n, err)
 			}
 			keep(&arr[0], &arr[1])
 
 			// Hand-written SQL with Next values.
-			id, u, e := idsqlx.Next(reg, "snowflake", ""), idsqlx.NextContext(ctx, reg, "chain", "u"), idsqlx.Next(reg, "snowflake", "")
+			id, u, e := ids.Next(ctx, "snowflake", ""), ids.Next(ctx, "chain", "u"), ids.Next(ctx, "snowflake", "")
 			if _, err := db.ExecContext(ctx, db.Rebind("INSERT INTO rows_t (id, u, e, code, name) VALUES (?, ?, ?, ?, ?)"), id, u, e, "raw", "raw"); err != nil {
 				t.Fatal(err)
 			}
@@ -183,9 +183,9 @@ func TestInsertOnAllDatabases(t *testing.T) {
 			want[rawID] = Row{ID: rawID, U: uint64(rawU), E: engine.ID(rawE), Code: "raw", Name: "raw"}
 
 			// A map is passed through, and can carry Next values.
-			mid := idsqlx.Next(reg, "snowflake", "")
-			m := map[string]any{"id": mid, "u": idsqlx.Next(reg, "chain", "u"), "e": 7, "code": "map", "name": "map"}
-			if _, err := idsqlx.Insert(ctx, db, reg, insertRow, m); err != nil {
+			mid := ids.Next(ctx, "snowflake", "")
+			m := map[string]any{"id": mid, "u": ids.Next(ctx, "chain", "u"), "e": 7, "code": "map", "name": "map"}
+			if _, err := ids.Insert(ctx, db, insertRow, m); err != nil {
 				t.Fatal(err)
 			}
 			mapID, _ := mid.ID()
@@ -216,6 +216,7 @@ type UnknownKind struct {
 func TestFillErrors(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)
+	ids := idsqlx.New(reg)
 	cases := []struct {
 		v    any
 		is   error
@@ -227,15 +228,15 @@ func TestFillErrors(t *testing.T) {
 		{&KeyTypo{}, engine.ErrInvalidConfig, `model KeyTypo field ID: tag key "idgn" looks like a misspelt "idgen"`},
 		{Row{}, engine.ErrInvalidConfig, "pass a pointer"},
 		{[2]Row{}, engine.ErrInvalidConfig, "pass a pointer"},
-		{(*Row)(nil), engine.ErrInvalidConfig, "nil"},
-		{[]*Row{{}, nil}, engine.ErrInvalidConfig, "element 1"},
+		{(*Row)(nil), idsqlx.ErrInvalidData, "nil *idsqlx_test.Row"},
+		{[]*Row{{}, nil}, idsqlx.ErrInvalidData, "element 1 of []*idsqlx_test.Row is nil"},
 		{map[string]any{}, engine.ErrInvalidConfig, "cannot fill"},
 		{&[]int64{1}, engine.ErrInvalidConfig, "cannot fill"},
-		{nil, engine.ErrInvalidConfig, "nil value"},
+		{nil, idsqlx.ErrInvalidData, "nil value"},
 	}
 	for _, c := range cases {
 		for attempt := range 2 {
-			err := idsqlx.Fill(ctx, reg, c.v)
+			err := ids.Fill(ctx, c.v)
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("Fill(%T) attempt %d: %v; want %v saying %q", c.v, attempt, err, c.is, c.says)
 			}
@@ -246,7 +247,7 @@ func TestFillErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := UnknownKind{}
-	if err := idsqlx.Fill(ctx, reg, &u); err != nil || u.ID != 9 {
+	if err := ids.Fill(ctx, &u); err != nil || u.ID != 9 {
 		t.Errorf("after registering the kind: %+v, %v", u, err)
 	}
 }
@@ -254,8 +255,9 @@ func TestFillErrors(t *testing.T) {
 func TestFillKeepsSetValues(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)
+	ids := idsqlx.New(reg)
 	rows := []Row{{ID: 5, Code: "x"}, {}}
-	if err := idsqlx.Fill(ctx, reg, rows); err != nil {
+	if err := ids.Fill(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows[0].ID != 5 || rows[0].Code != "x" || rows[0].U == 0 || rows[0].E == 0 {
@@ -275,23 +277,29 @@ func TestValue(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	v := idsqlx.Next(reg, "count", "")
+	ids := idsqlx.New(reg)
+	v := ids.Next(ctx, "count", "")
 	a, err1 := v.Value()
 	b, err2 := v.Value()
 	id, err3 := v.ID()
 	if err := errors.Join(err1, err2, err3); err != nil || a != int64(1) || b != int64(1) || id != 1 || draws.Load() != 1 {
 		t.Fatalf("Value twice: %v %v, ID %d, %d draws, %v", a, b, id, draws.Load(), err)
 	}
-	early := idsqlx.Next(reg, "count", "")
+	early := ids.Next(ctx, "count", "")
 	if id, err := early.ID(); err != nil || id != 2 {
 		t.Fatalf("ID before the statement: %d, %v", id, err)
 	}
 	if got, _ := early.Value(); got != int64(2) {
 		t.Fatalf("the statement used %v, not the ID read before", got)
 	}
-	for _, v := range []*idsqlx.Value{idsqlx.Next(reg, "broken", ""), idsqlx.Next(reg, "nope", "")} {
+	for _, v := range []*idsqlx.Value{ids.Next(ctx, "broken", ""), ids.Next(ctx, "nope", "")} {
 		if _, err := v.Value(); err == nil {
 			t.Error("Value without a working generator succeeded")
+		}
+	}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if got := fmt.Sprintf(format, v); got != `idsqlx.Next("count", "")` {
+			t.Errorf("Sprintf(%q, value) = %s", format, got)
 		}
 	}
 	ctxDone, cancel := context.WithCancel(ctx)
@@ -301,7 +309,7 @@ func TestValue(t *testing.T) {
 	if err := reg2.Register("ctx", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) { seen = ctx.Err(); return 1, nil })); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := idsqlx.NextContext(ctxDone, reg2, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
+	if _, err := idsqlx.New(reg2).Next(ctxDone, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
 		t.Fatalf("NextContext: the generator saw %v (%v)", seen, err)
 	}
 }
@@ -312,12 +320,20 @@ func TestValueErrorOnAllDatabases(t *testing.T) {
 	if err := reg.Register("broken", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })); err != nil {
 		t.Fatal(err)
 	}
+	ids, ctx := idsqlx.New(reg), context.Background()
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			v := idsqlx.Next(reg, "broken", "")
+			v := ids.Next(ctx, "broken", "")
 			_, err := d.x.Exec(d.x.Rebind("INSERT INTO rows_t (id, u, e, code, name) VALUES (?, 1, 1, 'x', 'x')"), v)
 			if !errors.Is(err, engine.ErrStoreUnavailable) {
 				t.Fatalf("Exec with a failing Value: %v", err)
+			}
+			// Drivers print their arguments (pgx: "unable to encode %v"): a Value
+			// shows what it draws from, never its context or its sync.Once.
+			for _, internal := range []string{"once", "ctx:", "&idsqlx.Value{", "0x"} {
+				if strings.Contains(err.Error(), internal) {
+					t.Fatalf("the error shows the Value's internals (%q): %v", internal, err)
+				}
 			}
 			if _, err := v.ID(); !errors.Is(err, engine.ErrStoreUnavailable) {
 				t.Fatalf("ID after a failed draw: %v", err)
@@ -334,7 +350,7 @@ func TestConcurrentInsertsOnAllDatabases(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			reg := newRegistry(t)
+			ids := idsqlx.New(newRegistry(t))
 			rows := make([][]Row, workers)
 			errs := make([]error, workers)
 			var start, wg sync.WaitGroup
@@ -348,12 +364,12 @@ func TestConcurrentInsertsOnAllDatabases(t *testing.T) {
 					start.Wait()
 					mine := rows[w]
 					for i := range 100 {
-						if _, err := idsqlx.Insert(ctx, d.x, reg, insertRow, &mine[i]); err != nil {
+						if _, err := ids.Insert(ctx, d.x, insertRow, &mine[i]); err != nil {
 							errs[w] = err
 							return
 						}
 					}
-					if _, err := idsqlx.InsertBatch(ctx, d.x, reg, insertRow, mine[100:], chunk); err != nil {
+					if _, err := ids.InsertBatch(ctx, d.x, insertRow, mine[100:], chunk); err != nil {
 						errs[w] = err
 					}
 				})
@@ -387,11 +403,12 @@ type SnowflakeOnly struct {
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
 	t.Setenv(machine.MachineIDEnv, "5")
+	ctx, def := context.Background(), idsqlx.New(nil)
 	var r SnowflakeOnly
-	if err := idsqlx.Fill(context.Background(), nil, &r); err != nil {
+	if err := def.Fill(context.Background(), &r); err != nil {
 		t.Fatal(err)
 	}
-	v := idsqlx.Next(nil, "snowflake", "")
+	v := def.Next(ctx, "snowflake", "")
 	id, err := v.ID()
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +418,16 @@ func TestDefaultRegistry(t *testing.T) {
 			t.Fatalf("id %d from the default registry: %+v, %v", id, parts, err)
 		}
 	}
-	if err := idsqlx.Fill(context.Background(), nil, &Row{}); !errors.Is(err, engine.ErrUnknownGenerator) {
+	// Chains need a registry built with a store: both ways of asking say so.
+	const hint = `kind "chain" needs a registry built with a store`
+	if err := def.Fill(ctx, &Row{}); !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), hint) || !strings.Contains(err.Error(), "model Row field U") {
 		t.Fatalf("kind chain is not in the default registry: %v", err)
+	}
+	if _, err := def.Next(ctx, "chain", "order").ID(); !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), hint) || !strings.Contains(err.Error(), `idsqlx.Next("chain", "order")`) {
+		t.Fatalf("Next on kind chain of the default registry: %v", err)
+	}
+	// A typed nil registry is no registry, not a panic.
+	if err := idsqlx.New((*engine.Registry)(nil)).Fill(ctx, &SnowflakeOnly{}); err != nil {
+		t.Fatalf("typed nil registry: %v", err)
 	}
 }

@@ -3,21 +3,26 @@ package idsqlx
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"sync"
 
-	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/idgen"
 )
 
 // Value is an ID for hand-written SQL: a driver.Valuer that draws from the
-// registry's generator when the statement runs, once, however often the
-// driver asks. Use one Value per row inserted.
+// helper's generator when the statement runs, once, however often the
+// driver asks. Use one Value per row inserted. Rebind the query for the
+// driver's placeholders ($1 on PostgreSQL):
 //
-//	id := idsqlx.Next(reg, "snowflake", "")
-//	_, err := db.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", id, "ada")
-//	n, _ := id.ID() // the ID the row got
+//	id := ids.Next(ctx, "snowflake", "")
+//	_, err := db.ExecContext(ctx, db.Rebind("INSERT INTO orders (id, customer) VALUES (?, ?)"), id, "ada")
+//	n, err := id.ID() // the ID the row got
+//
+// A Value prints as what it draws from (idsqlx.Next("chain", "order")),
+// never its internals.
 type Value struct {
 	ctx        context.Context
-	reg        *engine.Registry
+	h          *Helper
 	kind, name string
 
 	once sync.Once
@@ -26,29 +31,34 @@ type Value struct {
 }
 
 // Next returns a Value drawing from kind and name ("" for the kind's shared
-// default) of reg, with a background context.
-func Next(reg *engine.Registry, kind, name string) *Value {
-	return NextContext(context.Background(), reg, kind, name)
-}
-
-// NextContext is [Next] with the context the draw honours (a segment chain
-// that has run dry waits for it).
-func NextContext(ctx context.Context, reg *engine.Registry, kind, name string) *Value {
-	return &Value{ctx: ctx, reg: reg, kind: kind, name: name}
+// default) of the helper's registry when the statement runs, with ctx (a
+// segment chain that has run dry waits for it).
+func (h *Helper) Next(ctx context.Context, kind, name string) *Value {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &Value{ctx: ctx, h: h, kind: kind, name: name}
 }
 
 func (v *Value) draw() {
-	reg, err := registry(v.reg)
+	p, err := v.h.provider()
 	if err != nil {
 		v.err = err
 		return
 	}
-	v.id, v.err = reg.NextID(v.ctx, v.kind, v.name)
+	g, err := p.Generator(v.ctx, v.kind, v.name)
+	if err != nil {
+		v.err = fmt.Errorf("%s: %w%s", v, err, idgen.StoreHint(v.kind, err))
+		return
+	}
+	if v.id, err = g.NextID(v.ctx); err != nil {
+		v.err = fmt.Errorf("%s: %w", v, err)
+	}
 }
 
 // Value implements driver.Valuer: the ID as an int64, drawn on the first
-// call. A generator error is returned as is (database/sql wraps it with %w,
-// so errors.Is still finds engine's sentinels).
+// call. A generator error wraps engine's sentinels (database/sql wraps it
+// with %w, so errors.Is still finds them).
 func (v *Value) Value() (driver.Value, error) {
 	v.once.Do(v.draw)
 	if v.err != nil {
@@ -64,3 +74,12 @@ func (v *Value) ID() (int64, error) {
 	v.once.Do(v.draw)
 	return v.id, v.err
 }
+
+// String names what the Value draws from, so that drivers and loggers that
+// print their arguments show that and not the Value's internals.
+func (v *Value) String() string {
+	return fmt.Sprintf("idsqlx.Next(%q, %q)", v.kind, v.name)
+}
+
+// GoString is [Value.String], for %#v.
+func (v *Value) GoString() string { return v.String() }

@@ -1,6 +1,11 @@
-// Package idgen is what the GORM plugin and the sqlx helper share: the one
-// `idgen` struct-tag syntax, the checks that a tagged field can hold an ID,
-// and filling a zero-valued field by reflection.
+// Package idgen is what the GORM plugin, the sqlx helper and the sharding
+// repositories share: the one `idgen` struct-tag syntax, the checks that a
+// tagged field can hold an ID, the one row walker that fills zero-valued
+// fields ([Filler]), and the one batch default ([DefaultBatchSize]).
+//
+// A [Plan] is parsed from a struct type by [NewPlan]; binding it to an
+// engine.Provider gives a [Filler]. Callers keep their own caches of both:
+// this package holds no state.
 //
 // The tag is `idgen:"<kind>[,name=<name>][,format=<format>]"`:
 //
@@ -11,7 +16,7 @@
 // Tagged fields may be int64, uint64, int (on 64-bit platforms), engine.ID or
 // any other type of those kinds, string, or a pointer to one of them. Every
 // mistake (an unknown option, an empty kind, a bad format, a field that cannot
-// hold an ID, a kind the registry does not know) is an error that names the
+// hold an ID, a kind the provider does not know) is an error that names the
 // model and the field and wraps [engine.ErrInvalidConfig] or
 // [engine.ErrUnknownGenerator], so callers test it with errors.Is without
 // importing this package. So is a tag key one typo away from "idgen"

@@ -2,6 +2,7 @@ package idgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -99,26 +100,30 @@ func fieldError(model, name, why string) error {
 	return fmt.Errorf("%w: model %s field %s: %s", engine.ErrInvalidConfig, model, name, why)
 }
 
-// Generator looks the field's generator up in reg. An unknown kind or name
-// wraps [engine.ErrUnknownGenerator]. Callers cache the result: the hot path
-// should not take the registry's lock.
-func (f *Field) Generator(ctx context.Context, reg *engine.Registry) (engine.Generator, error) {
-	if reg == nil {
-		return nil, fmt.Errorf("%w: model %s field %s: no registry", engine.ErrInvalidConfig, f.Model, f.Name)
+// Generator asks p for the field's generator. An unknown kind or name wraps
+// [engine.ErrUnknownGenerator] and says which registry provides the segment
+// kinds. Callers cache the result: the hot path should not take the
+// provider's lock.
+func (f *Field) Generator(ctx context.Context, p engine.Provider) (engine.Generator, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: model %s field %s: no registry to draw IDs from", engine.ErrInvalidConfig, f.Model, f.Name)
 	}
-	if !reg.Has(f.Spec.Kind) {
-		hint := ""
-		if f.Spec.Kind == "chain" || f.Spec.Kind == "segment" {
-			hint = "; segment kinds need a store: build the registry with idforge.New(ctx, idforge.WithStore(st)) and pass it to the plugin or helper"
-		}
-		return nil, fmt.Errorf("%w: model %s field %s: tag `%s:%q`: kind %q is not registered (registered kinds: %v)%s",
-			engine.ErrUnknownGenerator, f.Model, f.Name, TagKey, f.Spec, f.Spec.Kind, reg.Kinds(), hint)
-	}
-	g, err := reg.Generator(ctx, f.Spec.Kind, f.Spec.Name)
+	g, err := p.Generator(ctx, f.Spec.Kind, f.Spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("model %s field %s: %w", f.Model, f.Name, err)
+		return nil, fmt.Errorf("model %s field %s: tag `%s:%q`: %w%s", f.Model, f.Name, TagKey, f.Spec, err, StoreHint(f.Spec.Kind, err))
 	}
 	return g, nil
+}
+
+// StoreHint explains an error drawing from a segment kind the registry does
+// not have (the empty string for any other error): only a registry built on a
+// store has them, and the default registry has none.
+func StoreHint(kind string, err error) string {
+	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != "chain" && kind != "segment") {
+		return ""
+	}
+	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New with a Store), "+
+		"passed to idplugin.WithRegistry or idsqlx.New: the default registry, used when none is given, has only \"snowflake\"", kind)
 }
 
 // IsZero reports whether v, a value of the field's type, still needs an ID:

@@ -84,7 +84,7 @@ func counterRegistry(t testing.TB) (*engine.Registry, *atomic.Int64) {
 }
 
 func TestPlanFillsZeroFieldsOnly(t *testing.T) {
-	p, err := PlanOf(reflect.TypeFor[Good]())
+	p, err := NewPlan(reflect.TypeFor[Good]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,18 +96,15 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("fields %q, want %q", got, want)
 	}
-	if again, _ := PlanOf(reflect.TypeFor[Good]()); again != p {
-		t.Error("PlanOf did not cache the plan")
-	}
 	reg, _ := counterRegistry(t)
-	gens, err := p.Bind(context.Background(), reg)
+	fl, err := p.Bind(context.Background(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zero := int64(0)
 	g := Good{Pinned: 7, PI: &zero}
 	keep := g.PI
-	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(&g).Elem()); err != nil {
+	if err := fl.Fill(context.Background(), reflect.ValueOf(&g)); err != nil {
 		t.Fatal(err)
 	}
 	r62, _ := convert.ByName("radix62", convert.Padded())
@@ -156,7 +153,7 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 	}
 
 	before := g
-	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(&g).Elem()); err != nil {
+	if err := fl.Fill(context.Background(), reflect.ValueOf(&g).Elem()); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(before, g) {
@@ -201,12 +198,9 @@ func TestFieldErrorsNameModelAndField(t *testing.T) {
 	}
 	for _, c := range cases {
 		typ := reflect.TypeOf(c.value)
-		_, err := PlanOf(typ)
+		_, err := NewPlan(typ)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), "model "+typ.String()+" "+c.field) || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: got %v; want %v naming %q and saying %q", typ, err, c.is, c.field, c.why)
-		}
-		if _, again := PlanOf(typ); again == nil || again.Error() != err.Error() {
-			t.Errorf("%s: the error is not reported again: %v", typ, again)
 		}
 	}
 }
@@ -216,7 +210,7 @@ type Order struct {
 }
 
 func TestUnknownKindNamesModelAndField(t *testing.T) {
-	p, err := PlanOf(reflect.TypeFor[Order]())
+	p, err := NewPlan(reflect.TypeFor[Order]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +218,25 @@ func TestUnknownKindNamesModelAndField(t *testing.T) {
 	_, err = p.Bind(context.Background(), reg)
 	if !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), "model Order field ID") || !strings.Contains(err.Error(), `"chian"`) {
 		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(err.Error(), "store") {
+		t.Fatalf("the store hint is for segment kinds only: %v", err)
+	}
+	// A segment kind the registry lacks says where chains come from.
+	type Invoice struct {
+		No int64 `idgen:"chain,name=invoice"`
+	}
+	snowOnly := engine.NewRegistry()
+	if err := snowOnly.Register("snowflake", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 1, nil })); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := NewPlan(reflect.TypeFor[Invoice]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ip.Bind(context.Background(), snowOnly)
+	if !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), "needs a registry built with a store") || !strings.Contains(err.Error(), "model Invoice field No") {
+		t.Fatalf("chain on a snowflake-only registry: %v", err)
 	}
 	if _, err := p.Bind(context.Background(), nil); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("nil registry: %v", err)
@@ -248,37 +261,72 @@ func TestGeneratorErrorAndNegativeUnsigned(t *testing.T) {
 }
 
 func TestNotSettable(t *testing.T) {
-	p, err := PlanOf(reflect.TypeFor[Base]())
+	p, err := NewPlan(reflect.TypeFor[Base]())
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg, _ := counterRegistry(t)
-	gens, _ := p.Bind(context.Background(), reg)
-	err = p.FillRow(context.Background(), gens, reflect.ValueOf(Base{}))
-	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "pass a pointer") {
-		t.Fatalf("got %v", err)
+	fl, _ := p.Bind(context.Background(), reg)
+	for _, v := range []any{Base{}, [2]Base{{ID: 1}, {}}} {
+		err = fl.Fill(context.Background(), reflect.ValueOf(v))
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "pass a pointer") {
+			t.Fatalf("%T: got %v", v, err)
+		}
 	}
 	// A set id in an unaddressable struct needs no write and is fine.
-	if err := p.FillRow(context.Background(), gens, reflect.ValueOf(Base{ID: 3})); err != nil {
+	if err := fl.Fill(context.Background(), reflect.ValueOf(Base{ID: 3})); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestRows(t *testing.T) {
-	var n int
-	count := func(reflect.Value) error { n++; return nil }
+func TestWalker(t *testing.T) {
+	p, err := NewPlan(reflect.TypeFor[Base]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, n := counterRegistry(t)
+	fl, err := p.Bind(context.Background(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, arr, ptrs := Base{}, [2]*Base{{}, {ID: 5}}, []*Base{{}}
+	var anys []any = []any{&Base{}, &Base{}}
 	for _, c := range []struct {
 		v    any
-		rows int
-	}{{Base{}, 1}, {[]Base{{}, {}}, 2}, {[2]*Base{{}, {}}, 2}, {[]*Base{{}}, 1}, {[]Base{}, 0}} {
-		n = 0
-		if err := Rows(reflect.ValueOf(c.v), count); err != nil || n != c.rows {
-			t.Errorf("%T: %d rows, %v; want %d", c.v, n, err, c.rows)
+		rows int64
+	}{{&one, 1}, {[]Base{{}, {}}, 2}, {arr, 1}, {&arr, 0}, {ptrs, 1}, {[]Base{}, 0}, {[]*Base(nil), 0}, {&[]Base{{}, {}, {}}, 3}, {anys, 2}} {
+		before := n.Load()
+		if err := fl.Fill(context.Background(), reflect.ValueOf(c.v)); err != nil || n.Load()-before != c.rows {
+			t.Errorf("%T: %d rows filled, %v; want %d", c.v, n.Load()-before, err, c.rows)
 		}
 	}
-	for _, v := range []any{[]*Base{{}, nil}, []int{1}, 5, map[string]any{}} {
-		if err := Rows(reflect.ValueOf(v), count); !errors.Is(err, engine.ErrInvalidConfig) {
+	if one.ID == 0 || arr[0].ID == 0 || arr[1].ID != 5 || ptrs[0].ID == 0 || anys[1].(*Base).ID == 0 {
+		t.Errorf("rows not filled: %+v %+v %+v %+v", one, arr, ptrs[0], anys[1])
+	}
+	for _, v := range []any{[]*Base{{}, nil}, (*Base)(nil), []any{&Base{}, nil}, []any{&Base{}, &Good{}}, nil} {
+		if err := fl.Fill(context.Background(), reflect.ValueOf(v)); !errors.Is(err, ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%T: %v, want ErrInvalidData", v, err)
+		}
+	}
+	if err := fl.Fill(context.Background(), reflect.ValueOf([]*Base{{}, nil})); err == nil || !strings.Contains(err.Error(), "element 1 of []*idgen.Base is nil") {
+		t.Errorf("nil element: %v", err)
+	}
+	for _, v := range []any{[]int{1}, 5, map[string]any{}, &Good{}, []Good{{}}} {
+		if err := fl.Fill(context.Background(), reflect.ValueOf(v)); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("%T: %v", v, err)
+		}
+	}
+	for _, c := range []struct {
+		v    any
+		want reflect.Type
+	}{{Base{}, reflect.TypeFor[Base]()}, {&[]*Base{}, reflect.TypeFor[Base]()}, {[2]Good{}, reflect.TypeFor[Good]()}, {[]any{&Base{}}, reflect.TypeFor[Base]()}} {
+		if got, err := RowType(reflect.ValueOf(c.v)); got != c.want || err != nil {
+			t.Errorf("RowType(%T) = %v, %v", c.v, got, err)
+		}
+	}
+	for _, v := range []any{nil, 5, []int{}, map[string]any{}} {
+		if _, err := RowType(reflect.ValueOf(v)); err == nil {
+			t.Errorf("RowType(%T) succeeded", v)
 		}
 	}
 }
@@ -292,8 +340,8 @@ type Wide struct {
 
 func TestAllocations(t *testing.T) {
 	reg, _ := counterRegistry(t)
-	p, _ := PlanOf(reflect.TypeFor[Wide]())
-	gens, err := p.Bind(context.Background(), reg)
+	p, _ := NewPlan(reflect.TypeFor[Wide]())
+	fl, err := p.Bind(context.Background(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +350,7 @@ func TestAllocations(t *testing.T) {
 	allocs := testing.AllocsPerRun(len(rows)-1, func() {
 		row := &rows[i]
 		i++
-		if err := p.FillRow(context.Background(), gens, reflect.ValueOf(row).Elem()); err != nil {
+		if err := fl.Fill(context.Background(), reflect.ValueOf(row)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -315,14 +363,14 @@ func TestAllocations(t *testing.T) {
 func TestMisspeltTagKey(t *testing.T) {
 	for _, tag := range []string{`idgne:"snowflake"`, `idgn:"snowflake"`, `IDGEN:"snowflake"`, `igden:"snowflake"`, `json:"id" idgen2:"snowflake"`, `idgex:"x"`} {
 		typ := reflect.StructOf([]reflect.StructField{{Name: "ID", Type: reflect.TypeFor[int64](), Tag: reflect.StructTag(tag)}})
-		_, err := PlanOf(typ)
+		_, err := NewPlan(typ)
 		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "field ID: tag key") || !strings.Contains(err.Error(), "misspelt") {
 			t.Errorf("%s: %v", tag, err)
 		}
 	}
 	for _, tag := range []string{`gen:"x"`, `index:"x"`, `edge:"x"`, `json:"idgen" db:"idgne"`, `id:"x"`, `idgen:"snowflake" idgne:"x"`, `bad tag idgne:"x`} {
 		typ := reflect.StructOf([]reflect.StructField{{Name: "ID", Type: reflect.TypeFor[int64](), Tag: reflect.StructTag(tag)}})
-		if _, err := PlanOf(typ); err != nil {
+		if _, err := NewPlan(typ); err != nil {
 			t.Errorf("%s: %v", tag, err)
 		}
 	}

@@ -5,49 +5,39 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/idforge/idforge/engine"
 )
 
+// DefaultBatchSize is the rows per statement that batch inserts send when the
+// caller gives no batch size: the sqlx helper's InsertBatch and the sharding
+// repositories. Larger statements gain little, and some drivers bind a
+// statement's parameters in time that grows faster than their number.
+const DefaultBatchSize = 1000
+
 // Plan lists the tagged fields of one struct type, with the index path that
 // reaches each from the struct (through embedded structs, as
-// [reflect.VisibleFields] sees them). Plans are built once per type by
-// [PlanOf]; the GORM plugin reaches fields through GORM's schema instead and
-// uses PlanOf only to validate.
+// [reflect.VisibleFields] sees them). [NewPlan] builds it; the caller caches
+// it (the sqlx helper per type, the GORM plugin per schema), so that no
+// package-level state is kept here.
 type Plan struct {
 	// Type is the struct type.
 	Type reflect.Type
 	// Fields are the tagged fields, in struct order.
-	Fields []PlanField
+	Fields []Target
 }
 
-// PlanField is a tagged field and its index path.
-type PlanField struct {
+// Target is a field to fill and the index path that reaches it from the row
+// struct, as reflect.StructField.Index through embedded structs; the path may
+// pass through embedded pointers, which are allocated when nil.
+type Target struct {
 	*Field
 	Index []int
 }
 
-type planResult struct {
-	plan *Plan
-	err  error
-}
-
-var plans sync.Map // reflect.Type -> planResult
-
-// PlanOf returns the plan of struct type t, parsing its tags the first time
-// and caching the plan, or the error, for later calls.
-func PlanOf(t reflect.Type) (*Plan, error) {
-	if r, ok := plans.Load(t); ok {
-		res := r.(planResult)
-		return res.plan, res.err
-	}
-	p, err := buildPlan(t)
-	plans.Store(t, planResult{p, err})
-	return p, err
-}
-
-func buildPlan(t reflect.Type) (*Plan, error) {
+// NewPlan parses the idgen tags of struct type t. Every mistake is an error
+// naming the model and the field (see the package documentation).
+func NewPlan(t reflect.Type) (*Plan, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: %s is not a struct", engine.ErrInvalidConfig, t)
 	}
@@ -62,7 +52,7 @@ func buildPlan(t reflect.Type) (*Plan, error) {
 			return nil, fieldError(model, fieldPath(t, sf.Index), fmt.Sprintf("tag key %q looks like a misspelt %q", key, TagKey))
 		}
 		if f != nil {
-			p.Fields = append(p.Fields, PlanField{Field: f, Index: sf.Index})
+			p.Fields = append(p.Fields, Target{Field: f, Index: sf.Index})
 		}
 	}
 	return p, nil
@@ -85,28 +75,206 @@ func fieldPath(t reflect.Type, index []int) string {
 	return strings.Join(names, ".")
 }
 
-// Bind looks up the generator of every field in reg, in field order.
-func (p *Plan) Bind(ctx context.Context, reg *engine.Registry) ([]engine.Generator, error) {
-	gens := make([]engine.Generator, len(p.Fields))
-	for i, f := range p.Fields {
-		g, err := f.Generator(ctx, reg)
+// Bind asks p for the generator of every field and returns the [Filler] of
+// the plan's rows.
+func (p *Plan) Bind(ctx context.Context, prov engine.Provider) (*Filler, error) {
+	return Bind(ctx, prov, p.Type, p.Fields)
+}
+
+// Bind asks p for the generator of every target and returns the [Filler]
+// that fills them in rows of struct type t.
+func Bind(ctx context.Context, p engine.Provider, t reflect.Type, targets []Target) (*Filler, error) {
+	f := &Filler{typ: t, slots: make([]slot, len(targets)), direct: true}
+	for i, tg := range targets {
+		g, err := tg.Generator(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		gens[i] = g
+		f.slots[i] = newSlot(t, tg, g)
+		f.direct = f.direct && f.slots[i].direct
 	}
-	return gens, nil
+	return f, nil
 }
 
-// FillRow fills the zero-valued tagged fields of row, a struct of the plan's
-// type, drawing from gens (as returned by [Plan.Bind]).
-func (p *Plan) FillRow(ctx context.Context, gens []engine.Generator, row reflect.Value) error {
-	for i, f := range p.Fields {
-		v, err := fieldByIndex(row, f.Index)
-		if err != nil {
-			return fmt.Errorf("model %s field %s: %w", f.Model, f.Name, err)
+// Filler fills the targets of one struct type with IDs from their bound
+// generators. It is the one row walker of the GORM plugin and the sqlx
+// helper. A Filler is immutable and safe for concurrent use.
+type Filler struct {
+	typ    reflect.Type
+	slots  []slot
+	direct bool // every slot is direct
+}
+
+type slot struct {
+	// The first fields are what the hot path reads, copied out of Target.
+	gen    engine.Generator
+	offset uintptr
+	kind   reflect.Kind
+	// direct: the field is a number or a string (not a pointer) reached
+	// without passing through a pointer, so it sits at offset from the row's
+	// address and is filled without reflection.
+	direct bool
+	Target
+}
+
+func newSlot(t reflect.Type, tg Target, g engine.Generator) slot {
+	s := slot{Target: tg, gen: g, direct: !tg.ptr, kind: tg.kind}
+	cur := t
+	for _, x := range tg.Index {
+		if cur.Kind() == reflect.Pointer {
+			cur, s.direct = cur.Elem(), false
 		}
-		if err := f.Fill(ctx, gens[i], v); err != nil {
+		sf := cur.Field(x)
+		s.offset += sf.Offset
+		cur = sf.Type
+	}
+	return s
+}
+
+// Type is the struct type of the rows the filler fills.
+func (f *Filler) Type() reflect.Type { return f.typ }
+
+// Len is the number of fields filled in each row.
+func (f *Filler) Len() int { return len(f.slots) }
+
+// Fill fills the zero-valued targets of every row of v: a struct of the
+// filler's type, a pointer to one, or a slice or array of them or of
+// pointers to them (or of interfaces holding those). A set value is kept.
+//
+// A nil row (a nil element of a []*T, a nil pointer) wraps [ErrInvalidData];
+// a value of another type wraps [engine.ErrInvalidConfig], as does a zero
+// field in a row that cannot be written to (a struct or array passed by
+// value). Rows are filled in order; on error the rows before hold their IDs.
+func (f *Filler) Fill(ctx context.Context, v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Struct:
+		return f.fillValue(ctx, v)
+	case reflect.Pointer:
+		if v.IsNil() {
+			return fmt.Errorf("%w: nil %s", ErrInvalidData, v.Type())
+		}
+		return f.Fill(ctx, v.Elem())
+	case reflect.Slice, reflect.Array:
+		return f.fillRows(ctx, v)
+	case reflect.Invalid:
+		return fmt.Errorf("%w: nil value", ErrInvalidData)
+	}
+	return f.notRows(v.Type())
+}
+
+func (f *Filler) notRows(t reflect.Type) error {
+	return fmt.Errorf("%w: cannot fill IDs of %s into a %s (want a pointer to a %[2]s, or a slice or array of them)",
+		engine.ErrInvalidConfig, ModelName(f.typ), t)
+}
+
+func (f *Filler) fillRows(ctx context.Context, v reflect.Value) error {
+	n := v.Len()
+	et := v.Type().Elem()
+	switch {
+	case n == 0 && (et == f.typ || et.Kind() == reflect.Pointer && et.Elem() == f.typ || et.Kind() == reflect.Interface):
+		return nil
+	case et == f.typ && (v.Kind() == reflect.Slice || v.CanAddr()):
+		// The hot path: rows side by side in memory.
+		base, size := v.Index(0).Addr().UnsafePointer(), et.Size()
+		if f.direct {
+			return f.fillDirect(ctx, base, size, n)
+		}
+		for i := range n {
+			if err := f.fillAt(ctx, rowAt(base, uintptr(i)*size)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case et == f.typ: // an array passed by value
+		for i := range n {
+			if err := f.fillValue(ctx, v.Index(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case et.Kind() == reflect.Pointer && et.Elem() == f.typ:
+		for i := range n {
+			p := v.Index(i)
+			if p.IsNil() {
+				return nilElement(i, v.Type())
+			}
+			if err := f.fillAt(ctx, p.UnsafePointer()); err != nil {
+				return err
+			}
+		}
+		return nil
+	case et.Kind() == reflect.Interface:
+		for i := range n {
+			e := v.Index(i).Elem()
+			switch {
+			case !e.IsValid() || e.Kind() == reflect.Pointer && e.IsNil():
+				return nilElement(i, v.Type())
+			case e.Type() == f.typ || e.Kind() == reflect.Pointer && e.Type().Elem() == f.typ:
+				if err := f.Fill(ctx, e); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("%w: element %d of %s is a %s, not a %s", ErrInvalidData, i, v.Type(), e.Type(), ModelName(f.typ))
+			}
+		}
+		return nil
+	}
+	return f.notRows(v.Type())
+}
+
+func nilElement(i int, t reflect.Type) error {
+	return fmt.Errorf("%w: element %d of %s is nil", ErrInvalidData, i, t)
+}
+
+// fillValue fills one struct value of the filler's type.
+func (f *Filler) fillValue(ctx context.Context, row reflect.Value) error {
+	if row.Type() != f.typ {
+		return f.notRows(row.Type())
+	}
+	if row.CanAddr() {
+		return f.fillAt(ctx, row.Addr().UnsafePointer())
+	}
+	// Not addressable: only fine when nothing needs writing.
+	for i := range f.slots {
+		s := &f.slots[i]
+		v, err := fieldByIndex(row, s.Index)
+		if err != nil {
+			return fmt.Errorf("model %s field %s: %w", s.Model, s.Name, err)
+		}
+		if err := s.Fill(ctx, s.gen, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillAt fills the row of the filler's type at p.
+func (f *Filler) fillAt(ctx context.Context, p rowPointer) error {
+	if f.direct {
+		for i := range f.slots {
+			if err := f.slots[i].fillDirect(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var row reflect.Value // built only for fields reached through pointers
+	for i := range f.slots {
+		s := &f.slots[i]
+		if s.direct {
+			if err := s.fillDirect(ctx, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if !row.IsValid() {
+			row = reflect.NewAt(f.typ, p).Elem()
+		}
+		v, err := fieldByIndex(row, s.Index)
+		if err != nil {
+			return fmt.Errorf("model %s field %s: %w", s.Model, s.Name, err)
+		}
+		if err := s.Fill(ctx, s.gen, v); err != nil {
 			return err
 		}
 	}
@@ -116,14 +284,11 @@ func (p *Plan) FillRow(ctx context.Context, gens []engine.Generator, row reflect
 // fieldByIndex is reflect.Value.FieldByIndex that allocates nil embedded
 // pointers on the way, because a field behind one is zero and gets an ID.
 func fieldByIndex(v reflect.Value, index []int) (reflect.Value, error) {
-	if len(index) == 1 {
-		return v.Field(index[0]), nil
-	}
 	for i, x := range index {
 		if i > 0 && v.Kind() == reflect.Pointer {
 			if v.IsNil() {
 				if !v.CanSet() {
-					return reflect.Value{}, fmt.Errorf("%w: embedded %s is nil and cannot be allocated", engine.ErrInvalidConfig, v.Type())
+					return reflect.Value{}, fmt.Errorf("%w: embedded %s is nil and cannot be allocated: pass a pointer so it can be", engine.ErrInvalidConfig, v.Type())
 				}
 				v.Set(reflect.New(v.Type().Elem()))
 			}
@@ -134,31 +299,40 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, error) {
 	return v, nil
 }
 
-// Rows calls fn for every struct in v: v itself when it is a struct, or each
-// element of a slice or array, pointer elements dereferenced. A nil element
-// is an error, as is any other kind of value.
-func Rows(v reflect.Value, fn func(row reflect.Value) error) error {
-	switch v.Kind() {
-	case reflect.Struct:
-		return fn(v)
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			row := v.Index(i)
-			if row.Kind() == reflect.Pointer {
-				if row.IsNil() {
-					return fmt.Errorf("%w: element %d of %s is nil", engine.ErrInvalidConfig, i, v.Type())
-				}
-				row = row.Elem()
-			}
-			if row.Kind() != reflect.Struct {
-				return fmt.Errorf("%w: element %d of %s is not a struct", engine.ErrInvalidConfig, i, v.Type())
-			}
-			if err := fn(row); err != nil {
-				return err
-			}
-		}
-		return nil
-	default:
-		return fmt.Errorf("%w: cannot fill IDs into a %s (want a struct or a slice or array of structs)", engine.ErrInvalidConfig, v.Type())
+// RowType is the struct type of the rows in v, as [Filler.Fill] walks them:
+// v itself, or what v points to, or the elements of a slice or array (or
+// what they point to). Interface elements are typed by the first one.
+func RowType(v reflect.Value) (reflect.Type, error) {
+	if !v.IsValid() {
+		return nil, fmt.Errorf("%w: nil value", ErrInvalidData)
 	}
+	t := v.Type()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if k := t.Kind(); k == reflect.Slice || k == reflect.Array {
+		t = t.Elem()
+		if t.Kind() == reflect.Interface {
+			v = reflect.Indirect(v)
+			if v.Len() == 0 || v.Index(0).IsNil() {
+				return nil, fmt.Errorf("%w: cannot tell the row type of %s from its first element", ErrInvalidData, v.Type())
+			}
+			t = v.Index(0).Elem().Type()
+		}
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: cannot fill IDs into a %s (want a pointer to a struct, or a slice or array of structs or of pointers to them)", engine.ErrInvalidConfig, v.Type())
+	}
+	return t, nil
+}
+
+// FillField fills v, a settable value of the type of target i (as given to
+// [Bind]) when it is zero, from that target's generator: for rows that are
+// not structs, such as the GORM plugin's maps.
+func (f *Filler) FillField(ctx context.Context, i int, v reflect.Value) error {
+	s := &f.slots[i]
+	return s.Fill(ctx, s.gen, v)
 }

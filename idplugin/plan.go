@@ -1,0 +1,187 @@
+package idplugin
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
+	"gorm.io/gorm/utils"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/idgen"
+)
+
+// modelPlan is what the plugin fills in one schema's rows.
+type modelPlan struct {
+	schema *schema.Schema
+	filler *idgen.Filler
+	// fields are GORM's fields of the filler's targets, in the same order.
+	fields []*schema.Field
+	// hooks: the model has create or save hooks, which may create copies.
+	hooks bool
+}
+
+// plan returns the cached plan of s, building it on first sight. Errors in
+// tags and field types are cached and returned every time; a registry that
+// cannot produce a generator yet (unknown kind, store down) is asked again
+// next time.
+func (p *Plugin) plan(ctx context.Context, log logger.Interface, s *schema.Schema) (*modelPlan, error) {
+	if r, ok := p.plans.Load(s); ok {
+		res := r.(planResult)
+		return res.plan, res.err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.plans.Load(s); ok {
+		res := r.(planResult)
+		return res.plan, res.err
+	}
+	targets, fields, err := p.targets(s)
+	if err != nil {
+		p.plans.Store(s, planResult{err: err})
+		return nil, err
+	}
+	filler, err := idgen.Bind(ctx, p.cfg.registry, s.ModelType, targets)
+	if err != nil {
+		return nil, err
+	}
+	mp := &modelPlan{schema: s, filler: filler, fields: fields,
+		hooks: s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave}
+	var desc []string
+	for i, sf := range fields {
+		d := targets[i].Name + " <- " + targets[i].Spec.String()
+		if turnOffAutoIncrement(s, sf) {
+			d += " (auto-increment off)"
+		}
+		desc = append(desc, d)
+	}
+	if len(desc) > 0 {
+		log.Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
+	}
+	p.plans.Store(s, planResult{plan: mp})
+	return mp, nil
+}
+
+// targets lists the fields of s the plugin fills, with GORM's fields for
+// them: the tagged ones, the ID of an embedded gorm.Model, and with
+// WithUntaggedPrimaryKeys an untagged 64-bit integer primary key.
+func (p *Plugin) targets(s *schema.Schema) ([]idgen.Target, []*schema.Field, error) {
+	// Plain reflection also sees tags GORM skips, on unexported fields.
+	if _, err := idgen.NewPlan(s.ModelType); err != nil {
+		return nil, nil, err
+	}
+	var (
+		targets []idgen.Target
+		fields  []*schema.Field
+	)
+	add := func(sf *schema.Field, f *idgen.Field) {
+		targets = append(targets, idgen.Target{Field: f, Index: indexPath(sf)})
+		fields = append(fields, sf)
+	}
+	tagged := map[*schema.Field]bool{}
+	for _, sf := range s.Fields {
+		f, err := idgen.FromStructField(s.Name, strings.Join(sf.BindNames, "."), sf.StructField)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f == nil {
+			continue
+		}
+		if sf.DBName != "" && !sf.Creatable {
+			return nil, nil, fmt.Errorf("%w: model %s field %s: GORM does not insert this column (read-only permission in its gorm tag), so the ID would never reach the row",
+				engine.ErrInvalidConfig, s.Name, f.Name)
+		}
+		add(sf, f)
+		tagged[sf] = true
+	}
+	if len(s.PrimaryFields) != 1 {
+		return targets, fields, nil
+	}
+	pk := s.PrimaryFields[0]
+	if tagged[pk] || explicitAutoIncrement(pk) {
+		return targets, fields, nil
+	}
+	name := strings.Join(pk.BindNames, ".")
+	switch {
+	case !p.cfg.modelAuto && inGormModel(s.ModelType, pk):
+		f, err := idgen.NewField(s.Name, name, pk.FieldType, p.cfg.def)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: model %s field %s: gorm.Model's ID is a uint, %d bits on this platform, too narrow for an ID: "+
+				"replace gorm.Model by your own base with an int64 ID tagged `idgen:\"snowflake\"`, or leave the ID to the database with idplugin.WithGormModelAutoIncrement()",
+				engine.ErrInvalidConfig, s.Name, name, strconv.IntSize)
+		}
+		add(pk, f)
+	case p.cfg.untagged && (pk.GORMDataType == schema.Int || pk.GORMDataType == schema.Uint):
+		if f, err := idgen.NewField(s.Name, name, pk.FieldType, p.cfg.def); err == nil {
+			add(pk, f)
+		} // else not 64 bits wide: left to the database
+	}
+	return targets, fields, nil
+}
+
+var gormModel = reflect.TypeFor[gorm.Model]()
+
+// inGormModel reports whether f is a field of a gorm.Model embedded in t.
+func inGormModel(t reflect.Type, f *schema.Field) bool {
+	path := indexPath(f)
+	if len(path) < 2 {
+		return false
+	}
+	sf := t.FieldByIndex(path[:len(path)-1]) // the embedded struct holding f
+	typ := sf.Type
+	if typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	return typ == gormModel
+}
+
+// indexPath is the index of f from its model struct, as reflect writes it:
+// GORM marks the steps through an embedded pointer negative.
+func indexPath(f *schema.Field) []int {
+	path := make([]int, len(f.StructField.Index))
+	for i, x := range f.StructField.Index {
+		if x < 0 {
+			x = -x - 1
+		}
+		path[i] = x
+	}
+	return path
+}
+
+func explicitAutoIncrement(f *schema.Field) bool {
+	v, ok := f.TagSettings["AUTOINCREMENT"]
+	return ok && utils.CheckTruth(v)
+}
+
+// turnOffAutoIncrement undoes the auto-increment GORM implies for an integer
+// primary key the plugin fills, so inserts carry the ID (no RETURNING on
+// PostgreSQL) and AutoMigrate creates a plain BIGINT. A field that asks for
+// autoIncrement or a default in its tag keeps them. It reports whether it
+// changed anything.
+func turnOffAutoIncrement(s *schema.Schema, f *schema.Field) bool {
+	if !f.AutoIncrement {
+		return false
+	}
+	if _, ok := f.TagSettings["AUTOINCREMENT"]; ok {
+		return false
+	}
+	f.AutoIncrement = false
+	if _, ok := f.TagSettings["DEFAULT"]; ok {
+		return true
+	}
+	f.HasDefaultValue = false
+	// A new slice: a Create of another model may be reading the old one.
+	kept := make([]*schema.Field, 0, len(s.FieldsWithDefaultDBValue))
+	for _, d := range s.FieldsWithDefaultDBValue {
+		if d != f {
+			kept = append(kept, d)
+		}
+	}
+	s.FieldsWithDefaultDBValue = kept
+	return true
+}
