@@ -31,8 +31,26 @@
 // clause.OnConflict, and the rows GORM creates with the parent (belongs-to,
 // has-one, has-many, many-to-many and join rows whose model has a tagged
 // field). Only zero values are filled — 0, "", a nil pointer — so a set ID is
-// kept and imports and tests can pin IDs. The plugin runs before GORM's
-// BeforeCreate hooks, so hooks see the IDs.
+// kept and imports and tests can pin IDs.
+//
+// A column the plugin fills is always inserted: db.Select("Name").Create(&r)
+// and db.Omit("ID").Create(&r) still insert the ID the struct now holds, so
+// the row, and children created in the same call, agree with the struct.
+// Other columns follow Select and Omit as GORM decides.
+//
+// DryRun sessions and db.ToSQL run the create callbacks too, so they draw
+// real IDs: a snowflake ID is simply not used, a chain ID leaves a gap.
+//
+// # Hooks
+//
+// The plugin runs before GORM's BeforeCreate hooks, so hooks see the IDs. A
+// copy of the row (c := *row) keeps them, as any set ID is kept: to create a
+// copy from a hook, set its ID to zero first so that it gets its own. A
+// create from a hook (on the *gorm.DB the hook receives) that would insert a
+// copy with the same key into the same table fails, before the copy is sent,
+// with an error wrapping [ErrHookCopy] (and gorm.ErrDuplicatedKey) that names
+// the model and the field, and the create rolls back; rows keyed by the same
+// ID in other tables, such as audit rows, are fine. Example_hooks shows both.
 //
 // Create with a map needs a model (db.Model(&Order{}).Create(m)): a tagged
 // column the map names with a zero value is filled, and one the map leaves out
@@ -46,7 +64,8 @@
 //
 // # Errors
 //
-// A mistake in a tag (an unknown option, an empty kind, a bad format), a field
+// Rows that cannot be filled — a nil element in a []*T, a nil pointer —
+// fail with an error matching gorm.ErrInvalidData. A mistake in a tag (an unknown option, an empty kind, a bad format), a field
 // type that cannot hold an ID, or a kind the registry does not know fails the
 // first Create of the model, and every one after, with an error naming the
 // model and the field that wraps engine.ErrInvalidConfig or

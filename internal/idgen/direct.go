@@ -24,42 +24,22 @@ func rowAt(base unsafe.Pointer, off uintptr) rowPointer { return unsafe.Add(base
 
 // fillDirect fills n rows of a filler whose slots are all direct, the rows
 // size bytes apart from base: the hot path of slices of structs, written so
-// that an int64 key costs the draw and little more.
+// that a model with one int64 key costs the draw and little more.
 func (f *Filler) fillDirect(ctx context.Context, base unsafe.Pointer, size uintptr, n int) error {
 	if s := &f.slots[0]; len(f.slots) == 1 && s.kind == reflect.Int64 {
-		// One int64 key, the usual model.
 		for i := range n {
-			key := (*int64)(unsafe.Add(base, s.offset+uintptr(i)*size))
-			if *key != 0 {
-				continue
+			if err := s.fillInt64(ctx, (*int64)(unsafe.Add(base, s.offset+uintptr(i)*size))); err != nil {
+				return err
 			}
-			id, err := s.gen.NextID(ctx)
-			if err != nil {
-				return s.drawError(err)
-			}
-			*key = id
 		}
 		return nil
 	}
 	for i := range n {
 		row := unsafe.Add(base, uintptr(i)*size)
 		for j := range f.slots {
-			s := &f.slots[j]
-			if s.kind != reflect.Int64 {
-				if err := s.fillDirect(ctx, row); err != nil {
-					return err
-				}
-				continue
+			if err := f.slots[j].fillDirect(ctx, row); err != nil {
+				return err
 			}
-			key := (*int64)(unsafe.Add(row, s.offset))
-			if *key != 0 {
-				continue
-			}
-			id, err := s.gen.NextID(ctx)
-			if err != nil {
-				return s.drawError(err)
-			}
-			*key = id
 		}
 	}
 	return nil
@@ -74,15 +54,7 @@ func (s *slot) fillDirect(ctx context.Context, p rowPointer) error {
 	at := unsafe.Add(p, s.offset)
 	switch s.kind {
 	case reflect.Int64:
-		n := (*int64)(at)
-		if *n != 0 {
-			return nil
-		}
-		id, err := s.draw(ctx)
-		if err != nil {
-			return err
-		}
-		*n = id
+		return s.fillInt64(ctx, (*int64)(at))
 	case reflect.Uint64:
 		n := (*uint64)(at)
 		if *n != 0 {
@@ -107,6 +79,19 @@ func (s *slot) fillDirect(ctx context.Context, p rowPointer) error {
 		}
 		*str = s.format.Format(id)
 	}
+	return nil
+}
+
+// fillInt64 draws into key when it is 0. It is small enough to be inlined.
+func (s *slot) fillInt64(ctx context.Context, key *int64) error {
+	if *key != 0 {
+		return nil
+	}
+	id, err := s.gen.NextID(ctx)
+	if err != nil {
+		return s.drawError(err)
+	}
+	*key = id
 	return nil
 }
 
