@@ -142,11 +142,14 @@ func TestInsertOnAllDatabases(t *testing.T) {
 			}
 			keep(ptrs...)
 
-			// 2,500 rows in chunks of 1,000; 1,200 in the default chunks of 500;
+			// 2,500 rows in chunks of 1,000; 1,200 in the default chunks (1,000);
 			// 14,000 (70,000 placeholders, past every server's limit) in one
 			// chunk, which must be split under MaxPlaceholders. SQLite is spared
 			// the last: its driver binds huge statements slowly (40 s under -race).
 			cases := []struct{ rows, batch int }{{2500, 1000}, {1200, 0}, {14000, 14000}}
+			if idsqlx.DefaultBatchSize != 1000 {
+				t.Fatalf("DefaultBatchSize %d, want the library's 1,000", idsqlx.DefaultBatchSize)
+			}
 			if d.Name == "sqlite" {
 				cases = cases[:2]
 			}
@@ -429,5 +432,31 @@ func TestDefaultRegistry(t *testing.T) {
 	// A typed nil registry is no registry, not a panic.
 	if err := idsqlx.New((*engine.Registry)(nil)).Fill(ctx, &SnowflakeOnly{}); err != nil {
 		t.Fatalf("typed nil registry: %v", err)
+	}
+
+	// The same on every database: rows inserted with the default registry,
+	// and a chain refused, before the statement, with the same words.
+	for _, d := range openAll(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			if _, err := d.x.Exec(`CREATE TABLE snow (id BIGINT PRIMARY KEY)`); err != nil {
+				t.Fatal(err)
+			}
+			rows := []SnowflakeOnly{{}, {}}
+			if n, err := def.InsertBatch(ctx, d.x, `INSERT INTO snow (id) VALUES (:id)`, rows, 0); err != nil || n != 2 {
+				t.Fatalf("InsertBatch: %d, %v", n, err)
+			}
+			v := def.Next(ctx, "snowflake", "")
+			if _, err := d.x.ExecContext(ctx, d.x.Rebind(`INSERT INTO snow (id) VALUES (?)`), v); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := d.x.Get(&n, `SELECT count(*) FROM snow`); err != nil || n != 3 {
+				t.Fatalf("%d rows, %v", n, err)
+			}
+			_, err := d.x.ExecContext(ctx, d.x.Rebind(`INSERT INTO snow (id) VALUES (?)`), def.Next(ctx, "chain", "order"))
+			if !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), hint) || strings.Contains(err.Error(), "once") {
+				t.Fatalf("chain on the default registry: %v", err)
+			}
+		})
 	}
 }
