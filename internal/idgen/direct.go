@@ -27,12 +27,7 @@ func rowAt(base unsafe.Pointer, off uintptr) rowPointer { return unsafe.Add(base
 // that a model with one int64 key costs the draw and little more.
 func (f *Filler) fillDirect(ctx context.Context, base unsafe.Pointer, size uintptr, n int) error {
 	if s := &f.slots[0]; len(f.slots) == 1 && s.kind == reflect.Int64 {
-		for i := range n {
-			if err := s.fillInt64(ctx, (*int64)(unsafe.Add(base, s.offset+uintptr(i)*size))); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.fillInt64s(ctx, unsafe.Add(base, s.offset), size, n)
 	}
 	for i := range n {
 		row := unsafe.Add(base, uintptr(i)*size)
@@ -54,7 +49,7 @@ func (s *slot) fillDirect(ctx context.Context, p rowPointer) error {
 	at := unsafe.Add(p, s.offset)
 	switch s.kind {
 	case reflect.Int64:
-		return s.fillInt64(ctx, (*int64)(at))
+		return s.fillInt64s(ctx, at, 0, 1)
 	case reflect.Uint64:
 		n := (*uint64)(at)
 		if *n != 0 {
@@ -82,16 +77,22 @@ func (s *slot) fillDirect(ctx context.Context, p rowPointer) error {
 	return nil
 }
 
-// fillInt64 draws into key when it is 0. It is small enough to be inlined.
-func (s *slot) fillInt64(ctx context.Context, key *int64) error {
-	if *key != 0 {
-		return nil
+// fillInt64s fills the n int64 fields that are zero among those size bytes
+// apart from the first at p: one row's, or the key of every row of a slice,
+// in a loop as tight as setting the field by hand.
+func (s *slot) fillInt64s(ctx context.Context, p unsafe.Pointer, size uintptr, n int) error {
+	gen := s.gen
+	for i := range n {
+		key := (*int64)(unsafe.Add(p, uintptr(i)*size))
+		if *key != 0 {
+			continue
+		}
+		id, err := gen.NextID(ctx)
+		if err != nil {
+			return s.drawError(err)
+		}
+		*key = id
 	}
-	id, err := s.gen.NextID(ctx)
-	if err != nil {
-		return s.drawError(err)
-	}
-	*key = id
 	return nil
 }
 
