@@ -9,8 +9,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/idplugin"
 )
 
@@ -40,19 +38,11 @@ func (d *Doc) AfterCreate(tx *gorm.DB) error {
 // ID once its key is zeroed, and a copy that keeps the key is refused with an
 // error that says so, instead of a duplicate-key error from the database.
 func Example_hooks() {
-	gen, err := snowflake.New(1)
-	if err != nil {
-		log.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	if err := reg.Register("snowflake", "", gen); err != nil {
-		log.Fatal(err)
-	}
 	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New()); err != nil { // the default registry
 		log.Fatal(err)
 	}
 	if err := idplugin.Prepare(db, &Doc{}); err != nil {
