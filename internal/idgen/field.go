@@ -122,7 +122,7 @@ func StoreHint(kind string, err error) string {
 	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != "chain" && kind != "segment") {
 		return ""
 	}
-	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New with a Store), "+
+	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st})), "+
 		"passed to idplugin.WithRegistry or idsqlx.New: the default registry, used when none is given, has only \"snowflake\"", kind)
 }
 
