@@ -1,5 +1,6 @@
-// Package sharding routes rows by their ID over databases and tables, measures
-// how evenly they spread, and inserts and reads them through GORM or sqlx.
+// Package sharding routes rows by their ID over databases and tables and
+// measures how evenly they spread; its subpackages insert and read the rows
+// through GORM or sqlx.
 //
 // A [Router] maps an ID to a [Shard] (database index and name, table index
 // and name). [NewMod] builds the mod router over databases × tables, whose
@@ -24,8 +25,15 @@
 // counts, max/min ratio, standard deviation and the chi-square p-value
 // against a uniform spread.
 //
-// [Gorm] and [Sqlx] are the repository helpers: they fill IDs first (through
-// the idplugin or idsqlx), route every row, split a batch by shard and
-// insert each part into its database and table; find by ID queries one shard;
-// [Gorm.Migrate] creates every physical table.
+// The repositories live in subpackages, one per ORM, so a program imports
+// only the ORM it uses: [github.com/idforge/idforge/sharding/shardgorm] and
+// [github.com/idforge/idforge/sharding/shardsqlx]. Both fill IDs first,
+// route every row, split a batch by shard and insert each part into its
+// database and table (Create), read one shard (Find), and fan out over
+// every shard (ForEach, Exec), with the same verbs and the same [Settings];
+// this package holds what they share and imports neither ORM.
+//
+// Shard counts are bounded ([MaxDatabases], [MaxTables], [MaxShards]): a
+// router lists every shard, and an absurd count is a configuration error,
+// not a process out of memory.
 package sharding

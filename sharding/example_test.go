@@ -4,18 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/glebarez/sqlite"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/idplugin"
 	"github.com/idforge/idforge/sharding"
 )
 
@@ -94,73 +86,9 @@ func ExampleNewInterval() {
 	id, _ := snowflake.Default.Compose(time.Date(2026, 11, 21, 13, 17, 30, 0, time.UTC), 1, 0)
 	s, _ := r.Route(id)
 	fmt.Println(s.TableName)
-	fmt.Println(r.Tables(time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)))
+	tables, _ := r.Tables(time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC))
+	fmt.Println(tables)
 	// Output:
 	// order_202611
 	// [order_202611 order_202612 order_202701]
-}
-
-type Course struct {
-	ID   int64 `gorm:"primaryKey" idgen:"snowflake"`
-	Name string
-}
-
-// A repository over two SQLite files standing for databases m0 and m1.
-func ExampleGorm() {
-	dir, _ := os.MkdirTemp("", "shards")
-	defer os.RemoveAll(dir)
-
-	g, _ := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
-	reg := engine.NewRegistry()
-	_ = reg.Register("snowflake", "", g)
-
-	var dbs []*gorm.DB
-	for _, name := range []string{"m0", "m1"} {
-		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, name+".db")), &gorm.Config{Logger: logger.Discard})
-		if err != nil {
-			log.Fatal(err)
-		}
-		_ = db.Use(idplugin.New(idplugin.WithRegistry(reg)))
-		dbs = append(dbs, db)
-	}
-	router, _ := sharding.NewMod(sharding.Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
-	})
-	repo, err := sharding.NewGorm(router, dbs)
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := repo.Migrate(ctx, &Course{}); err != nil { // course_1 and course_2 in m0 and m1
-		log.Fatal(err)
-	}
-
-	courses := make([]Course, 8)
-	for i := range courses {
-		courses[i].Name = fmt.Sprint("java ", i)
-	}
-	if err := repo.Create(ctx, courses); err != nil { // IDs filled, rows split by shard
-		log.Fatal(err)
-	}
-
-	var c Course
-	if err := repo.FindByID(ctx, courses[5].ID, &c); err != nil { // reads one shard
-		log.Fatal(err)
-	}
-	fmt.Println(c.Name)
-
-	_ = repo.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
-		var n int64
-		err := db.Count(&n).Error
-		fmt.Println(s, n)
-		return err
-	})
-	// Output:
-	// java 5
-	// m0.course_1 2
-	// m0.course_2 2
-	// m1.course_1 2
-	// m1.course_2 2
 }

@@ -72,8 +72,9 @@ type IntervalRouter struct {
 }
 
 // NewInterval validates cfg and builds the router. A bad layout wraps
-// engine.ErrInvalidLayout; an unknown period, an empty or inverted range or a
-// name format that repeats names wraps engine.ErrInvalidConfig.
+// engine.ErrInvalidLayout; an unknown period, an empty or inverted range, a
+// range [Start, End) of more than [MaxShards] buckets, or a name format
+// that repeats names wraps engine.ErrInvalidConfig.
 func NewInterval(cfg Interval) (*IntervalRouter, error) {
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, err
@@ -92,6 +93,12 @@ func NewInterval(cfg Interval) (*IntervalRouter, error) {
 			cfg.End.Format(time.RFC3339Nano), cfg.Start.Format(time.RFC3339Nano))
 	}
 	r := &IntervalRouter{cfg: cfg}
+	if !cfg.Start.IsZero() && !cfg.End.IsZero() {
+		if n := r.span(cfg.Start, cfg.End); n > MaxShards {
+			return nil, fmt.Errorf("%w: sharding.Interval Start %s to End %s spans %d %s tables, more than sharding.MaxShards (%d)",
+				engine.ErrInvalidConfig, cfg.Start.Format(time.RFC3339Nano), cfg.End.Format(time.RFC3339Nano), n, cfg.Period, MaxShards)
+		}
+	}
 	if cfg.Start.IsZero() {
 		r.anchor = r.bucket(cfg.Layout.Epoch)
 	} else {
@@ -190,32 +197,49 @@ func (r *IntervalRouter) TableFor(t time.Time) (string, error) {
 
 // Tables lists, oldest first, the tables holding rows issued in [from, to):
 // the tables a query over that time range must read. The range is clipped to
-// [Start, End); an empty range gives nil.
-func (r *IntervalRouter) Tables(from, to time.Time) []string {
-	shards := r.between(from, to)
+// [Start, End); an empty range gives nil. A range of more than [MaxShards]
+// tables is an error wrapping engine.ErrInvalidConfig.
+func (r *IntervalRouter) Tables(from, to time.Time) ([]string, error) {
+	shards, err := r.between(from, to)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]string, len(shards))
 	for i, s := range shards {
 		out[i] = s.TableName
 	}
-	return out
+	return out, nil
 }
 
-func (r *IntervalRouter) between(from, to time.Time) []Shard {
+// span counts the buckets [from, to) touches; 0 when to is not after from.
+func (r *IntervalRouter) span(from, to time.Time) int64 {
+	if !to.After(from) {
+		return 0
+	}
+	return r.bucket(to.Add(-time.Nanosecond)) - r.bucket(from) + 1
+}
+
+func (r *IntervalRouter) between(from, to time.Time) ([]Shard, error) {
 	if !r.cfg.Start.IsZero() && from.Before(r.cfg.Start) {
 		from = r.cfg.Start
 	}
 	if !r.cfg.End.IsZero() && to.After(r.cfg.End) {
 		to = r.cfg.End
 	}
-	if !to.After(from) {
-		return nil
+	n := r.span(from, to)
+	if n > MaxShards {
+		return nil, fmt.Errorf("%w: %s to %s spans %d %s tables, more than sharding.MaxShards (%d)",
+			engine.ErrInvalidConfig, from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano), n, r.cfg.Period, MaxShards)
 	}
-	first, last := r.bucket(from), r.bucket(to.Add(-time.Nanosecond))
-	out := make([]Shard, 0, last-first+1)
-	for b := first; b <= last; b++ {
-		out = append(out, r.shard(b))
+	if n == 0 {
+		return nil, nil
 	}
-	return out
+	first := r.bucket(from)
+	out := make([]Shard, n)
+	for i := range out {
+		out[i] = r.shard(first + int64(i))
+	}
+	return out, nil
 }
 
 // Shards lists the tables of [Start, End). With either side open the list
@@ -225,5 +249,5 @@ func (r *IntervalRouter) Shards() ([]Shard, error) {
 		return nil, fmt.Errorf("%w: interval router %s has an open range %s: set Start and End to list its tables",
 			engine.ErrInvalidConfig, r.cfg.Prefix+r.cfg.Format, r.rangeString())
 	}
-	return r.between(r.cfg.Start, r.cfg.End), nil
+	return r.between(r.cfg.Start, r.cfg.End)
 }

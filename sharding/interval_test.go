@@ -139,7 +139,7 @@ func TestIntervalTimeZone(t *testing.T) {
 	if got := routeTable(t, u, idAt(t, time.Date(2026, 3, 8, 4, 59, 59, 0, time.UTC))); got != "ev_20260308" {
 		t.Errorf("UTC → %s", got)
 	}
-	if got := u.Tables(time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)); !slices.Equal(got,
+	if got := mustTables(t, u, time.Date(2026, 3, 7, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)); !slices.Equal(got,
 		[]string{"ev_20260307", "ev_20260308", "ev_20260309"}) {
 		t.Errorf("UTC Tables across the DST change = %v", got)
 	}
@@ -159,16 +159,16 @@ func TestIntervalTables(t *testing.T) {
 		{at(2026, 12, 5), at(2026, 11, 5), nil},
 	}
 	for _, c := range cases {
-		if got := r.Tables(c.from, c.to); !slices.Equal(got, c.want) {
+		if got := mustTables(t, r, c.from, c.to); !slices.Equal(got, c.want) {
 			t.Errorf("Tables(%s, %s) = %v, want %v", c.from, c.to, got, c.want)
 		}
 	}
 	y := mustInterval(t, Interval{Period: Yearly, Prefix: "y"})
-	if got := y.Tables(at(2024, 6, 1), at(2027, 1, 1)); !slices.Equal(got, []string{"y2024", "y2025", "y2026"}) {
+	if got := mustTables(t, y, at(2024, 6, 1), at(2027, 1, 1)); !slices.Equal(got, []string{"y2024", "y2025", "y2026"}) {
 		t.Errorf("yearly Tables = %v", got)
 	}
 	dl := mustInterval(t, Interval{Period: Daily, Prefix: "d_"})
-	if got := dl.Tables(at(2028, 2, 28), at(2028, 3, 2)); !slices.Equal(got, []string{"d_20280228", "d_20280229", "d_20280301"}) {
+	if got := mustTables(t, dl, at(2028, 2, 28), at(2028, 3, 2)); !slices.Equal(got, []string{"d_20280228", "d_20280229", "d_20280301"}) {
 		t.Errorf("daily Tables = %v", got)
 	}
 	if _, err := r.Shards(); !errors.Is(err, engine.ErrInvalidConfig) {
@@ -205,10 +205,10 @@ func TestIntervalBounds(t *testing.T) {
 			t.Errorf("TableFor(%s): err = %v", out, err)
 		}
 	}
-	if got := r.Tables(start.AddDate(-1, 0, 0), start.AddDate(0, 2, 0)); !slices.Equal(got, []string{"order_202601", "order_202602"}) {
+	if got := mustTables(t, r, start.AddDate(-1, 0, 0), start.AddDate(0, 2, 0)); !slices.Equal(got, []string{"order_202601", "order_202602"}) {
 		t.Errorf("Tables clipped to Start = %v", got)
 	}
-	if got := r.Tables(end.AddDate(0, -1, 0), end.AddDate(5, 0, 0)); !slices.Equal(got, []string{"order_202612"}) {
+	if got := mustTables(t, r, end.AddDate(0, -1, 0), end.AddDate(5, 0, 0)); !slices.Equal(got, []string{"order_202612"}) {
 		t.Errorf("Tables clipped to End = %v", got)
 	}
 	c, err := NewShardCounter(r)
@@ -273,4 +273,13 @@ func TestIntervalWithGenerator(t *testing.T) {
 	if counts["order_202611"] != 20 || counts["order_202612"] != 20 {
 		t.Errorf("counts = %v, want 20 in each month", counts)
 	}
+}
+
+func mustTables(t *testing.T, r *IntervalRouter, from, to time.Time) []string {
+	t.Helper()
+	got, err := r.Tables(from, to)
+	if err != nil {
+		t.Fatalf("Tables(%s, %s): %v", from, to, err)
+	}
+	return got
 }

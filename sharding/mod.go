@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/idforge/idforge/engine"
@@ -47,6 +48,20 @@ type Mod struct {
 	TableRule Rule
 }
 
+// Bounds on a router's shards. A shard count is a deployment, not data: past
+// these, a count is a mistake (math.MaxInt32 tables would take the process's
+// memory just to name them), and NewMod and NewInterval refuse it.
+const (
+	// MaxDatabases is the most databases a [Mod] router spreads over.
+	MaxDatabases = 4096
+	// MaxTables is the most tables per database of a [Mod] router.
+	MaxTables = 65536
+	// MaxShards is the most shards a router lists: databases × tables of a
+	// [Mod], time buckets between Start and End of an [Interval], and the
+	// tables one [IntervalRouter.Tables] call may return.
+	MaxShards = 65536
+)
+
 // ModRouter is a validated [Mod]: it routes IDs and lists its shards. It is
 // safe for concurrent use.
 type ModRouter struct {
@@ -57,18 +72,15 @@ type ModRouter struct {
 	tables []string
 }
 
-// NewMod validates cfg and builds the router. A count below 1, a pattern
-// without its one integer verb, a table name with characters other than
-// letters, digits, '_', '$' and '.', or a rule dividing by zero is an error
-// wrapping engine.ErrInvalidConfig.
+// NewMod validates cfg and builds the router. A count below 1 or above
+// [MaxDatabases], [MaxTables] or (their product) [MaxShards], a negative
+// base or one that overflows the names, a pattern without its one integer
+// verb, a table name with characters other than letters, digits, '_', '$'
+// and '.', or a rule dividing by zero is an error wrapping
+// engine.ErrInvalidConfig that names the field.
 func NewMod(cfg Mod) (*ModRouter, error) {
-	if cfg.Databases < 1 || cfg.Tables < 1 {
-		return nil, fmt.Errorf("%w: sharding.Mod needs at least 1 database and 1 table, got %d × %d",
-			engine.ErrInvalidConfig, cfg.Databases, cfg.Tables)
-	}
-	if cfg.DatabaseBase < 0 || cfg.TableBase < 0 {
-		return nil, fmt.Errorf("%w: sharding.Mod bases must not be negative (database %d, table %d)",
-			engine.ErrInvalidConfig, cfg.DatabaseBase, cfg.TableBase)
+	if err := cfg.checkCounts(); err != nil {
+		return nil, err
 	}
 	if cfg.DatabasePattern == "" {
 		cfg.DatabasePattern = "ds_%d"
@@ -98,6 +110,31 @@ func NewMod(cfg Mod) (*ModRouter, error) {
 		}
 	}
 	return r, nil
+}
+
+// checkCounts bounds the counts and bases before anything is allocated.
+func (cfg Mod) checkCounts() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: sharding.Mod."+format, append([]any{engine.ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case cfg.Databases < 1:
+		return bad("Databases is %d, want at least 1", cfg.Databases)
+	case cfg.Tables < 1:
+		return bad("Tables is %d, want at least 1", cfg.Tables)
+	case cfg.Databases > MaxDatabases:
+		return bad("Databases is %d, more than sharding.MaxDatabases (%d)", cfg.Databases, MaxDatabases)
+	case cfg.Tables > MaxTables:
+		return bad("Tables is %d, more than sharding.MaxTables (%d)", cfg.Tables, MaxTables)
+	case cfg.Databases*cfg.Tables > MaxShards:
+		return bad("Databases × Tables is %d × %d = %d shards, more than sharding.MaxShards (%d)",
+			cfg.Databases, cfg.Tables, cfg.Databases*cfg.Tables, MaxShards)
+	case cfg.DatabaseBase < 0 || cfg.DatabaseBase > math.MaxInt32-cfg.Databases:
+		return bad("DatabaseBase is %d, want 0 to %d", cfg.DatabaseBase, math.MaxInt32-cfg.Databases)
+	case cfg.TableBase < 0 || cfg.TableBase > math.MaxInt32-cfg.Tables:
+		return bad("TableBase is %d, want 0 to %d", cfg.TableBase, math.MaxInt32-cfg.Tables)
+	}
+	return nil
 }
 
 // Route returns the shard of id. A rule that returns an index out of range

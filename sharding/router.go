@@ -27,8 +27,9 @@ func (s Shard) String() string {
 	return s.DatabaseName + "." + s.TableName
 }
 
-// TablePlaceholder is what the SQL templates of [Sqlx] write for the
-// physical table: "INSERT INTO {table} (id, name) VALUES (:id, :name)".
+// TablePlaceholder is what statements run on every shard (the
+// repositories' Exec, [Shard.Query]) write for the physical table:
+// "CREATE TABLE {table} (id BIGINT PRIMARY KEY, name TEXT)".
 const TablePlaceholder = "{table}"
 
 // Query returns template with every {table} replaced by the shard's table.

@@ -22,6 +22,7 @@ import (
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/idplugin"
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/shardgorm"
 )
 
 // Course is a row's columns; every shard table has them. Each generator gets
@@ -103,7 +104,7 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 			return nil, err
 		}
 	}
-	repo, err := sharding.NewGorm(r, e.dbs)
+	repo, err := shardgorm.New(r, e.dbs)
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +112,7 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 		return nil, err
 	}
 	// Start from empty shards, also on a server database kept from a past run.
-	if err := repo.ForEach(ctx, func(_ sharding.Shard, db *gorm.DB) error {
-		return db.Where("1 = 1").Delete(&plainCourse{}).Error
-	}); err != nil {
+	if err := repo.Exec(ctx, "DELETE FROM {table}"); err != nil {
 		return nil, err
 	}
 
@@ -162,7 +161,7 @@ func registry(ctx context.Context, ids *sql.DB) (*idforge.Registry, error) {
 	return reg, nil
 }
 
-func insert(ctx context.Context, repo *sharding.Gorm, o options, name string, row func(Course) any, progress io.Writer) error {
+func insert(ctx context.Context, repo *shardgorm.Repository, o options, name string, row func(Course) any, progress io.Writer) error {
 	p := newPacer(o.rate)
 	for i := range o.n {
 		if err := p.wait(ctx); err != nil {
@@ -188,7 +187,7 @@ func drawProgress(w io.Writer, name string, done, total int) {
 }
 
 // countRows reads each shard's row count for one generator back from the databases.
-func countRows(ctx context.Context, repo *sharding.Gorm, name string) (map[string]int, error) {
+func countRows(ctx context.Context, repo *shardgorm.Repository, name string) (map[string]int, error) {
 	counts := map[string]int{}
 	err := repo.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
 		var n int64

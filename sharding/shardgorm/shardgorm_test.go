@@ -1,4 +1,4 @@
-package sharding
+package shardgorm_test
 
 import (
 	"context"
@@ -19,6 +19,9 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/idplugin"
 	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/shardtest"
+	"github.com/idforge/idforge/sharding/shardgorm"
 )
 
 type Course struct {
@@ -27,33 +30,6 @@ type Course struct {
 	UserID    int64
 	Status    string `gorm:"size:8"`
 	CreatedAt time.Time
-}
-
-// backend opens two throw-away databases of one kind, standing for m0 and m1.
-type backend struct {
-	name string
-	open func(t *testing.T) [2]testdb.DB
-}
-
-var backends = []backend{
-	{"sqlite", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.SQLite(t), testdb.SQLite(t)} }},
-	{"mariadb", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.MariaDB(t), testdb.MariaDB(t)} }},
-	{"postgres", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.Postgres(t), testdb.Postgres(t)} }},
-}
-
-// testRegistry holds a snowflake generator on a fake clock standing still:
-// a batch's IDs share a tick and carry consecutive sequences.
-func testRegistry(t *testing.T) *engine.Registry {
-	t.Helper()
-	g, err := snowflake.New(5, snowflake.WithClock(clock.NewFake(start)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	if err := reg.Register("snowflake", "", g); err != nil {
-		t.Fatal(err)
-	}
-	return reg
 }
 
 func openGorm(t *testing.T, d testdb.DB, reg *engine.Registry) *gorm.DB {
@@ -82,11 +58,11 @@ func openGorm(t *testing.T, d testdb.DB, reg *engine.Registry) *gorm.DB {
 	return db
 }
 
-func gormRepo(t *testing.T, b backend, opts ...Option) *Gorm {
+func gormRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) *shardgorm.Repository {
 	t.Helper()
-	dbs := b.open(t)
-	reg := testRegistry(t)
-	repo, err := NewGorm(courseRouter(t), []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}, opts...)
+	dbs := b.Open(t)
+	reg := shardtest.Registry(t)
+	repo, err := shardgorm.New(shardtest.CourseRouter(t), []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,11 +73,11 @@ func gormRepo(t *testing.T, b backend, opts ...Option) *Gorm {
 }
 
 // readBack reads every shard and checks each row is where its ID routes.
-func readBack(t *testing.T, repo *Gorm) (map[int64]Course, map[string]int) {
+func readBack(t *testing.T, repo *shardgorm.Repository) (map[int64]Course, map[string]int) {
 	t.Helper()
 	rows := map[int64]Course{}
 	counts := map[string]int{}
-	err := repo.ForEach(context.Background(), func(s Shard, db *gorm.DB) error {
+	err := repo.ForEach(context.Background(), func(s sharding.Shard, db *gorm.DB) error {
 		var got []Course
 		if err := db.Find(&got).Error; err != nil {
 			return err
@@ -129,10 +105,10 @@ func readBack(t *testing.T, repo *Gorm) (map[int64]Course, map[string]int) {
 }
 
 func TestGormBatchSplitting(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			repo := gormRepo(t, b, WithBatchSize(300))
+			repo := gormRepo(t, b, sharding.WithBatchSize(300))
 			batch := make([]Course, 2500)
 			for i := range batch {
 				batch[i] = Course{Name: fmt.Sprintf("course %d", i), UserID: int64(i % 7), Status: "1"}
@@ -177,14 +153,14 @@ func TestGormBatchSplitting(t *testing.T) {
 					t.Errorf("shard %s has %d rows, want at least 625 (%v)", s, n, counts)
 				}
 			}
-			t.Logf("%s: %v", b.name, Measure(counts))
+			t.Logf("%s: %v", b.Name, sharding.Measure(counts))
 		})
 	}
 }
 
 func TestGormFindAndScope(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			repo := gormRepo(t, b)
 			rows := []Course{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
@@ -193,29 +169,29 @@ func TestGormFindAndScope(t *testing.T) {
 			}
 			for _, c := range rows {
 				var got Course
-				if err := repo.FindByID(ctx, c.ID, &got); err != nil || got.Name != c.Name {
-					t.Errorf("FindByID(%d) = %+v, %v; want %q", c.ID, got, err, c.Name)
+				if err := repo.Find(ctx, c.ID, &got); err != nil || got.Name != c.Name {
+					t.Errorf("Find(%d) = %+v, %v; want %q", c.ID, got, err, c.Name)
 				}
 			}
 			missing := rows[3].ID + 1
 			var got Course
-			if err := repo.FindByID(ctx, missing, &got); !errors.Is(err, gorm.ErrRecordNotFound) {
-				t.Errorf("FindByID(missing %d): err = %v, want ErrRecordNotFound", missing, err)
+			if err := repo.Find(ctx, missing, &got); !errors.Is(err, gorm.ErrRecordNotFound) || !errors.Is(err, sharding.ErrNotFound) {
+				t.Errorf("Find(missing %d): err = %v, want sharding.ErrNotFound and gorm.ErrRecordNotFound", missing, err)
 			}
 
-			db, s, err := repo.DB(ctx, rows[1].ID)
+			db, s, err := repo.DB(rows[1].ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := db.Where("id = ?", rows[1].ID).Update("status", "done").Error; err != nil {
 				t.Fatal(err)
 			}
-			if err := repo.FindByID(ctx, rows[1].ID, &got); err != nil || got.Status != "done" {
+			if err := repo.Find(ctx, rows[1].ID, &got); err != nil || got.Status != "done" {
 				t.Errorf("after update in %s: %+v, %v", s, got, err)
 			}
 			// Scope picks the table on a database the caller chose.
 			var n int64
-			base, s2, _ := repo.DB(ctx, rows[2].ID)
+			base, s2, _ := repo.DB(rows[2].ID)
 			if err := base.Session(&gorm.Session{NewDB: true}).Model(&Course{}).Scopes(repo.Scope(rows[2].ID)).
 				Where("id = ?", rows[2].ID).Count(&n).Error; err != nil || n != 1 {
 				t.Errorf("Scope count in %s = %d, %v", s2, n, err)
@@ -229,14 +205,14 @@ func TestGormFindAndScope(t *testing.T) {
 
 func TestGormShardError(t *testing.T) {
 	ctx := context.Background()
-	repo := gormRepo(t, backends[0])
-	_, s3, _ := repo.DB(ctx, 3) // id 3 → m1.course_1
-	if err := repo.dbs[s3.Database].Migrator().DropTable(s3.TableName); err != nil {
+	repo := gormRepo(t, shardtest.Backends[0])
+	db3, s3, _ := repo.DB(3) // id 3 → m1.course_1
+	if err := db3.Migrator().DropTable(s3.TableName); err != nil {
 		t.Fatal(err)
 	}
 	batch := make([]Course, 8)
 	err := repo.Create(ctx, batch)
-	var se *ShardError
+	var se *sharding.ShardError
 	if !errors.As(err, &se) || se.Shard.String() != "m1.course_1" || se.Rows != 2 ||
 		!strings.Contains(err.Error(), "insert 2 rows into m1.course_1") {
 		t.Fatalf("Create with a missing table: err = %v, want a ShardError for m1.course_1", err)
@@ -247,11 +223,11 @@ func TestGormShardError(t *testing.T) {
 	}
 }
 
-func readBackExcept(t *testing.T, repo *Gorm, skip Shard) (int, map[string]int) {
+func readBackExcept(t *testing.T, repo *shardgorm.Repository, skip sharding.Shard) (int, map[string]int) {
 	t.Helper()
 	counts := map[string]int{}
 	total := 0
-	err := repo.ForEach(context.Background(), func(s Shard, db *gorm.DB) error {
+	err := repo.ForEach(context.Background(), func(s sharding.Shard, db *gorm.DB) error {
 		if s == skip {
 			return nil
 		}
@@ -270,23 +246,23 @@ func readBackExcept(t *testing.T, repo *Gorm, skip Shard) (int, map[string]int) 
 }
 
 func TestGormConfigErrors(t *testing.T) {
-	reg := testRegistry(t)
+	reg := shardtest.Registry(t)
 	d := testdb.SQLite(t)
 	db := openGorm(t, d, reg)
-	r := courseRouter(t)
-	if _, err := NewGorm(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
+	r := shardtest.CourseRouter(t)
+	if _, err := shardgorm.New(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("one db for a two-database router: err = %v", err)
 	}
-	if _, err := NewGorm(r, []*gorm.DB{db, nil}); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := shardgorm.New(r, []*gorm.DB{db, nil}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("nil db: err = %v", err)
 	}
-	if _, err := NewGorm(nil, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := shardgorm.New(nil, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("nil router: err = %v", err)
 	}
-	if _, err := NewGorm(r, []*gorm.DB{db, db}, WithBatchSize(0)); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("batch size 0: err = %v", err)
+	if _, err := shardgorm.New(r, []*gorm.DB{db, db}, sharding.WithBatchSize(-1)); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("batch size -1: err = %v", err)
 	}
-	repo, err := NewGorm(r, []*gorm.DB{db, db})
+	repo, err := shardgorm.New(r, []*gorm.DB{db, db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,19 +295,19 @@ func TestGormConfigErrors(t *testing.T) {
 // WithShardKey routes by another integer field than the primary key.
 func TestGormShardKey(t *testing.T) {
 	ctx := context.Background()
-	repo := gormRepo(t, backends[0], WithShardKey("UserID"))
+	repo := gormRepo(t, shardtest.Backends[0], sharding.WithShardKey("UserID"))
 	rows := []Course{{Name: "a", UserID: 100}, {Name: "b", UserID: 101}, {Name: "c", UserID: 102}, {Name: "d", UserID: 103}}
 	if err := repo.Create(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range rows {
 		var got Course
-		if err := repo.FindByID(ctx, c.UserID, &got); err != nil || got.ID != c.ID {
-			t.Errorf("FindByID(user %d) = %+v, %v; want id %d", c.UserID, got, err, c.ID)
+		if err := repo.Find(ctx, c.UserID, &got); err != nil || got.ID != c.ID {
+			t.Errorf("Find(user %d) = %+v, %v; want id %d", c.UserID, got, err, c.ID)
 		}
-		s, _ := repo.Router().Route(c.UserID)
+		db, s, _ := repo.DB(c.UserID)
 		var n int64
-		if err := repo.dbs[s.Database].Table(s.TableName).Where("id = ?", c.ID).Count(&n).Error; err != nil || n != 1 {
+		if err := db.Where("id = ?", c.ID).Count(&n).Error; err != nil || n != 1 {
 			t.Errorf("row of user %d not in %s: %d, %v", c.UserID, s, n, err)
 		}
 	}
@@ -350,12 +326,8 @@ func TestGormInterval(t *testing.T) {
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewInterval(Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "course_",
-		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := NewGorm(r, []*gorm.DB{openGorm(t, testdb.SQLite(t), reg)})
+	r := shardtest.MonthRouter(t)
+	repo, err := shardgorm.New(r, []*gorm.DB{openGorm(t, testdb.SQLite(t), reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +344,7 @@ func TestGormInterval(t *testing.T) {
 		fc.Advance(10 * 24 * time.Hour)
 	}
 	months := map[string]int{}
-	err = repo.ForEach(ctx, func(s Shard, db *gorm.DB) error {
+	err = repo.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
 		var got []Course
 		if err := db.Find(&got).Error; err != nil {
 			return err
@@ -399,7 +371,7 @@ func TestGormInterval(t *testing.T) {
 }
 
 func TestNewGormNeedsThePlugin(t *testing.T) {
-	r, err := NewMod(Mod{Databases: 1, Tables: 2, TablePattern: "t_%d"})
+	r, err := sharding.NewMod(sharding.Mod{Databases: 1, Tables: 2, TablePattern: "t_%d"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +379,7 @@ func TestNewGormNeedsThePlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewGorm(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "plugin") {
+	if _, err := shardgorm.New(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "plugin") {
 		t.Fatalf("NewGorm on a database without the plugin: %v, want ErrInvalidConfig naming the plugin", err)
 	}
 }
@@ -415,15 +387,15 @@ func TestNewGormNeedsThePlugin(t *testing.T) {
 // Migrate prepares every shard's table, so the ID column the plugin fills is
 // a plain BIGINT, not AUTO_INCREMENT or BIGSERIAL.
 func TestMigrateMakesPlainIDColumns(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			repo := gormRepo(t, b)
-			err := repo.ForEach(context.Background(), func(s Shard, db *gorm.DB) error {
+			err := repo.ForEach(context.Background(), func(s sharding.Shard, db *gorm.DB) error {
 				sqlDB, err := db.DB()
 				if err != nil {
 					return err
 				}
-				d := testdb.DB{Name: b.name}
+				d := testdb.DB{Name: b.Name}
 				if d.AutoIncrement(t, sqlDB, s.TableName) {
 					t.Errorf("%s: the id column is auto-increment", s)
 				}
@@ -434,4 +406,37 @@ func TestMigrateMakesPlainIDColumns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Exec runs one statement in every shard; a statement without {table} is
+// refused before anything runs.
+func TestGormExec(t *testing.T) {
+	ctx := context.Background()
+	repo := gormRepo(t, shardtest.Backends[0])
+	rows := make([]Course, 8)
+	for i := range rows {
+		rows[i].Status = "old"
+	}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(ctx, "UPDATE {table} SET status = ? WHERE status = ?", "new", "old"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rows {
+		var got Course
+		if err := repo.Find(ctx, c.ID, &got); err != nil || got.Status != "new" {
+			t.Errorf("row %d after Exec: %+v, %v", c.ID, got, err)
+		}
+	}
+	if err := repo.Exec(ctx, "DELETE FROM course_1"); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("Exec without {table}: err = %v", err)
+	}
+	if n, _ := countAll(t, repo); n != len(rows) {
+		t.Errorf("%d rows left, want %d", n, len(rows))
+	}
+}
+
+func countAll(t *testing.T, repo *shardgorm.Repository) (int, map[string]int) {
+	return readBackExcept(t, repo, sharding.Shard{})
 }

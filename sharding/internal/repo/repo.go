@@ -1,0 +1,309 @@
+// Package repo is what the GORM and sqlx sharded repositories share: option
+// resolution, the checks of a router against the databases given, routing a
+// batch of rows and splitting it by shard, the fan-out over every shard, and
+// the errors that name a shard. The ORM-specific parts (filling IDs, reading
+// the shard key, the statements) are passed in as functions.
+package repo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/sharding"
+)
+
+// Base holds a repository's router, its databases (indexed like
+// [sharding.Shard.Database]) and its settings.
+type Base[DB any] struct {
+	Router   sharding.Router
+	DBs      []*DB
+	Settings sharding.Settings
+}
+
+// New checks the router, the databases and the options; pkg names the
+// constructor in errors ("shardgorm.New").
+func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Option) (*Base[DB], error) {
+	var s sharding.Settings
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	if s.BatchSize < 0 {
+		return nil, fmt.Errorf("%w: %s: batch size %d (want at least 1, or 0 for %d)",
+			engine.ErrInvalidConfig, pkg, s.BatchSize, sharding.DefaultBatchSize)
+	}
+	if s.BatchSize == 0 {
+		s.BatchSize = sharding.DefaultBatchSize
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w: %s needs a router", engine.ErrInvalidConfig, pkg)
+	}
+	if len(dbs) == 0 {
+		return nil, fmt.Errorf("%w: %s needs at least one database", engine.ErrInvalidConfig, pkg)
+	}
+	for i, db := range dbs {
+		if db == nil {
+			return nil, fmt.Errorf("%w: %s: database %d is nil", engine.ErrInvalidConfig, pkg, i)
+		}
+	}
+	// A router that lists its shards must use exactly the databases given;
+	// an unbounded one is checked on every route instead.
+	if shards, err := r.Shards(); err == nil {
+		want := 0
+		for _, s := range shards {
+			want = max(want, s.Database+1)
+		}
+		if len(dbs) != want {
+			return nil, fmt.Errorf("%w: %s: the router uses %d databases, %d were given",
+				engine.ErrInvalidConfig, pkg, want, len(dbs))
+		}
+	}
+	return &Base[DB]{Router: r, DBs: dbs, Settings: s}, nil
+}
+
+// Route returns the shard of id and its database.
+func (b *Base[DB]) Route(id int64) (*DB, sharding.Shard, error) {
+	s, err := b.Router.Route(id)
+	if err != nil {
+		return nil, sharding.Shard{}, err
+	}
+	if s.Database < 0 || s.Database >= len(b.DBs) {
+		return nil, sharding.Shard{}, fmt.Errorf("%w: id %d routes to database %d (%s), but only %d databases were given",
+			engine.ErrInvalidConfig, id, s.Database, s, len(b.DBs))
+	}
+	return b.DBs[s.Database], s, nil
+}
+
+// ForEach calls fn for every shard, in the router's order, with its
+// database; errors name the shard. It stops when ctx ends.
+func (b *Base[DB]) ForEach(ctx context.Context, fn func(s sharding.Shard, db *DB) error) error {
+	shards, err := b.Router.Shards()
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if s.Database < 0 || s.Database >= len(b.DBs) {
+			return fmt.Errorf("%w: shard %s is in database %d, but only %d databases were given",
+				engine.ErrInvalidConfig, s, s.Database, len(b.DBs))
+		}
+		if err := fn(s, b.DBs[s.Database]); err != nil {
+			return fmt.Errorf("sharding: shard %s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// Exec runs query, which must name the table {table}, in every shard
+// through exec, which gets the query with the shard's table filled in.
+func (b *Base[DB]) Exec(ctx context.Context, query string, exec func(db *DB, query string) error) error {
+	if err := CheckTemplate(query); err != nil {
+		return err
+	}
+	return b.ForEach(ctx, func(s sharding.Shard, db *DB) error { return exec(db, s.Query(query)) })
+}
+
+// CheckTemplate rejects a statement that does not name {table}: it would
+// run on one table the router knows nothing of.
+func CheckTemplate(query string) error {
+	if !strings.Contains(query, sharding.TablePlaceholder) {
+		return fmt.Errorf("%w: sharding: statement %q does not name its table %s",
+			engine.ErrInvalidConfig, query, sharding.TablePlaceholder)
+	}
+	return nil
+}
+
+// Find routes key and runs find on its shard. An error notFound recognises
+// is wrapped with [sharding.ErrNotFound] as well.
+func (b *Base[DB]) Find(key int64, find func(db *DB, s sharding.Shard) error, notFound func(error) bool) error {
+	db, s, err := b.Route(key)
+	if err != nil {
+		return err
+	}
+	if err := find(db, s); err != nil {
+		if notFound(err) {
+			return fmt.Errorf("%w: key %d in %s: %w", sharding.ErrNotFound, key, s, err)
+		}
+		return fmt.Errorf("sharding: find %d in %s: %w", key, s, err)
+	}
+	return nil
+}
+
+// Rows is what a Create needs from the ORM, for one struct type.
+type Rows[DB any] struct {
+	// Key returns the reader of the shard key of rows of type elem, after
+	// checking the field exists and is an integer; it is called before any
+	// ID is drawn.
+	Key func(elem reflect.Type) (func(row reflect.Value) (int64, error), error)
+	// Fill gives value's rows their IDs.
+	Fill func(value any) error
+	// Insert writes part, a []*T of one shard's rows, into the shard in
+	// batches of the batch size, in one transaction.
+	Insert func(db *DB, s sharding.Shard, part any) error
+}
+
+// Create fills the IDs of value (a pointer to a struct, or a slice or array
+// of structs or of pointers), routes every row by its shard key, and inserts
+// each shard's rows, by database then table. A failed shard is a
+// *[sharding.ShardError].
+func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
+	rows, elem, err := rowsOf(value)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	key, err := orm.Key(elem)
+	if err != nil {
+		return err
+	}
+	if err := orm.Fill(value); err != nil {
+		return err
+	}
+	groups, err := b.split(rows, key)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := orm.Insert(b.DBs[g.shard.Database], g.shard, g.pointers(elem)); err != nil {
+			return &sharding.ShardError{Shard: g.shard, Rows: len(g.rows), Err: err}
+		}
+	}
+	return nil
+}
+
+// group is the rows of one shard, in input order.
+type group struct {
+	shard sharding.Shard
+	rows  []reflect.Value
+}
+
+// split routes every row by key and groups the rows by shard, ordered by
+// database then table index, so a failure leaves a predictable set of
+// shards written.
+func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int64, error)) ([]*group, error) {
+	byShard := map[[2]int]*group{}
+	var out []*group
+	for i, row := range rows {
+		id, err := key(row)
+		if err != nil {
+			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
+		}
+		if id == 0 {
+			return nil, fmt.Errorf("%w: sharding: row %d has no ID to route by after filling: tag the field "+
+				"(`idgen:\"snowflake\"`) or set it", engine.ErrInvalidID, i)
+		}
+		_, s, err := b.Route(id)
+		if err != nil {
+			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
+		}
+		k := [2]int{s.Database, s.Table}
+		g := byShard[k]
+		if g == nil {
+			g = &group{shard: s}
+			byShard[k] = g
+			out = append(out, g)
+		}
+		g.rows = append(g.rows, row)
+	}
+	slices.SortFunc(out, func(a, b *group) int {
+		return cmp.Or(cmp.Compare(a.shard.Database, b.shard.Database), cmp.Compare(a.shard.Table, b.shard.Table))
+	})
+	return out, nil
+}
+
+// pointers returns a []*T of the rows' addresses, for the drivers to insert
+// and write back into.
+func (g *group) pointers(elem reflect.Type) any {
+	s := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(elem)), len(g.rows), len(g.rows))
+	for i, row := range g.rows {
+		s.Index(i).Set(row.Addr())
+	}
+	return s.Interface()
+}
+
+// rowsOf lists the struct rows of value, a pointer to a struct or a slice or
+// array (or a pointer to one) of structs or of pointers to structs. Every
+// row is addressable, so IDs written into it reach the caller.
+func rowsOf(value any) (rows []reflect.Value, elem reflect.Type, err error) {
+	rv := reflect.ValueOf(value)
+	if !rv.IsValid() {
+		return nil, nil, fmt.Errorf("%w: sharding: nil value", engine.ErrInvalidConfig)
+	}
+	if rv.Kind() == reflect.Pointer && rv.Type().Elem().Kind() == reflect.Struct {
+		if rv.IsNil() {
+			return nil, nil, fmt.Errorf("%w: sharding: nil %T", engine.ErrInvalidConfig, value)
+		}
+		return []reflect.Value{rv.Elem()}, rv.Type().Elem(), nil
+	}
+	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, nil, fmt.Errorf("%w: sharding: want a pointer to a struct or a slice of structs, got %T",
+			engine.ErrInvalidConfig, value)
+	}
+	if rv.Kind() == reflect.Array && !rv.CanAddr() {
+		return nil, nil, fmt.Errorf("%w: sharding: pass a pointer to the array %T so IDs can be written back",
+			engine.ErrInvalidConfig, value)
+	}
+	elem = rv.Type().Elem()
+	byPointer := elem.Kind() == reflect.Pointer
+	if byPointer {
+		elem = elem.Elem()
+	}
+	if elem.Kind() != reflect.Struct {
+		return nil, nil, fmt.Errorf("%w: sharding: want structs, got %T", engine.ErrInvalidConfig, value)
+	}
+	rows = make([]reflect.Value, rv.Len())
+	for i := range rows {
+		row := rv.Index(i)
+		if byPointer {
+			if row.IsNil() {
+				return nil, nil, fmt.Errorf("%w: sharding: row %d of %T is nil", engine.ErrInvalidConfig, i, value)
+			}
+			row = row.Elem()
+		}
+		rows[i] = row
+	}
+	return rows, elem, nil
+}
+
+// KeyKind checks that a shard key of type t can be read as an int64.
+func KeyKind(model, field string, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return nil
+	}
+	return fmt.Errorf("%w: model %s: shard key %s is a %s; routing needs an integer field (WithShardKey picks another)",
+		engine.ErrInvalidConfig, model, field, t)
+}
+
+// KeyValue reads an integer shard key; 0 for a nil pointer.
+func KeyValue(v reflect.Value) (int64, error) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return 0, nil
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u := v.Uint()
+		if u > 1<<63-1 {
+			return 0, fmt.Errorf("%w: key %d does not fit an int64", engine.ErrInvalidID, u)
+		}
+		return int64(u), nil
+	}
+	return v.Int(), nil
+}

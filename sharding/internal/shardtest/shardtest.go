@@ -1,0 +1,90 @@
+// Package shardtest holds what the tests of the GORM and sqlx sharded
+// repositories share: the course router, the registry they draw IDs from,
+// and pairs of throw-away databases standing for m0 and m1.
+package shardtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/sharding"
+)
+
+// Backend opens two throw-away databases of one kind, standing for m0 and m1.
+type Backend struct {
+	Name string
+	Open func(t *testing.T) [2]testdb.DB
+}
+
+// Backends are SQLite, MariaDB and PostgreSQL; the servers' tests skip when
+// the server is down (and fail when IDFORGE_REQUIRE_SERVERS=1).
+var Backends = []Backend{
+	{"sqlite", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.SQLite(t), testdb.SQLite(t)} }},
+	{"mariadb", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.MariaDB(t), testdb.MariaDB(t)} }},
+	{"postgres", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.Postgres(t), testdb.Postgres(t)} }},
+}
+
+// Start is the time the registry's fake clock stands still at.
+var Start = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+
+// Registry holds kind "snowflake" on a fake clock standing still: a batch's
+// IDs share a tick and carry consecutive sequences, so 4·k IDs split k per
+// shard under the course rule.
+func Registry(t testing.TB) *engine.Registry {
+	t.Helper()
+	g, err := snowflake.New(5, snowflake.WithClock(clock.NewFake(Start)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
+// CourseRouter is ShardingSphere's course rule: m{id%2}.course_{(id+1)%4/2+1}.
+func CourseRouter(t testing.TB) *sharding.ModRouter {
+	t.Helper()
+	r, err := sharding.NewMod(sharding.Mod{
+		Databases: 2, DatabasePattern: "m%d",
+		Tables: 2, TablePattern: "course_%d", TableBase: 1,
+		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// MonthRouter puts course rows of 2026 in monthly tables course_202601 ...
+func MonthRouter(t testing.TB) *sharding.IntervalRouter {
+	t.Helper()
+	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Period: sharding.Monthly, Prefix: "course_",
+		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Placed checks that every row read from shard s routes there, and that no
+// ID was read before (seen collects them).
+func Placed(t testing.TB, r sharding.Router, s sharding.Shard, ids []int64, seen map[int64]bool) {
+	t.Helper()
+	for _, id := range ids {
+		want, err := r.Route(id)
+		if err != nil || want != s {
+			t.Errorf("row %d found in %s, routes to %s (%v)", id, s, want, err)
+		}
+		if seen[id] {
+			t.Errorf("row %d found twice", id)
+		}
+		seen[id] = true
+	}
+}

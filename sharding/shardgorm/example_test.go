@@ -1,0 +1,101 @@
+package shardgorm_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/shardgorm"
+)
+
+type Lesson struct {
+	ID   int64 `gorm:"primaryKey" idgen:"snowflake"`
+	Name string
+}
+
+// A repository over two SQLite files standing for databases m0 and m1, with
+// ShardingSphere's course rule.
+func Example() {
+	dir, err := os.MkdirTemp("", "shards")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	g, err := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		log.Fatal(err)
+	}
+
+	var dbs []*gorm.DB
+	for _, name := range []string{"m0", "m1"} {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, name+".db")), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+			log.Fatal(err)
+		}
+		dbs = append(dbs, db)
+	}
+	router, err := sharding.NewMod(sharding.Mod{ // db = id % 2, table = ((id+1) % 4)/2 + 1
+		Databases: 2, DatabasePattern: "m%d",
+		Tables: 2, TablePattern: "lesson_%d", TableBase: 1,
+		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	repo, err := shardgorm.New(router, dbs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := repo.Migrate(ctx, &Lesson{}); err != nil { // lesson_1 and lesson_2 in m0 and m1
+		log.Fatal(err)
+	}
+
+	lessons := make([]Lesson, 8)
+	for i := range lessons {
+		lessons[i].Name = fmt.Sprint("java ", i)
+	}
+	if err := repo.Create(ctx, lessons); err != nil { // IDs filled, rows split by shard
+		log.Fatal(err)
+	}
+
+	var l Lesson
+	if err := repo.Find(ctx, lessons[5].ID, &l); err != nil { // reads one shard
+		log.Fatal(err)
+	}
+	fmt.Println(l.Name)
+
+	err = repo.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
+		var n int64
+		err := db.Count(&n).Error
+		fmt.Println(s, n)
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// java 5
+	// m0.lesson_1 2
+	// m0.lesson_2 2
+	// m1.lesson_1 2
+	// m1.lesson_2 2
+}

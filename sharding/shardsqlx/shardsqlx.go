@@ -1,0 +1,271 @@
+// Package shardsqlx is the sharded repository over sqlx: it fills IDs from
+// the `idgen` struct tags the GORM plugin reads, routes every row with a
+// [sharding.Router], splits a batch by shard and inserts each part into its
+// database and table; Find reads one shard, ForEach and Exec fan out over
+// every shard.
+//
+// Package [github.com/idforge/idforge/sharding/shardgorm] is the same
+// repository over GORM, with the same verbs: moving from one to the other
+// is a change of import. What sqlx does differently:
+//
+//   - sqlx has no hook to fill IDs, so [New] takes the engine.Provider
+//     (an idforge registry) the IDs are drawn from;
+//   - sqlx has no model, so there is no Migrate: create the tables with
+//     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
+//     the statements of Create and Find are written from the struct's `db`
+//     columns (see [Repository.Create]).
+package shardsqlx
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jmoiron/sqlx/reflectx"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/idgen"
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/repo"
+)
+
+// MaxPlaceholders caps the bind parameters of one INSERT statement: SQLite's
+// default limit (MySQL/MariaDB and PostgreSQL allow 65,535). A batch of
+// wide rows is cut into statements of fewer rows than the batch size.
+const MaxPlaceholders = 32766
+
+// Repository is a sharded repository over sqlx: one *sqlx.DB per database of
+// the router, indexed like [sharding.Shard.Database]. It is safe for
+// concurrent use.
+type Repository struct {
+	base      *repo.Base[sqlx.DB]
+	ids       engine.Provider
+	maxParams int      // MaxPlaceholders; lowered by tests
+	types     sync.Map // reflect.Type -> *rowType
+	gens      sync.Map // reflect.Type -> []engine.Generator, bound on the first Create
+}
+
+// New returns a repository routing with r over dbs, one per database of the
+// router, drawing IDs from p (an idforge registry). A nil provider, a count
+// of databases the router does not use, or an option out of range is an
+// error wrapping engine.ErrInvalidConfig.
+func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (*Repository, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: shardsqlx.New needs the provider IDs are drawn from (an idforge registry)", engine.ErrInvalidConfig)
+	}
+	b, err := repo.New("shardsqlx.New", r, dbs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Repository{base: b, ids: p, maxParams: MaxPlaceholders}, nil
+}
+
+// Router returns the repository's router.
+func (x *Repository) Router() sharding.Router { return x.base.Router }
+
+// rowType is what the repository knows of one struct type: its columns, the
+// shard key, its statements and its idgen-tagged fields.
+type rowType struct {
+	key    *reflectx.FieldInfo
+	insert string // with {table}
+	find   string // with {table} and one '?'
+	ncols  int
+	plan   *idgen.Plan
+}
+
+// rowTypeOf builds, or returns the cached, rowType of elem.
+func (x *Repository) rowTypeOf(ctx context.Context, elem reflect.Type) (*rowType, error) {
+	if rt, ok := x.types.Load(elem); ok {
+		return rt.(*rowType), nil
+	}
+	sm := x.base.DBs[0].Mapper.TypeMap(elem)
+	var cols []string
+	for _, fi := range sm.Index {
+		// Columns are the fields sqlx maps at the top level, directly or
+		// through embedded structs: a path with a dot is a nested struct's.
+		if fi.Embedded || strings.Contains(fi.Path, ".") || sm.Paths[fi.Path] != fi {
+			continue
+		}
+		if !plainName(fi.Path) {
+			return nil, fmt.Errorf("%w: %s: column %q (db tag of %s): use letters, digits and '_' only",
+				engine.ErrInvalidConfig, elem, fi.Path, fi.Field.Name)
+		}
+		cols = append(cols, fi.Path)
+	}
+	rt := &rowType{ncols: len(cols)}
+	keyName := x.base.Settings.ShardKey
+	if keyName == "" {
+		keyName = "id"
+	}
+	rt.key = sm.GetByPath(keyName)
+	for _, fi := range sm.Index {
+		if rt.key == nil && fi.Field.Name == keyName && !strings.Contains(fi.Path, ".") {
+			rt.key = fi
+		}
+	}
+	if rt.key == nil {
+		return nil, fmt.Errorf("%w: %s has no column %q to route by (db tag)", engine.ErrInvalidConfig, elem, keyName)
+	}
+	if err := repo.KeyKind(elem.String(), rt.key.Path, rt.key.Field.Type); err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%w: %s has no columns", engine.ErrInvalidConfig, elem)
+	}
+	rt.insert = "INSERT INTO " + sharding.TablePlaceholder + " (" + strings.Join(cols, ", ") +
+		") VALUES (:" + strings.Join(cols, ", :") + ")"
+	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + sharding.TablePlaceholder +
+		" WHERE " + rt.key.Path + " = ?"
+	var err error
+	if rt.plan, err = idgen.PlanOf(elem); err != nil {
+		return nil, err
+	}
+	cached, _ := x.types.LoadOrStore(elem, rt)
+	return cached.(*rowType), nil
+}
+
+// generators returns the generators of rt's tagged fields, looked up in the
+// provider once per type; a failed lookup is retried on the next call.
+func (x *Repository) generators(ctx context.Context, rt *rowType) ([]engine.Generator, error) {
+	if gens, ok := x.gens.Load(rt.plan.Type); ok {
+		return gens.([]engine.Generator), nil
+	}
+	gens := make([]engine.Generator, len(rt.plan.Fields))
+	for i, f := range rt.plan.Fields {
+		g, err := x.ids.Generator(ctx, f.Spec.Kind, f.Spec.Name)
+		if err != nil {
+			return nil, fmt.Errorf("model %s field %s: tag `%s:%q`: %w", f.Model, f.Name, idgen.TagKey, f.Spec, err)
+		}
+		gens[i] = g
+	}
+	x.gens.Store(rt.plan.Type, gens)
+	return gens, nil
+}
+
+// plainName accepts column names that need no quoting.
+func plainName(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Create inserts value, a pointer to a struct or a slice of structs or of
+// pointers: it fills the zero-valued idgen-tagged fields from the provider,
+// routes every row, and inserts each shard's rows into its database and
+// table, one transaction per shard, in multi-row INSERTs of the configured
+// batch size (fewer rows when the placeholders would pass
+// [MaxPlaceholders]).
+//
+// The statement is written from the struct: every column sqlx maps at the
+// top level (a `db` tag, or the lower-cased field name; `db:"-"` leaves a
+// field out; embedded structs add their columns):
+//
+//	INSERT INTO course_1 (id, name, user_id) VALUES (:id, :name, :user_id), ...
+//
+// A failure is a *[sharding.ShardError] naming the shard; shards before it
+// were written.
+func (x *Repository) Create(ctx context.Context, value any) error {
+	var rt *rowType
+	return x.base.Create(value, repo.Rows[sqlx.DB]{
+		Key: func(elem reflect.Type) (func(reflect.Value) (int64, error), error) {
+			var err error
+			if rt, err = x.rowTypeOf(ctx, elem); err != nil {
+				return nil, err
+			}
+			return func(row reflect.Value) (int64, error) {
+				return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, rt.key.Index))
+			}, nil
+		},
+		Fill: func(value any) error {
+			if len(rt.plan.Fields) == 0 {
+				return nil
+			}
+			gens, err := x.generators(ctx, rt)
+			if err != nil {
+				return err
+			}
+			return idgen.Rows(reflect.Indirect(reflect.ValueOf(value)), func(row reflect.Value) error {
+				return rt.plan.FillRow(ctx, gens, row)
+			})
+		},
+		Insert: func(db *sqlx.DB, s sharding.Shard, part any) error {
+			return x.insert(ctx, db, s.Query(rt.insert), part, rt.ncols)
+		},
+	})
+}
+
+// insert writes one shard's rows (part is a []*T) in statements of at most
+// the batch size, in a transaction when there is more than one.
+func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any, ncols int) error {
+	rows := reflect.ValueOf(part)
+	n, per := rows.Len(), max(1, min(x.base.Settings.BatchSize, x.maxParams/max(ncols, 1)))
+	if n <= per {
+		_, err := sqlx.NamedExecContext(ctx, db, query, part)
+		return err
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i += per {
+		if _, err := sqlx.NamedExecContext(ctx, tx, query, rows.Slice(i, min(i+per, n)).Interface()); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("rows %d to %d: %w", i, min(i+per, n)-1, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Find reads the row whose shard key is key (its "id" column, unless
+// [sharding.WithShardKey] named another) into dest, a pointer to a struct,
+// from the one shard key routes to, selecting the struct's columns. A
+// missing row is an error matching both [sharding.ErrNotFound] and
+// sql.ErrNoRows.
+func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
+	t := reflect.TypeOf(dest)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct, got %T", engine.ErrInvalidConfig, dest)
+	}
+	rt, err := x.rowTypeOf(ctx, t.Elem())
+	if err != nil {
+		return err
+	}
+	return x.base.Find(key, func(db *sqlx.DB, s sharding.Shard) error {
+		return db.GetContext(ctx, dest, db.Rebind(s.Query(rt.find)), key)
+	}, func(err error) bool { return errors.Is(err, sql.ErrNoRows) })
+}
+
+// DB returns the database of key's shard and the shard, whose
+// [sharding.Shard.Query] fills the table into a statement:
+//
+//	db, s, err := repo.DB(id)
+//	_, err = db.ExecContext(ctx, db.Rebind(s.Query("UPDATE {table} SET name = ? WHERE id = ?")), "go", id)
+func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
+	return x.base.Route(key)
+}
+
+// ForEach calls fn for every shard, in the router's order, with its
+// database: the fan-out for counts, scans and maintenance (fill the table
+// in with [sharding.Shard.Query]). It stops at the first error, naming the
+// shard, or when ctx ends.
+func (x *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *sqlx.DB) error) error {
+	return x.base.ForEach(ctx, fn)
+}
+
+// Exec runs query in every shard with {table} replaced by the shard's
+// table and '?' placeholders rebound for the driver:
+// "CREATE TABLE IF NOT EXISTS {table} (id BIGINT PRIMARY KEY, ...)".
+func (x *Repository) Exec(ctx context.Context, query string, args ...any) error {
+	return x.base.Exec(ctx, query, func(db *sqlx.DB, q string) error {
+		_, err := db.ExecContext(ctx, db.Rebind(q), args...)
+		return err
+	})
+}

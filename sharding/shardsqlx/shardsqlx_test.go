@@ -1,0 +1,366 @@
+package shardsqlx_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/shardtest"
+	"github.com/idforge/idforge/sharding/shardsqlx"
+)
+
+type course struct {
+	ID     int64  `db:"id" idgen:"snowflake"`
+	Name   string `db:"name"`
+	UserID int64  `db:"user_id"`
+}
+
+const createCourse = "CREATE TABLE {table} (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, user_id BIGINT NOT NULL)"
+
+func open(t *testing.T, dbs [2]testdb.DB) []*sqlx.DB {
+	t.Helper()
+	var out []*sqlx.DB
+	for _, d := range dbs {
+		out = append(out, sqlx.NewDb(d.Open(t), d.Driver))
+	}
+	return out
+}
+
+func sqlxRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) *shardsqlx.Repository {
+	t.Helper()
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, b.Open(t)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(context.Background(), createCourse); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// readBack reads every shard and checks each row is where its ID routes.
+func readBack(t *testing.T, repo *shardsqlx.Repository) (map[int64]course, map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	found := map[int64]course{}
+	counts := map[string]int{}
+	seen := map[int64]bool{}
+	err := repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
+		var got []course
+		if err := db.SelectContext(ctx, &got, s.Query("SELECT id, name, user_id FROM {table}")); err != nil {
+			return err
+		}
+		ids := make([]int64, len(got))
+		for i, c := range got {
+			ids[i] = c.ID
+			found[c.ID] = c
+		}
+		shardtest.Placed(t, repo.Router(), s, ids, seen)
+		counts[s.String()] = len(got)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found, counts
+}
+
+func TestSqlxBatchSplitting(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := sqlxRepo(t, b, sharding.WithBatchSize(300))
+			batch := make([]course, 2500)
+			for i := range batch {
+				batch[i] = course{Name: fmt.Sprintf("course %d", i), UserID: int64(i % 7)}
+			}
+			if err := repo.Create(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			one := &course{Name: "single"}
+			if err := repo.Create(ctx, one); err != nil {
+				t.Fatal(err)
+			}
+			ptrs := []*course{{Name: "p0"}, {Name: "p1"}, {Name: "p2"}}
+			if err := repo.Create(ctx, &ptrs); err != nil {
+				t.Fatal(err)
+			}
+			all := append(batch, *one, *ptrs[0], *ptrs[1], *ptrs[2])
+
+			found, counts := readBack(t, repo)
+			if len(found) != len(all) || len(counts) != 4 {
+				t.Fatalf("read back %d rows from %d shards, inserted %d", len(found), len(counts), len(all))
+			}
+			for _, c := range all {
+				if c.ID == 0 || found[c.ID] != c {
+					t.Errorf("row %d: read back %+v, inserted %+v", c.ID, found[c.ID], c)
+				}
+			}
+			// A still fake clock makes consecutive sequences: 2,500 IDs mod 4
+			// split 625 per shard under the ShardingSphere rule.
+			for s, n := range counts {
+				if n < 625 {
+					t.Errorf("shard %s has %d rows, want at least 625 (%v)", s, n, counts)
+				}
+			}
+
+			var got course
+			if err := repo.Find(ctx, batch[1234].ID, &got); err != nil || got != batch[1234] {
+				t.Errorf("Find(%d) = %+v, %v; want %+v", batch[1234].ID, got, err, batch[1234])
+			}
+			missing := ptrs[2].ID + 1 // the fake clock stands still: the next ID, never issued
+			if err := repo.Find(ctx, missing, &got); !errors.Is(err, sql.ErrNoRows) || !errors.Is(err, sharding.ErrNotFound) {
+				t.Errorf("Find(missing): err = %v, want sharding.ErrNotFound and sql.ErrNoRows", err)
+			}
+
+			db, s, err := repo.DB(batch[7].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, db.Rebind(s.Query("UPDATE {table} SET name = ? WHERE id = ?")), "renamed", batch[7].ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.Find(ctx, batch[7].ID, &got); err != nil || got.Name != "renamed" {
+				t.Errorf("after update in %s: %+v, %v", s, got, err)
+			}
+		})
+	}
+}
+
+// More placeholders than the limit: a shard's part is cut into smaller
+// statements, in one transaction, so a failing statement takes the shard's
+// earlier ones back with it.
+func TestSqlxPlaceholderLimit(t *testing.T) {
+	type wide struct {
+		ID int64 `db:"id" idgen:"snowflake"`
+		A  int64 `db:"a"`
+		B  int64 `db:"b"`
+		C  int64 `db:"c"`
+	}
+	ctx := context.Background()
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardsqlx.SetMaxPlaceholders(repo, 20) // 5 rows of 4 columns per statement
+	if err := repo.Exec(ctx, "CREATE TABLE {table} (id BIGINT PRIMARY KEY, a BIGINT, b BIGINT, c BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (total int) {
+		t.Helper()
+		err := repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
+			var n int
+			err := db.GetContext(ctx, &n, s.Query("SELECT count(*) FROM {table}"))
+			total += n
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+	rows := make([]wide, 48) // 12 rows per shard: statements of 5, 5 and 2
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != len(rows) {
+		t.Fatalf("%d rows read back, want %d", n, len(rows))
+	}
+	// The first shard's 12th row repeats a stored key: its third statement
+	// fails and the shard's first ten rows are rolled back.
+	again := make([]wide, 48)
+	var first []int
+	for i := range again {
+		again[i].ID = rows[47].ID + 1 + int64(i)
+		if s, _ := repo.Router().Route(again[i].ID); s.Database == 0 && s.Table == 0 {
+			first = append(first, i)
+		}
+	}
+	again[first[11]].ID = rows[0].ID
+	if s, _ := repo.Router().Route(rows[0].ID); s.Database != 0 || s.Table != 0 {
+		t.Fatalf("rows[0] is in %s, want the first shard", s)
+	}
+	var se *sharding.ShardError
+	if err := repo.Create(ctx, again); !errors.As(err, &se) || se.Rows != 12 || !strings.Contains(err.Error(), "rows 10 to 11") {
+		t.Fatalf("Create with a repeated key: err = %v, want a ShardError for 12 rows naming rows 10 to 11", err)
+	}
+	if n := count(); n != len(rows) {
+		t.Errorf("%d rows after the failed Create, want %d: the failed shard was not rolled back", n, len(rows))
+	}
+}
+
+func TestSqlxErrors(t *testing.T) {
+	ctx := context.Background()
+	repo := sqlxRepo(t, shardtest.Backends[0])
+	if err := repo.Exec(ctx, "DELETE FROM course"); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("statement without {table}: err = %v", err)
+	}
+	type noID struct {
+		Key  int64  `db:"key" idgen:"snowflake"`
+		Name string `db:"name"`
+	}
+	if err := repo.Create(ctx, &noID{}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), `"id"`) {
+		t.Errorf("struct without an id column: err = %v", err)
+	}
+	type stringID struct {
+		ID string `db:"id" idgen:"snowflake,format=radix62"`
+	}
+	if err := repo.Create(ctx, &stringID{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("string id: err = %v", err)
+	}
+	type oddColumn struct {
+		ID   int64  `db:"id" idgen:"snowflake"`
+		Name string `db:"full name"`
+	}
+	if err := repo.Create(ctx, &oddColumn{}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "full name") {
+		t.Errorf("column needing quotes: err = %v", err)
+	}
+	type unknownKind struct {
+		ID int64 `db:"id" idgen:"chain,name=course"`
+	}
+	if err := repo.Create(ctx, &unknownKind{}); !errors.Is(err, engine.ErrUnknownGenerator) {
+		t.Errorf("kind the provider lacks: err = %v", err)
+	}
+	if err := repo.Create(ctx, course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("struct by value: err = %v", err)
+	}
+	if err := repo.Find(ctx, 1, course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("Find into a value: err = %v", err)
+	}
+	if err := repo.Create(ctx, &course{ID: -4}); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("negative pinned ID: err = %v", err)
+	}
+
+	db, s3, _ := repo.DB(3) // id 3 → m1.course_1
+	if _, err := db.Exec("DROP TABLE " + s3.TableName); err != nil {
+		t.Fatal(err)
+	}
+	err := repo.Create(ctx, make([]course, 8))
+	var se *sharding.ShardError
+	if !errors.As(err, &se) || se.Shard.String() != "m1.course_1" || se.Rows != 2 {
+		t.Errorf("insert with a missing table: err = %v, want a ShardError for m1.course_1", err)
+	}
+
+	r, reg := shardtest.CourseRouter(t), shardtest.Registry(t)
+	for name, c := range map[string]struct {
+		r    sharding.Router
+		p    engine.Provider
+		dbs  []*sqlx.DB
+		opts []sharding.Option
+	}{
+		"nil provider":   {r, nil, []*sqlx.DB{db, db}, nil},
+		"nil router":     {nil, reg, []*sqlx.DB{db, db}, nil},
+		"one db for two": {r, reg, []*sqlx.DB{db}, nil},
+		"nil db":         {r, reg, []*sqlx.DB{db, nil}, nil},
+		"batch size -1":  {r, reg, []*sqlx.DB{db, db}, []sharding.Option{sharding.WithBatchSize(-1)}},
+	} {
+		if _, err := shardsqlx.New(c.r, c.p, c.dbs, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// WithShardKey routes by another integer column than id, given as a column
+// or as a Go field name.
+func TestSqlxShardKey(t *testing.T) {
+	for _, key := range []string{"user_id", "UserID"} {
+		t.Run(key, func(t *testing.T) {
+			ctx := context.Background()
+			repo := sqlxRepo(t, shardtest.Backends[0], sharding.WithShardKey(key))
+			rows := []course{{Name: "a", UserID: 100}, {Name: "b", UserID: 101}, {Name: "c", UserID: 102}}
+			if err := repo.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rows {
+				var got course
+				if err := repo.Find(ctx, c.UserID, &got); err != nil || got != c {
+					t.Errorf("Find(user %d) = %+v, %v", c.UserID, got, err)
+				}
+			}
+		})
+	}
+}
+
+// Embedded structs add their columns; `db:"-"` leaves a field out.
+func TestSqlxColumns(t *testing.T) {
+	type audit struct {
+		By string `db:"created_by"`
+	}
+	type row struct {
+		ID int64 `db:"id" idgen:"snowflake"`
+		audit
+		Name  string `db:"name"`
+		Cache string `db:"-"`
+	}
+	ctx := context.Background()
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(ctx, "CREATE TABLE {table} (id BIGINT PRIMARY KEY, name TEXT, created_by TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	in := row{audit: audit{By: "ada"}, Name: "go", Cache: "not a column"}
+	if err := repo.Create(ctx, &in); err != nil {
+		t.Fatal(err)
+	}
+	var out row
+	if err := repo.Find(ctx, in.ID, &out); err != nil || out.By != "ada" || out.Name != "go" || out.Cache != "" {
+		t.Errorf("Find = %+v, %v", out, err)
+	}
+}
+
+// An interval router behind the repository: rows land in the month their ID
+// was issued in.
+func TestSqlxInterval(t *testing.T) {
+	ctx := context.Background()
+	fc := clock.NewFake(shardtest.Start.AddDate(0, -10, 0)) // 2026-01-21
+	g, err := snowflake.New(2, snowflake.WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		t.Fatal(err)
+	}
+	d := testdb.SQLite(t)
+	repo, err := shardsqlx.New(shardtest.MonthRouter(t), reg, []*sqlx.DB{sqlx.NewDb(d.Open(t), d.Driver)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(ctx, createCourse); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if err := repo.Create(ctx, &course{Name: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+		fc.Advance(24 * 24 * 3600e9) // 24 days
+	}
+	months := map[string]int{}
+	seen := map[int64]bool{}
+	err = repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
+		var ids []int64
+		if err := db.SelectContext(ctx, &ids, s.Query("SELECT id FROM {table}")); err != nil {
+			return err
+		}
+		shardtest.Placed(t, repo.Router(), s, ids, seen)
+		if len(ids) > 0 {
+			months[s.TableName] = len(ids)
+		}
+		return nil
+	})
+	if err != nil || len(seen) != 12 || months["course_202601"] != 1 || months["course_202602"] != 1 {
+		t.Errorf("rows per month = %v, %v", months, err)
+	}
+}
