@@ -72,90 +72,27 @@ func gormRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) *shard
 	return repo
 }
 
-// readBack reads every shard and checks each row is where its ID routes.
-func readBack(t *testing.T, repo *shardgorm.Repository) (map[int64]Course, map[string]int) {
-	t.Helper()
-	rows := map[int64]Course{}
-	counts := map[string]int{}
-	err := repo.ForEach(context.Background(), func(s sharding.Shard, db *gorm.DB) error {
-		var got []Course
-		if err := db.Find(&got).Error; err != nil {
-			return err
-		}
-		for _, c := range got {
-			want, err := repo.Router().Route(c.ID)
-			if err != nil {
-				return err
-			}
-			if want != s {
-				t.Errorf("row %d found in %s, routes to %s", c.ID, s, want)
-			}
-			if _, dup := rows[c.ID]; dup {
-				t.Errorf("row %d found twice", c.ID)
-			}
-			rows[c.ID] = c
-		}
-		counts[s.String()] = len(got)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows, counts
-}
+var _ shardtest.Repository[gorm.DB] = (*shardgorm.Repository)(nil)
 
-func TestGormBatchSplitting(t *testing.T) {
-	for _, b := range shardtest.Backends {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			repo := gormRepo(t, b, sharding.WithBatchSize(300))
-			batch := make([]Course, 2500)
-			for i := range batch {
-				batch[i] = Course{Name: fmt.Sprintf("course %d", i), UserID: int64(i % 7), Status: "1"}
-			}
-			if err := repo.Create(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			one := &Course{Name: "single", Status: "2"}
-			if err := repo.Create(ctx, one); err != nil {
-				t.Fatal(err)
-			}
-			ptrs := []*Course{{Name: "p0"}, {Name: "p1"}, {Name: "p2"}}
-			if err := repo.Create(ctx, &ptrs); err != nil {
-				t.Fatal(err)
-			}
-			all := append(append(batch, *one), *ptrs[0], *ptrs[1], *ptrs[2])
-
-			rows, counts := readBack(t, repo)
-			if len(rows) != len(all) {
-				t.Fatalf("read back %d rows, inserted %d", len(rows), len(all))
-			}
-			total := 0
-			for _, n := range counts {
-				total += n
-			}
-			if total != len(all) || len(counts) != 4 {
-				t.Errorf("shard counts %v add up to %d, want %d over 4 shards", counts, total, len(all))
-			}
-			for _, c := range all {
-				if c.ID == 0 || c.CreatedAt.IsZero() {
-					t.Fatalf("row %q not written back: %+v", c.Name, c)
-				}
-				got, ok := rows[c.ID]
-				if !ok || got.Name != c.Name || got.Status != c.Status || got.UserID != c.UserID {
-					t.Errorf("row %d: read back %+v, inserted %+v", c.ID, got, c)
-				}
-			}
-			// A still fake clock makes consecutive sequences: 2,500 IDs mod 4
-			// split 625 per shard under the ShardingSphere rule.
-			for s, n := range counts {
-				if n < 625 {
-					t.Errorf("shard %s has %d rows, want at least 625 (%v)", s, n, counts)
-				}
-			}
-			t.Logf("%s: %v", b.Name, sharding.Measure(counts))
-		})
-	}
+// The contract both repositories pass, on every backend.
+func TestGormContract(t *testing.T) {
+	shardtest.Harness[gorm.DB, Course]{
+		New: func(t *testing.T, b shardtest.Backend, opts ...sharding.Option) shardtest.Repository[gorm.DB] {
+			return gormRepo(t, b, opts...)
+		},
+		Row:  func(name string, user int64) Course { return Course{Name: name, UserID: user, Status: "1"} },
+		ID:   func(c *Course) int64 { return c.ID },
+		User: func(c *Course) int64 { return c.UserID },
+		Same: func(got, want Course) bool {
+			return got.ID == want.ID && got.Name == want.Name && got.UserID == want.UserID && got.Status == want.Status &&
+				!want.CreatedAt.IsZero() // written back by GORM
+		},
+		Rows: func(ctx context.Context, _ sharding.Shard, db *gorm.DB) ([]Course, error) {
+			var got []Course
+			return got, db.Find(&got).Error
+		},
+		Drop: func(db *gorm.DB, table string) error { return db.Migrator().DropTable(table) },
+	}.Run(t)
 }
 
 func TestGormFindAndScope(t *testing.T) {
@@ -203,48 +140,6 @@ func TestGormFindAndScope(t *testing.T) {
 	}
 }
 
-func TestGormShardError(t *testing.T) {
-	ctx := context.Background()
-	repo := gormRepo(t, shardtest.Backends[0])
-	db3, s3, _ := repo.DB(3) // id 3 → m1.course_1
-	if err := db3.Migrator().DropTable(s3.TableName); err != nil {
-		t.Fatal(err)
-	}
-	batch := make([]Course, 8)
-	err := repo.Create(ctx, batch)
-	var se *sharding.ShardError
-	if !errors.As(err, &se) || se.Shard.String() != "m1.course_1" || se.Rows != 2 ||
-		!strings.Contains(err.Error(), "insert 2 rows into m1.course_1") {
-		t.Fatalf("Create with a missing table: err = %v, want a ShardError for m1.course_1", err)
-	}
-	_, counts := readBackExcept(t, repo, s3)
-	if counts["m0.course_1"] != 2 || counts["m0.course_2"] != 2 || counts["m1.course_2"] != 0 {
-		t.Errorf("after the failure: %v; want the shards before m1.course_1 written, the one after not", counts)
-	}
-}
-
-func readBackExcept(t *testing.T, repo *shardgorm.Repository, skip sharding.Shard) (int, map[string]int) {
-	t.Helper()
-	counts := map[string]int{}
-	total := 0
-	err := repo.ForEach(context.Background(), func(s sharding.Shard, db *gorm.DB) error {
-		if s == skip {
-			return nil
-		}
-		var n int64
-		if err := db.Count(&n).Error; err != nil {
-			return err
-		}
-		counts[s.String()] = int(n)
-		total += int(n)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return total, counts
-}
-
 func TestGormConfigErrors(t *testing.T) {
 	reg := shardtest.Registry(t)
 	d := testdb.SQLite(t)
@@ -289,27 +184,6 @@ func TestGormConfigErrors(t *testing.T) {
 	pinned := &Course{ID: -4, Name: "negative"}
 	if err := repo.Create(ctx, pinned); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("negative pinned ID: err = %v", err)
-	}
-}
-
-// WithShardKey routes by another integer field than the primary key.
-func TestGormShardKey(t *testing.T) {
-	ctx := context.Background()
-	repo := gormRepo(t, shardtest.Backends[0], sharding.WithShardKey("UserID"))
-	rows := []Course{{Name: "a", UserID: 100}, {Name: "b", UserID: 101}, {Name: "c", UserID: 102}, {Name: "d", UserID: 103}}
-	if err := repo.Create(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range rows {
-		var got Course
-		if err := repo.Find(ctx, c.UserID, &got); err != nil || got.ID != c.ID {
-			t.Errorf("Find(user %d) = %+v, %v; want id %d", c.UserID, got, err, c.ID)
-		}
-		db, s, _ := repo.DB(c.UserID)
-		var n int64
-		if err := db.Where("id = ?", c.ID).Count(&n).Error; err != nil || n != 1 {
-			t.Errorf("row of user %d not in %s: %d, %v", c.UserID, s, n, err)
-		}
 	}
 }
 
@@ -408,8 +282,7 @@ func TestMigrateMakesPlainIDColumns(t *testing.T) {
 	}
 }
 
-// Exec runs one statement in every shard; a statement without {table} is
-// refused before anything runs.
+// Exec runs one statement in every shard.
 func TestGormExec(t *testing.T) {
 	ctx := context.Background()
 	repo := gormRepo(t, shardtest.Backends[0])
@@ -429,14 +302,4 @@ func TestGormExec(t *testing.T) {
 			t.Errorf("row %d after Exec: %+v, %v", c.ID, got, err)
 		}
 	}
-	if err := repo.Exec(ctx, "DELETE FROM course_1"); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("Exec without {table}: err = %v", err)
-	}
-	if n, _ := countAll(t, repo); n != len(rows) {
-		t.Errorf("%d rows left, want %d", n, len(rows))
-	}
-}
-
-func countAll(t *testing.T, repo *shardgorm.Repository) (int, map[string]int) {
-	return readBackExcept(t, repo, sharding.Shard{})
 }

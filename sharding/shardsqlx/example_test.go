@@ -21,78 +21,70 @@ type Lesson struct {
 	Name string `db:"name"`
 }
 
-// A repository over two SQLite files standing for databases m0 and m1, with
-// ShardingSphere's course rule.
+// A repository over one SQLite database holding four tables, lesson_0 to
+// lesson_3, by the default rule table = id % 4.
 func Example() {
 	dir, err := os.MkdirTemp("", "shards")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-
-	g, err := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
+	db, err := sqlx.Open("sqlite", filepath.Join(dir, "school.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := engine.NewRegistry()
-	if err := reg.Register("snowflake", "", g); err != nil {
-		log.Fatal(err)
-	}
+	defer db.Close()
 
-	var dbs []*sqlx.DB
-	for _, name := range []string{"m0", "m1"} {
-		db, err := sqlx.Open("sqlite", filepath.Join(dir, name+".db"))
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer db.Close()
-		dbs = append(dbs, db)
+	reg := engine.NewRegistry() // the provider IDs are drawn from
+	g, err := snowflake.New(1)  // machine ID 1; see engine/machine for assigned ones
+	if err == nil {
+		err = reg.Register("snowflake", "", g)
 	}
-	router, err := sharding.NewMod(sharding.Mod{ // db = id % 2, table = ((id+1) % 4)/2 + 1
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "lesson_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
-	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	repo, err := shardsqlx.New(router, reg, dbs)
+
+	router, err := sharding.NewMod(sharding.Mod{Databases: 1, DatabasePattern: "school", Tables: 4, TablePattern: "lesson_%d"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	repo, err := shardsqlx.New(router, reg, []*sqlx.DB{db})
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	// lesson_1 and lesson_2 in m0 and m1
 	if err := repo.Exec(ctx, "CREATE TABLE {table} (id BIGINT PRIMARY KEY, name TEXT NOT NULL)"); err != nil {
 		log.Fatal(err)
 	}
-
-	lessons := make([]Lesson, 8)
-	for i := range lessons {
-		lessons[i].Name = fmt.Sprint("java ", i)
-	}
-	if err := repo.Create(ctx, lessons); err != nil { // IDs filled, rows split by shard
+	lessons := []Lesson{{Name: "go"}, {Name: "sql"}, {Name: "k8s"}, {Name: "rust"}, {Name: "c"}}
+	if err := repo.Create(ctx, lessons); err != nil { // INSERT INTO lesson_N (id, name) VALUES (:id, :name)
 		log.Fatal(err)
 	}
-
 	var l Lesson
-	if err := repo.Find(ctx, lessons[5].ID, &l); err != nil { // reads one shard
+	if err := repo.Find(ctx, lessons[2].ID, &l); err != nil { // SELECT id, name FROM lesson_N WHERE id = ?
 		log.Fatal(err)
 	}
 	fmt.Println(l.Name)
 
+	total := 0
 	err = repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
 		var n int
 		err := db.GetContext(ctx, &n, s.Query("SELECT count(*) FROM {table}"))
-		fmt.Println(s, n)
+		total += n
 		return err
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println(total, "lessons in", len(must(router.Shards())), "tables")
 	// Output:
-	// java 5
-	// m0.lesson_1 2
-	// m0.lesson_2 2
-	// m1.lesson_1 2
-	// m1.lesson_2 2
+	// k8s
+	// 5 lessons in 4 tables
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		log.Fatal(err)
+	}
+	return v
 }
