@@ -62,7 +62,7 @@ func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.
 	if err != nil {
 		return nil, err
 	}
-	return &Repository{base: b, ids: p, maxParams: MaxPlaceholders}, nil
+	return &Repository{base: b, ids: p}, nil
 }
 
 // Router returns the repository's router.
@@ -206,7 +206,7 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 // the batch size, in a transaction when there is more than one.
 func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any, ncols int) error {
 	rows := reflect.ValueOf(part)
-	n, per := rows.Len(), max(1, min(x.base.Settings.BatchSize, x.maxParams/max(ncols, 1)))
+	n, per := rows.Len(), max(1, min(x.base.Settings.BatchSize, MaxPlaceholders/max(ncols, 1)))
 	if n <= per {
 		_, err := sqlx.NamedExecContext(ctx, db, query, part)
 		return err

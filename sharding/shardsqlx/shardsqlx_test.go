@@ -93,10 +93,10 @@ func TestSqlxFindAndDB(t *testing.T) {
 	}
 }
 
-// More placeholders than the limit: a shard's part is cut into smaller
+// A shard's part larger than the batch size is cut into several
 // statements, in one transaction, so a failing statement takes the shard's
 // earlier ones back with it.
-func TestSqlxPlaceholderLimit(t *testing.T) {
+func TestSqlxShardTransaction(t *testing.T) {
 	type wide struct {
 		ID int64 `db:"id" idgen:"snowflake"`
 		A  int64 `db:"a"`
@@ -104,11 +104,11 @@ func TestSqlxPlaceholderLimit(t *testing.T) {
 		C  int64 `db:"c"`
 	}
 	ctx := context.Background()
-	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)))
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)),
+		sharding.WithBatchSize(5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shardsqlx.SetMaxPlaceholders(repo, 20) // 5 rows of 4 columns per statement
 	if err := repo.Exec(ctx, "CREATE TABLE {table} (id BIGINT PRIMARY KEY, a BIGINT, b BIGINT, c BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
