@@ -43,11 +43,10 @@ const MaxPlaceholders = 32766
 // the router, indexed like [sharding.Shard.Database]. It is safe for
 // concurrent use.
 type Repository struct {
-	base      *repo.Base[sqlx.DB]
-	ids       engine.Provider
-	maxParams int      // MaxPlaceholders; lowered by tests
-	types     sync.Map // reflect.Type -> *rowType
-	gens      sync.Map // reflect.Type -> []engine.Generator, bound on the first Create
+	base  *repo.Base[sqlx.DB]
+	ids   engine.Provider
+	types sync.Map // reflect.Type -> *rowType
+	gens  sync.Map // reflect.Type -> []engine.Generator, bound on the first Create
 }
 
 // New returns a repository routing with r over dbs, one per database of the
@@ -79,7 +78,7 @@ type rowType struct {
 }
 
 // rowTypeOf builds, or returns the cached, rowType of elem.
-func (x *Repository) rowTypeOf(ctx context.Context, elem reflect.Type) (*rowType, error) {
+func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	if rt, ok := x.types.Load(elem); ok {
 		return rt.(*rowType), nil
 	}
@@ -177,7 +176,7 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 	return x.base.Create(value, repo.Rows[sqlx.DB]{
 		Key: func(elem reflect.Type) (func(reflect.Value) (int64, error), error) {
 			var err error
-			if rt, err = x.rowTypeOf(ctx, elem); err != nil {
+			if rt, err = x.rowTypeOf(elem); err != nil {
 				return nil, err
 			}
 			return func(row reflect.Value) (int64, error) {
@@ -234,7 +233,7 @@ func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct, got %T", engine.ErrInvalidConfig, dest)
 	}
-	rt, err := x.rowTypeOf(ctx, t.Elem())
+	rt, err := x.rowTypeOf(t.Elem())
 	if err != nil {
 		return err
 	}
