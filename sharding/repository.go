@@ -3,13 +3,15 @@ package sharding
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idforge/idforge/internal/idgen"
 )
 
 // DefaultBatchSize is how many rows one INSERT statement of a repository
-// carries unless [Settings.BatchSize] says otherwise: small enough for every
-// database's limit on bind parameters with a dozen columns (SQLite's is
-// 32,766). It is the batch default of the whole library.
-const DefaultBatchSize = 1000
+// carries unless [Settings.BatchSize] says otherwise: the batch default of
+// the whole library (idsqlx.DefaultBatchSize is the same), small enough for
+// every database's limit on bind parameters with a dozen columns.
+const DefaultBatchSize = idgen.DefaultBatchSize
 
 // Settings configures a repository of [github.com/idforge/idforge/sharding/shardgorm]
 // or [github.com/idforge/idforge/sharding/shardsqlx]; both read it alike. The

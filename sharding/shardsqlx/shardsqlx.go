@@ -9,7 +9,8 @@
 // is a change of import. What sqlx does differently:
 //
 //   - sqlx has no hook to fill IDs, so [New] takes the engine.Provider
-//     (an idforge registry) the IDs are drawn from;
+//     (an idforge registry) the IDs are drawn from, through an
+//     [idsqlx.Helper];
 //   - sqlx has no model, so there is no Migrate: create the tables with
 //     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
 //     the statements of Create and Find are written from the struct's `db`
@@ -29,24 +30,18 @@ import (
 	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/idgen"
+	"github.com/idforge/idforge/idsqlx"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
 )
-
-// MaxPlaceholders caps the bind parameters of one INSERT statement: SQLite's
-// default limit (MySQL/MariaDB and PostgreSQL allow 65,535). A batch of
-// wide rows is cut into statements of fewer rows than the batch size.
-const MaxPlaceholders = 32766
 
 // Repository is a sharded repository over sqlx: one *sqlx.DB per database of
 // the router, indexed like [sharding.Shard.Database]. It is safe for
 // concurrent use.
 type Repository struct {
 	base  *repo.Base[sqlx.DB]
-	ids   engine.Provider
+	ids   *idsqlx.Helper
 	types sync.Map // reflect.Type -> *rowType
-	gens  sync.Map // reflect.Type -> []engine.Generator, bound on the first Create
 }
 
 // New returns a repository routing with r over dbs, one per database of the
@@ -61,20 +56,18 @@ func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.
 	if err != nil {
 		return nil, err
 	}
-	return &Repository{base: b, ids: p}, nil
+	return &Repository{base: b, ids: idsqlx.New(p)}, nil
 }
 
 // Router returns the repository's router.
 func (x *Repository) Router() sharding.Router { return x.base.Router }
 
 // rowType is what the repository knows of one struct type: its columns, the
-// shard key, its statements and its idgen-tagged fields.
+// shard key and its statements.
 type rowType struct {
 	key    *reflectx.FieldInfo
 	insert string // with {table}
 	find   string // with {table} and one '?'
-	ncols  int
-	plan   *idgen.Plan
 }
 
 // rowTypeOf builds, or returns the cached, rowType of elem.
@@ -96,7 +89,7 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 		}
 		cols = append(cols, fi.Path)
 	}
-	rt := &rowType{ncols: len(cols)}
+	rt := &rowType{}
 	keyName := x.base.Settings.ShardKey
 	if keyName == "" {
 		keyName = "id"
@@ -120,30 +113,8 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 		") VALUES (:" + strings.Join(cols, ", :") + ")"
 	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + sharding.TablePlaceholder +
 		" WHERE " + rt.key.Path + " = ?"
-	var err error
-	if rt.plan, err = idgen.PlanOf(elem); err != nil {
-		return nil, err
-	}
 	cached, _ := x.types.LoadOrStore(elem, rt)
 	return cached.(*rowType), nil
-}
-
-// generators returns the generators of rt's tagged fields, looked up in the
-// provider once per type; a failed lookup is retried on the next call.
-func (x *Repository) generators(ctx context.Context, rt *rowType) ([]engine.Generator, error) {
-	if gens, ok := x.gens.Load(rt.plan.Type); ok {
-		return gens.([]engine.Generator), nil
-	}
-	gens := make([]engine.Generator, len(rt.plan.Fields))
-	for i, f := range rt.plan.Fields {
-		g, err := x.ids.Generator(ctx, f.Spec.Kind, f.Spec.Name)
-		if err != nil {
-			return nil, fmt.Errorf("model %s field %s: tag `%s:%q`: %w", f.Model, f.Name, idgen.TagKey, f.Spec, err)
-		}
-		gens[i] = g
-	}
-	x.gens.Store(rt.plan.Type, gens)
-	return gens, nil
 }
 
 // plainName accepts column names that need no quoting.
@@ -161,7 +132,7 @@ func plainName(s string) bool {
 // routes every row, and inserts each shard's rows into its database and
 // table, one transaction per shard, in multi-row INSERTs of the configured
 // batch size (fewer rows when the placeholders would pass
-// [MaxPlaceholders]).
+// idsqlx.MaxPlaceholders).
 //
 // The statement is written from the struct: every column sqlx maps at the
 // top level (a `db` tag, or the lower-cased field name; `db:"-"` leaves a
@@ -183,42 +154,29 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 				return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, rt.key.Index))
 			}, nil
 		},
-		Fill: func(value any) error {
-			if len(rt.plan.Fields) == 0 {
-				return nil
-			}
-			gens, err := x.generators(ctx, rt)
-			if err != nil {
-				return err
-			}
-			return idgen.Rows(reflect.Indirect(reflect.ValueOf(value)), func(row reflect.Value) error {
-				return rt.plan.FillRow(ctx, gens, row)
-			})
-		},
+		Fill: func(value any) error { return x.ids.Fill(ctx, value) },
 		Insert: func(db *sqlx.DB, s sharding.Shard, part any) error {
-			return x.insert(ctx, db, s.Query(rt.insert), part, rt.ncols)
+			return x.insert(ctx, db, s.Query(rt.insert), part)
 		},
 	})
 }
 
-// insert writes one shard's rows (part is a []*T) in statements of at most
-// the batch size, in a transaction when there is more than one.
-func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any, ncols int) error {
-	rows := reflect.ValueOf(part)
-	n, per := rows.Len(), max(1, min(x.base.Settings.BatchSize, MaxPlaceholders/max(ncols, 1)))
-	if n <= per {
-		_, err := sqlx.NamedExecContext(ctx, db, query, part)
+// insert writes one shard's rows (part is a []*T, their IDs filled) with
+// idsqlx's InsertBatch, which cuts them into statements of at most the
+// batch size, in a transaction when there is more than one row.
+func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any) error {
+	batch := x.base.Settings.BatchSize
+	if reflect.ValueOf(part).Len() == 1 {
+		_, err := x.ids.InsertBatch(ctx, db, query, part, batch)
 		return err
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	for i := 0; i < n; i += per {
-		if _, err := sqlx.NamedExecContext(ctx, tx, query, rows.Slice(i, min(i+per, n)).Interface()); err != nil {
-			_ = tx.Rollback()
-			return fmt.Errorf("rows %d to %d: %w", i, min(i+per, n)-1, err)
-		}
+	if _, err := x.ids.InsertBatch(ctx, tx, query, part, batch); err != nil {
+		_ = tx.Rollback()
+		return err
 	}
 	return tx.Commit()
 }
