@@ -14,7 +14,6 @@ import (
 // with who brings them up to date; the test skips them, naming the owner.
 // Delete an entry when its section is done: the list is meant to be empty.
 var pending = map[string]string{
-	"Sharding": "the sharding section is rewritten with the sharding split (helper shard)",
 }
 
 // TestREADME compiles and runs every ```go block of the README as a program.
