@@ -13,8 +13,7 @@ import (
 // pending lists README sections whose blocks are not complete programs yet,
 // with who brings them up to date; the test skips them, naming the owner.
 // Delete an entry when its section is done: the list is meant to be empty.
-var pending = map[string]string{
-}
+var pending = map[string]string{}
 
 // TestREADME compiles and runs every ```go block of the README as a program.
 func TestREADME(t *testing.T) {
