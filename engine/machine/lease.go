@@ -471,13 +471,13 @@ func (l *Lease) Close() error {
 		// timestamp below covers every ID issued under the lease.
 		// With a timestamp source the lease knows what was issued, and a
 		// clean close need not keep the reservation: the next holder waits
-		// only for what was used.
+		// only for what was used, and for what the previous holder used
+		// (a lease closed before its generator started, say because the
+		// clock was too far back, must not lower that).
 		now := l.cfg.clock.Now().UnixMilli()
-		last := now
+		last := l.newest(now)
 		if l.cfg.source != nil {
-			last = max(now, l.cfg.source())
-		} else {
-			last = l.newest(now)
+			last = max(now, l.state.LastTimestamp, l.cfg.source())
 		}
 		st := State{MachineID: l.state.MachineID, LastTimestamp: last}
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)

@@ -1,11 +1,13 @@
 package machine_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
@@ -192,5 +194,33 @@ func TestLocalStateFileNames(t *testing.T) {
 	}
 	if parent, _ := os.ReadDir(filepath.Dir(dir)); len(parent) != 1 {
 		t.Errorf("state files escaped %s", dir)
+	}
+}
+
+// A lease closed before its generator issued anything (say the clock was
+// too far behind the state file to start) must not lower the file: the next
+// start still has to wait out the predecessor.
+func TestCloseBeforeIssuingKeepsThePredecessorsTimestamp(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := machine.LocalState(dir, machine.Manual(3))
+	inst := machine.Instance{Namespace: "orders", ID: "a"}
+	ahead := time.Now().Add(10 * time.Second).UnixMilli() // what the predecessor used
+	if err := d.Guard(ctx, inst, machine.State{MachineID: 3, LastTimestamp: ahead}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := machine.Acquire(ctx, d, inst, machine.WithTimestampSource(func() int64 { return 0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.Distribute(ctx, inst, 10, machine.DefaultSafeGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LastTimestamp < ahead {
+		t.Fatalf("after Close the state file says %d, below the predecessor's %d", st.LastTimestamp, ahead)
 	}
 }
