@@ -228,6 +228,11 @@ func (c *Chain) Discard(cause error) {
 		}
 	}
 	c.discarded.Add(dropped)
+	// Callers that now wait for a fetch are told why, until one succeeds.
+	c.mu.Lock()
+	c.lastErr = cause
+	c.mu.Unlock()
+	c.healthy.Store(false)
 	c.signal()
 	c.cfg.logger.Warn("segment: dropped the IDs the chain held", "name", c.cfg.name, "dropped", dropped, "cause", cause)
 }
