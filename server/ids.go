@@ -1,0 +1,369 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// Formats are the ?format= values: "decimal" (the default; JSON strings, so
+// that JavaScript reads them exactly), "number" (JSON numbers), "radix62" and
+// "radix36" (zero-padded, so they sort like the IDs), and "friendly"
+// (yyyyMMddHHmmssSSS-machine-sequence, snowflake IDs only).
+var Formats = []string{"decimal", "number", "radix62", "radix36", "friendly"}
+
+// httpError is a refusal: status, a machine-readable code and a message.
+type httpError struct {
+	status  int
+	code    string
+	message string
+}
+
+func badRequest(code, format string, args ...any) *httpError {
+	return &httpError{http.StatusBadRequest, code, fmt.Sprintf(format, args...)}
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: msg, Code: code})
+}
+
+func (e *httpError) write(w http.ResponseWriter) { writeError(w, e.status, e.code, e.message) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // only our own types are written: cannot happen
+		status, b = http.StatusServiceUnavailable, []byte(`{"error":"encoding the answer failed","code":"internal"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// idFormat turns IDs into text for one request.
+type idFormat struct {
+	name   string
+	quoted bool // JSON string rather than number
+	f      engine.Formatter
+}
+
+// formatters are built once; Radix formatters are safe for concurrent use.
+type formatters struct {
+	r62, r36 engine.Formatter
+	friendly engine.Formatter
+}
+
+func newFormatters(l snowflake.Layout) formatters {
+	r62, _ := convert.ByName("radix62", convert.Padded())
+	r36, _ := convert.ByName("radix36", convert.Padded())
+	return formatters{r62: r62, r36: r36, friendly: friendly{l}}
+}
+
+// friendly is the snowflake friendly form as an engine.Formatter.
+type friendly struct{ l snowflake.Layout }
+
+func (f friendly) Format(id int64) string        { return f.l.Friendly(id) }
+func (f friendly) Parse(s string) (int64, error) { return f.l.ParseFriendly(s) }
+
+func (s *Server) format(name string, snowflakeIDs bool) (idFormat, *httpError) {
+	switch name {
+	case "", "decimal":
+		return idFormat{name: "decimal", quoted: true}, nil
+	case "number":
+		return idFormat{name: "number"}, nil
+	case "radix62":
+		return idFormat{name: name, quoted: true, f: s.fmts.r62}, nil
+	case "radix36":
+		return idFormat{name: name, quoted: true, f: s.fmts.r36}, nil
+	case "friendly":
+		if snowflakeIDs {
+			return idFormat{name: name, quoted: true, f: s.fmts.friendly}, nil
+		}
+		return idFormat{}, badRequest("bad_format", "format \"friendly\" is for snowflake IDs only; chain IDs take decimal, number, radix62 or radix36")
+	}
+	return idFormat{}, badRequest("bad_format", "unknown format %.40q (known: %s)", name, strings.Join(Formats, ", "))
+}
+
+func (f idFormat) append(b []byte, id int64) []byte {
+	if f.f != nil {
+		return append(b, f.f.Format(id)...)
+	}
+	return strconv.AppendInt(b, id, 10)
+}
+
+// idQuery is the parsed ?count= and ?format= of an ID request.
+type idQuery struct {
+	count int
+	text  bool
+	f     idFormat
+}
+
+func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *httpError) {
+	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept"))}
+	var format string
+	// Parse the query by hand: url.Values allocates a map per request.
+	for raw := r.URL.RawQuery; raw != ""; {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "count":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxCount || v[0] == '+' {
+				return q, badRequest("bad_count", "count=%.20q: want a whole number from 1 to %d", v, MaxCount)
+			}
+			q.count = n
+		case "format":
+			format = v
+		default:
+			return q, badRequest("bad_parameter", "unknown parameter %.40q (known: count, format)", k)
+		}
+	}
+	f, err := s.format(format, snowflakeIDs)
+	if err != nil {
+		return q, err
+	}
+	q.f = f
+	return q, nil
+}
+
+// wantsText reports whether the Accept header prefers text/plain to JSON:
+// the media range with the highest q wins, the earlier one among equals, and
+// */* or no header means JSON.
+func wantsText(accept string) bool {
+	if accept == "" {
+		return false
+	}
+	best, bestQ := "", -1.0
+	for part := range strings.SplitSeq(accept, ",") {
+		media, params, _ := strings.Cut(part, ";")
+		media = strings.ToLower(strings.TrimSpace(media))
+		if media != "text/plain" && media != "application/json" && media != "text/*" && media != "application/*" && media != "*/*" {
+			continue
+		}
+		q := 1.0
+		for p := range strings.SplitSeq(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				}
+			}
+		}
+		if q > bestQ {
+			best, bestQ = media, q
+		}
+	}
+	return bestQ > 0 && (best == "text/plain" || best == "text/*")
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) {
+	q, herr := s.parseIDQuery(r, true)
+	if herr != nil {
+		herr.write(w)
+		return
+	}
+	g, err := s.snowflake(r.Context())
+	if err != nil {
+		generatorError(err).write(w)
+		return
+	}
+	s.serveIDs(w, r, g, q)
+}
+
+func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
+	q, herr := s.parseIDQuery(r, false)
+	if herr != nil {
+		herr.write(w)
+		return
+	}
+	g, herr := s.chain(r.Context(), r.PathValue("chain"))
+	if herr != nil {
+		herr.write(w)
+		return
+	}
+	s.serveIDs(w, r, g, q)
+}
+
+// serveIDs draws q.count IDs from g and writes them: JSON {"ids":[...]} or
+// text, one a line.
+func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, g engine.Generator, q idQuery) {
+	bp := bufPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	defer func() {
+		if cap(b) <= 64<<10 {
+			*bp = b[:0]
+			bufPool.Put(bp)
+		}
+	}()
+	ctx := r.Context()
+	if !q.text {
+		b = append(b, `{"ids":[`...)
+	}
+	for i := range q.count {
+		id, err := nextID(ctx, g)
+		if err != nil {
+			generatorError(err).write(w)
+			return
+		}
+		switch {
+		case q.text:
+			b = q.f.append(b, id)
+			b = append(b, '\n')
+		default:
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if q.f.quoted {
+				b = append(b, '"')
+				b = q.f.append(b, id)
+				b = append(b, '"')
+			} else {
+				b = q.f.append(b, id)
+			}
+		}
+	}
+	h := w.Header()
+	if q.text {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		b = append(b, "]}\n"...)
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// nextID draws one ID; a batch whose generator needs to wait honours the
+// request's context.
+func nextID(ctx context.Context, g engine.Generator) (int64, error) { return g.NextID(ctx) }
+
+// decoded is /v1/decode's answer.
+type decoded struct {
+	ID        engine.ID `json:"id"`
+	Timestamp string    `json:"timestamp"`
+	Machine   int64     `json:"machine"`
+	Sequence  int64     `json:"sequence"`
+	Friendly  string    `json:"friendly"`
+}
+
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
+	raw := r.PathValue("id")
+	format := r.URL.Query().Get("format")
+	for k := range r.URL.Query() {
+		if k != "format" {
+			badRequest("bad_parameter", "unknown parameter %.40q (known: format)", k).write(w)
+			return
+		}
+	}
+	if format == "" {
+		format = "decimal"
+		if strings.Contains(strings.TrimPrefix(raw, "-"), "-") {
+			format = "friendly"
+		}
+	}
+	if format == "number" {
+		format = "decimal"
+	}
+	f, herr := s.format(format, true)
+	if herr != nil {
+		herr.write(w)
+		return
+	}
+	var id int64
+	var err error
+	if f.f != nil {
+		id, err = f.f.Parse(raw)
+	} else {
+		id, err = engine.Decimal{}.Parse(raw)
+	}
+	if err != nil {
+		badRequest("bad_id", "%v", truncate(err.Error(), 200)).write(w)
+		return
+	}
+	p, err := s.cfg.Layout.Decode(id)
+	if err != nil {
+		badRequest("bad_id", "%v", truncate(err.Error(), 200)).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, decoded{
+		ID:        engine.ID(p.ID),
+		Timestamp: p.Time.UTC().Format(timestampLayout),
+		Machine:   p.Machine,
+		Sequence:  p.Sequence,
+		Friendly:  s.cfg.Layout.Friendly(p.ID),
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// layoutInfo is /v1/layout's answer.
+type layoutInfo struct {
+	Name          string   `json:"name,omitempty"`
+	Layout        string   `json:"layout"`
+	Epoch         string   `json:"epoch"`
+	Unit          string   `json:"unit"`
+	TimestampBits int      `json:"timestamp_bits"`
+	MachineBits   int      `json:"machine_bits"`
+	SequenceBits  int      `json:"sequence_bits"`
+	IDsPerTick    int64    `json:"ids_per_tick"`
+	IDsPerSecond  int64    `json:"ids_per_second"`
+	Machines      int64    `json:"machines"`
+	MaxID         string   `json:"max_id"`
+	Expiry        string   `json:"expiry"`
+	YearsLeft     int64    `json:"years_left"`
+	MachineID     int64    `json:"machine_id"`
+	MaxCount      int      `json:"max_count"`
+	Formats       []string `json:"formats"`
+}
+
+func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
+	l := s.cfg.Layout
+	writeJSON(w, http.StatusOK, layoutInfo{
+		Name:          s.cfg.LayoutName,
+		Layout:        l.String(),
+		Epoch:         l.Epoch.UTC().Format(timestampLayout),
+		Unit:          l.Unit.String(),
+		TimestampBits: l.TimestampBits,
+		MachineBits:   l.MachineBits,
+		SequenceBits:  l.SequenceBits,
+		IDsPerTick:    l.IDsPerTick(),
+		IDsPerSecond:  l.IDsPerSecond(),
+		Machines:      l.MaxMachineID() + 1,
+		MaxID:         strconv.FormatInt(l.MaxID(), 10),
+		Expiry:        l.Expiry().UTC().Format(timestampLayout),
+		YearsLeft:     int64(time.Until(l.Expiry()).Hours() / (24 * 365.25)),
+		MachineID:     s.machineID(),
+		MaxCount:      MaxCount,
+		Formats:       Formats,
+	})
+}

@@ -1,0 +1,318 @@
+// Package server is the HTTP side of `idforge serve`: snowflake and chain IDs
+// for callers in any language, decoding, the layout, health and readiness,
+// Prometheus metrics, a state page, and the endpoints the proxy store
+// (package proxystore) uses to take machine IDs and segment ranges from the
+// store behind the server.
+//
+// Routes (Go's method+path patterns, no framework):
+//
+//	GET  /v1/ids                 snowflake IDs        ?count=1..10000 &format=decimal|number|radix62|radix36|friendly
+//	GET  /v1/ids/{chain}         segment-chain IDs    same parameters (friendly is snowflake-only)
+//	GET  /v1/decode/{id}         an ID's time, machine and sequence   ?format=
+//	GET  /v1/layout              the bit layout, its capacity and expiry, the machine ID
+//	GET  /healthz                the process answers
+//	GET  /readyz                 the lease is held and the store answers
+//	GET  /metrics                Prometheus text format (when a metrics handler is configured)
+//	GET  /                       the state page
+//	POST /v1/proxy/...           proxy-store endpoints (only when Config.Proxy is set)
+//
+// Responses are JSON unless the client accepts text/plain more than
+// application/json, in which case ID lists are one ID a line. Every request
+// the server refuses gets a 4xx status and a JSON body {"error": "...",
+// "code": "..."}; a store or clock that cannot serve gives 503. Handlers never
+// answer 500: a panic is recovered into a 503 and logged.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// MaxCount is the largest ?count= one request may ask for.
+const MaxCount = 10000
+
+// MaxChains bounds the distinct chain names a server without an allow-list
+// creates, so that callers cannot make it open an unbounded number of
+// sequences (each one a store row and a prefetch worker).
+const MaxChains = 256
+
+// Kinds of the registry the server draws from.
+const (
+	KindSnowflake = "snowflake"
+	KindChain     = "chain"
+)
+
+// chainName is what a chain name may look like: the store keeps it as a key.
+var chainName = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// Config configures [New]. Provider and Layout are required.
+type Config struct {
+	// Provider hands out the generators: kind "snowflake" (name "") and
+	// kind "chain" (one per name). An *idforge.Registry is one.
+	Provider engine.Provider
+	// Layout is the snowflake layout of the Provider's snowflake generator,
+	// used by /v1/decode, /v1/layout and the friendly format.
+	Layout snowflake.Layout
+	// LayoutName names the layout on /v1/layout ("default", "jssafe"...).
+	LayoutName string
+	// MachineID reports the machine ID in use, -1 when none; optional.
+	MachineID func() int64
+	// Chains, when not empty, is the list of chain names callers may draw
+	// from; any other name is 404. Empty admits any valid name, up to MaxChains.
+	Chains []string
+	// Tokens, when not nil, requires "Authorization: Bearer <token>" on every
+	// route but /healthz and /readyz.
+	Tokens *Tokens
+	// Ready reports whether the server can issue IDs (lease held, store
+	// answers); nil means always ready.
+	Ready func(ctx context.Context) error
+	// Metrics serves /metrics when not nil (for example
+	// promhttp.HandlerFor(registry, promhttp.HandlerOpts{})).
+	Metrics http.Handler
+	// Page renders the state page at / when not nil.
+	Page http.Handler
+	// Proxy enables the /v1/proxy endpoints on this store when not nil.
+	Proxy ProxyStore
+	// Logger receives recovered panics and refused tokens; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP handler of `idforge serve`. It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	mux     *http.ServeMux
+	allowed map[string]bool
+	log     *slog.Logger
+	started time.Time
+	fmts    formatters
+
+	sfOnce sync.Once
+	sf     engine.Generator
+	sfErr  error
+
+	mu     sync.RWMutex
+	chains map[string]engine.Generator
+}
+
+// New returns the server for cfg. A missing Provider or an invalid layout or
+// chain name wraps engine.ErrInvalidConfig.
+func New(cfg Config) (*Server, error) {
+	if cfg.Provider == nil {
+		return nil, fmt.Errorf("%w: server: no Provider", engine.ErrInvalidConfig)
+	}
+	if err := cfg.Layout.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: server: %w", engine.ErrInvalidConfig, err)
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), chains: map[string]engine.Generator{}, fmts: newFormatters(cfg.Layout)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if len(cfg.Chains) > 0 {
+		s.allowed = map[string]bool{}
+		for _, c := range cfg.Chains {
+			if !chainName.MatchString(c) {
+				return nil, fmt.Errorf("%w: server: chain name %q: want 1 to 64 of A-Z a-z 0-9 _ . : -", engine.ErrInvalidConfig, c)
+			}
+			s.allowed[c] = true
+		}
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /v1/ids", s.handleSnowflake)
+	m.HandleFunc("GET /v1/ids/{chain}", s.handleChain)
+	m.HandleFunc("GET /v1/decode/{id}", s.handleDecode)
+	m.HandleFunc("GET /v1/layout", s.handleLayout)
+	m.HandleFunc("GET /healthz", s.handleHealth)
+	m.HandleFunc("GET /readyz", s.handleReady)
+	if s.cfg.Metrics != nil {
+		m.Handle("GET /metrics", s.cfg.Metrics)
+	}
+	if s.cfg.Page != nil {
+		m.Handle("GET /{$}", s.cfg.Page)
+	}
+	if s.cfg.Proxy != nil {
+		s.proxyRoutes()
+	}
+}
+
+// ServeHTTP routes the request. Requests no route takes get a JSON 404, or
+// 405 with an Allow header; a panic in a handler becomes a JSON 503.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("idforge serve: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
+			writeError(w, http.StatusServiceUnavailable, "internal", "the server failed to answer this request")
+		}
+	}()
+	if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.cfg.Tokens.allow(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="idforge"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")
+		return
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		// No route: let the mux decide between 404, 405 and a redirect,
+		// and answer in JSON instead of its plain text.
+		rec := &statusOnly{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch {
+		case rec.code == http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			writeError(w, rec.code, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
+		case rec.code >= 300 && rec.code < 400:
+			w.Header().Set("Location", rec.header.Get("Location"))
+			writeError(w, rec.code, "redirect", "see "+rec.header.Get("Location"))
+		default:
+			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		}
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// statusOnly records the status and headers of the mux's own error replies.
+type statusOnly struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusOnly) Header() http.Header { return s.header }
+func (s *statusOnly) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return len(b), nil
+}
+func (s *statusOnly) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uptime_seconds": int64(time.Since(s.started).Seconds())})
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "machine_id": s.machineID()})
+}
+
+func (s *Server) machineID() int64 {
+	if s.cfg.MachineID == nil {
+		return -1
+	}
+	return s.cfg.MachineID()
+}
+
+// snowflake returns the shared snowflake generator, looked up once.
+func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
+	s.sfOnce.Do(func() { s.sf, s.sfErr = s.cfg.Provider.Generator(ctx, KindSnowflake, "") })
+	return s.sf, s.sfErr
+}
+
+// chain returns the chain generator for name, creating it through the
+// Provider on first use, within the allow-list and MaxChains.
+func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *httpError) {
+	if !chainName.MatchString(name) {
+		return nil, &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %q: want 1 to 64 of A-Z a-z 0-9 _ . : -", name)}
+	}
+	if s.allowed != nil && !s.allowed[name] {
+		return nil, &httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("chain %q is not served here", name)}
+	}
+	s.mu.RLock()
+	g, ok := s.chains[name]
+	n := len(s.chains)
+	s.mu.RUnlock()
+	if ok {
+		return g, nil
+	}
+	if s.allowed == nil && n >= MaxChains {
+		return nil, &httpError{http.StatusTooManyRequests, "too_many_chains", fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+	}
+	g, err := s.cfg.Provider.Generator(ctx, KindChain, name)
+	if err != nil {
+		return nil, generatorError(err)
+	}
+	s.mu.Lock()
+	if have, ok := s.chains[name]; ok {
+		g = have
+	} else if s.allowed != nil || len(s.chains) < MaxChains {
+		s.chains[name] = g
+	}
+	s.mu.Unlock()
+	return g, nil
+}
+
+// ChainNames lists the chains this server has drawn from, for the state page.
+func (s *Server) ChainNames() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.chains))
+	for n := range s.chains {
+		out = append(out, n)
+	}
+	return out
+}
+
+// generatorError maps an engine error to a status: configuration and unknown
+// generators are the caller's fault (4xx), everything else is 503.
+func generatorError(err error) *httpError {
+	switch {
+	case errors.Is(err, engine.ErrUnknownGenerator):
+		return &httpError{http.StatusNotFound, "unknown_generator", err.Error()}
+	case errors.Is(err, engine.ErrInvalidConfig):
+		return &httpError{http.StatusBadRequest, "invalid", err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &httpError{http.StatusServiceUnavailable, "timeout", err.Error()}
+	case errors.Is(err, engine.ErrMachineIDLost):
+		return &httpError{http.StatusServiceUnavailable, "machine_id_lost", err.Error()}
+	case errors.Is(err, engine.ErrClockBackwards):
+		return &httpError{http.StatusServiceUnavailable, "clock_backwards", err.Error()}
+	case errors.Is(err, engine.ErrStoreReset):
+		return &httpError{http.StatusServiceUnavailable, "store_reset", err.Error()}
+	case errors.Is(err, engine.ErrClosed):
+		return &httpError{http.StatusServiceUnavailable, "closed", err.Error()}
+	default:
+		return &httpError{http.StatusServiceUnavailable, "unavailable", err.Error()}
+	}
+}
+
+// NewHTTPServer returns an http.Server for h on addr with the timeouts and
+// header limit `idforge serve` uses: 5 s to read the headers, 10 s for the
+// whole request, 30 s to write the answer, 2 min idle keep-alive, 16 KiB of
+// headers.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+	}
+}

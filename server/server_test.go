@@ -1,0 +1,329 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/engine/snowflake"
+)
+
+// testRegistry is a registry like the root builds: snowflake on machine 7,
+// chains on in-memory sequences.
+func testRegistry(t testing.TB) *engine.Registry {
+	t.Helper()
+	reg := engine.NewRegistry()
+	g, err := snowflake.New(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(KindSnowflake, "", g); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seqs := map[string]*segmenttest.Fake{}
+	err = reg.RegisterFactory(KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
+		mu.Lock()
+		f, ok := seqs[name]
+		if !ok {
+			f = segmenttest.NewFake()
+			seqs[name] = f
+		}
+		mu.Unlock()
+		return segment.NewChain(f, segment.WithName(name), segment.WithStep(100))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
+func newTestServer(t testing.TB, mod func(*Config)) *Server {
+	t.Helper()
+	cfg := Config{Provider: testRegistry(t), Layout: snowflake.Default, LayoutName: "default", MachineID: func() int64 { return 7 }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func do(t testing.TB, h http.Handler, method, target string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	res := rec.Result()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+func decodeIDs(t *testing.T, body string) []string {
+	t.Helper()
+	var v struct{ IDs []string }
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	return v.IDs
+}
+
+func TestSnowflakeIDs(t *testing.T) {
+	s := newTestServer(t, nil)
+	res, body := do(t, s, "GET", "/v1/ids")
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d %s: %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	ids := decodeIDs(t, body)
+	if len(ids) != 1 {
+		t.Fatalf("got %d IDs, want 1: %s", len(ids), body)
+	}
+	id, _ := strconv.ParseInt(ids[0], 10, 64)
+	if p, err := snowflake.Default.Decode(id); err != nil || p.Machine != 7 {
+		t.Fatalf("ID %s decodes to %+v, %v", ids[0], p, err)
+	}
+
+	_, body = do(t, s, "GET", "/v1/ids?count=10000")
+	ids = decodeIDs(t, body)
+	if len(ids) != 10000 {
+		t.Fatalf("count=10000 gave %d IDs", len(ids))
+	}
+	seen := map[string]bool{}
+	prev := int64(0)
+	for _, s := range ids {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v <= prev || seen[s] {
+			t.Fatalf("ID %q after %d: not a new, increasing ID", s, prev)
+		}
+		seen[s], prev = true, v
+	}
+}
+
+func TestFormatsAndText(t *testing.T) {
+	s := newTestServer(t, nil)
+	// number: JSON numbers.
+	_, body := do(t, s, "GET", "/v1/ids?count=3&format=number")
+	var nums struct{ IDs []int64 }
+	if err := json.Unmarshal([]byte(body), &nums); err != nil || len(nums.IDs) != 3 {
+		t.Fatalf("format=number: %s: %v", body, err)
+	}
+	// text/plain: one a line, in each format; decode takes each back.
+	for _, f := range []string{"decimal", "radix62", "radix36", "friendly"} {
+		res, body := do(t, s, "GET", "/v1/ids?count=5&format="+f, "Accept", "text/plain")
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("%s: status %d %s: %s", f, res.StatusCode, res.Header.Get("Content-Type"), body)
+		}
+		lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+		if len(lines) != 5 {
+			t.Fatalf("%s: %d lines: %q", f, len(lines), body)
+		}
+		res, body = do(t, s, "GET", "/v1/decode/"+lines[0]+"?format="+f)
+		var d struct {
+			Machine int64
+			ID      string
+		}
+		if res.StatusCode != 200 || json.Unmarshal([]byte(body), &d) != nil || d.Machine != 7 {
+			t.Fatalf("%s: decode %s: %d %s", f, lines[0], res.StatusCode, body)
+		}
+	}
+	// Accept negotiation.
+	for accept, text := range map[string]bool{
+		"":                                       false,
+		"*/*":                                    false,
+		"application/json":                       false,
+		"text/plain":                             true,
+		"text/plain;q=0.5, application/json":     false,
+		"application/json;q=0.1, text/plain":     true,
+		"text/html, text/plain;q=0.9, */*;q=0.8": true,
+	} {
+		if got := wantsText(accept); got != text {
+			t.Errorf("wantsText(%q) = %v, want %v", accept, got, text)
+		}
+	}
+}
+
+func TestChains(t *testing.T) {
+	s := newTestServer(t, nil)
+	var all []string
+	for range 3 {
+		res, body := do(t, s, "GET", "/v1/ids/order?count=150")
+		if res.StatusCode != 200 {
+			t.Fatalf("status %d: %s", res.StatusCode, body)
+		}
+		all = append(all, decodeIDs(t, body)...)
+	}
+	for i, id := range all {
+		if id != strconv.Itoa(i+1) {
+			t.Fatalf("chain ID %d is %s, want %d", i, id, i+1)
+		}
+	}
+	if res, body := do(t, s, "GET", "/v1/ids/order?format=friendly"); res.StatusCode != 400 {
+		t.Fatalf("friendly chain ID: %d %s", res.StatusCode, body)
+	}
+
+	limited := newTestServer(t, func(c *Config) { c.Chains = []string{"order"} })
+	if res, body := do(t, limited, "GET", "/v1/ids/user"); res.StatusCode != 404 || !strings.Contains(body, "unknown_chain") {
+		t.Fatalf("chain outside the allow-list: %d %s", res.StatusCode, body)
+	}
+	if res, _ := do(t, limited, "GET", "/v1/ids/order"); res.StatusCode != 200 {
+		t.Fatalf("allowed chain: %d", res.StatusCode)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, c := range []struct {
+		method, target string
+		status         int
+		code           string
+	}{
+		{"GET", "/v1/ids?count=0", 400, "bad_count"},
+		{"GET", "/v1/ids?count=1000000000", 400, "bad_count"},
+		{"GET", "/v1/ids?count=10001", 400, "bad_count"},
+		{"GET", "/v1/ids?count=-1", 400, "bad_count"},
+		{"GET", "/v1/ids?count=+5", 400, "bad_count"},
+		{"GET", "/v1/ids?count=abc", 400, "bad_count"},
+		{"GET", "/v1/ids?count=", 400, "bad_count"},
+		{"GET", "/v1/ids?format=hex", 400, "bad_format"},
+		{"GET", "/v1/ids?size=3", 400, "bad_parameter"},
+		{"GET", "/v1/ids/bad%20name", 400, "bad_chain"},
+		{"GET", "/v1/ids/" + strings.Repeat("x", 65), 400, "bad_chain"},
+		{"GET", "/v1/decode/notanid", 400, "bad_id"},
+		{"GET", "/v1/decode/-5", 400, "bad_id"},
+		{"GET", "/v1/decode/99999999999999999999", 400, "bad_id"},
+		{"GET", "/v1/decode/1-2", 400, "bad_id"},
+		{"GET", "/v1/decode/123?format=zz", 400, "bad_format"},
+		{"POST", "/v1/ids", 405, "method_not_allowed"},
+		{"DELETE", "/v1/ids/order", 405, "method_not_allowed"},
+		{"PUT", "/v1/layout", 405, "method_not_allowed"},
+		{"GET", "/v2/ids", 404, "not_found"},
+		{"GET", "/nothing", 404, "not_found"},
+	} {
+		res, body := do(t, s, c.method, c.target)
+		var e errorBody
+		if res.StatusCode != c.status || json.Unmarshal([]byte(body), &e) != nil || e.Code != c.code || e.Error == "" {
+			t.Errorf("%s %s: %d %q, want %d with code %s", c.method, c.target, res.StatusCode, body, c.status, c.code)
+		}
+		if res.StatusCode == 405 && res.Header.Get("Allow") == "" {
+			t.Errorf("%s %s: 405 without Allow", c.method, c.target)
+		}
+	}
+}
+
+func TestLayoutHealthReady(t *testing.T) {
+	notReady := false
+	s := newTestServer(t, func(c *Config) {
+		c.Ready = func(context.Context) error {
+			if notReady {
+				return engine.ErrMachineIDLost
+			}
+			return nil
+		}
+	})
+	res, body := do(t, s, "GET", "/v1/layout")
+	var l layoutInfo
+	if res.StatusCode != 200 || json.Unmarshal([]byte(body), &l) != nil || l.MachineBits != 10 || l.MachineID != 7 || l.Expiry == "" {
+		t.Fatalf("layout: %d %s", res.StatusCode, body)
+	}
+	if res, _ := do(t, s, "GET", "/healthz"); res.StatusCode != 200 {
+		t.Fatalf("healthz %d", res.StatusCode)
+	}
+	if res, _ := do(t, s, "GET", "/readyz"); res.StatusCode != 200 {
+		t.Fatalf("readyz %d", res.StatusCode)
+	}
+	notReady = true
+	if res, body := do(t, s, "GET", "/readyz"); res.StatusCode != 503 || !strings.Contains(body, "not_ready") {
+		t.Fatalf("readyz when not ready: %d %s", res.StatusCode, body)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	toks, err := ParseTokens(strings.NewReader("# callers\nbilling s3cr3t-billing-token\n  \nanonymous-token-0123456789\n"))
+	if err != nil || toks.Len() != 2 {
+		t.Fatalf("ParseTokens: %v, %d", err, toks.Len())
+	}
+	for _, bad := range []string{"", "# only a comment\n", "short\n", "a b c\n"} {
+		if _, err := ParseTokens(strings.NewReader(bad)); err == nil {
+			t.Errorf("ParseTokens(%q) accepted", bad)
+		}
+	}
+	s := newTestServer(t, func(c *Config) { c.Tokens = toks })
+	for hdr, want := range map[string]int{
+		"":                                  401,
+		"Bearer wrong-token-wrong-token":    401,
+		"Basic s3cr3t-billing-token":        401,
+		"Bearer s3cr3t-billing-token":       200,
+		"bearer anonymous-token-0123456789": 200,
+	} {
+		res, body := do(t, s, "GET", "/v1/ids", "Authorization", hdr)
+		if res.StatusCode != want {
+			t.Errorf("Authorization %q: %d %s, want %d", hdr, res.StatusCode, body, want)
+		}
+	}
+	// Health and readiness stay open for probes.
+	if res, _ := do(t, s, "GET", "/healthz"); res.StatusCode != 200 {
+		t.Errorf("healthz with tokens: %d", res.StatusCode)
+	}
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("Authorization", "Bearer s3cr3t-billing-token")
+	if name, ok := toks.Caller(req); !ok || name != "billing" {
+		t.Errorf("Caller = %q, %v", name, ok)
+	}
+}
+
+// A generator that fails answers 503 with a JSON error, never 500; a
+// panicking one too.
+func TestUnavailable(t *testing.T) {
+	reg := engine.NewRegistry()
+	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+		return 0, engine.ErrMachineIDLost
+	}))
+	reg.RegisterFactory(KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
+		return engine.GeneratorFunc(func(context.Context) (int64, error) { panic("boom") }), nil
+	})
+	s, err := New(Config{Provider: reg, Layout: snowflake.Default})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, body := do(t, s, "GET", "/v1/ids")
+	if res.StatusCode != 503 || !strings.Contains(body, "machine_id_lost") {
+		t.Fatalf("lost lease: %d %s", res.StatusCode, body)
+	}
+	res, body = do(t, s, "GET", "/v1/ids/x")
+	if res.StatusCode != 503 || !strings.Contains(body, `"code":"internal"`) {
+		t.Fatalf("panic: %d %s", res.StatusCode, body)
+	}
+}
+
+// Over a real listener with the server's timeouts.
+func TestHTTPServer(t *testing.T) {
+	s := newTestServer(t, nil)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = NewHTTPServer("", s)
+	ts.Start()
+	defer ts.Close()
+	res, err := http.Get(ts.URL + "/v1/ids?count=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || len(decodeIDs(t, string(b))) != 2 {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+}
