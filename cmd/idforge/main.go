@@ -23,6 +23,7 @@
 //	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
 //	layout [-layout layout]                                      print a layout's bit split, capacity and end date
 //	schema [-dialect d] [-prefix p]                              print the ID tables' CREATE TABLE statements
+//	serve  [-addr a] [-store s] [-namespace n] [-layout l] ...    serve IDs over HTTP (see package server)
 //	help   [command]                                             print this help or a command's flags
 //
 // Layouts: default (41/10/12 ms), second (31/10/22 s), jssafe (41/3/9 ms),
@@ -66,6 +67,7 @@ var commands = []command{
 	{"gen", "[-n N] [-machine M] [-layout layout] [-format format]", "print N new IDs, one per line", setupGen},
 	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence as JSON", setupDecode},
 	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout},
+	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe},
 	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema},
 }
 

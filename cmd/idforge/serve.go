@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/server"
+)
+
+// serveEnv maps serve's flags to the environment variables that set them
+// (a flag on the command line wins). The names follow the library's settings.
+var serveEnv = []struct{ flag, env string }{
+	{"addr", "IDFORGE_ADDR"},
+	{"store", "IDFORGE_STORE"},
+	{"namespace", "IDFORGE_NAMESPACE"},
+	{"layout", "IDFORGE_LAYOUT"},
+	{"chains", "IDFORGE_CHAINS"},
+	{"tokens", "IDFORGE_TOKENS_FILE"},
+	{"proxy", "IDFORGE_PROXY"},
+	{"shutdown-timeout", "IDFORGE_SHUTDOWN_TIMEOUT"},
+}
+
+// serveOptions are serve's parsed flags.
+type serveOptions struct {
+	addr, store, namespace, chains, tokens string
+	layout                                 *enumFlag
+	proxy                                  bool
+	shutdown                               time.Duration
+}
+
+func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+	o := &serveOptions{}
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address` (host:port); 127.0.0.1 unless told otherwise [IDFORGE_ADDR]")
+	fs.StringVar(&o.store, "store", "", "store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
+		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
+	fs.StringVar(&o.namespace, "namespace", "default", "machine-ID `namespace`, usually the service name [IDFORGE_NAMESPACE]")
+	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
+	fs.StringVar(&o.chains, "chains", "", "comma-separated chain `names` callers may draw from; empty admits any name, up to 256 [IDFORGE_CHAINS]")
+	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
+	fs.BoolVar(&o.proxy, "proxy", false, "serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests [IDFORGE_SHUTDOWN_TIMEOUT]")
+	return func(ctx context.Context, args []string, stdout io.Writer) error {
+		if len(args) > 0 {
+			return usagef("unexpected arguments %q", args)
+		}
+		if err := applyEnv(fs, os.Getenv); err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serve(ctx, o, stdout)
+	}
+}
+
+// applyEnv sets each flag not given on the command line from its environment variable.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, e := range serveEnv {
+		v := getenv(e.env)
+		if v == "" || given[e.flag] {
+			continue
+		}
+		if err := fs.Set(e.flag, v); err != nil {
+			return usagef("%s=%q: %v", e.env, v, err)
+		}
+	}
+	return nil
+}
+
+// serve runs the service until ctx ends, then shuts down: stop accepting,
+// finish in-flight requests, close the registry (reverting the machine ID)
+// and the store.
+func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var tokens *server.Tokens
+	if o.tokens != "" {
+		if tokens, err = server.ReadTokens(o.tokens); err != nil {
+			return usageError{err}
+		}
+	}
+	var chains []string
+	for c := range strings.SplitSeq(o.chains, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			chains = append(chains, c)
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, o.store, wd)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, st.close()) }()
+
+	layout := layoutByName(o.layout.value)
+	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Layout: layout, Store: st.store})
+	if err != nil {
+		if errors.Is(err, engine.ErrInvalidConfig) {
+			return usageError{err}
+		}
+		return err
+	}
+	defer func() {
+		if cerr := reg.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("revert the machine ID: %w", cerr))
+		}
+	}()
+
+	cfg := server.Config{
+		Provider:   reg,
+		Layout:     layout,
+		LayoutName: o.layout.value,
+		MachineID:  reg.MachineID,
+		Chains:     chains,
+		Tokens:     tokens,
+		Logger:     log,
+		Ready: func(ctx context.Context) error {
+			// A snowflake ID is free to draw, and drawing one asks the
+			// lease's fence whether the machine ID is still held.
+			g, err := reg.Generator(ctx, server.KindSnowflake, "")
+			if err == nil {
+				_, err = g.NextID(ctx)
+			}
+			if err != nil {
+				return fmt.Errorf("lease: %w", err)
+			}
+			if err := st.ping(ctx); err != nil {
+				return fmt.Errorf("store: %w", err)
+			}
+			return nil
+		},
+	}
+	if o.proxy {
+		cfg.Proxy = st.store
+	}
+	h, err := server.New(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
+	srv := server.NewHTTPServer(o.addr, h)
+	fmt.Fprintf(stdout, "idforge serve: listening on http://%s (machine ID %d, namespace %s, store %s)\n",
+		ln.Addr(), reg.MachineID(), o.namespace, st.describe)
+	if f, ok := stdout.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("idforge serve: shutting down: finishing in-flight requests, then reverting the machine ID")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdown)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

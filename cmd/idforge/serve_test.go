@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var listening = regexp.MustCompile(`listening on (http://\S+) \(machine ID (\d+)`)
+
+// startServe runs `idforge serve` in process with args in a fresh working
+// directory (so the default SQLite store is the test's own) and returns its
+// base URL and a stop function that cancels it like SIGTERM and returns its
+// exit status.
+func startServe(t *testing.T, dir string, args ...string) (string, func() int) {
+	t.Helper()
+	if dir != "" {
+		t.Chdir(dir)
+	}
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	var errOut strings.Builder
+	go func() {
+		c := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...), pw, &errOut)
+		pw.Close()
+		code <- c
+	}()
+	sc := bufio.NewScanner(pr)
+	var base string
+	for sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if base == "" {
+		t.Fatalf("serve did not start: exit %d: %s", <-code, errOut.String())
+	}
+	var once sync.Once
+	stop := func() int {
+		c := -1
+		once.Do(func() { cancel(); c = <-code })
+		return c
+	}
+	t.Cleanup(func() { stop() })
+	return base, stop
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if v != nil && json.Unmarshal(b, v) != nil {
+		t.Fatalf("GET %s: %d %q: not JSON", url, res.StatusCode, b)
+	}
+	return res.StatusCode
+}
+
+// serve alone runs on idforge.db in the working directory.
+func TestServeDefaultStore(t *testing.T) {
+	dir := t.TempDir()
+	base, stop := startServe(t, dir)
+	var ids struct{ IDs []string }
+	if code := getJSON(t, base+"/v1/ids?count=5", &ids); code != 200 || len(ids.IDs) != 5 {
+		t.Fatalf("snowflake: %d %v", code, ids)
+	}
+	if code := getJSON(t, base+"/v1/ids/order?count=5", &ids); code != 200 || ids.IDs[0] != "1" {
+		t.Fatalf("chain: %d %v", code, ids)
+	}
+	var ready struct{ Status string }
+	if code := getJSON(t, base+"/readyz", &ready); code != 200 || ready.Status != "ready" {
+		t.Fatalf("readyz: %d %v", code, ready)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, defaultStoreFile)); err != nil {
+		t.Fatal(err)
+	}
+	// A second run on the same file continues the chain after the first's ranges.
+	base, _ = startServe(t, dir)
+	if code := getJSON(t, base+"/v1/ids/order", &ids); code != 200 || ids.IDs[0] == "1" {
+		t.Fatalf("chain after restart: %d %v", code, ids)
+	}
+}
+
+func TestServeFlagsAndEnv(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	setupServe(fs)
+	fs.Parse([]string{"-namespace", "cli"})
+	env := map[string]string{"IDFORGE_NAMESPACE": "env", "IDFORGE_LAYOUT": "jssafe", "IDFORGE_CHAINS": "a,b", "IDFORGE_PROXY": "true"}
+	if err := applyEnv(fs, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"namespace": "cli", "layout": "jssafe", "chains": "a,b", "proxy": "true", "addr": "127.0.0.1:8080"} {
+		if got := fs.Lookup(name).Value.String(); got != want {
+			t.Errorf("-%s = %q, want %q", name, got, want)
+		}
+	}
+	env["IDFORGE_LAYOUT"] = "nosuch"
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	setupServe(fs)
+	if err := applyEnv(fs, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "IDFORGE_LAYOUT") {
+		t.Errorf("bad IDFORGE_LAYOUT: %v", err)
+	}
+
+	for _, args := range [][]string{
+		{"serve", "-store", "ftp://nowhere"},
+		{"serve", "-tokens", "/nonexistent/tokens"},
+		{"serve", "-chains", "bad name"},
+		{"serve", "extra"},
+	} {
+		t.Chdir(t.TempDir())
+		if _, errOut, code := runArgs(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2: %s", args, code, errOut)
+		}
+	}
+}
+
+// The binary: SIGTERM finishes in-flight requests, exits 0 and reverts the
+// machine ID, which the next instance then takes.
+func TestServeSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "idforge")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	start := func() (*exec.Cmd, string, int) {
+		cmd := exec.Command(bin, "serve")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "IDFORGE_ADDR=127.0.0.1:0", "IDFORGE_NAMESPACE=sigterm")
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				var id int
+				fmt.Sscan(m[2], &id)
+				go io.Copy(io.Discard, out)
+				return cmd, m[1], id
+			}
+		}
+		t.Fatal("serve printed no address")
+		return nil, "", 0
+	}
+	a, baseA, idA := start()
+	_, _, idB := start()
+	if idA == idB {
+		t.Fatalf("two servers on machine ID %d", idA)
+	}
+
+	// Keep batches in flight while SIGTERM arrives: every answer that comes
+	// back is whole.
+	var wg sync.WaitGroup
+	stopLoad := make(chan struct{})
+	var answered, broken int64
+	var mu sync.Mutex
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				res, err := http.Get(baseA + "/v1/ids?count=10000")
+				if err != nil {
+					return // the listener closed
+				}
+				var v struct{ IDs []string }
+				err = json.NewDecoder(res.Body).Decode(&v)
+				res.Body.Close()
+				mu.Lock()
+				if res.StatusCode != 200 || err != nil || len(v.IDs) != 10000 {
+					broken++
+				} else {
+					answered++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	a.Process.Signal(syscall.SIGTERM)
+	err := a.Wait()
+	close(stopLoad)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	if answered == 0 || broken > 0 {
+		t.Fatalf("%d whole answers, %d broken", answered, broken)
+	}
+	// The reverted ID is free for the next instance.
+	_, _, idC := start()
+	if idC != idA {
+		t.Fatalf("after SIGTERM the next server got machine ID %d, want the reverted %d", idC, idA)
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/glebarez/go-sqlite"  // driver "sqlite": the embedded store
+	_ "github.com/go-sql-driver/mysql" // driver "mysql": MariaDB/MySQL DSNs
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx": PostgreSQL DSNs
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/sqlstore"
+)
+
+// defaultStoreFile is the embedded SQLite store serve opens in the working
+// directory when no --store is given.
+const defaultStoreFile = "idforge.db"
+
+// store is what serve runs on: the root store contract (machine IDs and
+// named segment sequences), a liveness probe for /readyz, and Close.
+type store interface {
+	machine.Distributor
+	Segment(name string) (segment.Distributor, error)
+}
+
+// openedStore is a store with its probe, closer and a description for logs
+// (with no password in it).
+type openedStore struct {
+	store
+	describe string
+	ping     func(ctx context.Context) error
+	close    func() error
+}
+
+// rootStore adapts a store package's value to the root store contract.
+// TODO(root): sqlstore.Store and redisstore.Store implement the contract
+// directly once the stores are reworked; then this adapter goes.
+type rootStore struct {
+	machine.Distributor
+	segment func(name string) (segment.Distributor, error)
+}
+
+func (s rootStore) Segment(name string) (segment.Distributor, error) { return s.segment(name) }
+
+// openStore opens the store spec names: "" is the SQLite file idforge.db in
+// dir; "redis://" or "rediss://" URLs open Redis; "postgres://",
+// "postgresql://" URLs and "host=... " keyword DSNs open PostgreSQL;
+// "user:pass@tcp(host:port)/db" DSNs (or the same after "mysql://") open
+// MariaDB/MySQL; "sqlite:PATH" opens another SQLite file. Every form is one
+// edit here when the stores' constructors change.
+func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
+	switch {
+	case spec == "":
+		return openSQL(ctx, "sqlite", sqliteDSN(filepath.Join(dir, defaultStoreFile)), "sqlite "+filepath.Join(dir, defaultStoreFile))
+	case strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		return openSQL(ctx, "sqlite", sqliteDSN(path), "sqlite "+path)
+	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
+		opts, err := redis.ParseURL(spec)
+		if err != nil {
+			return nil, usagef("--store: %v", redact(err.Error(), spec))
+		}
+		client := redis.NewClient(opts)
+		st, err := redisstore.New(client)
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		if err := client.Ping(ctx).Err(); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("%w: redis %s: %v", engine.ErrStoreUnavailable, opts.Addr, err)
+		}
+		return &openedStore{
+			store: rootStore{st.Machine(), func(name string) (segment.Distributor, error) {
+				return st.Segment(name), nil
+			}},
+			describe: "redis " + opts.Addr,
+			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
+			close:    client.Close,
+		}, nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
+		return openSQL(ctx, "pgx", spec, "postgresql")
+	case strings.HasPrefix(spec, "mysql://"):
+		return openSQL(ctx, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb")
+	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
+		return openSQL(ctx, "mysql", spec, "mariadb")
+	}
+	return nil, usagef("--store %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", redact(spec, spec))
+}
+
+// redact hides the password of a URL-style spec in s.
+func redact(s, spec string) string {
+	if i := strings.Index(spec, "://"); i >= 0 {
+		if at := strings.LastIndex(spec, "@"); at > i {
+			if c := strings.Index(spec[i+3:at], ":"); c >= 0 {
+				pw := spec[i+3+c+1 : at]
+				if pw != "" {
+					s = strings.ReplaceAll(s, pw, "xxxxx")
+				}
+			}
+		}
+	}
+	return s
+}
+
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+}
+
+func openSQL(ctx context.Context, driver, dsn, describe string) (*openedStore, error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, usagef("--store: %v", err)
+	}
+	if driver == "sqlite" {
+		if dir := filepath.Dir(strings.TrimPrefix(strings.SplitN(dsn, "?", 2)[0], "file:")); dir != "" {
+			if _, err := os.Stat(dir); err != nil {
+				db.Close()
+				return nil, usagef("--store: %v", err)
+			}
+		}
+	} else {
+		db.SetMaxOpenConns(16)
+		db.SetConnMaxIdleTime(time.Minute)
+	}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := sqlstore.Open(octx, db, sqlstore.WithCreateTables())
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &openedStore{
+		store: rootStore{st.Machine(), func(name string) (segment.Distributor, error) {
+			return st.Segment(name)
+		}},
+		describe: describe,
+		ping:     db.PingContext,
+		close:    func() error { return errors.Join(st.Close(), db.Close()) },
+	}, nil
+}
