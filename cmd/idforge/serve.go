@@ -15,7 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server"
 )
 
@@ -80,6 +85,14 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	return nil
 }
 
+// metricsHandler serves col, the Go runtime's and the process's metrics
+// from a registry of serve's own.
+func metricsHandler(col *metrics.Collector) http.Handler {
+	r := prometheus.NewRegistry()
+	r.MustRegister(col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(r, promhttp.HandlerOpts{})
+}
+
 // serve runs the service until ctx ends, then shuts down: stop accepting,
 // finish in-flight requests, close the registry (reverting the machine ID)
 // and the store.
@@ -108,7 +121,14 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, st.close()) }()
 
 	layout := layoutByName(o.layout.value)
-	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Layout: layout, Store: st.store})
+	var reg registry
+	col := metrics.New(metrics.Options{Layout: layout, MachineID: func() int64 {
+		if reg == nil {
+			return -1
+		}
+		return reg.MachineID()
+	}})
+	reg, err = newRegistry(ctx, registrySettings{Namespace: o.namespace, Layout: layout, Store: col.Store(st.store)})
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidConfig) {
 			return usageError{err}
@@ -122,7 +142,8 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	}()
 
 	cfg := server.Config{
-		Provider:   reg,
+		Provider:   col.Provider(reg),
+		Metrics:    metricsHandler(col),
 		Layout:     layout,
 		LayoutName: o.layout.value,
 		MachineID:  reg.MachineID,

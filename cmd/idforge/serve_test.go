@@ -86,6 +86,24 @@ func TestServeDefaultStore(t *testing.T) {
 	if code := getJSON(t, base+"/v1/ids/order?count=5", &ids); code != 200 || ids.IDs[0] != "1" {
 		t.Fatalf("chain: %d %v", code, ids)
 	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{
+		`idforge_ids_issued_total{kind="chain",name="order"} 5`,
+		`idforge_ids_issued_total{kind="snowflake",name=""} 5`,
+		`idforge_lease_machine_id 0`,
+		`idforge_store_request_duration_seconds_count{name="order",op="next_max_id"}`,
+		`idforge_chain_head_gap{name="order"}`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	var ready struct{ Status string }
 	if code := getJSON(t, base+"/readyz", &ready); code != 200 || ready.Status != "ready" {
 		t.Fatalf("readyz: %d %v", code, ready)
