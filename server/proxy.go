@@ -1,6 +1,15 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 )
@@ -12,4 +21,171 @@ type ProxyStore interface {
 	Segment(name string) (segment.Distributor, error)
 }
 
-func (s *Server) proxyRoutes() {}
+// maxProxyBody bounds a proxy request's body.
+const maxProxyBody = 4 << 10
+
+// MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
+// reads MachineBits and SafeGuardMillis; Guard and Revert read MachineID and
+// LastTimestamp.
+type MachineRequest struct {
+	Namespace       string `json:"namespace"`
+	Instance        string `json:"instance"`
+	Stable          bool   `json:"stable,omitempty"`
+	MachineBits     int    `json:"machine_bits,omitempty"`
+	SafeGuardMillis int64  `json:"safe_guard_ms,omitempty"`
+	MachineID       int64  `json:"machine_id,omitempty"`
+	LastTimestamp   int64  `json:"last_timestamp,omitempty"`
+}
+
+// MachineState is the answer of /v1/proxy/machines/distribute.
+type MachineState struct {
+	MachineID     int64 `json:"machine_id"`
+	LastTimestamp int64 `json:"last_timestamp"`
+}
+
+// SegmentRequest is the body of /v1/proxy/segments/next.
+type SegmentRequest struct {
+	Name string `json:"name"`
+	Step int64  `json:"step"`
+}
+
+// SegmentRange is the answer of /v1/proxy/segments/next: the caller owns
+// (MaxID-step, MaxID].
+type SegmentRange struct {
+	MaxID int64 `json:"max_id"`
+}
+
+// Error codes of the proxy endpoints, which package proxystore maps back to
+// the engine's sentinel errors.
+const (
+	CodeInvalidConfig     = "invalid_config"
+	CodeMachineIDLost     = "machine_id_lost"
+	CodeMachineIDOverflow = "machine_id_overflow"
+	CodeStoreUnavailable  = "store_unavailable"
+	CodeStoreReset        = "store_reset"
+	CodeTimeout           = "timeout"
+)
+
+func (s *Server) proxyRoutes() {
+	s.mux.HandleFunc("POST /v1/proxy/machines/distribute", s.handleDistribute)
+	s.mux.HandleFunc("POST /v1/proxy/machines/guard", s.handleGuard)
+	s.mux.HandleFunc("POST /v1/proxy/machines/revert", s.handleRevert)
+	s.mux.HandleFunc("POST /v1/proxy/segments/next", s.handleSegment)
+}
+
+// readBody decodes a JSON body of at most maxProxyBody bytes, refusing
+// unknown fields and trailing data.
+func readBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxProxyBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body may hold %d bytes", maxProxyBody)}
+		}
+		return badRequest("bad_body", "body: %v", truncate(err.Error(), 200))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("bad_body", "body: one JSON object expected")
+	}
+	return nil
+}
+
+func (m MachineRequest) instance() machine.Instance {
+	return machine.Instance{Namespace: m.Namespace, ID: m.Instance, Stable: m.Stable}
+}
+
+// proxyError maps a store error to a status and a code proxystore reads back.
+func proxyError(err error) *httpError {
+	switch {
+	case errors.Is(err, engine.ErrInvalidConfig):
+		return &httpError{http.StatusBadRequest, CodeInvalidConfig, err.Error()}
+	case errors.Is(err, engine.ErrMachineIDLost):
+		return &httpError{http.StatusConflict, CodeMachineIDLost, err.Error()}
+	case errors.Is(err, engine.ErrMachineIDOverflow):
+		return &httpError{http.StatusConflict, CodeMachineIDOverflow, err.Error()}
+	case errors.Is(err, engine.ErrStoreReset):
+		return &httpError{http.StatusServiceUnavailable, CodeStoreReset, err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &httpError{http.StatusServiceUnavailable, CodeTimeout, err.Error()}
+	default:
+		return &httpError{http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error()}
+	}
+}
+
+// proxyContext bounds a store call: the caller's request, at most 10 s.
+func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 10*time.Second)
+}
+
+func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
+	var req MachineRequest
+	if herr := readBody(w, r, &req); herr != nil {
+		herr.write(w)
+		return
+	}
+	ctx, cancel := proxyContext(r)
+	defer cancel()
+	st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, time.Duration(req.SafeGuardMillis)*time.Millisecond)
+	if err != nil {
+		proxyError(err).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp})
+}
+
+func (s *Server) handleGuard(w http.ResponseWriter, r *http.Request) {
+	s.machineCall(w, r, s.cfg.Proxy.Guard)
+}
+
+func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
+	s.machineCall(w, r, s.cfg.Proxy.Revert)
+}
+
+func (s *Server) machineCall(w http.ResponseWriter, r *http.Request, call func(context.Context, machine.Instance, machine.State) error) {
+	var req MachineRequest
+	if herr := readBody(w, r, &req); herr != nil {
+		herr.write(w)
+		return
+	}
+	ctx, cancel := proxyContext(r)
+	defer cancel()
+	if err := call(ctx, req.instance(), machine.State{MachineID: req.MachineID, LastTimestamp: req.LastTimestamp}); err != nil {
+		proxyError(err).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
+	var req SegmentRequest
+	if herr := readBody(w, r, &req); herr != nil {
+		herr.write(w)
+		return
+	}
+	if !chainName.MatchString(req.Name) {
+		badRequest(CodeInvalidConfig, "segment name %.80q: want 1 to 64 of A-Z a-z 0-9 _ . : -", req.Name).write(w)
+		return
+	}
+	if s.allowed != nil && !s.allowed[req.Name] {
+		(&httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("segment %q is not served here", req.Name)}).write(w)
+		return
+	}
+	if req.Step <= 0 {
+		badRequest(CodeInvalidConfig, "step %d: want at least 1", req.Step).write(w)
+		return
+	}
+	d, err := s.cfg.Proxy.Segment(req.Name)
+	if err != nil {
+		proxyError(err).write(w)
+		return
+	}
+	ctx, cancel := proxyContext(r)
+	defer cancel()
+	max, err := d.NextMaxID(ctx, req.Step)
+	if err != nil {
+		proxyError(err).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, SegmentRange{MaxID: max})
+}

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/proxystore"
 )
 
 var listening = regexp.MustCompile(`listening on (http://\S+) \(machine ID (\d+)`)
@@ -241,5 +244,28 @@ func TestServeSIGTERM(t *testing.T) {
 	_, _, idC := start()
 	if idC != idA {
 		t.Fatalf("after SIGTERM the next server got machine ID %d, want the reverted %d", idC, idA)
+	}
+}
+
+// With -proxy, a proxy store takes machine IDs and segments from serve's store.
+func TestServeProxy(t *testing.T) {
+	base, _ := startServe(t, t.TempDir(), "-proxy", "-namespace", "svc")
+	ps, err := proxystore.New(proxystore.Settings{URL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := ps.Distribute(ctx, machine.Instance{Namespace: "svc", ID: "remote"}, 10, time.Minute)
+	if err != nil || st.MachineID != 1 { // serve itself holds 0
+		t.Fatalf("Distribute through serve: %+v, %v", st, err)
+	}
+	d, _ := ps.Segment("order")
+	if max, err := d.NextMaxID(ctx, 100); err != nil || max != 100 {
+		t.Fatalf("NextMaxID through serve: %d, %v", max, err)
+	}
+	// serve's own chain continues after the proxy's range.
+	var ids struct{ IDs []string }
+	if code := getJSON(t, base+"/v1/ids/order", &ids); code != 200 || ids.IDs[0] != "101" {
+		t.Fatalf("chain after the proxy's range: %d %v", code, ids)
 	}
 }

@@ -1,0 +1,214 @@
+// Package proxystore is a store that takes machine IDs and segment ranges
+// from `idforge serve -proxy` over HTTP, so services that must not hold
+// database credentials still generate IDs in process at full speed: only
+// machine-ID leases and segment fetches cross the network, every ID is
+// drawn locally.
+//
+//	st, err := proxystore.New(proxystore.Settings{URL: "http://ids.internal:8080", Token: token})
+//	reg, err := idforge.New(ctx, idforge.Settings{Store: st, Namespace: "orders"})
+//
+// A [Store] implements the root store contract (machine.Distributor and
+// Segment) and passes the same contract suites as the SQL and Redis stores.
+// Errors keep their meaning across the wire: they wrap the same engine
+// sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInvalidConfig,
+// ErrStoreReset), and a server that cannot be reached or answers garbage
+// gives engine.ErrStoreUnavailable.
+package proxystore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/server"
+)
+
+// Settings configure [New]. URL is required.
+type Settings struct {
+	// URL is the base URL of the serve process, e.g. "http://127.0.0.1:8080".
+	URL string
+	// Token is the bearer token sent with every call, when the server wants one.
+	Token string
+	// Client makes the calls; nil is a client of the package's own with
+	// keep-alive connections and a 10 s timeout per call.
+	Client *http.Client
+}
+
+// Store is a proxy store. It is safe for concurrent use.
+type Store struct {
+	base   string
+	auth   string
+	client *http.Client
+}
+
+// New returns a Store for the server at s.URL. It does not call the server;
+// a bad URL wraps engine.ErrInvalidConfig.
+func New(s Settings) (*Store, error) {
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: proxystore: URL %q: want http(s)://host:port", engine.ErrInvalidConfig, s.URL)
+	}
+	st := &Store{base: strings.TrimSuffix(u.String(), "/"), client: s.Client}
+	if s.Token != "" {
+		st.auth = "Bearer " + s.Token
+	}
+	if st.client == nil {
+		st.client = &http.Client{
+			Timeout: 10 * time.Second,
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				MaxIdleConns:        64,
+				MaxIdleConnsPerHost: 64,
+				IdleConnTimeout:     90 * time.Second,
+			},
+		}
+	}
+	return st, nil
+}
+
+// call posts body to path and decodes the answer into out.
+func (s *Store) call(ctx context.Context, path string, body, out any) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("%w: proxystore: %v", engine.ErrInvalidConfig, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("%w: proxystore: %v", engine.ErrInvalidConfig, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	res, err := s.client.Do(req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("proxystore: %s: %w", path, cerr)
+		}
+		return fmt.Errorf("proxystore: %s: %w: %v", path, engine.ErrStoreUnavailable, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("proxystore: %s: %w", path, cerr)
+		}
+		return fmt.Errorf("proxystore: %s: %w: reading the answer: %v", path, engine.ErrStoreUnavailable, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct{ Error, Code string }
+		if json.Unmarshal(raw, &e) != nil || e.Code == "" {
+			return fmt.Errorf("proxystore: %s: %w: status %d", path, engine.ErrStoreUnavailable, res.StatusCode)
+		}
+		return fmt.Errorf("proxystore: %s: %w: %s", path, sentinel(ctx, res.StatusCode, e.Code), e.Error)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("proxystore: %s: %w: bad answer: %v", path, engine.ErrStoreUnavailable, err)
+	}
+	return nil
+}
+
+// sentinel maps a proxy error code back to the engine's sentinel.
+func sentinel(ctx context.Context, status int, code string) error {
+	switch code {
+	case server.CodeInvalidConfig:
+		return engine.ErrInvalidConfig
+	case server.CodeMachineIDLost:
+		return engine.ErrMachineIDLost
+	case server.CodeMachineIDOverflow:
+		return engine.ErrMachineIDOverflow
+	case server.CodeStoreReset:
+		return engine.ErrStoreReset
+	case server.CodeTimeout:
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	case "unauthorized":
+		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
+	}
+	return engine.ErrStoreUnavailable
+}
+
+// Distribute asks the server's store for a machine ID for inst.
+func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
+	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+		return machine.State{}, err
+	}
+	var out server.MachineState
+	err := s.call(ctx, "/v1/proxy/machines/distribute", server.MachineRequest{
+		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
+		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(),
+	}, &out)
+	if err != nil {
+		return machine.State{}, err
+	}
+	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp}, nil
+}
+
+// Guard confirms inst still holds st.MachineID.
+func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
+	return s.machineCall(ctx, "/v1/proxy/machines/guard", inst, st)
+}
+
+// Revert gives st.MachineID back.
+func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
+	return s.machineCall(ctx, "/v1/proxy/machines/revert", inst, st)
+}
+
+func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
+	return s.call(ctx, path, server.MachineRequest{
+		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
+		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+	}, &struct{}{})
+}
+
+// Segment returns the distributor of the named sequence on the server's store.
+func (s *Store) Segment(name string) (segment.Distributor, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: proxystore: empty segment name", engine.ErrInvalidConfig)
+	}
+	return &Segment{s: s, name: name}, nil
+}
+
+// Segment is one named sequence on the server's store.
+type Segment struct {
+	s    *Store
+	name string
+}
+
+// NextMaxID advances the sequence by step on the server's store.
+func (d *Segment) NextMaxID(ctx context.Context, step int64) (int64, error) {
+	if step <= 0 {
+		return 0, fmt.Errorf("%w: proxystore: step %d: want at least 1", engine.ErrInvalidConfig, step)
+	}
+	var out server.SegmentRange
+	if err := d.s.call(ctx, "/v1/proxy/segments/next", server.SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
+		return 0, err
+	}
+	return out.MaxID, nil
+}
+
+// String returns the server's base URL.
+func (s *Store) String() string { return s.base }
+
+// Close releases the idle connections of the package's own client.
+func (s *Store) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,205 @@
+package proxystore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	_ "github.com/glebarez/go-sqlite"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/proxystore"
+	"github.com/idforge/idforge/server"
+)
+
+// backing is a server-side store made of a machine distributor and a
+// segment source.
+type backing struct {
+	machine.Distributor
+	segment func(name string) (segment.Distributor, error)
+}
+
+func (b backing) Segment(name string) (segment.Distributor, error) { return b.segment(name) }
+
+// memSegments are in-memory sequences shared by name.
+type memSegments struct {
+	mu   sync.Mutex
+	seqs map[string]*segmenttest.Fake
+}
+
+func (m *memSegments) Segment(name string) (segment.Distributor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seqs == nil {
+		m.seqs = map[string]*segmenttest.Fake{}
+	}
+	f, ok := m.seqs[name]
+	if !ok {
+		f = segmenttest.NewFake()
+		m.seqs[name] = f
+	}
+	return f, nil
+}
+
+// serveProxy runs a proxy-enabled server on st and returns a proxy store
+// talking to it.
+func serveProxy(t *testing.T, st server.ProxyStore, token string) *proxystore.Store {
+	t.Helper()
+	cfg := server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default, Proxy: st}
+	if token != "" {
+		toks, err := server.ParseTokens(strings.NewReader("client " + token + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Tokens = toks
+	}
+	h, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	ps, err := proxystore.New(proxystore.Settings{URL: ts.URL, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ps.Close() })
+	return ps
+}
+
+func TestMachineContractMemory(t *testing.T) {
+	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		segs := &memSegments{}
+		return serveProxy(t, backing{machinetest.NewMemory(c), segs.Segment}, "")
+	})
+}
+
+func TestSegmentContractMemory(t *testing.T) {
+	segs := &memSegments{}
+	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "")
+	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+		d, err := ps.Segment(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
+}
+
+// The same suites through a server on a real SQLite store.
+func openSQLite(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ids.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func sqliteBacking(t *testing.T, db *sql.DB, c clock.Clock) backing {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), db, sqlstore.WithCreateTables(), sqlstore.WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backing{st.Machine(), func(name string) (segment.Distributor, error) { return st.Segment(name) }}
+}
+
+func TestMachineContractSQLite(t *testing.T) {
+	db := openSQLite(t)
+	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		return serveProxy(t, sqliteBacking(t, db, c), "")
+	})
+}
+
+func TestSegmentContractSQLite(t *testing.T) {
+	db := openSQLite(t)
+	ps := serveProxy(t, sqliteBacking(t, db, clock.System), "")
+	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+		d, err := ps.Segment(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
+}
+
+func TestTokensAndErrors(t *testing.T) {
+	ctx := context.Background()
+	segs := &memSegments{}
+	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "proxy-token-0123456789")
+	inst := machine.Instance{Namespace: "ns", ID: "a"}
+	st, err := ps.Distribute(ctx, inst, 10, 60e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Guard(ctx, machine.Instance{Namespace: "ns", ID: "b"}, st); !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("Guard by a non-holder: %v", err)
+	}
+
+	// A proxy store without the token is refused, as a configuration error.
+	u := strings.TrimSuffix(strings.Split(ps.String(), " ")[0], "/")
+	bad, _ := proxystore.New(proxystore.Settings{URL: u})
+	if _, err := bad.Distribute(ctx, inst, 10, 60e9); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("no token: %v", err)
+	}
+	// Nobody listening: store unavailable.
+	gone, _ := proxystore.New(proxystore.Settings{URL: "http://127.0.0.1:1"})
+	d, _ := gone.Segment("x")
+	if _, err := d.NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) {
+		t.Fatalf("no server: %v", err)
+	}
+	for _, u := range []string{"", "ftp://x", "http://", "::"} {
+		if _, err := proxystore.New(proxystore.Settings{URL: u}); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("New(%q): %v", u, err)
+		}
+	}
+}
+
+// Malformed proxy requests are 4xx with a JSON error.
+func TestProxyBadBodies(t *testing.T) {
+	segs := &memSegments{}
+	h, _ := server.New(server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default,
+		Proxy: backing{machinetest.NewMemory(clock.System), segs.Segment}})
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/v1/proxy/segments/next", `{"name":"a","step":0}`, 400},
+		{"/v1/proxy/segments/next", `{"name":"a b","step":1}`, 400},
+		{"/v1/proxy/segments/next", `{"name":"a","step":1,"x":1}`, 400},
+		{"/v1/proxy/segments/next", `{"name":"a","step":1}{}`, 400},
+		{"/v1/proxy/segments/next", `not json`, 400},
+		{"/v1/proxy/segments/next", `{"name":"` + strings.Repeat("a", 5000) + `","step":1}`, 413},
+		{"/v1/proxy/machines/distribute", `{"namespace":"","instance":"a","machine_bits":10,"safe_guard_ms":1000}`, 400},
+		{"/v1/proxy/machines/distribute", `{"namespace":"n","instance":"a","machine_bits":99,"safe_guard_ms":1000}`, 400},
+		{"/v1/proxy/machines/guard", `{"namespace":"n","instance":"a","machine_id":5}`, 409},
+	} {
+		req := httptest.NewRequest("POST", c.path, strings.NewReader(c.body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.status || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s %.60s: %d %s, want %d", c.path, c.body, rec.Code, rec.Body, c.status)
+		}
+	}
+	// GET on a proxy route is 405.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/proxy/segments/next", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET proxy: %d", rec.Code)
+	}
+}
