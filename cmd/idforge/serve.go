@@ -22,6 +22,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server"
+	"github.com/idforge/idforge/server/statepage"
 )
 
 // serveEnv maps serve's flags to the environment variables that set them
@@ -142,8 +143,10 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	}()
 
 	cfg := server.Config{
-		Provider:   col.Provider(reg),
-		Metrics:    metricsHandler(col),
+		Provider: col.Provider(reg),
+		Metrics:  metricsHandler(col),
+		Page: statepage.New(statepage.Config{Collector: col, Namespace: o.namespace, LayoutName: o.layout.value,
+			Store: st.describe, Layout: layout, Logger: log}),
 		Layout:     layout,
 		LayoutName: o.layout.value,
 		MachineID:  reg.MachineID,

@@ -1,0 +1,154 @@
+// Package statepage renders the state page of `idforge serve` at /: one
+// server-rendered HTML page (html/template, no script) showing the machine
+// ID and its lease, each generator's issued IDs, each segment chain's
+// prefetch state and hunger, and the latency of recent store calls. It
+// refreshes itself every few seconds with a meta refresh.
+package statepage
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/metrics"
+)
+
+//go:embed page.html
+var pageHTML string
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"ms":  func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) },
+	"ago": ago,
+	"pct": func(part, whole int64) int64 {
+		if whole <= 0 {
+			return 0
+		}
+		return min(100, part*100/whole)
+	},
+	"mul": func(a, b int64) int64 { return a * b },
+	"add": func(a, b int64) int64 { return a + b },
+	"segs": func(ahead, step int64) string {
+		if step <= 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%.1f", float64(ahead)/float64(step))
+	},
+	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
+}).Parse(pageHTML))
+
+// Config configures [New]. Collector is required.
+type Config struct {
+	// Collector supplies the figures; it must instrument the registry's
+	// store and provider (metrics.Collector.Store and Provider).
+	Collector *metrics.Collector
+	// Namespace, LayoutName and Store describe the service in the header.
+	Namespace, LayoutName, Store string
+	// Layout is the snowflake layout, shown with its expiry.
+	Layout snowflake.Layout
+	// Refresh is the meta-refresh period; 0 is 5 s, negative turns it off.
+	Refresh time.Duration
+	// Logger receives template errors; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// New returns the state page handler.
+func New(cfg Config) http.Handler {
+	if cfg.Refresh == 0 {
+		cfg.Refresh = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &handler{cfg: cfg, started: time.Now()}
+}
+
+type handler struct {
+	cfg     Config
+	started time.Time
+}
+
+// view is what the template renders.
+type view struct {
+	Config
+	Snap          metrics.Snapshot
+	RefreshSec    int
+	Uptime        string
+	LeaseState    string
+	LeaseOK       bool
+	Expiry        string
+	Chains        []metrics.Generator
+	Others        []metrics.Generator
+	P50, P99, Max time.Duration
+	Fetches       int
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.cfg.Collector.Snapshot()
+	v := view{Config: h.cfg, Snap: s, Uptime: time.Since(h.started).Round(time.Second).String()}
+	if h.cfg.Refresh > 0 {
+		v.RefreshSec = max(1, int(h.cfg.Refresh.Seconds()))
+	}
+	if h.cfg.Layout.Unit != 0 {
+		v.Expiry = h.cfg.Layout.Expiry().UTC().Format("2006-01-02")
+	}
+	switch {
+	case s.MachineID < 0:
+		v.LeaseState = "no machine ID"
+	case s.LeaseError != "":
+		v.LeaseState = "held, last heartbeat failed"
+	case !s.Confirmed.IsZero():
+		v.LeaseState, v.LeaseOK = "held, confirmed "+ago(s.Confirmed), true
+	default:
+		v.LeaseState, v.LeaseOK = "held", true
+	}
+	for _, g := range s.Generators {
+		if g.Chain != nil {
+			v.Chains = append(v.Chains, g)
+		} else {
+			v.Others = append(v.Others, g)
+		}
+	}
+	var ds []time.Duration
+	for _, c := range s.Recent {
+		ds = append(ds, c.Duration)
+	}
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		v.P50, v.P99, v.Max = ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)], ds[len(ds)-1]
+		v.Fetches = len(ds)
+	}
+	var buf bytes.Buffer
+	if err := page.Execute(&buf, v); err != nil {
+		h.cfg.Logger.Error("idforge serve: state page", "err", err)
+		http.Error(w, "the state page failed to render", http.StatusServiceUnavailable)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	w.Write(buf.Bytes())
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms ago", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s ago", d.Seconds())
+	default:
+		return d.Round(time.Second).String() + " ago"
+	}
+}
