@@ -299,6 +299,31 @@ func (w *counted) NextID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
+// NextIDs fills dst from the generator, counting the batch once; it
+// returns how many IDs it drew before an error.
+func (w *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
+	var before int64
+	if w.unitNanos != 0 {
+		before = time.Now().UnixNano()
+	}
+	for i := range dst {
+		id, err := w.g.NextID(ctx)
+		if err != nil {
+			w.issued.Add(int64(i))
+			w.fail(err)
+			return i, err
+		}
+		dst[i] = id
+	}
+	w.issued.Add(int64(len(dst)))
+	if w.unitNanos != 0 && len(dst) > 0 {
+		if p, derr := w.layout.Decode(dst[0]); derr == nil && p.Time.UnixNano()-before > w.unitNanos {
+			w.bwWaits.Add(1)
+		}
+	}
+	return len(dst), nil
+}
+
 func (w *counted) fail(err error) {
 	r := Reason(err)
 	if r == "clock_backwards" {

@@ -213,6 +213,26 @@ func TestErrorsAndClockBackwards(t *testing.T) {
 	}
 }
 
+func TestBatchCountsOnce(t *testing.T) {
+	col := New(Options{Layout: snowflake.Default})
+	g, _ := snowflake.New(3)
+	w := col.Generator("snowflake", "", g).(interface {
+		NextIDs(context.Context, []int64) (int, error)
+	})
+	dst := make([]int64, 1000)
+	if n, err := w.NextIDs(context.Background(), dst); n != 1000 || err != nil {
+		t.Fatalf("NextIDs: %d, %v", n, err)
+	}
+	for i := 1; i < len(dst); i++ {
+		if dst[i] <= dst[i-1] {
+			t.Fatalf("IDs not increasing at %d", i)
+		}
+	}
+	if s := col.Snapshot(); s.Generators[0].Issued != 1000 {
+		t.Fatalf("issued %d, want 1000", s.Generators[0].Issued)
+	}
+}
+
 func TestReason(t *testing.T) {
 	for err, want := range map[error]string{
 		engine.ErrMachineIDLost:               "machine_id_lost",

@@ -216,16 +216,16 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, g engine.Gener
 			bufPool.Put(bp)
 		}
 	}()
-	ctx := r.Context()
+	ids, err := s.draw(r.Context(), g, q.count)
+	if err != nil {
+		generatorError(err).write(w)
+		return
+	}
+	defer putIDs(ids)
 	if !q.text {
 		b = append(b, `{"ids":[`...)
 	}
-	for i := range q.count {
-		id, err := nextID(ctx, g)
-		if err != nil {
-			generatorError(err).write(w)
-			return
-		}
+	for i, id := range *ids {
 		switch {
 		case q.text:
 			b = q.f.append(b, id)
@@ -245,20 +245,65 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, g engine.Gener
 	}
 	h := w.Header()
 	if q.text {
-		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h["Content-Type"] = textPlain
 	} else {
 		b = append(b, "]}\n"...)
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = appJSON
 	}
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Cache-Control"] = noStore
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
 }
 
-// nextID draws one ID; a batch whose generator needs to wait honours the
-// request's context.
-func nextID(ctx context.Context, g engine.Generator) (int64, error) { return g.NextID(ctx) }
+// Header values shared by every answer (net/http only reads them).
+var (
+	textPlain = []string{"text/plain; charset=utf-8"}
+	appJSON   = []string{"application/json"}
+	noStore   = []string{"no-store"}
+)
+
+// BatchGenerator is a generator that draws several IDs in one call. The
+// server uses it when a Provider's generator has it (the metrics collector's
+// do, counting a batch once).
+type BatchGenerator interface {
+	// NextIDs fills dst with new IDs. On an error it returns how many were
+	// drawn before it; those IDs are lost to the caller.
+	NextIDs(ctx context.Context, dst []int64) (int, error)
+}
+
+var idPool = sync.Pool{New: func() any { s := make([]int64, 0, 64); return &s }}
+
+func putIDs(ids *[]int64) {
+	if cap(*ids) <= MaxCount {
+		idPool.Put(ids)
+	}
+}
+
+// draw takes n IDs from g.
+func (s *Server) draw(ctx context.Context, g engine.Generator, n int) (*[]int64, error) {
+	ids := idPool.Get().(*[]int64)
+	if cap(*ids) < n {
+		*ids = make([]int64, n)
+	}
+	*ids = (*ids)[:n]
+	if bg, ok := g.(BatchGenerator); ok {
+		if _, err := bg.NextIDs(ctx, *ids); err != nil {
+			putIDs(ids)
+			return nil, err
+		}
+		return ids, nil
+	}
+	for i := range *ids {
+		id, err := g.NextID(ctx)
+		if err != nil {
+			putIDs(ids)
+			return nil, err
+		}
+		(*ids)[i] = id
+	}
+	return ids, nil
+}
 
 // decoded is /v1/decode's answer.
 type decoded struct {

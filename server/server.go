@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,7 +53,7 @@ const (
 )
 
 // chainName is what a chain name may look like: the store keeps it as a key.
-var chainName = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+var chainName = regexp.MustCompile(`^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,63}$`)
 
 // Config configures [New]. Provider and Layout are required.
 type Config struct {
@@ -165,6 +166,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")
 		return
 	}
+	// The two hot routes skip the mux's second look-up.
+	if r.Method == http.MethodGet {
+		if p := r.URL.Path; p == "/v1/ids" {
+			s.handleSnowflake(w, r)
+			return
+		} else if name, ok := strings.CutPrefix(p, "/v1/ids/"); ok && name != "" && !strings.Contains(name, "/") && r.URL.RawPath == "" {
+			r.SetPathValue("chain", name)
+			s.handleChain(w, r)
+			return
+		}
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		// No route: let the mux decide between 404, 405 and a redirect,
@@ -238,7 +250,7 @@ func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
 // Provider on first use, within the allow-list and MaxChains.
 func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *httpError) {
 	if !chainName.MatchString(name) {
-		return nil, &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %q: want 1 to 64 of A-Z a-z 0-9 _ . : -", name)}
+		return nil, &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %q: want 1 to 64 of A-Z a-z 0-9 _ . : -, not starting with a dot", name)}
 	}
 	if s.allowed != nil && !s.allowed[name] {
 		return nil, &httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("chain %q is not served here", name)}

@@ -202,6 +202,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/ids?format=hex", 400, "bad_format"},
 		{"GET", "/v1/ids?size=3", 400, "bad_parameter"},
 		{"GET", "/v1/ids/bad%20name", 400, "bad_chain"},
+		{"GET", "/v1/ids/.hidden", 400, "bad_chain"},
 		{"GET", "/v1/ids/" + strings.Repeat("x", 65), 400, "bad_chain"},
 		{"GET", "/v1/decode/notanid", 400, "bad_id"},
 		{"GET", "/v1/decode/-5", 400, "bad_id"},
