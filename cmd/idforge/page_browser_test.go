@@ -97,7 +97,9 @@ func TestStatePageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	var ready struct{ MachineID int64 `json:"machine_id"` }
+	var ready struct {
+		MachineID int64 `json:"machine_id"`
+	}
 	getJSON(t, base+"/readyz", &ready)
 	if strings.TrimSpace(machineID) != "0" || ready.MachineID != 0 {
 		t.Errorf("page shows machine ID %q, serve holds %d", machineID, ready.MachineID)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,12 +67,24 @@ func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
 		path := strings.TrimPrefix(spec, "sqlite:")
 		return openSQL(ctx, "sqlite", sqliteDSN(path), "sqlite "+path)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
-		opts, err := redis.ParseURL(spec)
+		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
+		u, err := url.Parse(spec)
+		if err != nil {
+			return nil, usagef("--store: %v", redact(err.Error(), spec))
+		}
+		q := u.Query()
+		var ropts []redisstore.Option
+		if q.Has("prefix") {
+			ropts = append(ropts, redisstore.WithPrefix(q.Get("prefix")))
+			q.Del("prefix")
+			u.RawQuery = q.Encode()
+		}
+		opts, err := redis.ParseURL(u.String())
 		if err != nil {
 			return nil, usagef("--store: %v", redact(err.Error(), spec))
 		}
 		client := redis.NewClient(opts)
-		st, err := redisstore.New(client)
+		st, err := redisstore.New(client, ropts...)
 		if err != nil {
 			client.Close()
 			return nil, err

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// buildIdforge builds the binary once per test.
+func buildIdforge(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "idforge")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serveProc is one `idforge serve` process.
+type serveProc struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+func startProc(t *testing.T, bin string, args ...string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Stderr = io.Discard
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, out)
+			return &serveProc{cmd: cmd, base: m[1]}
+		}
+	}
+	cmd.Wait()
+	t.Fatalf("serve %q printed no address", args)
+	return nil
+}
+
+// TestServeKill9NoDuplicates runs two serve processes on one real store and
+// four clients drawing snowflake and chain IDs from both; one server is
+// killed with SIGKILL mid-load and restarted. No ID is ever handed out twice.
+func TestServeKill9NoDuplicates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs servers")
+	}
+	bin := buildIdforge(t)
+	stores := map[string]func(testing.TB) string{
+		"postgres": func(t testing.TB) string { return testdb.Postgres(t).DSN },
+		"mariadb":  func(t testing.TB) string { return testdb.MariaDB(t).DSN },
+		"redis": func(t testing.TB) string {
+			_, prefix := testdb.Redis(t) // its keys are deleted when the test ends
+			return "redis://" + testdb.RedisAddr() + "/0?prefix=" + url.QueryEscape(prefix)
+		},
+	}
+	for name, dsn := range stores {
+		t.Run(name, func(t *testing.T) { kill9(t, bin, dsn(t)) })
+	}
+}
+
+func kill9(t *testing.T, bin, store string) {
+	ns := testdb.UniqueName("k9")
+	chain := testdb.UniqueName("order")
+	args := []string{"-store", store, "-namespace", ns}
+	a, b := startProc(t, bin, args...), startProc(t, bin, args...)
+	var baseA atomic.Pointer[string]
+	baseA.Store(&a.base)
+
+	type result struct {
+		snow, chain []string
+		failed      int
+	}
+	results := make([]result, 4)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	httpc := &http.Client{Timeout: 5 * time.Second}
+	for c := range 4 {
+		wg.Go(func() {
+			r := &results[c]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				base := b.base
+				if (c+i)%2 == 0 {
+					base = *baseA.Load()
+				}
+				path, dst := "/v1/ids?count=100", &r.snow
+				if i%2 == 1 {
+					path, dst = "/v1/ids/"+chain+"?count=100", &r.chain
+				}
+				res, err := httpc.Get(base + path)
+				if err != nil {
+					r.failed++ // the killed server
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				var v struct{ IDs []string }
+				err = json.NewDecoder(res.Body).Decode(&v)
+				res.Body.Close()
+				if res.StatusCode != 200 || err != nil {
+					r.failed++
+					continue
+				}
+				*dst = append(*dst, v.IDs...)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	if err := a.cmd.Process.Kill(); err != nil { // kill -9
+		t.Fatal(err)
+	}
+	a.cmd.Wait()
+	time.Sleep(300 * time.Millisecond)
+	a2 := startProc(t, bin, args...)
+	baseA.Store(&a2.base)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	for _, p := range []*serveProc{a2, b} {
+		p.cmd.Process.Signal(os.Interrupt)
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("serve after SIGINT: %v", err)
+		}
+	}
+
+	for kind, pick := range map[string]func(result) []string{
+		"snowflake": func(r result) []string { return r.snow },
+		"chain":     func(r result) []string { return r.chain },
+	} {
+		seen := map[string]int{}
+		total, dups := 0, 0
+		for c, r := range results {
+			for _, id := range pick(r) {
+				if prev, ok := seen[id]; ok {
+					if dups < 5 {
+						t.Errorf("%s ID %s handed to client %d and client %d", kind, id, prev, c)
+					}
+					dups++
+				}
+				seen[id] = c
+				total++
+			}
+		}
+		t.Logf("%s: %d IDs from 4 clients, %d duplicates", kind, total, dups)
+		if total < 1000 {
+			t.Errorf("%s: only %d IDs drawn", kind, total)
+		}
+	}
+	failed := 0
+	for _, r := range results {
+		failed += r.failed
+	}
+	t.Logf("requests refused or failed around the kill: %d", failed)
+	if !strings.HasPrefix(a2.base, "http://127.0.0.1:") {
+		t.Errorf("restarted server on %s", a2.base)
+	}
+}
