@@ -32,6 +32,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idforge/idforge/engine"
@@ -83,9 +84,16 @@ type Config struct {
 	Page http.Handler
 	// Proxy enables the /v1/proxy endpoints on this store when not nil.
 	Proxy ProxyStore
-	// Logger receives recovered panics and refused tokens; nil is slog.Default().
+	// MaxInFlight bounds the requests served at once; more get 429 at
+	// once rather than queue. 0 is DefaultMaxInFlight.
+	MaxInFlight int
+	// Logger receives recovered panics; nil is slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultMaxInFlight is the default bound on concurrent requests: with
+// MaxCount IDs an answer, it bounds the memory answers take to a few hundred MiB.
+const DefaultMaxInFlight = 1024
 
 // Server is the HTTP handler of `idforge serve`. It is safe for concurrent use.
 type Server struct {
@@ -102,6 +110,8 @@ type Server struct {
 
 	mu     sync.RWMutex
 	chains map[string]engine.Generator
+
+	inFlight atomic.Int64
 }
 
 // New returns the server for cfg. A missing Provider or an invalid layout or
@@ -116,6 +126,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), chains: map[string]engine.Generator{}, fmts: newFormatters(cfg.Layout)}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.cfg.MaxInFlight <= 0 {
+		s.cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if len(cfg.Chains) > 0 {
 		s.allowed = map[string]bool{}
@@ -161,6 +174,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "internal", "the server failed to answer this request")
 		}
 	}()
+	if n := s.inFlight.Add(1); n > int64(s.cfg.MaxInFlight) {
+		s.inFlight.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "busy", fmt.Sprintf("more than %d requests in flight; retry", s.cfg.MaxInFlight))
+		return
+	}
+	defer s.inFlight.Add(-1)
 	if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.cfg.Tokens.allow(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="idforge"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")

@@ -328,3 +328,30 @@ func TestHTTPServer(t *testing.T) {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
 }
+
+func TestMaxInFlight(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	reg := engine.NewRegistry()
+	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+		entered <- struct{}{}
+		<-release
+		return 1, nil
+	}))
+	s, _ := New(Config{Provider: reg, Layout: snowflake.Default, MaxInFlight: 2})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { do(t, s, "GET", "/v1/ids") })
+	}
+	<-entered
+	<-entered
+	res, body := do(t, s, "GET", "/v1/ids")
+	if res.StatusCode != 429 || !strings.Contains(body, "busy") {
+		t.Errorf("third request: %d %s", res.StatusCode, body)
+	}
+	close(release)
+	wg.Wait()
+	if res, _ := do(t, s, "GET", "/healthz"); res.StatusCode != 200 {
+		t.Errorf("after the burst: %d", res.StatusCode)
+	}
+}
