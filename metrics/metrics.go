@@ -57,7 +57,7 @@ type Options struct {
 	// registry's MachineID); otherwise the last one the store handed out
 	// through [Collector.Store] is reported.
 	MachineID func() int64
-	// Recent is how many store calls [Collector.Snapshot] keeps; 0 is 32.
+	// Recent is how many segment fetches [Collector.Snapshot] keeps; 0 is 32.
 	Recent int
 }
 
@@ -79,10 +79,9 @@ type Collector struct {
 	issued, idErrors, bwWaits, bwRefusals, chainGap, chainDistance, chainStep,
 	chainFetches, chainFailures, chainHungry, chainDiscarded, leaseID, leaseAge, leaseLost *prometheus.Desc
 
-	mu   sync.Mutex
-	gens map[genKey]*counted
-	ring []Call
-	next int
+	mu             sync.Mutex
+	gens           map[genKey]*counted
+	fetches, lease ring // recent segment fetches and machine-ID calls
 
 	machineID     atomic.Int64
 	lastConfirmed atomic.Int64 // Unix nanoseconds of the last successful Distribute or Guard
@@ -133,7 +132,8 @@ func New(opts Options) *Collector {
 		leaseAge:       d("lease_heartbeat_age_seconds", "Seconds since the store last confirmed the machine ID."),
 		leaseLost:      d("lease_lost_total", "Times the machine ID was found taken over by another instance."),
 		gens:           map[genKey]*counted{},
-		ring:           make([]Call, 0, opts.Recent),
+		fetches:        ring{calls: make([]Call, 0, opts.Recent)},
+		lease:          ring{calls: make([]Call, 0, 8)},
 	}
 	c.machineID.Store(-1)
 	return c
@@ -393,13 +393,36 @@ func (c *Collector) record(op, name string, start time.Time, err error) {
 		call.Err = err.Error()
 	}
 	c.mu.Lock()
-	if len(c.ring) < cap(c.ring) {
-		c.ring = append(c.ring, call)
+	if op == "next_max_id" {
+		c.fetches.add(call)
 	} else {
-		c.ring[c.next] = call
+		c.lease.add(call)
 	}
-	c.next = (c.next + 1) % cap(c.ring)
 	c.mu.Unlock()
+}
+
+// ring keeps the last cap(calls) calls.
+type ring struct {
+	calls []Call
+	next  int
+}
+
+func (r *ring) add(c Call) {
+	if len(r.calls) < cap(r.calls) {
+		r.calls = append(r.calls, c)
+	} else {
+		r.calls[r.next] = c
+	}
+	r.next = (r.next + 1) % cap(r.calls)
+}
+
+// newestFirst copies the calls, newest first.
+func (r *ring) newestFirst() []Call {
+	out := make([]Call, 0, len(r.calls))
+	for i := range len(r.calls) {
+		out = append(out, r.calls[(r.next-1-i+2*cap(r.calls))%cap(r.calls)])
+	}
+	return out
 }
 
 // Store returns st with every call timed and counted, and the lease of the
@@ -495,8 +518,10 @@ type Snapshot struct {
 	Lost       int64
 	LeaseError string
 	Generators []Generator
-	// Recent are the last store calls, newest first.
-	Recent []Call
+	// Recent are the last segment fetches (Options.Recent of them),
+	// RecentLease the last 8 machine-ID calls (distribute, guard, revert),
+	// newest first.
+	Recent, RecentLease []Call
 }
 
 // Generator is one generator's figures in a [Snapshot].
@@ -533,9 +558,8 @@ func (c *Collector) Snapshot() Snapshot {
 		s.Generators = append(s.Generators, out)
 	}
 	c.mu.Lock()
-	for i := range len(c.ring) {
-		s.Recent = append(s.Recent, c.ring[(c.next-1-i+2*cap(c.ring))%cap(c.ring)])
-	}
+	s.Recent = c.fetches.newestFirst()
+	s.RecentLease = c.lease.newestFirst()
 	c.mu.Unlock()
 	return s
 }

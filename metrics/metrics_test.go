@@ -157,11 +157,12 @@ func TestMetricsChangeAsIDsAreDrawn(t *testing.T) {
 		t.Errorf("lease_machine_id after Close = %v, want -1", v)
 	}
 	snap := col.Snapshot()
-	if len(snap.Generators) != 2 || snap.Generators[0].Kind != "chain" || snap.Generators[0].Chain == nil || len(snap.Recent) == 0 {
-		t.Errorf("snapshot: %+v", snap)
+	if len(snap.Generators) != 2 || snap.Generators[0].Kind != "chain" || snap.Generators[0].Chain == nil ||
+		len(snap.Recent) == 0 || len(snap.RecentLease) == 0 {
+		t.Fatalf("snapshot: %+v", snap)
 	}
-	if snap.Recent[0].Op != "revert" {
-		t.Errorf("newest call %q, want revert", snap.Recent[0].Op)
+	if snap.Recent[0].Op != "next_max_id" || snap.RecentLease[0].Op != "revert" {
+		t.Errorf("newest calls %q and %q, want next_max_id and revert", snap.Recent[0].Op, snap.RecentLease[0].Op)
 	}
 	if n := testutil.CollectAndCount(col); n == 0 {
 		t.Error("no metrics collected")

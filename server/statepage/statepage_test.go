@@ -22,7 +22,7 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	h := statepage.New(statepage.Config{Collector: col, Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default})
 
 	body := get(t, h)
-	for _, want := range []string{`id="machine-id">42<`, `id="no-chains"`, "orders&lt;b&gt;", "No store calls yet", `http-equiv="refresh"`} {
+	for _, want := range []string{`id="machine-id">42<`, `id="no-chains"`, "orders&lt;b&gt;", "No segment fetched yet", `http-equiv="refresh"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
