@@ -13,8 +13,10 @@ import (
 // registrySettings are what serve configures of the registry.
 type registrySettings struct {
 	Namespace string
-	Layout    snowflake.Layout
-	Store     store
+	// Instance, when not empty, is a stable instance ID.
+	Instance string
+	Layout   snowflake.Layout
+	Store    store
 }
 
 // registry is the generator registry serve draws from.
@@ -28,10 +30,15 @@ type registry interface {
 // root's constructor.
 // TODO(root): idforge.New(ctx, idforge.Settings{Namespace, Layout, Store}) once it lands.
 func newRegistry(ctx context.Context, s registrySettings) (registry, error) {
-	reg, err := idforge.New(ctx,
+	opts := []idforge.Option{
 		idforge.WithNamespace(s.Namespace),
 		idforge.WithLayout(s.Layout),
-		idforge.WithStore(&legacyStore{s.Store}))
+		idforge.WithStore(&legacyStore{s.Store}),
+	}
+	if s.Instance != "" {
+		opts = append(opts, idforge.WithInstance(machine.Instance{Namespace: s.Namespace, ID: s.Instance, Stable: true}))
+	}
+	reg, err := idforge.New(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

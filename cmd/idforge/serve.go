@@ -31,6 +31,7 @@ var serveEnv = []struct{ flag, env string }{
 	{"addr", "IDFORGE_ADDR"},
 	{"store", "IDFORGE_STORE"},
 	{"namespace", "IDFORGE_NAMESPACE"},
+	{"instance", "IDFORGE_INSTANCE"},
 	{"layout", "IDFORGE_LAYOUT"},
 	{"chains", "IDFORGE_CHAINS"},
 	{"tokens", "IDFORGE_TOKENS_FILE"},
@@ -40,10 +41,10 @@ var serveEnv = []struct{ flag, env string }{
 
 // serveOptions are serve's parsed flags.
 type serveOptions struct {
-	addr, store, namespace, chains, tokens string
-	layout                                 *enumFlag
-	proxy                                  bool
-	shutdown                               time.Duration
+	addr, store, namespace, instance, chains, tokens string
+	layout                                           *enumFlag
+	proxy                                            bool
+	shutdown                                         time.Duration
 }
 
 func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
@@ -52,6 +53,8 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	fs.StringVar(&o.store, "store", "", "store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
 		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
 	fs.StringVar(&o.namespace, "namespace", "default", "machine-ID `namespace`, usually the service name [IDFORGE_NAMESPACE]")
+	fs.StringVar(&o.instance, "instance", "", "stable instance `ID` (a pod name) that keeps its machine ID across restarts; "+
+		"empty means a new host:pid instance every start [IDFORGE_INSTANCE]")
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
 	fs.StringVar(&o.chains, "chains", "", "comma-separated chain `names` callers may draw from; empty admits any name, up to 256 [IDFORGE_CHAINS]")
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
@@ -129,7 +132,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 		}
 		return reg.MachineID()
 	}})
-	reg, err = newRegistry(ctx, registrySettings{Namespace: o.namespace, Layout: layout, Store: col.Store(st.store)})
+	reg, err = newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Store: col.Store(st.store)})
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidConfig) {
 			return usageError{err}
