@@ -112,11 +112,11 @@ func openSQLite(t *testing.T) *sql.DB {
 
 func sqliteBacking(t *testing.T, db *sql.DB, c clock.Clock) backing {
 	t.Helper()
-	st, err := sqlstore.Open(context.Background(), db, sqlstore.WithCreateTables(), sqlstore.WithClock(c))
+	st, err := sqlstore.Open(context.Background(), db, sqlstore.Settings{CreateTables: true, Clock: c, ResetGrace: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return backing{st.Machine(), func(name string) (segment.Distributor, error) { return st.Segment(name) }}
+	return backing{st, st.Segment}
 }
 
 func TestMachineContractSQLite(t *testing.T) {
