@@ -76,8 +76,10 @@ func TestServeKill9NoDuplicates(t *testing.T) {
 		"postgres": func(t testing.TB) string { return testdb.Postgres(t).DSN },
 		"mariadb":  func(t testing.TB) string { return testdb.MariaDB(t).DSN },
 		"redis": func(t testing.TB) string {
-			_, prefix := testdb.Redis(t) // its keys are deleted when the test ends
-			return "redis://" + testdb.RedisAddr() + "/0?prefix=" + url.QueryEscape(prefix)
+			// Its keys are deleted when the test ends. The test does not
+			// restart Redis, so one without persistence is fine here.
+			_, prefix := testdb.Redis(t)
+			return "redis://" + testdb.RedisAddr() + "/0?allow_volatile=1&prefix=" + url.QueryEscape(prefix)
 		},
 	}
 	for name, dsn := range stores {

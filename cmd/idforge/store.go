@@ -43,16 +43,6 @@ type openedStore struct {
 	close    func() error
 }
 
-// rootStore adapts a store package's value to the root store contract.
-// TODO(root): sqlstore.Store and redisstore.Store implement the contract
-// directly once the stores are reworked; then this adapter goes.
-type rootStore struct {
-	machine.Distributor
-	segment func(name string) (segment.Distributor, error)
-}
-
-func (s rootStore) Segment(name string) (segment.Distributor, error) { return s.segment(name) }
-
 // openStore opens the store spec names: "" is the SQLite file idforge.db in
 // dir; "redis://" or "rediss://" URLs open Redis; "postgres://",
 // "postgresql://" URLs and "host=... " keyword DSNs open PostgreSQL;
@@ -73,30 +63,37 @@ func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
 			return nil, usagef("--store: %v", redact(err.Error(), spec))
 		}
 		q := u.Query()
-		var ropts []redisstore.Option
+		var rs redisstore.Settings
 		if q.Has("prefix") {
-			ropts = append(ropts, redisstore.WithPrefix(q.Get("prefix")))
+			rs.Prefix = q.Get("prefix")
 			q.Del("prefix")
-			u.RawQuery = q.Encode()
 		}
+		if q.Has("allow_volatile") {
+			rs.AllowVolatile = q.Get("allow_volatile") == "1" || q.Get("allow_volatile") == "true"
+			q.Del("allow_volatile")
+		}
+		u.RawQuery = q.Encode()
 		opts, err := redis.ParseURL(u.String())
 		if err != nil {
 			return nil, usagef("--store: %v", redact(err.Error(), spec))
 		}
 		client := redis.NewClient(opts)
-		st, err := redisstore.New(client, ropts...)
-		if err != nil {
-			client.Close()
-			return nil, err
-		}
 		if err := client.Ping(ctx).Err(); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("%w: redis %s: %v", engine.ErrStoreUnavailable, opts.Addr, err)
 		}
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		st, err := redisstore.Open(octx, client, rs)
+		if err != nil {
+			client.Close()
+			if errors.Is(err, engine.ErrInvalidConfig) && !rs.AllowVolatile {
+				err = fmt.Errorf("%w (add ?allow_volatile=1 to the URL to accept that)", err)
+			}
+			return nil, err
+		}
 		return &openedStore{
-			store: rootStore{st.Machine(), func(name string) (segment.Distributor, error) {
-				return st.Segment(name), nil
-			}},
+			store:    st,
 			describe: "redis " + opts.Addr,
 			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
 			close:    client.Close,
@@ -146,17 +143,15 @@ func openSQL(ctx context.Context, driver, dsn, describe string) (*openedStore, e
 		db.SetMaxOpenConns(16)
 		db.SetConnMaxIdleTime(time.Minute)
 	}
-	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := sqlstore.Open(octx, db, sqlstore.WithCreateTables())
+	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return &openedStore{
-		store: rootStore{st.Machine(), func(name string) (segment.Distributor, error) {
-			return st.Segment(name)
-		}},
+		store:    st,
 		describe: describe,
 		ping:     db.PingContext,
 		close:    func() error { return errors.Join(st.Close(), db.Close()) },
