@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
@@ -16,6 +17,7 @@ type registrySettings struct {
 	Instance string
 	Layout   snowflake.Layout
 	Store    store
+	Logger   *slog.Logger
 }
 
 // registry is the generator registry serve draws from.
@@ -28,7 +30,7 @@ type registry interface {
 // newRegistry builds the registry on the store: the one place that knows
 // the root's constructor.
 func newRegistry(ctx context.Context, s registrySettings) (registry, error) {
-	set := idforge.Settings{Namespace: s.Namespace, Layout: s.Layout, Store: s.Store}
+	set := idforge.Settings{Namespace: s.Namespace, Layout: s.Layout, Store: s.Store, Logger: s.Logger}
 	if s.Instance != "" {
 		set.Instance = machine.Instance{Namespace: s.Namespace, ID: s.Instance, Stable: true}
 	}

@@ -89,6 +89,15 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	return nil
 }
 
+// loopback reports whether host names only this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // metricsHandler serves col, the Go runtime's and the process's metrics
 // from a registry of serve's own.
 func metricsHandler(col *metrics.Collector) http.Handler {
@@ -106,6 +115,14 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	if o.tokens != "" {
 		if tokens, err = server.ReadTokens(o.tokens); err != nil {
 			return usageError{err}
+		}
+	}
+	if host, _, err := net.SplitHostPort(o.addr); err == nil && !loopback(host) {
+		if o.proxy && tokens == nil {
+			return usagef("-proxy on %s, beyond loopback, hands out machine IDs and segments to anyone who can connect: give -tokens", o.addr)
+		}
+		if tokens == nil {
+			log.Warn("idforge serve: listening beyond loopback without -tokens: anyone who can connect draws IDs", "addr", o.addr)
 		}
 	}
 	var chains []string
@@ -132,7 +149,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 		}
 		return reg.MachineID()
 	}})
-	reg, err = newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Store: col.Store(st.store)})
+	reg, err = newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidConfig) {
 			return usageError{err}

@@ -149,6 +149,7 @@ func TestServeFlagsAndEnv(t *testing.T) {
 		{"serve", "-tokens", "/nonexistent/tokens"},
 		{"serve", "-chains", "bad name"},
 		{"serve", "extra"},
+		{"serve", "-proxy", "-addr", "0.0.0.0:0"},
 	} {
 		t.Chdir(t.TempDir())
 		if _, errOut, code := runArgs(t, args...); code != 2 {
