@@ -4,8 +4,9 @@
 // and register it in your own prometheus.Registry.
 //
 //	col := metrics.New(metrics.Options{Layout: snowflake.Default})
-//	reg, _ := idforge.New(ctx, idforge.WithStore(col.Store(st)))  // store fetches and the lease
-//	p := col.Provider(reg)                                         // IDs issued, chain stats
+//	reg, _ := idforge.New(ctx, idforge.Settings{Store: col.Store(st)}) // store calls and the lease
+//	col.Watch(reg)                                                    // machine ID, every chain
+//	p := col.Provider(reg)                                            // IDs issued per generator
 //	promReg := prometheus.NewRegistry()
 //	promReg.MustRegister(col)
 //	http.Handle("/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
@@ -57,6 +58,11 @@ type Options struct {
 	// registry's MachineID); otherwise the last one the store handed out
 	// through [Collector.Store] is reported.
 	MachineID func() int64
+	// Chains, when set, lists chains to report besides those drawn through
+	// [Collector.Provider] (for example an *idforge.Registry's Chains), so
+	// chains the GORM plugin or the sqlx helper draw from show up too;
+	// their IDs issued come from the chain's own count.
+	Chains func() map[string]*segment.Chain
 	// Recent is how many segment fetches [Collector.Snapshot] keeps; 0 is 32.
 	Recent int
 }
@@ -83,6 +89,7 @@ type Collector struct {
 	gens           map[genKey]*counted
 	fetches, lease ring // recent segment fetches and machine-ID calls
 
+	watched       atomic.Pointer[Source]
 	machineID     atomic.Int64
 	lastConfirmed atomic.Int64 // Unix nanoseconds of the last successful Distribute or Guard
 	acquired      atomic.Int64 // Unix nanoseconds of the last Distribute
@@ -92,8 +99,11 @@ type Collector struct {
 
 type genKey struct{ kind, name string }
 
-// kindSnowflake is the registry kind of snowflake generators.
-const kindSnowflake = "snowflake"
+// Registry kinds the collector treats specially.
+const (
+	kindSnowflake = "snowflake"
+	kindChain     = "chain"
+)
 
 // New returns a collector. Register it in a prometheus.Registry of your own.
 func New(opts Options) *Collector {
@@ -160,7 +170,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	for _, g := range c.generators() {
-		cnt(c.issued, g.issued.Load(), g.kind, g.name)
+		cnt(c.issued, g.issuedCount(), g.kind, g.name)
 		g.mu.Lock()
 		for reason, n := range g.errors {
 			cnt(c.idErrors, n, g.kind, g.name, reason)
@@ -188,13 +198,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) currentMachineID() int64 {
+	if w := c.watched.Load(); w != nil {
+		return (*w).MachineID()
+	}
 	if c.opts.MachineID != nil {
 		return c.opts.MachineID()
 	}
 	return c.machineID.Load()
 }
 
-// generators returns the generators seen so far, sorted by kind and name.
+// generators returns the generators seen so far, and Options.Chains' chains
+// not seen through the provider, sorted by kind and name.
 func (c *Collector) generators() []*counted {
 	c.mu.Lock()
 	out := make([]*counted, 0, len(c.gens))
@@ -202,6 +216,20 @@ func (c *Collector) generators() []*counted {
 		out = append(out, g)
 	}
 	c.mu.Unlock()
+	chains := c.opts.Chains
+	if w := c.watched.Load(); w != nil {
+		chains = (*w).Chains
+	}
+	if chains != nil {
+		for name, ch := range chains() {
+			c.mu.Lock()
+			_, seen := c.gens[genKey{kindChain, name}]
+			c.mu.Unlock()
+			if !seen && ch != nil {
+				out = append(out, &counted{kind: kindChain, name: name, g: ch, fromStats: true})
+			}
+		}
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].kind != out[j].kind {
 			return out[i].kind < out[j].kind
@@ -210,6 +238,20 @@ func (c *Collector) generators() []*counted {
 	})
 	return out
 }
+
+// Source is what [Collector.Watch] reads: an *idforge.Registry is one.
+type Source interface {
+	// MachineID is the machine ID in use, -1 when none.
+	MachineID() int64
+	// Chains are the segment chains built so far, by name.
+	Chains() map[string]*segment.Chain
+}
+
+// Watch reports src's machine ID and all its chains (also those the GORM
+// plugin or the sqlx helper draw from without going through
+// [Collector.Provider]); it takes precedence over Options.MachineID and
+// Options.Chains. Call it once the registry is built.
+func (c *Collector) Watch(src Source) { c.watched.Store(&src) }
 
 // Provider returns p with every generator it hands out counted: IDs issued,
 // errors by reason, and for segment chains their prefetch state. Hand the
@@ -265,6 +307,7 @@ type counted struct {
 	layout     snowflake.Layout
 	unitNanos  int64
 
+	fromStats  bool // a chain not drawn through the provider: its own count is the truth
 	issued     atomic.Int64
 	bwWaits    atomic.Int64
 	bwRefusals atomic.Int64
@@ -332,6 +375,16 @@ func (w *counted) fail(err error) {
 	w.mu.Lock()
 	w.errors[r]++
 	w.mu.Unlock()
+}
+
+// issuedCount is the IDs issued.
+func (w *counted) issuedCount() int64 {
+	if w.fromStats {
+		if st, ok := w.chainStats(); ok {
+			return st.Issued
+		}
+	}
+	return w.issued.Load()
 }
 
 // Unwrap returns the generator counted.
@@ -546,7 +599,7 @@ func (c *Collector) Snapshot() Snapshot {
 		s.LeaseError = *e
 	}
 	for _, g := range c.generators() {
-		out := Generator{Kind: g.kind, Name: g.name, Issued: g.issued.Load(), Errors: map[string]int64{}}
+		out := Generator{Kind: g.kind, Name: g.name, Issued: g.issuedCount(), Errors: map[string]int64{}}
 		g.mu.Lock()
 		for r, n := range g.errors {
 			out.Errors[r] = n

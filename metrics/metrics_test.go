@@ -234,6 +234,49 @@ func TestBatchCountsOnce(t *testing.T) {
 	}
 }
 
+// Chains from Options.Chains are reported without going through Provider.
+func TestOptionsChains(t *testing.T) {
+	ch, err := segment.NewChain(segmenttest.NewFake(), segment.WithStep(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for range 25 {
+		ch.NextID(context.Background())
+	}
+	col := New(Options{Chains: func() map[string]*segment.Chain { return map[string]*segment.Chain{"invoice": ch} }})
+	preg := prometheus.NewRegistry()
+	preg.MustRegister(col)
+	if v, _ := value(t, preg, "idforge_ids_issued_total", map[string]string{"kind": "chain", "name": "invoice"}); v != 25 {
+		t.Errorf("issued = %v, want 25", v)
+	}
+	if v, _ := value(t, preg, "idforge_chain_step", map[string]string{"name": "invoice"}); v != 10 {
+		t.Errorf("step = %v, want 10", v)
+	}
+	// Watch replaces the options' source.
+	col.Watch(source{id: 9, chains: map[string]*segment.Chain{"other": ch}})
+	if v, _ := value(t, preg, "idforge_lease_machine_id", nil); v != 9 {
+		t.Errorf("watched machine ID = %v, want 9", v)
+	}
+	if _, ok := value(t, preg, "idforge_chain_step", map[string]string{"name": "other"}); !ok {
+		t.Error("watched chain not reported")
+	}
+	col.Watch(source{id: 9, chains: map[string]*segment.Chain{"invoice": ch}})
+	// Drawn through the provider too: reported once.
+	col.Generator("chain", "invoice", ch).NextID(context.Background())
+	if n := len(col.Snapshot().Generators); n != 1 {
+		t.Errorf("%d generators, want 1", n)
+	}
+}
+
+type source struct {
+	id     int64
+	chains map[string]*segment.Chain
+}
+
+func (s source) MachineID() int64                  { return s.id }
+func (s source) Chains() map[string]*segment.Chain { return s.chains }
+
 func TestReason(t *testing.T) {
 	for err, want := range map[error]string{
 		engine.ErrMachineIDLost:               "machine_id_lost",

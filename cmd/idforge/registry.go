@@ -8,6 +8,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/metrics"
 )
 
 // registrySettings are what serve configures of the registry.
@@ -23,7 +24,7 @@ type registrySettings struct {
 // registry is the generator registry serve draws from.
 type registry interface {
 	engine.Provider
-	MachineID() int64
+	metrics.Source // MachineID and Chains
 	Close() error
 }
 

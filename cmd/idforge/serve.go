@@ -142,20 +142,15 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, st.close()) }()
 
 	layout := layoutByName(o.layout.value)
-	var reg registry
-	col := metrics.New(metrics.Options{Layout: layout, MachineID: func() int64 {
-		if reg == nil {
-			return -1
-		}
-		return reg.MachineID()
-	}})
-	reg, err = newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
+	col := metrics.New(metrics.Options{Layout: layout})
+	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidConfig) {
 			return usageError{err}
 		}
 		return err
 	}
+	col.Watch(reg)
 	defer func() {
 		if cerr := reg.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("revert the machine ID: %w", cerr))
