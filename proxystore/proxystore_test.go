@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/glebarez/go-sqlite"
 
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
@@ -208,5 +209,43 @@ func TestProxyBadBodies(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/proxy/segments/next", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET proxy: %d", rec.Code)
+	}
+}
+
+// The root registry runs on a proxy store like on any other store.
+var _ idforge.Store = (*proxystore.Store)(nil)
+
+func TestRegistryOnProxyStore(t *testing.T) {
+	ctx := context.Background()
+	segs := &memSegments{}
+	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "")
+	a, err := idforge.New(ctx, idforge.Settings{Store: ps, Namespace: "svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := idforge.New(ctx, idforge.Settings{Store: ps, Namespace: "svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if a.MachineID() == b.MachineID() {
+		t.Fatalf("two registries on machine ID %d", a.MachineID())
+	}
+	seen := map[int64]bool{}
+	for range 500 {
+		for _, r := range []*idforge.Registry{a, b} {
+			id, err := r.NextID(ctx, idforge.KindChain, "order")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[id] {
+				t.Fatalf("chain ID %d twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	if _, err := a.NextID(ctx, idforge.KindSnowflake, ""); err != nil {
+		t.Fatal(err)
 	}
 }
