@@ -1,23 +1,27 @@
-package main
+package browsertest
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/idforge/idforge/internal/testdb"
 )
 
-// chromiumPath finds Debian's Chromium; without it the browser test skips,
-// or fails when servers are required (CI installs it).
+// root is the idforge module, two directories up.
+var root, _ = filepath.Abs(filepath.Join("..", "..", ".."))
+
+// chromiumPath finds Debian's Chromium; without it the test skips, or fails
+// when servers are required (IDFORGE_REQUIRE_SERVERS=1, as in CI).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("IDFORGE_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
@@ -28,24 +32,57 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if testdb.Required() {
+	if os.Getenv("IDFORGE_REQUIRE_SERVERS") == "1" {
 		t.Fatal("no Chromium (apt-get install chromium), and IDFORGE_REQUIRE_SERVERS=1")
 	}
 	t.Skip("no Chromium: apt-get install chromium")
 	return ""
 }
 
-// TestStatePageInChromium runs `idforge serve` on its default SQLite store,
-// draws IDs from a chain, and loads / in a real headless Chromium: the page
-// shows the live machine ID and the chain. With IDFORGE_UPDATE_SCREENSHOT=1
-// it writes the screenshot to docs/serve-page.png.
-func TestStatePageInChromium(t *testing.T) {
-	bin := chromiumPath(t)
-	docs, err := filepath.Abs(filepath.Join("..", "..", "docs")) // before startServe changes directory
+var listening = regexp.MustCompile(`listening on (http://\S+) \(machine ID (\d+)`)
+
+// startServe builds idforge and runs `idforge serve` on loopback with its
+// default SQLite store in a fresh directory; it returns the base URL.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "idforge")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/idforge")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := startServe(t, t.TempDir(), "-namespace", "orders")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, out)
+			return m[1]
+		}
+	}
+	t.Fatal("idforge serve printed no address")
+	return ""
+}
+
+// TestStatePageInChromium runs `idforge serve`, draws IDs from two chains,
+// and loads / in a real headless Chromium: the page shows the live machine
+// ID and the chains. With IDFORGE_UPDATE_SCREENSHOT=1 it writes the
+// screenshot to docs/serve-page.png.
+func TestStatePageInChromium(t *testing.T) {
+	bin := chromiumPath(t)
+	base := startServe(t, "-namespace", "orders")
 	for _, path := range []string{"/v1/ids?count=3", "/v1/ids/order?count=1500", "/v1/ids/invoice?count=40"} {
 		res, err := http.Get(base + path)
 		if err != nil {
@@ -97,10 +134,16 @@ func TestStatePageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
+
+	res, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ready struct {
 		MachineID int64 `json:"machine_id"`
 	}
-	getJSON(t, base+"/readyz", &ready)
+	json.NewDecoder(res.Body).Decode(&ready)
+	res.Body.Close()
 	if strings.TrimSpace(machineID) != "0" || ready.MachineID != 0 {
 		t.Errorf("page shows machine ID %q, serve holds %d", machineID, ready.MachineID)
 	}
@@ -117,10 +160,7 @@ func TestStatePageInChromium(t *testing.T) {
 		t.Fatalf("screenshot of %d bytes is not a PNG", len(shot))
 	}
 	if os.Getenv("IDFORGE_UPDATE_SCREENSHOT") == "1" {
-		out := filepath.Join(docs, "serve-page.png")
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		out := filepath.Join(root, "docs", "serve-page.png")
 		if err := os.WriteFile(out, shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
