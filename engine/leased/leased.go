@@ -205,12 +205,12 @@ func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 		}
 		// In a goroutine: Heartbeat may first wait for a scheduled heartbeat
 		// that hangs on the store, and the caller's ctx must still end the wait.
-		probe := make(chan error, 1)
+		probe, lease := make(chan error, 1), h.lease // h itself escaping would cost an allocation per ID
 		go func() {
 			defer s.probing.Store(false)
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 			defer cancel()
-			probe <- h.lease.Heartbeat(hctx)
+			probe <- lease.Heartbeat(hctx)
 		}()
 		var herr error
 		select {

@@ -238,3 +238,12 @@ func TestSameInstanceTwiceRefused(t *testing.T) {
 		t.Fatalf("second lease of one instance: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// NextID on a held lease allocates nothing.
+func TestNextIDAllocatesNothing(t *testing.T) {
+	sf := newSF(t, leased.Settings{Distributor: machinetest.NewMemory(nil), Instance: inst("alloc")})
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(10_000, func() { _, _ = sf.NextID(ctx) }); n != 0 {
+		t.Fatalf("NextID allocates %v times per call", n)
+	}
+}
