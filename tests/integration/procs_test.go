@@ -82,6 +82,7 @@ type pace struct {
 // Worker protocol: every line starts with "@@ " (the test binary may print
 // other things), then one of
 //
+//	waiting                          at the "go" gate (WaitGo)
 //	ready <machine ID> <ns idforge.New took> <refused New calls>
 //	run <gen> <first> <count>        IDs first .. first+count-1 issued
 //	machine <id>                     the snowflake generator moved
@@ -186,6 +187,9 @@ func runWorker(cfg workerConfig) int {
 		set.Machine = machine.Manual(cfg.MachineID)
 	}
 
+	if cfg.WaitGo {
+		o.printf("waiting")
+	}
 	select {
 	case <-goCh:
 	case <-ctx.Done():
@@ -357,6 +361,7 @@ type workerProc struct {
 	done  chan struct{} // closed when it exited and its output was read
 
 	mu       sync.Mutex
+	waiting  bool
 	ready    bool
 	machine  int64
 	took     time.Duration // how long its idforge.New took
@@ -450,6 +455,8 @@ func (p *workerProc) handle(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch f[0] {
+	case "waiting":
+		p.waiting = true
 	case "ready":
 		if len(f) == 4 {
 			p.machine, _ = strconv.ParseInt(f[1], 10, 64)
@@ -511,7 +518,31 @@ func (p *workerProc) exitError() error {
 	return p.exitErr
 }
 
-// waitReady waits until the worker issued IDs of every generator named.
+// waitGate waits until a WaitGo worker is at its "go" gate.
+func (p *workerProc) waitGate(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		ok := p.waiting
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("worker %s exited before its go gate: %v\nstderr:\n%s", p.name, p.exitError(), p.stderrText())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s is not at its go gate after a minute", p.name)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitIssuing waits until the worker issued IDs of every generator named
+// since the given time (as the parent received them).
 func (p *workerProc) waitIssuing(t *testing.T, since time.Time, gens ...string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
