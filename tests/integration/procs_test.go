@@ -662,7 +662,7 @@ func compare(a, b int64) int {
 // port, so the test may restart, empty or kill -9 it (never the shared
 // Redis on 6379).
 type redisProc struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	dir  string
 	args []string
@@ -680,7 +680,7 @@ var (
 // startRedis starts redis-server with args; it is killed when the test ends.
 // Without redis-server the test is skipped, or fails when
 // IDFORGE_REQUIRE_SERVERS=1.
-func startRedis(t *testing.T, args ...string) *redisProc {
+func startRedis(t testing.TB, args ...string) *redisProc {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if testdb.Required() {
