@@ -26,7 +26,7 @@ import (
 func BenchmarkLeaseProtection(b *testing.B) {
 	ctx := context.Background()
 	var store idforge.Store // opened on first use: it waits a 2 s reset grace
-	top := b // the server and client outlive each sub-benchmark
+	top := b                // the server and client outlive each sub-benchmark
 	redisStore := func() idforge.Store {
 		if store == nil {
 			b := top
