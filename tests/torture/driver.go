@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/faultproxy"
 	"github.com/idforge/idforge/internal/testdb"
@@ -694,8 +695,18 @@ func (d *driver) reset(ctx context.Context) {
 		d.problem("store_reset: Redis restarted without persistence still holds %d keys", after)
 	}
 	d.logf("store_reset: Redis held %d keys before the restart, %d after", before, after)
-	back := time.Now()
-	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the store was reset", back)
+	// Workers go on issuing until a heartbeat sees the reset, then stop for
+	// the store's reset grace after the new epoch: wait for batches begun
+	// after both, so that the fault's unavailability is counted as its own.
+	back := time.Now().Add(redisstore.DefaultResetGrace + d.cfg.heartbeat)
+	d.await(ctx, recoverTimeout+time.Until(back), "every worker issues again after the store was reset and its reset grace", func() bool {
+		for _, p := range d.slots {
+			if !p.recovered(back) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // pause stops a worker (SIGSTOP) past the safe-guard, starts an intruder that
