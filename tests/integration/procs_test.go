@@ -326,8 +326,14 @@ func runWorker(cfg workerConfig) int {
 }
 
 // refusalClass names the sentinel error behind a refusal; a store reset
-// comes first, since the lease reports it as a lost machine ID too.
+// comes first, since the lease reports it as a lost machine ID too. A chain
+// refusal that names neither a reset nor a store failure ("the store has
+// not failed, it is slow to answer") is "unexplained".
 func refusalClass(err error) string {
+	var ex *segment.ExhaustedError
+	if errors.As(err, &ex) && ex.Store == nil && !errors.Is(err, engine.ErrStoreReset) {
+		return "unexplained"
+	}
 	for _, c := range []struct {
 		name string
 		err  error
