@@ -198,7 +198,12 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 	}
 	defer func() {
 		if c.keep {
-			d.logf("kept the database %q (and Redis prefix %q)", d.be.rows.DSN, d.be.redisPrefix)
+			d.logf("kept the database %q", d.be.rows.DSN)
+			if d.be.redis != nil {
+				// Its own Redis is volatile: it ends with the driver.
+				d.logf("the run's Redis on %s (prefix %q) stops with the driver; its directory %s is kept",
+					d.be.redis.addr(), d.be.redisPrefix, d.be.redis.dir)
+			}
 			return
 		}
 		cctx, cancel := context.WithTimeout(bg, time.Minute)
