@@ -24,8 +24,9 @@ import (
 )
 
 // backend is what one run uses on the servers: a fresh database for the rows
-// (and for the SQL stores' tables), or a Redis key prefix for the store, made
-// by the driver and dropped after the run.
+// (and for the SQL stores' tables), or for -store redis a redis-server
+// process of the run's own (the store under a fresh key prefix), made by the
+// driver and dropped or stopped after the run.
 type backend struct {
 	store string
 	// storeAddr is the host:port the fault proxy forwards to.
@@ -34,8 +35,10 @@ type backend struct {
 	// addr itself.
 	storeDSN    func(addr string) string
 	redisPrefix string
-	rows        rowsConfig
-	drop        []func(context.Context) error
+	// redis is the run's own Redis server (-store redis).
+	redis *redisServer
+	rows  rowsConfig
+	drop  []func(context.Context) error
 }
 
 // rowsConfig opens the database the rows go to, directly (not through the proxy).
@@ -95,17 +98,18 @@ func newBackend(ctx context.Context, store string) (*backend, error) {
 		}
 	}
 	if store == "redis" {
-		c := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
-		err := c.Ping(ctx).Err()
-		c.Close()
+		// A Redis of the run's own, without persistence, so that the
+		// store_reset fault may empty it by restarting it.
+		srv, err := startRedisServer(ctx)
 		if err != nil {
 			b.cleanup(ctx)
-			return nil, fmt.Errorf("redis at %s: %w", testdb.RedisAddr(), err)
+			return nil, err
 		}
-		b.storeAddr = testdb.RedisAddr()
+		b.redis = srv
+		b.drop = append(b.drop, func(context.Context) error { return srv.close() })
+		b.storeAddr = srv.addr()
 		b.storeDSN = func(addr string) string { return addr }
 		b.redisPrefix = testdb.UniqueName("idf:torture:") + ":"
-		b.drop = append(b.drop, func(ctx context.Context) error { return deleteKeys(ctx, b.redisPrefix) })
 	}
 	return b, nil
 }
@@ -143,23 +147,6 @@ func createDatabase(ctx context.Context, driver, adminDSN, dropSuffix string) (s
 		return nil
 	}
 	return name, drop, nil
-}
-
-func deleteKeys(ctx context.Context, prefix string) error {
-	c := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
-	defer c.Close()
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return err
-	}
-	if len(keys) > 0 {
-		return c.Del(ctx, keys...).Err()
-	}
-	return nil
 }
 
 // cleanup drops what newBackend made.

@@ -14,17 +14,31 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/faultproxy"
 	"github.com/idforge/idforge/internal/testdb"
 )
 
 // faultKinds are the faults the driver injects, one at a time; -faults all
-// means these. kill_clock_back restarts a killed worker with its clock 1 s
-// behind, as if NTP stepped the host clock back while it was down: only the
-// lease's time reservation (-reserve) keeps the restart off its
-// predecessor's milliseconds (see README.md).
-var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause"}
+// means those of them the store supports (see faultsFor). kill_clock_back
+// restarts a killed worker with its clock 1 s behind, as if NTP stepped the
+// host clock back while it was down: only the lease's time reservation
+// (-reserve) keeps the restart off its predecessor's milliseconds (see
+// README.md). store_reset empties the store mid-run by restarting the run's
+// own Redis without persistence; only -store redis has it.
+var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause", "store_reset"}
+
+// faultsFor returns the fault kinds the store supports, in faultKinds order.
+func faultsFor(store string) []string {
+	var out []string
+	for _, k := range faultKinds {
+		if k != "store_reset" || store == "redis" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // clockSteps are the clock faults' steps back.
 var clockSteps = map[string]time.Duration{
@@ -184,7 +198,12 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 	}
 	defer func() {
 		if c.keep {
-			d.logf("kept the database %q (and Redis prefix %q)", d.be.rows.DSN, d.be.redisPrefix)
+			d.logf("kept the database %q", d.be.rows.DSN)
+			if d.be.redis != nil {
+				// Its own Redis is volatile: it ends with the driver.
+				d.logf("the run's Redis on %s (prefix %q) stops with the driver; its directory %s is kept",
+					d.be.redis.addr(), d.be.redisPrefix, d.be.redis.dir)
+			}
 			return
 		}
 		cctx, cancel := context.WithTimeout(bg, time.Minute)
@@ -536,6 +555,8 @@ func (d *driver) inject(ctx context.Context, kind string) {
 		d.kill(ctx, kind, -time.Second)
 	case "store_cut":
 		d.cut(ctx)
+	case "store_reset":
+		d.reset(ctx)
 	case "pause":
 		d.pause(ctx)
 	default:
@@ -657,6 +678,40 @@ func (d *driver) cut(ctx context.Context) {
 	d.proxy.Restore()
 	back := time.Now()
 	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the store came back", back)
+}
+
+// reset empties the store: the run's own Redis is stopped with SHUTDOWN
+// NOSAVE and started again, as a Redis without persistence restarting
+// would. The fault proxy is cut meanwhile, so that the driver sees the
+// server come back empty before any worker reaches it; every worker's lease
+// and chain must then notice the reset (engine.ErrStoreReset), stop issuing
+// what the store forgot, and go on above it once the reset grace is over.
+func (d *driver) reset(ctx context.Context) {
+	d.begin("store_reset")
+	defer d.end()
+	d.proxy.Cut()
+	before, after, err := d.be.redis.reset(ctx)
+	d.proxy.Restore()
+	switch {
+	case err != nil:
+		d.problem("store_reset: restarting Redis: %v", err)
+		return
+	case after != 0:
+		d.problem("store_reset: Redis restarted without persistence still holds %d keys", after)
+	}
+	d.logf("store_reset: Redis held %d keys before the restart, %d after", before, after)
+	// Workers go on issuing until a heartbeat sees the reset, then stop for
+	// the store's reset grace after the new epoch: wait for batches begun
+	// after both, so that the fault's unavailability is counted as its own.
+	back := time.Now().Add(redisstore.DefaultResetGrace + d.cfg.heartbeat)
+	d.await(ctx, recoverTimeout+time.Until(back), "every worker issues again after the store was reset and its reset grace", func() bool {
+		for _, p := range d.slots {
+			if !p.recovered(back) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // pause stops a worker (SIGSTOP) past the safe-guard, starts an intruder that

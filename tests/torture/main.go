@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
-	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all or none: "+
+	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all (those the store supports) or none: "+
 		strings.Join(faultKinds, ","))
 	fs.DurationVar(&c.gap, "gap", time.Second, "mean quiet time between faults")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "load before the first fault, once every worker inserts")
@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runWorker(ctx, *worker, stdin, stdout, stderr)
 	}
 	var err error
-	if c.faults, err = parseFaults(faults); err == nil {
+	if c.faults, err = parseFaults(faults, c.store); err == nil {
 		err = c.validate()
 	}
 	if err != nil {
@@ -145,11 +145,12 @@ func (c *config) validate() error {
 	return nil
 }
 
-// parseFaults reads the -faults list.
-func parseFaults(s string) ([]string, error) {
+// parseFaults reads the -faults list; "all" means every kind the store
+// supports.
+func parseFaults(s, store string) ([]string, error) {
 	switch s {
 	case "all":
-		return slices.Clone(faultKinds), nil
+		return faultsFor(store), nil
 	case "none", "":
 		return nil, nil
 	}
@@ -158,6 +159,9 @@ func parseFaults(s string) ([]string, error) {
 		k = strings.TrimSpace(k)
 		if !slices.Contains(faultKinds, k) {
 			return nil, fmt.Errorf("-faults: unknown fault kind %q (known: %s)", k, strings.Join(faultKinds, ", "))
+		}
+		if !slices.Contains(faultsFor(store), k) {
+			return nil, fmt.Errorf("-faults: %s needs -store redis (a Redis the driver starts and may empty)", k)
 		}
 		if !slices.Contains(out, k) {
 			out = append(out, k)

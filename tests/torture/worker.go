@@ -311,12 +311,15 @@ func (w *worker) next(ctx context.Context, gen string, g engine.Generator) (int6
 	}
 }
 
-// refusalClass names the sentinel error behind a refusal.
+// refusalClass names the sentinel error behind a refusal. A store reset
+// comes first: the lease and the chain report it wrapped in a lost machine
+// ID or an exhausted segment.
 func refusalClass(err error) string {
 	for _, c := range []struct {
 		name string
 		err  error
 	}{
+		{"store_reset", engine.ErrStoreReset},
 		{"clock_backwards", engine.ErrClockBackwards},
 		{"machine_id_lost", engine.ErrMachineIDLost},
 		{"segment_exhausted", engine.ErrSegmentExhausted},

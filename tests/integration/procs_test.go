@@ -1,0 +1,773 @@
+package integration
+
+// The multi-process harness of the reset and fixed-machine-ID tests: the
+// test binary re-executes itself as a worker (TestWorkerProcess, run only
+// when workerEnv holds its configuration), as tests/torture starts its
+// workers. A worker builds a registry with idforge.New, draws snowflake and
+// chain IDs and reports them on stdout as runs of consecutive IDs; the
+// parent gathers every process's runs and counts the IDs issued twice.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// workerEnv holds a worker's JSON configuration; the test binary started
+// with it runs TestWorkerProcess as the worker and nothing else.
+const workerEnv = "IDFORGE_TEST_WORKER"
+
+// Generators a worker draws from.
+const (
+	genSnowflake = "snowflake"
+	genChain     = "chain"
+)
+
+// workerConfig is what a worker process is told.
+type workerConfig struct {
+	Name      string
+	Namespace string
+	// Redis is the address of the redisstore store; "" for none (then
+	// MachineID is the fixed machine ID, machine.Manual).
+	Redis         string
+	Prefix        string
+	AllowVolatile bool
+	MachineID     int64
+	// NoReservation sets Lease.Reservation to -1 (the control: protection off).
+	NoReservation bool
+	// ClockOffset is added to the system clock: the root Settings.Clock.
+	ClockOffset time.Duration
+	// WaitGo makes the worker start, then wait for "go" on stdin before it
+	// calls idforge.New: the parent can "restart" a killed process without
+	// paying for a process start in the measured interval.
+	WaitGo bool
+	// Snowflake and Chain pace each generator: Burst IDs, then a sleep of
+	// Every (0: no sleep). A zero Burst leaves the generator out.
+	Snowflake, Chain pace
+	// ChainStep is the chain's segment size (default segment.DefaultStep).
+	ChainStep int64
+}
+
+type pace struct {
+	Burst int
+	Every time.Duration
+}
+
+// Worker protocol: every line starts with "@@ " (the test binary may print
+// other things), then one of
+//
+//	waiting                          at the "go" gate (WaitGo)
+//	ready <machine ID> <ns idforge.New took> <refused New calls>
+//	run <gen> <first> <count>        IDs first .. first+count-1 issued
+//	machine <id>                     the snowflake generator moved
+//	err <gen> <class> <message>      the first refusal of a streak
+//	stats <lost> <discarded> <class>=<n>,...   at a clean exit
+//
+// Commands on stdin: "go", "quit" (end of input quits too).
+const linePrefix = "@@ "
+
+// TestWorkerProcess is the worker. It does nothing in a normal test run.
+func TestWorkerProcess(t *testing.T) {
+	js := os.Getenv(workerEnv)
+	if js == "" {
+		t.Skip("only run as a worker process by the reset and fixed-machine-ID tests")
+	}
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "worker: bad configuration: %v\n", err)
+		os.Exit(2)
+	}
+	code := runWorker(cfg)
+	os.Exit(code) // no testing output on stdout
+}
+
+// offsetClock is the system clock shifted by a fixed offset.
+type offsetClock struct{ off time.Duration }
+
+func (c offsetClock) Now() time.Time  { return time.Now().Add(c.off) }
+func (c offsetClock) UnixNano() int64 { return time.Now().UnixNano() + int64(c.off) }
+func (c offsetClock) Sleep(ctx context.Context, d time.Duration) error {
+	return clock.System.Sleep(ctx, d)
+}
+
+// out serializes the worker's report lines; each write is one syscall, so a
+// kill -9 loses at most what was not yet written.
+type out struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (o *out) write(b []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, _ = o.w.Write(b)
+}
+
+func (o *out) printf(format string, args ...any) {
+	o.write([]byte(linePrefix + fmt.Sprintf(format, args...) + "\n"))
+}
+
+func runWorker(cfg workerConfig) int {
+	ctx, quit := context.WithCancel(context.Background())
+	defer quit()
+	o := &out{w: os.Stdout}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("worker", cfg.Name)
+	goCh := make(chan struct{})
+	go func() {
+		defer quit()
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			switch sc.Text() {
+			case "go":
+				close(goCh)
+			case "quit":
+				return
+			}
+		}
+	}()
+	if !cfg.WaitGo {
+		close(goCh)
+	}
+
+	clk := offsetClock{off: cfg.ClockOffset}
+	set := idforge.Settings{
+		Namespace: cfg.Namespace,
+		Clock:     clk,
+		Logger:    logger,
+		Chain:     segment.Settings{Step: cfg.ChainStep, MaxWait: 500 * time.Millisecond},
+	}
+	if cfg.NoReservation {
+		set.Lease.Reservation = -1
+	}
+	if cfg.Redis != "" {
+		c := redis.NewClient(&redis.Options{Addr: cfg.Redis, MaxRetries: -1, PoolSize: 4,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		defer c.Close()
+		var st *redisstore.Store
+		for {
+			var err error
+			st, err = redisstore.Open(ctx, c, redisstore.Settings{Prefix: cfg.Prefix, Clock: clk,
+				AllowVolatile: cfg.AllowVolatile, Logger: logger})
+			if err == nil {
+				break
+			}
+			logger.Warn("opening the store, retrying", "err", err)
+			if clock.System.Sleep(ctx, 100*time.Millisecond) != nil {
+				return 1
+			}
+		}
+		set.Store = st
+	} else {
+		set.Machine = machine.Manual(cfg.MachineID)
+	}
+
+	if cfg.WaitGo {
+		o.printf("waiting")
+	}
+	select {
+	case <-goCh:
+	case <-ctx.Done():
+		return 0
+	}
+	// A restart that finds its machine ID reserved further ahead than it
+	// may wait is refused (ErrClockBackwards): retry, as a restarted pod
+	// would be.
+	start, refused := time.Now(), 0
+	var reg *idforge.Registry
+	for {
+		var err error
+		if reg, err = idforge.New(ctx, set); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return 0
+		}
+		refused++
+		o.printf("err new %s %s", refusalClass(err), oneLine(err))
+		if clock.System.Sleep(ctx, 20*time.Millisecond) != nil {
+			return 0
+		}
+	}
+	took := time.Since(start)
+	defer reg.Close()
+	o.printf("ready %d %d %d", reg.MachineID(), took.Nanoseconds(), refused)
+
+	var (
+		wg      sync.WaitGroup
+		errsMu  sync.Mutex
+		errs    = map[string]int{}
+		machID  atomic.Int64
+		sawSeen = map[string]bool{}
+	)
+	machID.Store(reg.MachineID())
+	loop := func(gen string, g engine.Generator, p pace) {
+		defer wg.Done()
+		var (
+			buf      []byte
+			first, n int64
+			failing  bool
+		)
+		flush := func() {
+			if n > 0 {
+				buf = fmt.Appendf(buf, "%srun %s %d %d\n", linePrefix, gen, first, n)
+				n = 0
+			}
+			if len(buf) > 0 {
+				o.write(buf)
+				buf = buf[:0]
+			}
+		}
+		defer flush()
+		for ctx.Err() == nil {
+			for range p.Burst {
+				id, err := g.NextID(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					class := refusalClass(err)
+					errsMu.Lock()
+					errs[gen+"/"+class]++
+					report := !failing || !sawSeen[gen+"/"+class]
+					sawSeen[gen+"/"+class] = true
+					errsMu.Unlock()
+					if report {
+						flush()
+						o.printf("err %s %s %s", gen, class, oneLine(err))
+					}
+					failing = true
+					_ = clock.System.Sleep(ctx, 5*time.Millisecond)
+					continue
+				}
+				failing = false
+				// A run is consecutive IDs of one tick and machine ID.
+				if n > 0 && id == first+n && (gen != genSnowflake || id>>snowflake.Default.SequenceBits == first>>snowflake.Default.SequenceBits) {
+					n++
+				} else {
+					if n > 0 {
+						buf = fmt.Appendf(buf, "%srun %s %d %d\n", linePrefix, gen, first, n)
+					}
+					first, n = id, 1
+				}
+			}
+			flush()
+			if gen == genSnowflake {
+				if m := reg.MachineID(); m != machID.Load() && m >= 0 {
+					machID.Store(m)
+					o.printf("machine %d", m)
+				}
+			}
+			if p.Every > 0 {
+				_ = clock.System.Sleep(ctx, p.Every)
+			}
+		}
+	}
+	if cfg.Snowflake.Burst > 0 {
+		sf, err := reg.Generator(ctx, idforge.KindSnowflake, "")
+		if err != nil {
+			o.printf("err setup other %s", oneLine(err))
+			return 1
+		}
+		wg.Add(1)
+		go loop(genSnowflake, sf, cfg.Snowflake)
+	}
+	var ch *segment.Chain
+	if cfg.Chain.Burst > 0 {
+		g, err := reg.Generator(ctx, idforge.KindChain, "reset")
+		if err != nil {
+			o.printf("err setup other %s", oneLine(err))
+			return 1
+		}
+		ch = g.(*segment.Chain)
+		wg.Add(1)
+		go loop(genChain, g, cfg.Chain)
+	}
+	wg.Wait()
+	var discarded int64
+	if ch != nil {
+		discarded = ch.Stats().Discarded
+	}
+	lost := reg.Snowflake().Lost()
+	errsMu.Lock()
+	var classes []string
+	for k, v := range errs {
+		classes = append(classes, k+"="+strconv.Itoa(v))
+	}
+	errsMu.Unlock()
+	slices.Sort(classes)
+	o.printf("stats %d %d %s", lost, discarded, strings.Join(classes, ","))
+	return 0
+}
+
+// refusalClass names the sentinel error behind a refusal; a store reset
+// comes first, since the lease reports it as a lost machine ID too. A chain
+// refusal that names neither a reset nor a store failure ("the store has
+// not failed, it is slow to answer") is "unexplained".
+func refusalClass(err error) string {
+	var ex *segment.ExhaustedError
+	if errors.As(err, &ex) && ex.Store == nil && !errors.Is(err, engine.ErrStoreReset) {
+		return "unexplained"
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"store_reset", engine.ErrStoreReset},
+		{"machine_id_lost", engine.ErrMachineIDLost},
+		{"clock_backwards", engine.ErrClockBackwards},
+		{"segment_exhausted", engine.ErrSegmentExhausted},
+		{"store_unavailable", engine.ErrStoreUnavailable},
+	} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "other"
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }
+
+// idRun is IDs first .. first+count-1, issued by one process.
+type idRun struct {
+	first, count int64
+	proc         string
+}
+
+// workerProc is a worker process as the parent sees it.
+type workerProc struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{} // closed when it exited and its output was read
+
+	mu       sync.Mutex
+	waiting  bool
+	ready    bool
+	machine  int64
+	took     time.Duration // how long its idforge.New took
+	refused  int           // New calls refused before that
+	machines []int64       // every machine ID it issued under
+	runs     map[string][]idRun
+	issued   map[string]int64
+	lastSeen map[string]time.Time // when the parent last received IDs of a generator
+	errs     []string             // "gen class message"
+	stats    string
+	exitErr  error
+	stderr   strings.Builder
+}
+
+// startWorker re-executes the test binary as a worker with cfg.
+func startWorker(t *testing.T, cfg workerConfig, extraEnv ...string) *workerProc {
+	t.Helper()
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(append(os.Environ(), workerEnv+"="+string(js)), extraEnv...)
+	// Die with the test binary, whatever happens to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &workerProc{name: cfg.Name, cmd: cmd, done: make(chan struct{}), machine: -1,
+		runs: map[string][]idRun{}, issued: map[string]int64{}, lastSeen: map[string]time.Time{}}
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting worker %s: %v", cfg.Name, err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			if p.stderr.Len() < 64<<10 {
+				p.stderr.WriteString(sc.Text() + "\n")
+			}
+			p.mu.Unlock()
+		}
+	})
+	go func() {
+		r := bufio.NewReaderSize(stdout, 64<<10)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				break // a last line without its newline was cut off by a kill
+			}
+			p.handle(strings.TrimSuffix(line, "\n"))
+		}
+		wg.Wait()
+		werr := cmd.Wait()
+		p.mu.Lock()
+		p.exitErr = werr
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("stderr of worker %s:\n%s", p.name, p.stderr.String())
+			p.mu.Unlock()
+		}
+	})
+	return p
+}
+
+func (p *workerProc) handle(line string) {
+	rest, ok := strings.CutPrefix(line, linePrefix)
+	if !ok {
+		return
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch f[0] {
+	case "waiting":
+		p.waiting = true
+	case "ready":
+		if len(f) == 4 {
+			p.machine, _ = strconv.ParseInt(f[1], 10, 64)
+			ns, _ := strconv.ParseInt(f[2], 10, 64)
+			p.took = time.Duration(ns)
+			p.refused, _ = strconv.Atoi(f[3])
+			p.machines = append(p.machines, p.machine)
+			p.ready = true
+		}
+	case "machine":
+		if len(f) == 2 {
+			m, _ := strconv.ParseInt(f[1], 10, 64)
+			p.machine = m
+			p.machines = append(p.machines, m)
+		}
+	case "run":
+		if len(f) == 4 {
+			first, err1 := strconv.ParseInt(f[2], 10, 64)
+			n, err2 := strconv.ParseInt(f[3], 10, 64)
+			if err1 == nil && err2 == nil && n > 0 {
+				p.runs[f[1]] = append(p.runs[f[1]], idRun{first: first, count: n, proc: p.name})
+				p.issued[f[1]] += n
+				p.lastSeen[f[1]] = time.Now()
+			}
+		}
+	case "err":
+		p.errs = append(p.errs, strings.TrimPrefix(rest, "err "))
+	case "stats":
+		p.stats = strings.TrimPrefix(rest, "stats ")
+	}
+}
+
+func (p *workerProc) command(cmd string) { _, _ = io.WriteString(p.stdin, cmd+"\n") }
+
+// kill sends SIGKILL and waits until its output is read.
+func (p *workerProc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// quit tells the worker to stop and waits for it (killing it after a minute).
+func (p *workerProc) quit(t *testing.T) {
+	t.Helper()
+	p.command("quit")
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		t.Errorf("worker %s did not quit within a minute; killing it", p.name)
+		p.kill()
+	}
+	if err := p.exitError(); err != nil {
+		t.Errorf("worker %s: %v", p.name, err)
+	}
+}
+
+func (p *workerProc) exitError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitErr
+}
+
+// waitGate waits until a WaitGo worker is at its "go" gate.
+func (p *workerProc) waitGate(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		ok := p.waiting
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("worker %s exited before its go gate: %v\nstderr:\n%s", p.name, p.exitError(), p.stderrText())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s is not at its go gate after a minute", p.name)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitIssuing waits until the worker issued IDs of every generator named
+// since the given time (as the parent received them).
+func (p *workerProc) waitIssuing(t *testing.T, since time.Time, gens ...string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		ok := p.ready
+		for _, g := range gens {
+			ok = ok && p.lastSeen[g].After(since)
+		}
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("worker %s exited before it issued %v: %v\nstderr:\n%s", p.name, gens, p.exitError(), p.stderrText())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s has not issued %v since %v after a minute", p.name, gens, since.Format("15:04:05.000"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (p *workerProc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// dupReport is what the parent finds in the IDs of several processes.
+type dupReport struct {
+	issued     int64
+	duplicates int64    // IDs issued more than once (each extra issue counts)
+	samples    []string // a few overlapping runs
+	// tickOverlaps counts (machine ID, tick) pairs under which two or more
+	// processes issued snowflake IDs: a duplicate waiting to happen, whether
+	// or not their sequence numbers met.
+	tickOverlaps int
+	tickSamples  []string
+}
+
+// duplicates counts the IDs of gen issued more than once across procs.
+func duplicates(gen string, procs ...*workerProc) dupReport {
+	var runs []idRun
+	for _, p := range procs {
+		p.mu.Lock()
+		runs = append(runs, p.runs[gen]...)
+		p.mu.Unlock()
+	}
+	slices.SortFunc(runs, func(a, b idRun) int {
+		if a.first != b.first {
+			return compare(a.first, b.first)
+		}
+		return compare(a.count, b.count)
+	})
+	var rep dupReport
+	var covered int64 // IDs of the union
+	end := int64(-1 << 63)
+	var endBy idRun
+	for _, r := range runs {
+		rep.issued += r.count
+		last := r.first + r.count - 1
+		switch {
+		case r.first > end:
+			covered += r.count
+			end, endBy = last, r
+		case last > end:
+			covered += last - end
+			if len(rep.samples) < 5 {
+				rep.samples = append(rep.samples, fmt.Sprintf("%s [%d+%d] overlaps %s [%d+%d]", r.proc, r.first, r.count, endBy.proc, endBy.first, endBy.count))
+			}
+			end, endBy = last, r
+		default:
+			if len(rep.samples) < 5 {
+				rep.samples = append(rep.samples, fmt.Sprintf("%s [%d+%d] inside %s [%d+%d]", r.proc, r.first, r.count, endBy.proc, endBy.first, endBy.count))
+			}
+		}
+	}
+	rep.duplicates = rep.issued - covered
+	if gen == genSnowflake {
+		byTick := map[[2]int64]string{}
+		for _, r := range runs {
+			parts, err := snowflake.Default.Decode(r.first)
+			if err != nil {
+				continue
+			}
+			k := [2]int64{parts.Machine, parts.Tick}
+			switch prev, ok := byTick[k]; {
+			case !ok:
+				byTick[k] = r.proc
+			case prev != r.proc && !strings.Contains(prev, "+"):
+				rep.tickOverlaps++
+				if len(rep.tickSamples) < 5 {
+					rep.tickSamples = append(rep.tickSamples, fmt.Sprintf("machine %d tick %d (%s): %s and %s",
+						parts.Machine, parts.Tick, parts.Time.Format("15:04:05.000"), prev, r.proc))
+				}
+				byTick[k] = prev + "+" + r.proc
+			}
+		}
+	}
+	return rep
+}
+
+func compare(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// redisProc is a redis-server process of the test's own on a free loopback
+// port, so the test may restart, empty or kill -9 it (never the shared
+// Redis on 6379).
+type redisProc struct {
+	t    testing.TB
+	port int
+	dir  string
+	args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Persistence set-ups: none, and AOF with appendfsync always (the README's
+// recommendation).
+var (
+	redisVolatile = []string{"--save", "", "--appendonly", "no"}
+	redisDurable  = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
+)
+
+// startRedis starts redis-server with args; it is killed when the test ends.
+// Without redis-server the test is skipped, or fails when
+// IDFORGE_REQUIRE_SERVERS=1.
+func startRedis(t testing.TB, args ...string) *redisProc {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if testdb.Required() {
+			t.Fatalf("redis-server is required (IDFORGE_REQUIRE_SERVERS=1): %v", err)
+		}
+		t.Skipf("no redis-server to start: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &redisProc{t: t, port: port, dir: t.TempDir(), args: args}
+	s.start()
+	t.Cleanup(func() { s.kill() })
+	return s
+}
+
+func (s *redisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+func (s *redisProc) start() {
+	s.t.Helper()
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--daemonize", "no", "--logfile", ""}, s.args...)
+	s.cmd = exec.Command("redis-server", args...)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("starting redis-server: %v", err)
+	}
+	s.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.done)
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer c.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redis-server on %s did not answer: %v", s.addr(), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL, as a crash would, and waits for the process to end.
+func (s *redisProc) kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// shutdownNoSave stops the server cleanly without writing anything.
+func (s *redisProc) shutdownNoSave() {
+	s.t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer c.Close()
+	_ = c.ShutdownNoSave(context.Background()).Err() // the connection drops: no reply
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("redis-server on %s did not shut down", s.addr())
+	}
+	s.cmd = nil
+}
+
+// dbSize returns the number of keys the server holds.
+func (s *redisProc) dbSize() int64 {
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer c.Close()
+	n, err := c.DBSize(context.Background()).Result()
+	if err != nil {
+		s.t.Fatalf("DBSIZE on %s: %v", s.addr(), err)
+	}
+	return n
+}
+
+func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
