@@ -24,7 +24,7 @@ var _ Provider = (*Registry)(nil)
 
 type genKey struct{ kind, name string }
 
-// Registry is the named generator provider (CosId's IdGeneratorProvider).
+// Registry is the named generator provider: a shared default per kind plus one generator per name.
 // A generator is found by kind ("snowflake", "chain", "segment"...) and name;
 // the empty name is the kind's shared default. Kinds registered with a
 // [Factory] create their named generators on first use.

@@ -14,7 +14,7 @@ import (
 const DefaultMaxBackwards = 10 * time.Millisecond
 
 // Synchronizer waits for the clock to catch up with a time the generator has
-// already used (CosId's ClockBackwardsSynchronizer). It is used at run time,
+// already used. It is used at run time,
 // when the clock reads earlier than the last ID's timestamp, and at start-up,
 // when the last timestamp saved for this machine ID is ahead of the clock.
 type Synchronizer struct {

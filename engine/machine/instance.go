@@ -14,7 +14,7 @@ import (
 const MaxMachineBits = 31
 
 // HostInstance returns the unstable instance "hostname:port" in namespace,
-// the address CosId identifies an instance by. With port 0 (a process that
+// the address that tells one running copy from another. With port 0 (a process that
 // listens on no fixed port) it returns "hostname:pid" instead: unique among
 // the processes running on the host, but different on every start, so a
 // restart never finds its previous machine ID and a [LocalState] file is

@@ -14,8 +14,8 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// Lease defaults. The safe-guard is CosId's; the heartbeat is much shorter
-// than CosId's minute because every heartbeat also reserves time ahead (see
+// Lease defaults. The heartbeat is short because every heartbeat also
+// reserves time ahead (see
 // [Settings].Reservation) and is how a lease notices a store that was reset.
 const (
 	DefaultMachineBits = 10

@@ -20,8 +20,7 @@ type localState struct {
 }
 
 // LocalState decorates inner with a state file per (namespace, machine ID)
-// in dir holding "machineId|lastTimestamp" (after CosId's
-// LocalMachineStateStorage), so a restarted process waits out a clock that
+// in dir holding "machineId|lastTimestamp", so a restarted process waits out a clock that
 // went back while it was down even when inner stores no timestamp ([Manual],
 // [StatefulSet]). The file follows the machine ID, not the instance: what
 // must be waited out is the last time anything on this host issued under

@@ -1,5 +1,5 @@
 // Package machine assigns snowflake machine IDs to running instances so users
-// never number replicas by hand (seed: ShardingSphere article §3.2.3, CosId).
+// never number replicas by hand.
 //
 // A [Distributor] hands out a machine ID for an [Instance]: it reuses the
 // instance's own ID, else reclaims one that is free or whose owner stopped
@@ -16,8 +16,8 @@
 // engine/redisstore; engine/machine/machinetest checks any implementation
 // against the contract below.
 //
-// Defaults follow CosId: 10 machine bits, a heartbeat every minute and a
-// five-minute safe-guard duration.
+// Defaults: 10 machine bits, a five-minute safe-guard duration, and a
+// heartbeat every 250 ms that reserves one second ahead (see [Settings]).
 package machine
 
 import (

@@ -26,8 +26,7 @@ type manual struct {
 	err    error  // a configuration that could not be read
 }
 
-// Manual returns a distributor that always hands out machineID (CosId's
-// ManualMachineIdDistributor). Within one process [Acquire] lets one lease
+// Manual returns a distributor that always hands out machineID. Within one process [Acquire] lets one lease
 // at a time hold it. Distribute fails with an error wrapping
 // engine.ErrInvalidConfig for a negative machineID and
 // engine.ErrMachineIDOverflow when it does not fit machineBits. Guard and
@@ -87,7 +86,7 @@ type statefulSet struct{ env string }
 
 // StatefulSet returns a distributor that hands out the ordinal of a
 // Kubernetes StatefulSet pod, read from the end of its HOSTNAME
-// ("orders-3" → 3; CosId's StatefulSetMachineIdDistributor). Kubernetes
+// ("orders-3" → 3). Kubernetes
 // keeps ordinals unique and gives a restarted pod its old one, so every
 // instance is in effect stable: Guard and Revert succeed for the ordinal and
 // store nothing. A hostname without an ordinal is an error wrapping

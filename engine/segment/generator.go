@@ -37,7 +37,7 @@ func (s *seg) claim() (id, n int64, ok bool) {
 	return s.lo + n, n, n <= s.size
 }
 
-// Generator is the single-segment generator (CosId's SegmentId): it serves
+// Generator is the single-segment generator: it serves
 // one segment at a time with an atomic add and, when the segment is used up,
 // fetches the next one synchronously. One caller fetches while the others
 // wait for it, each for as long as its ctx and [WithMaxWait] allow.

@@ -11,27 +11,25 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// Defaults. CosId's code uses step 10 and safe distance 2 (its docs say 100
-// and 10); ours differ where a database primary key is the use case.
+// Defaults, chosen for database primary keys.
 const (
 	// DefaultStep is the number of IDs per segment. A thousand makes one store
 	// round trip per thousand IDs, so a 1 ms store costs a generator under
 	// 1 µs per ID even without prefetching, while the IDs of several
 	// instances stay within a few thousand of each other and a restart
 	// wastes only what the chain held (at most twice the safe distance ×
-	// step IDs unless it was hungry). CosId's 10 leans on
-	// prefetching for every ID it serves and makes the store the bottleneck
+	// step IDs unless it was hungry). A step of 10 would lean on
+	// prefetching for every ID it serves and make the store the bottleneck
 	// of a chain that is not hungry yet.
 	DefaultStep = 1000
 	// DefaultSafeDistance is the number of segments the chain keeps fetched
-	// ahead at least when callers are fed (CosId's code default); it tops
+	// ahead at least when callers are fed; it tops
 	// up to twice that. With the default step that is 2,000 to 4,000 IDs:
 	// it rides out a store outage of at least 2,000 IDs' worth of traffic;
 	// raise it for longer outages.
 	DefaultSafeDistance = 2
 	// DefaultMaxPrefetchDistance caps how far hunger widens the distance, in
-	// segments. With the default step it is 10^9 IDs, the same number of IDs
-	// as CosId's cap of 10^8 segments of 10.
+	// segments. With the default step it is 10^9 IDs.
 	DefaultMaxPrefetchDistance = 1_000_000
 	// DefaultPrefetchPeriod is how often the prefetch worker wakes up on its
 	// own (it is also woken by callers that use the chain up).
@@ -82,7 +80,7 @@ type Settings struct {
 	// caller last found no ID ready (default [DefaultHungerWindow]).
 	HungerWindow time.Duration
 	// TTL discards fetched segments older than this instead of serving them
-	// (CosId's segment TTL; default 0, none). An instance that sits on a
+	// (default 0, none). An instance that sits on a
 	// prefetched range for hours would otherwise insert IDs far below those
 	// other instances are issuing now; with a TTL its IDs stay close to
 	// theirs. The prefetch worker enforces it when it wakes, so an ID may be

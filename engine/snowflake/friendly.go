@@ -10,7 +10,7 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// Friendly returns id in CosId's friendly form
+// Friendly returns id in its friendly form
 // `{yyyyMMddHHmmssSSS}-{machine}-{sequence}`, the time in UTC, for example
 // 20260623131730192-1-0. Second layouts use the same 17-digit form with SSS
 // always 000, so every friendly string sorts and parses alike. Years past 9999

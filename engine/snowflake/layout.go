@@ -47,7 +47,7 @@ func (u Unit) millis() int64 { return int64(u.Duration() / time.Millisecond) }
 // them all to one shard; it exists for compatibility and comparison only.
 const ResetEveryTick int64 = -1
 
-// DefaultEpoch is CosId's epoch, 2019-12-24T16:00:00Z (1577203200000 ms).
+// DefaultEpoch is the default layouts' epoch, 2019-12-24T16:00:00Z (1577203200000 ms).
 var DefaultEpoch = time.Date(2019, 12, 24, 16, 0, 0, 0, time.UTC)
 
 // Presets. Layouts are values: copy one and change a field to derive your own.
@@ -91,7 +91,7 @@ type Layout struct {
 	// SequenceResetThreshold decides when a new tick restarts the sequence at
 	// 0: only once the sequence has reached the threshold; below it the
 	// sequence continues (+1) across ticks, so the low bits of low-traffic IDs
-	// keep cycling and `id % n` spreads them evenly (CosId's fix).
+	// keep cycling and `id % n` spreads them evenly.
 	//
 	// 0 means the default, 2^(SequenceBits-1)-1 (2047 for 12 bits; 1 for a
 	// single sequence bit). Any value in [1, MaxSequence] is used as is;

@@ -8,8 +8,8 @@
 //
 //   - plain-snowflake: the sequence restarts at 0 on every millisecond, as
 //     Twitter's snowflake, bwmarrin/snowflake and ShardingSphere's SNOWFLAKE do;
-//   - idforge-snowflake: the sequence restarts only past a threshold (CosId's
-//     fix), on a machine ID distributed by the SQL store;
+//   - idforge-snowflake: the sequence restarts only past a threshold, on a
+//     machine ID distributed by the SQL store;
 //   - segment-chain: strictly increasing IDs from a lock-free segment chain
 //     over the SQL store.
 //
