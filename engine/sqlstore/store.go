@@ -148,6 +148,7 @@ type Store struct {
 	mach   machineStmts
 	meta   metaStmts
 	epoch  *storeepoch.State
+	one    chan struct{} // SQLite: the turn every statement takes (see stmt.turn)
 	closed atomic.Bool
 }
 
@@ -159,14 +160,16 @@ type Store struct {
 // waits [Settings.ResetGrace] so that processes still working under a
 // forgotten epoch have stopped before this one hands anything out.
 //
-// SQLite allows one writer at a time. Open the database with a busy
-// timeout, and when several processes share the file also WAL, for
-// example "file:ids.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-// with glebarez/go-sqlite or modernc.org/sqlite. Within a process the Store
-// takes SQLite's write lock up front for each of its writes (BEGIN
-// IMMEDIATE semantics are not needed: every write is one statement), and
-// callers should keep db.SetMaxOpenConns small: each pooled connection is a
-// writer that may have to wait.
+// SQLite allows one writer at a time, and its busy handler is not fair: a
+// connection waiting for the write lock polls with growing sleeps and can
+// lose it to newer writers until its busy timeout passes (SQLITE_BUSY). A
+// Store on SQLite therefore runs one statement at a time, queued in Go in
+// arrival order, so its own connections never compete for the lock; share
+// one Store per process and database file. Open the database with a busy
+// timeout for what other processes (or Stores) on the same file write, and
+// with WAL when several processes share it, for example
+// "file:ids.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" with
+// glebarez/go-sqlite or modernc.org/sqlite.
 func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	var cfg Settings
 	for _, o := range opts {
@@ -201,6 +204,7 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	s := &Store{db: db, cfg: cfg, tables: t, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, t.prefix)}
 	if cfg.Dialect == SQLite {
+		s.one = make(chan struct{}, 1)
 		if err := s.checkSQLite(ctx); err != nil {
 			return nil, err
 		}
@@ -292,6 +296,9 @@ type stmt struct {
 	db    *sql.DB
 	query string
 	order []int // MySQL: which argument each '?' takes; nil keeps the order
+	// one is the Store's SQLite turn (nil on other dialects): one statement
+	// at a time, see [Store.turn].
+	one chan struct{}
 
 	mu     sync.Mutex
 	closed bool
@@ -310,7 +317,7 @@ var (
 func (s *Store) stmt(src string) *stmt {
 	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
 	src = strings.NewReplacer("{seg}", s.tables.segment(), "{machine}", s.tables.machine(), "{meta}", s.tables.meta()).Replace(src)
-	st := &stmt{db: s.db}
+	st := &stmt{db: s.db, one: s.one}
 	switch s.cfg.Dialect {
 	case Postgres:
 		st.query = src
@@ -370,6 +377,11 @@ func (st *stmt) args(in []any) []any {
 }
 
 func (st *stmt) exec(ctx context.Context, args ...any) (sql.Result, error) {
+	release, err := st.turn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	p, err := st.prepared(ctx)
 	if err != nil {
 		return nil, err
@@ -377,9 +389,34 @@ func (st *stmt) exec(ctx context.Context, args ...any) (sql.Result, error) {
 	return p.ExecContext(ctx, st.args(args)...)
 }
 
+// turn waits for the store's SQLite turn (at once on other dialects) and
+// returns its release. SQLite runs one writer at a time and makes the others
+// wait in its busy handler, a poll whose sleeps grow to 100 ms: under a
+// steady stream of writes a waiting connection keeps losing the lock to
+// newer ones and fails with SQLITE_BUSY once the busy timeout passes, however
+// long it is. Taking turns in Go, in arrival order and honouring ctx, leaves
+// SQLite's lock to one connection of the Store at a time; the busy handler
+// only arbitrates between processes (or Stores) sharing the file.
+func (st *stmt) turn(ctx context.Context) (func(), error) {
+	if st.one == nil {
+		return func() {}, nil
+	}
+	select {
+	case st.one <- struct{}{}:
+		return func() { <-st.one }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // queryRow scans the first row into dest; it returns false, nil when the
 // statement returned no row.
 func (st *stmt) queryRow(ctx context.Context, dest []any, args ...any) (bool, error) {
+	release, err := st.turn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	p, err := st.prepared(ctx)
 	if err != nil {
 		return false, err
