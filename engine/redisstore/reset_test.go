@@ -217,3 +217,27 @@ func TestPersistenceCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistenceWithoutConfig: where CONFIG is disabled (managed services
+// rename it) Open falls back to INFO persistence, which shows AOF but not its
+// fsync policy nor the snapshot rules: a warning, not a refusal.
+func TestPersistenceWithoutConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--rename-command", "CONFIG", ""}, "appendfsync unreadable"},
+		{[]string{"--save", "", "--appendonly", "no", "--rename-command", "CONFIG", ""}, "cannot be read"},
+	} {
+		srv := startServer(t, tc.args...)
+		var logs bytes.Buffer
+		_, err := redisstore.Open(t.Context(), srv.client(), redisstore.Settings{ResetGrace: -1,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if !strings.Contains(logs.String(), tc.want) || !strings.Contains(logs.String(), "level=WARN") {
+			t.Errorf("%v: the log does not warn %q:\n%s", tc.args, tc.want, logs.String())
+		}
+	}
+}
