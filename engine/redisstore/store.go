@@ -221,7 +221,7 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
 	res, err := segmentScript.Eval(ctx, s.client, []string{s.EpochKey(), s.SegmentKey(name)},
-		token, 0, s.cfg.Start, floor).Slice()
+		token, 0, s.cfg.Start, floor, "", "0").Slice()
 	if err != nil {
 		return err
 	}
