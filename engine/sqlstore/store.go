@@ -29,24 +29,31 @@
 // the epoch now stored (creating one when there is none) and hands nothing
 // out until [Settings.ResetGrace] after that epoch's creation, so every
 // process of the forgotten epoch has noticed (its lease heartbeat fails) and
-// stopped. Each segment fetch also sends the highest maximum the Store ever
-// got for the name (its floor): the counter is raised to it before it
-// advances, and on adopting a new epoch the Store re-seeds every name it
-// used with its floor. [Open] on a store with no epoch creates one and waits
-// the grace too: a first start and a wipe look the same.
+// stopped. On adopting a new epoch the Store re-seeds every segment name it
+// used with the highest maximum it ever got for it (its floor). [Open] on a
+// store with no epoch creates one and waits the grace too: a first start and
+// a wipe look the same.
+//
+// Each segment fetch also sends its floor: a counter below it means the
+// store went back without changing its epoch (a backup restored over it, a
+// failover to a replica that had not received the last commits). The Store
+// then replaces the epoch, so every process sees a reset, and raises the
+// counter to the floor.
 //
 // # Durability
 //
 // The database's durability is the store's: a committed fetch or claim
-// survives a restart and a crash (with the database's default durable
-// commits: InnoDB innodb_flush_log_at_trx_commit=1, PostgreSQL fsync and
-// synchronous_commit on, SQLite in WAL or rollback mode with synchronous
-// FULL or NORMAL-in-WAL). A failover to a replica that had not received the
-// last commits (asynchronous replication) can hand out again what was lost;
-// the epoch does not see it (the replica has the same epoch), the floors of
-// live processes protect their own segments. Use synchronous replication
-// (PostgreSQL synchronous_commit with a synchronous standby, MariaDB
-// semi-synchronous) where a failover must not lose commits.
+// survives a restart and a crash with the databases' durable defaults
+// (InnoDB innodb_flush_log_at_trx_commit=1, PostgreSQL fsync and
+// synchronous_commit on, SQLite synchronous FULL). A failover to a replica
+// that had not received the last commits (asynchronous replication), or a
+// backup restored over the tables, keeps the epoch: it is seen as a reset
+// only when a live process that got one of the lost ranges fetches again,
+// so a lost range (or machine ID) can go out twice meanwhile, to a process
+// that started after the failover. Use synchronous replication (PostgreSQL
+// with a synchronous standby, MariaDB semi-synchronous) where a failover
+// must not lose commits, and empty the meta table after restoring a backup:
+// that makes it a plain reset.
 //
 // The package imports no driver: open the *sql.DB with any driver of the
 // three databases. SQLite: see [Open] for the connection settings.
