@@ -28,8 +28,8 @@
 //
 // # Segments
 //
-// A fetch raises the counter to the caller's floor (the highest max ID this
-// Store ever got for the name), then INCRBY step: the caller owns
+// A fetch checks the counter against the caller's floor (the highest max ID
+// this Store ever got for the name), then INCRBY step: the caller owns
 // (max-step, max]. A name seen for the first time starts at [Settings.Start]
 // (default 0): its first range is (start, start+step]. The start applies
 // only when the key is created, so processes configured with different
@@ -76,7 +76,14 @@
 // when there is none) and hands nothing out until [Settings.ResetGrace]
 // (default 2 s) after that epoch's creation, so every process of the old
 // epoch has seen its lease heartbeat fail and stopped. On adopting, the
-// Store re-seeds every segment name it used with its floor. [Open] on a
+// Store re-seeds every segment name it used with its floor.
+//
+// A store can also go back without losing its epoch: restored from an old
+// RDB snapshot, a crash that lost writes not yet fsynced, a failover to a
+// replica that had not received them. A fetch whose floor is above the
+// counter sees it: the script raises the counter to the floor and replaces
+// the epoch, so this process and every other one get ErrStoreReset, drop
+// what they hold and wait the grace. [Open] on a
 // Redis without an epoch creates one and waits the grace too: a first start
 // and a wipe look the same, so the first start of a new store costs 2 s.
 //
@@ -93,17 +100,19 @@
 //     their floors, but IDs already written by processes that are gone may
 //     repeat;
 //   - appendfsync everysec or no (a warning at Open): a crash loses the last
-//     second or more of acknowledged writes, and the epoch cannot tell: a
-//     range or machine ID handed out in that window can be handed out again
-//     to a process that did not hold it (the floors protect the processes
-//     that did);
+//     second or more of acknowledged writes with the epoch intact; it is
+//     seen as a reset only when a live process that got one of the lost
+//     ranges fetches again, so a range (or machine ID) handed out in that
+//     window can go out twice meanwhile, to a process that started after
+//     the crash;
 //   - RDB snapshots only (a warning at Open): a crash rolls back to the last
-//     snapshot, unseen by the epoch, with the same consequence;
+//     snapshot, with the same consequence;
 //   - failover to a replica (Sentinel, Cluster): replication is
 //     asynchronous, so the writes the replica had not received are lost,
-//     unseen by the epoch unless the replica was empty. Prefer primaries
-//     restarted from their AOF (a Cluster without replicas, as .ci/run runs
-//     it), or use a SQL store where a failover must not lose writes.
+//     with the same consequence (an empty replica is a plain reset). Prefer
+//     primaries restarted from their AOF (a Cluster without replicas, as
+//     .ci/run runs it), or use a SQL store where a failover must not lose
+//     writes.
 //
 // Scripts need Redis 2.6 or later (tested on 7.0). They are sent with EVAL,
 // not EVALSHA: they are small, Redis caches the compiled body, and a call

@@ -85,14 +85,14 @@ func (s *Store) judge(node string, p persistence) error {
 	case p.aof && p.fsync == "always":
 		return nil
 	case p.aof:
-		window := "the writes the operating system had not flushed yet (up to about 30 s)"
+		setting, window := "appendfsync "+p.fsync, "the writes the operating system had not flushed yet (up to about 30 s)"
 		switch p.fsync {
 		case "everysec":
 			window = "about the last second (up to 2 s) of acknowledged writes"
 		case "":
-			window = "an unknown window of acknowledged writes (appendfsync unreadable)"
+			setting, window = "AOF, appendfsync unreadable (CONFIG disabled)", "an unknown window of acknowledged writes"
 		}
-		log.Warn("idforge: Redis runs with appendfsync "+p.fsync+": a crash (kill -9, power loss) loses "+window+
+		log.Warn("idforge: Redis runs with "+setting+": a crash (kill -9, power loss) may lose "+window+
 			", and the epoch cannot tell: a segment range or machine ID handed out in that window can be handed out again"+
 			" to a process that did not hold it. Set appendfsync always.",
 			"store", s.name, "node", node)

@@ -217,3 +217,74 @@ func TestPersistenceCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistenceWithoutConfig: where CONFIG is disabled (managed services
+// rename it) Open falls back to INFO persistence, which shows AOF but not its
+// fsync policy nor the snapshot rules: a warning, not a refusal.
+func TestPersistenceWithoutConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--rename-command", "CONFIG", ""}, "appendfsync unreadable"},
+		{[]string{"--save", "", "--appendonly", "no", "--rename-command", "CONFIG", ""}, "cannot be read"},
+	} {
+		srv := startServer(t, tc.args...)
+		var logs bytes.Buffer
+		_, err := redisstore.Open(t.Context(), srv.client(), redisstore.Settings{ResetGrace: -1,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if !strings.Contains(logs.String(), tc.want) || !strings.Contains(logs.String(), "level=WARN") {
+			t.Errorf("%v: the log does not warn %q:\n%s", tc.args, tc.want, logs.String())
+		}
+	}
+}
+
+// TestSnapshotRollbackIsAReset: a Redis that comes back from an old RDB
+// snapshot has the same epoch but counters that went back. The first
+// process whose floor is above a counter replaces the epoch, so it and
+// every other process see a reset, and nothing is handed out below what was
+// handed out before.
+func TestSnapshotRollbackIsAReset(t *testing.T) {
+	ctx := t.Context()
+	srv := startServer(t, volatile...)
+	clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
+	a, b := openOn(t, srv, clkA), openOn(t, srv, clkB)
+	old := a.Epoch()
+	order := segmentOf(t, a, "order")
+	if _, err := order.NextMaxID(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.client().Save(ctx).Err(); err != nil { // the snapshot the restart will load
+		t.Fatal(err)
+	}
+	var floor int64
+	for range 2 {
+		var err error
+		if floor, err = order.NextMaxID(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.kill()
+	srv.restart()
+
+	_, err := order.NextMaxID(ctx, 100)
+	if !errors.Is(err, engine.ErrStoreReset) || !strings.Contains(err.Error(), "lost acknowledged writes") {
+		t.Fatalf("fetch after the rollback: %v; want ErrStoreReset saying the store lost writes", err)
+	}
+	if a.Epoch() == old {
+		t.Fatal("the epoch was not replaced")
+	}
+	if _, err := segmentOf(t, b, "other").NextMaxID(ctx, 1); !errors.Is(err, engine.ErrStoreReset) {
+		t.Fatalf("another process after the rollback: %v; want ErrStoreReset", err)
+	}
+	sleeps := clkA.Sleeps()
+	if got, err := order.NextMaxID(ctx, 100); err != nil || got != floor+100 {
+		t.Fatalf("fetch after the reset: %d, %v; want %d, above the floor %d", got, err, floor+100, floor)
+	}
+	if clkA.Sleeps() == sleeps {
+		t.Fatal("the fetch after the reset did not wait the grace")
+	}
+}

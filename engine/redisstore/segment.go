@@ -11,6 +11,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/storeepoch"
 )
 
 // segmentDistributor hands out ranges of one named sequence stored in a
@@ -27,9 +28,11 @@ type segmentDistributor struct {
 //
 // NextMaxID advances the sequence by step in one script, one round trip, and
 // returns the new max: the caller owns (max-step, max]. The script checks
-// the store's epoch, and first raises the counter to the highest max ID this
-// Store ever got for the name (its floor), so a store that went back never
-// hands this process a range below one it already holds. A step <= 0 is an
+// the store's epoch, and the counter against the highest max ID this Store
+// ever got for the name (its floor): a counter below it means the store went
+// back without changing its epoch (an old snapshot, lost acknowledged
+// writes, a failover to a lagging replica), so the script raises the counter
+// to the floor and replaces the epoch: every process sees a reset. A step <= 0 is an
 // error wrapping engine.ErrInvalidConfig; a sequence that would pass the
 // int64 range, one wrapping engine.ErrIDOverflow; a store whose epoch
 // changed, one wrapping engine.ErrStoreReset (the next fetch waits out the
@@ -47,8 +50,9 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
+	floor, fresh := d.s.epoch.Floor(d.name), storeepoch.NewToken(d.s.cfg.Clock.Now())
 	res, err := segmentScript.Eval(ctx, d.s.client, []string{d.s.EpochKey(), d.key},
-		token, step, d.s.cfg.Start, d.s.epoch.Floor(d.name)).Slice()
+		token, step, d.s.cfg.Start, floor, fresh, "1").Slice()
 	if err != nil {
 		var reply redis.Error
 		if errors.As(err, &reply) && strings.Contains(err.Error(), "would overflow") {
@@ -66,6 +70,11 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		return maxID, nil
 	case "reset":
 		return 0, d.s.reset(ctx, token, r.str(1), what)
+	case "behind":
+		// The script replaced the epoch: adopt it like any reset.
+		err := d.s.reset(ctx, token, fresh, what)
+		return 0, fmt.Errorf("%w (the counter was at %s, below %d this store already got: the store lost acknowledged writes; its epoch was replaced)",
+			err, r.str(1), floor)
 	}
 	return 0, d.s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }

@@ -217,15 +217,18 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 	return token, nil
 }
 
-// raise lifts the segment name to at least floor under the epoch token.
+// raise lifts the segment name to at least floor under the epoch token
+// (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
 	res, err := segmentScript.Eval(ctx, s.client, []string{s.EpochKey(), s.SegmentKey(name)},
-		token, 0, s.cfg.Start, floor).Slice()
+		token, 0, s.cfg.Start, floor, "", "0").Slice()
 	if err != nil {
 		return err
 	}
-	if r := reply(res); r.kind() != "ok" {
-		return fmt.Errorf("the epoch changed again (%q)", r.str(1))
+	// A 'reset' reply means the epoch moved again: the caller's own
+	// operation will see it, adopt the newest epoch and re-seed under it.
+	if r := reply(res); r.kind() != "ok" && r.kind() != "reset" {
+		return fmt.Errorf("%w %v", errBadReply, res)
 	}
 	return nil
 }

@@ -10,17 +10,19 @@ import (
 )
 
 type metaStmts struct {
-	read, create, raise *stmt
+	read, create, replace, raise *stmt
 }
 
 func newMetaStmts(s *Store) metaStmts {
 	const (
 		read   = `SELECT value FROM {meta} WHERE name = 'epoch'`
 		create = `INTO {meta} (name, value) VALUES ('epoch', $1)`
+		// $1 new epoch, $2 the epoch it replaces.
+		replace = `UPDATE {meta} SET value = $1 WHERE name = 'epoch' AND value = $2`
 		// $1 floor, $2 name, $3 epoch.
 		raise = `UPDATE {seg} SET last_max_id = {greatest}(last_max_id, $1) WHERE name = $2 AND {epoch $3}`
 	)
-	ms := metaStmts{read: s.stmt(read), raise: s.stmt(greatest(s.cfg.Dialect, raise))}
+	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise))}
 	if s.cfg.Dialect == MySQL {
 		ms.create = s.stmt("INSERT IGNORE " + create)
 	} else {
@@ -64,7 +66,9 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 }
 
 // raise lifts the segment name to at least floor under the epoch token,
-// creating its row if needed.
+// creating its row if needed; it does nothing when the epoch is no longer
+// token (the caller's own operation will see that, adopt the newest epoch
+// and re-seed under it).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
 	if _, err := s.seg.create.exec(ctx, name, s.cfg.Start, s.nowMillis(), token); err != nil {
 		return err
@@ -115,4 +119,20 @@ func greatest(d Dialect, src string) string {
 		return replaceAll(src, "{greatest}", "MAX") // SQLite's scalar max
 	}
 	return replaceAll(src, "{greatest}", "GREATEST")
+}
+
+// wentBack handles a counter found below the floor under an unchanged
+// epoch: the store lost commits. It replaces the epoch, so every process
+// sees a reset, adopts the new one (re-seeding every floor, this one's
+// included) and returns the reset error.
+func (s *Store) wentBack(ctx context.Context, token, what string, counter, floor int64) error {
+	if _, err := s.meta.replace.exec(ctx, storeepoch.NewToken(s.cfg.Clock.Now()), token); err != nil {
+		return s.unavailable(what+": replacing the epoch of a store that went back", err)
+	}
+	current, err := s.readEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w (the counter was at %d, below %d this store already got: the store lost committed writes; its epoch was replaced)",
+		s.reset(ctx, token, current, what), counter, floor)
 }

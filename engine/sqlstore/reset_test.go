@@ -152,3 +152,58 @@ func TestFirstFetchAfterWipeFails(t *testing.T) {
 		}
 	})
 }
+
+// TestCounterWentBackIsAReset: a database restored from a backup (or failed
+// over to a replica that lacked the last commits) keeps its epoch but its
+// counters went back. The first store whose floor is above a counter
+// replaces the epoch, so every store sees a reset, and nothing is handed
+// out below what was handed out before. A lost row is the same.
+func TestCounterWentBackIsAReset(t *testing.T) {
+	ctx := context.Background()
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
+		a := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkA})
+		b := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkB})
+		admin := d.Open(t)
+		order, err := a.Segment("order")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, restore := range []string{
+			"UPDATE idforge_segment SET last_max_id = 5 WHERE name = 'order'",
+			"DELETE FROM idforge_segment WHERE name = 'order'",
+		} {
+			var floor int64
+			for range 2 {
+				if floor, err = order.NextMaxID(ctx, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := a.Epoch()
+			if _, err := admin.ExecContext(ctx, restore); err != nil {
+				t.Fatal(err)
+			}
+			_, err := order.NextMaxID(ctx, 100)
+			if !errors.Is(err, engine.ErrStoreReset) || !strings.Contains(err.Error(), "lost committed writes") {
+				t.Fatalf("%d: fetch after the counter went back: %v; want ErrStoreReset saying the store lost writes", i, err)
+			}
+			if a.Epoch() == old {
+				t.Fatalf("%d: the epoch was not replaced", i)
+			}
+			other, err := b.Segment("other")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.NextMaxID(ctx, 1); !errors.Is(err, engine.ErrStoreReset) {
+				t.Fatalf("%d: another store after the epoch was replaced: %v; want ErrStoreReset", i, err)
+			}
+			sleeps := clkA.Sleeps()
+			if got, err := order.NextMaxID(ctx, 100); err != nil || got != floor+100 {
+				t.Fatalf("%d: fetch after the reset: %d, %v; want %d, above the floor %d", i, got, err, floor+100, floor)
+			}
+			if clkA.Sleeps() == sleeps {
+				t.Fatalf("%d: the fetch after the reset did not wait the grace", i)
+			}
+		}
+	})
+}

@@ -17,20 +17,22 @@ const maxName = 128
 func replaceAll(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
 
 type segmentStmts struct {
-	advance, create *stmt
+	advance, create, read *stmt
 }
 
 func newSegmentStmts(s *Store) segmentStmts {
 	// $1 step, $2 now, $3 name, $4 the largest value that can still grow by
 	// step (the row is left alone rather than overflowing int64), $5 the
-	// floor, $6 the epoch. The counter is first raised to the floor.
+	// floor (a counter below it went back: the row is left alone), $6 the
+	// epoch.
 	const (
-		returning = `UPDATE {seg} SET last_max_id = {greatest}(last_max_id, $5) + $1, step = $1, last_fetch_time = $2
-WHERE name = $3 AND {greatest}(last_max_id, $5) <= $4 AND {epoch $6} RETURNING last_max_id`
+		returning = `UPDATE {seg} SET last_max_id = last_max_id + $1, step = $1, last_fetch_time = $2
+WHERE name = $3 AND last_max_id <= $4 AND last_max_id >= $5 AND {epoch $6} RETURNING last_max_id`
 		// LAST_INSERT_ID(expr) puts the new maximum into the statement's
 		// result (the OK packet's insert ID): no second query.
-		lastInsertID = `UPDATE {seg} SET last_max_id = LAST_INSERT_ID(GREATEST(last_max_id, $5) + $1), step = $1, last_fetch_time = $2
-WHERE name = $3 AND GREATEST(last_max_id, $5) <= $4 AND {epoch $6}`
+		lastInsertID = `UPDATE {seg} SET last_max_id = LAST_INSERT_ID(last_max_id + $1), step = $1, last_fetch_time = $2
+WHERE name = $3 AND last_max_id <= $4 AND last_max_id >= $5 AND {epoch $6}`
+		read = `SELECT last_max_id FROM {seg} WHERE name = $1`
 		// $1 name, $2 start, $3 now, $4 epoch.
 		insertMySQL = `INSERT IGNORE INTO {seg} (name, last_max_id, step, created_at, last_fetch_time)
 SELECT $1, $2, 0, $3, $3 FROM {meta} WHERE name = 'epoch' AND value = $4`
@@ -39,9 +41,9 @@ SELECT CAST($1 AS VARCHAR(128)), CAST($2 AS BIGINT), 0, CAST($3 AS BIGINT), CAST
 FROM {meta} WHERE name = 'epoch' AND value = $4 ON CONFLICT (name) DO NOTHING`
 	)
 	if s.cfg.Dialect == MySQL {
-		return segmentStmts{advance: s.stmt(lastInsertID), create: s.stmt(insertMySQL)}
+		return segmentStmts{advance: s.stmt(lastInsertID), create: s.stmt(insertMySQL), read: s.stmt(read)}
 	}
-	return segmentStmts{advance: s.stmt(greatest(s.cfg.Dialect, returning)), create: s.stmt(insert)}
+	return segmentStmts{advance: s.stmt(returning), create: s.stmt(insert), read: s.stmt(read)}
 }
 
 // segmentDistributor hands out ranges of one named sequence in the segment
@@ -58,8 +60,12 @@ type segmentDistributor struct {
 // Its NextMaxID advances the sequence by step and returns the new maximum:
 // the caller owns the IDs (max-step, max]. It is one statement in the
 // common case (the first fetch of a new sequence also inserts its row),
-// which checks the store's epoch and first raises the counter to the
-// highest maximum this Store ever got for the name. Database failures wrap
+// which checks the store's epoch, and the counter against the highest
+// maximum this Store ever got for the name (its floor): a counter below it
+// means the store went back without changing its epoch (restored from a
+// backup, failed over to a replica that had not received the last commits),
+// so the Store replaces the epoch, every process sees a reset, and the
+// counter is raised to the floor. Database failures wrap
 // engine.ErrStoreUnavailable; a step that would carry the sequence past the
 // largest int64 wraps engine.ErrIDOverflow; a store whose epoch changed,
 // engine.ErrStoreReset (the next fetch waits out the reset grace).
@@ -79,8 +85,9 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	for created := false; ; created = true {
-		maxID, ok, err := d.advance(ctx, step, token)
+	floor := d.s.epoch.Floor(d.name)
+	for attempt := 0; ; attempt++ {
+		maxID, ok, err := d.advance(ctx, step, floor, token)
 		if err != nil {
 			return 0, d.s.unavailable(what, err)
 		}
@@ -88,24 +95,34 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 			d.s.epoch.Raise(d.name, maxID)
 			return maxID, nil
 		}
+		// No row matched: another epoch, a missing row, a counter below
+		// the floor, or one that would overflow.
 		if err := d.s.checkEpoch(ctx, token, what); err != nil {
 			return 0, err
 		}
-		if created {
-			// The row exists (we or a racing process inserted it) yet the
-			// update refused: it would overflow.
+		var counter int64
+		found, err := d.s.seg.read.queryRow(ctx, []any{&counter}, d.name)
+		switch {
+		case err != nil:
+			return 0, d.s.unavailable(what, err)
+		case !found && floor > 0, found && counter < floor:
+			return 0, d.s.wentBack(ctx, token, what, counter, floor)
+		case found && counter > math.MaxInt64-step:
 			return 0, fmt.Errorf("%s: %s: %w: the sequence cannot grow past the largest int64", d.s.name, what, engine.ErrIDOverflow)
-		}
-		if _, err := d.s.seg.create.exec(ctx, d.name, d.s.cfg.Start, d.s.nowMillis(), token); err != nil {
-			return 0, d.s.unavailable(fmt.Sprintf("segment %q: creating it", d.name), err)
+		case found && attempt > 0:
+			return 0, d.s.unavailable(what, fmt.Errorf("the row matched no fetch (counter %d, floor %d)", counter, floor))
+		case !found:
+			if _, err := d.s.seg.create.exec(ctx, d.name, d.s.cfg.Start, d.s.nowMillis(), token); err != nil {
+				return 0, d.s.unavailable(fmt.Sprintf("segment %q: creating it", d.name), err)
+			}
 		}
 	}
 }
 
 // advance runs the one-statement fetch; ok is false when no row matched.
-func (d *segmentDistributor) advance(ctx context.Context, step int64, token string) (maxID int64, ok bool, err error) {
+func (d *segmentDistributor) advance(ctx context.Context, step, floor int64, token string) (maxID int64, ok bool, err error) {
 	st := d.s.seg.advance
-	args := []any{step, d.s.nowMillis(), d.name, math.MaxInt64 - step, d.s.epoch.Floor(d.name), token}
+	args := []any{step, d.s.nowMillis(), d.name, math.MaxInt64 - step, floor, token}
 	if d.s.cfg.Dialect != MySQL {
 		ok, err = st.queryRow(ctx, []any{&maxID}, args...)
 		return maxID, ok, err

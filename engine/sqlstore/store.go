@@ -29,24 +29,31 @@
 // the epoch now stored (creating one when there is none) and hands nothing
 // out until [Settings.ResetGrace] after that epoch's creation, so every
 // process of the forgotten epoch has noticed (its lease heartbeat fails) and
-// stopped. Each segment fetch also sends the highest maximum the Store ever
-// got for the name (its floor): the counter is raised to it before it
-// advances, and on adopting a new epoch the Store re-seeds every name it
-// used with its floor. [Open] on a store with no epoch creates one and waits
-// the grace too: a first start and a wipe look the same.
+// stopped. On adopting a new epoch the Store re-seeds every segment name it
+// used with the highest maximum it ever got for it (its floor). [Open] on a
+// store with no epoch creates one and waits the grace too: a first start and
+// a wipe look the same.
+//
+// Each segment fetch also sends its floor: a counter below it means the
+// store went back without changing its epoch (a backup restored over it, a
+// failover to a replica that had not received the last commits). The Store
+// then replaces the epoch, so every process sees a reset, and raises the
+// counter to the floor.
 //
 // # Durability
 //
 // The database's durability is the store's: a committed fetch or claim
-// survives a restart and a crash (with the database's default durable
-// commits: InnoDB innodb_flush_log_at_trx_commit=1, PostgreSQL fsync and
-// synchronous_commit on, SQLite in WAL or rollback mode with synchronous
-// FULL or NORMAL-in-WAL). A failover to a replica that had not received the
-// last commits (asynchronous replication) can hand out again what was lost;
-// the epoch does not see it (the replica has the same epoch), the floors of
-// live processes protect their own segments. Use synchronous replication
-// (PostgreSQL synchronous_commit with a synchronous standby, MariaDB
-// semi-synchronous) where a failover must not lose commits.
+// survives a restart and a crash with the databases' durable defaults
+// (InnoDB innodb_flush_log_at_trx_commit=1, PostgreSQL fsync and
+// synchronous_commit on, SQLite synchronous FULL). A failover to a replica
+// that had not received the last commits (asynchronous replication), or a
+// backup restored over the tables, keeps the epoch: it is seen as a reset
+// only when a live process that got one of the lost ranges fetches again,
+// so a lost range (or machine ID) can go out twice meanwhile, to a process
+// that started after the failover. Use synchronous replication (PostgreSQL
+// with a synchronous standby, MariaDB semi-synchronous) where a failover
+// must not lose commits, and empty the meta table after restoring a backup:
+// that makes it a plain reset.
 //
 // The package imports no driver: open the *sql.DB with any driver of the
 // three databases. SQLite: see [Open] for the connection settings.
@@ -148,6 +155,7 @@ type Store struct {
 	mach   machineStmts
 	meta   metaStmts
 	epoch  *storeepoch.State
+	one    chan struct{} // SQLite: the turn every statement takes (see stmt.turn)
 	closed atomic.Bool
 }
 
@@ -159,14 +167,16 @@ type Store struct {
 // waits [Settings.ResetGrace] so that processes still working under a
 // forgotten epoch have stopped before this one hands anything out.
 //
-// SQLite allows one writer at a time. Open the database with a busy
-// timeout, and when several processes share the file also WAL, for
-// example "file:ids.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-// with glebarez/go-sqlite or modernc.org/sqlite. Within a process the Store
-// takes SQLite's write lock up front for each of its writes (BEGIN
-// IMMEDIATE semantics are not needed: every write is one statement), and
-// callers should keep db.SetMaxOpenConns small: each pooled connection is a
-// writer that may have to wait.
+// SQLite allows one writer at a time, and its busy handler is not fair: a
+// connection waiting for the write lock polls with growing sleeps and can
+// lose it to newer writers until its busy timeout passes (SQLITE_BUSY). A
+// Store on SQLite therefore runs one statement at a time, queued in Go in
+// arrival order, so its own connections never compete for the lock; share
+// one Store per process and database file. Open the database with a busy
+// timeout for what other processes (or Stores) on the same file write, and
+// with WAL when several processes share it, for example
+// "file:ids.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" with
+// glebarez/go-sqlite or modernc.org/sqlite.
 func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	var cfg Settings
 	for _, o := range opts {
@@ -201,6 +211,7 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	s := &Store{db: db, cfg: cfg, tables: t, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, t.prefix)}
 	if cfg.Dialect == SQLite {
+		s.one = make(chan struct{}, 1)
 		if err := s.checkSQLite(ctx); err != nil {
 			return nil, err
 		}
@@ -292,6 +303,9 @@ type stmt struct {
 	db    *sql.DB
 	query string
 	order []int // MySQL: which argument each '?' takes; nil keeps the order
+	// one is the Store's SQLite turn (nil on other dialects): one statement
+	// at a time, see [Store.turn].
+	one chan struct{}
 
 	mu     sync.Mutex
 	closed bool
@@ -310,7 +324,7 @@ var (
 func (s *Store) stmt(src string) *stmt {
 	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
 	src = strings.NewReplacer("{seg}", s.tables.segment(), "{machine}", s.tables.machine(), "{meta}", s.tables.meta()).Replace(src)
-	st := &stmt{db: s.db}
+	st := &stmt{db: s.db, one: s.one}
 	switch s.cfg.Dialect {
 	case Postgres:
 		st.query = src
@@ -370,6 +384,11 @@ func (st *stmt) args(in []any) []any {
 }
 
 func (st *stmt) exec(ctx context.Context, args ...any) (sql.Result, error) {
+	release, err := st.turn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	p, err := st.prepared(ctx)
 	if err != nil {
 		return nil, err
@@ -377,9 +396,34 @@ func (st *stmt) exec(ctx context.Context, args ...any) (sql.Result, error) {
 	return p.ExecContext(ctx, st.args(args)...)
 }
 
+// turn waits for the store's SQLite turn (at once on other dialects) and
+// returns its release. SQLite runs one writer at a time and makes the others
+// wait in its busy handler, a poll whose sleeps grow to 100 ms: under a
+// steady stream of writes a waiting connection keeps losing the lock to
+// newer ones and fails with SQLITE_BUSY once the busy timeout passes, however
+// long it is. Taking turns in Go, in arrival order and honouring ctx, leaves
+// SQLite's lock to one connection of the Store at a time; the busy handler
+// only arbitrates between processes (or Stores) sharing the file.
+func (st *stmt) turn(ctx context.Context) (func(), error) {
+	if st.one == nil {
+		return func() {}, nil
+	}
+	select {
+	case st.one <- struct{}{}:
+		return func() { <-st.one }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // queryRow scans the first row into dest; it returns false, nil when the
 // statement returned no row.
 func (st *stmt) queryRow(ctx context.Context, dest []any, args ...any) (bool, error) {
+	release, err := st.turn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	p, err := st.prepared(ctx)
 	if err != nil {
 		return false, err

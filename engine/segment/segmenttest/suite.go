@@ -70,11 +70,12 @@ func Run(t *testing.T, newDistributor func(t *testing.T, name string) segment.Di
 	t.Run("Chains", s.chains)
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testContext is the context of a case: cancelled when it ends, with no
+// deadline of its own. A store on a loaded machine (two cores, the race
+// detector, SQLite committing every fetch) may take minutes for the
+// concurrent case; the suite asserts no wall-clock time, `go test -timeout`
+// bounds a hang.
+func testContext(t *testing.T) context.Context { return t.Context() }
 
 // expect calls d.NextMaxID(step) and fails unless it returns want.
 func expect(t *testing.T, ctx context.Context, d segment.Distributor, step, want int64) {
