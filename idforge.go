@@ -186,7 +186,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 // machine-ID distributor to lease from.
 func (s *Settings) resolve() (machine.Distributor, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: idforge: "+format, append([]any{engine.ErrInvalidConfig}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{engine.ErrInvalidConfig}, args...)...)
 	}
 	if s.Store != nil && reflect.ValueOf(s.Store).Kind() == reflect.Pointer && reflect.ValueOf(s.Store).IsNil() {
 		return nil, bad("Settings.Store is a nil %T", s.Store)
