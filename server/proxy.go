@@ -95,6 +95,11 @@ func (m MachineRequest) instance() machine.Instance {
 	return machine.Instance{Namespace: m.Namespace, ID: m.Instance, Stable: m.Stable}
 }
 
+// state is the machine state the request names.
+func (m MachineRequest) state() machine.State {
+	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp}
+}
+
 // proxyError maps a store error to a status and a code proxystore reads back.
 func proxyError(err error) *httpError {
 	switch {
@@ -119,6 +124,28 @@ func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
 }
 
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
+	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
+		st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, time.Duration(req.SafeGuardMillis)*time.Millisecond)
+		return MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp}, err
+	})
+}
+
+func (s *Server) handleGuard(w http.ResponseWriter, r *http.Request) {
+	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
+		return struct{}{}, s.cfg.Proxy.Guard(ctx, req.instance(), req.state())
+	})
+}
+
+func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
+	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
+		return struct{}{}, s.cfg.Proxy.Revert(ctx, req.instance(), req.state())
+	})
+}
+
+// machineCall reads a MachineRequest, runs call on the store within the
+// proxy's time bound, and answers with call's result, or with the status
+// and code of its error.
+func (s *Server) machineCall(w http.ResponseWriter, r *http.Request, call func(context.Context, MachineRequest) (any, error)) {
 	var req MachineRequest
 	if herr := readBody(w, r, &req); herr != nil {
 		herr.write(w)
@@ -126,35 +153,12 @@ func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := proxyContext(r)
 	defer cancel()
-	st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, time.Duration(req.SafeGuardMillis)*time.Millisecond)
+	resp, err := call(ctx, req)
 	if err != nil {
 		proxyError(err).write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp})
-}
-
-func (s *Server) handleGuard(w http.ResponseWriter, r *http.Request) {
-	s.machineCall(w, r, s.cfg.Proxy.Guard)
-}
-
-func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
-	s.machineCall(w, r, s.cfg.Proxy.Revert)
-}
-
-func (s *Server) machineCall(w http.ResponseWriter, r *http.Request, call func(context.Context, machine.Instance, machine.State) error) {
-	var req MachineRequest
-	if herr := readBody(w, r, &req); herr != nil {
-		herr.write(w)
-		return
-	}
-	ctx, cancel := proxyContext(r)
-	defer cancel()
-	if err := call(ctx, req.instance(), machine.State{MachineID: req.MachineID, LastTimestamp: req.LastTimestamp}); err != nil {
-		proxyError(err).write(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {

@@ -92,12 +92,12 @@ func testOptions(prefix string) []redisstore.Option {
 // killed after Open.
 func downStore(t *testing.T, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	srv := startServer(t, volatile...)
-	s, err := redisstore.Open(context.Background(), srv.client(), append(testOptions("down:"), opts...)...)
+	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
+	s, err := redisstore.Open(context.Background(), srv.Client(t), append(testOptions("down:"), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.kill()
+	srv.Kill()
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/internal/testdb"
 )
 
 // created is the creation time an epoch token records.
@@ -27,9 +28,9 @@ func created(t *testing.T, token string) time.Time {
 }
 
 // openOn opens a store on srv with the default reset grace, timed by c.
-func openOn(t *testing.T, srv *server, c clock.Clock, opts ...redisstore.Option) *redisstore.Store {
+func openOn(t *testing.T, srv *testdb.RedisServer, c clock.Clock, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.Open(t.Context(), srv.client(), append([]redisstore.Option{redisstore.Settings{
+	s, err := redisstore.Open(t.Context(), srv.Client(t), append([]redisstore.Option{redisstore.Settings{
 		Prefix: "{app}:", Clock: c, AllowVolatile: true}}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open on %v: %v", srv, err)
@@ -54,7 +55,7 @@ func waitedGrace(t *testing.T, what string, s *redisstore.Store, c *clock.Fake) 
 // range it held; a fresh store opened after the wipe waits the grace too.
 func TestVolatileRestartIsAReset(t *testing.T) {
 	ctx := t.Context()
-	srv := startServer(t, volatile...)
+	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clkA := clock.NewFake(time.Now())
 	a := openOn(t, srv, clkA)
 	// An empty store cannot be told from a wiped one: Open waited the grace.
@@ -78,8 +79,12 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.shutdownNoSave()
-	srv.restart()
+	if err := srv.ShutdownNoSave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	// A process started right after the restart: no epoch, so it creates
 	// one and waits the grace before handing anything out.
@@ -120,7 +125,7 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 // grace, is above the floor.
 func TestFirstOperationAfterWipeFails(t *testing.T) {
 	ctx := t.Context()
-	srv := startServer(t, volatile...)
+	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clk := clock.NewFake(time.Now())
 	s := openOn(t, srv, clk, redisstore.WithStart(0))
 	d := segmentOf(t, s, "order")
@@ -128,7 +133,7 @@ func TestFirstOperationAfterWipeFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.client().FlushAll(ctx).Err(); err != nil { // our own server
+	if err := srv.Client(t).FlushAll(ctx).Err(); err != nil { // our own server
 		t.Fatal(err)
 	}
 	if _, err := d.NextMaxID(ctx, 50); !errors.Is(err, engine.ErrStoreReset) {
@@ -152,7 +157,7 @@ func TestFirstOperationAfterWipeFails(t *testing.T) {
 // machine IDs and counters: no reset, no grace.
 func TestDurableCrashKeepsEpoch(t *testing.T) {
 	ctx := t.Context()
-	srv := startServer(t, durable...)
+	srv := testdb.StartRedisServer(t, testdb.RedisDurable()...)
 	var logs bytes.Buffer
 	clk := clock.NewFake(time.Now())
 	s := openOn(t, srv, clk, redisstore.Settings{Prefix: "{app}:", Clock: clk,
@@ -171,8 +176,10 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.kill()
-	srv.restart()
+	srv.Kill()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := s.Guard(ctx, inst, st); err != nil {
 		t.Fatalf("heartbeat after kill -9 and restart: %v", err)
@@ -192,8 +199,8 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 // that names it.
 func TestPersistenceCheck(t *testing.T) {
 	ctx := t.Context()
-	vol := startServer(t, volatile...)
-	_, err := redisstore.Open(ctx, vol.client(), redisstore.WithResetGrace(-1))
+	vol := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
+	_, err := redisstore.Open(ctx, vol.Client(t), redisstore.WithResetGrace(-1))
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "AllowVolatile") || !strings.Contains(err.Error(), vol.Addr()) {
 		t.Fatalf("Open on a volatile Redis: %v; want ErrInvalidConfig naming the server and AllowVolatile", err)
 	}
@@ -205,9 +212,9 @@ func TestPersistenceCheck(t *testing.T) {
 		{[]string{"--save", "", "--appendonly", "yes", "--appendfsync", "no"}, "up to about 30 s"},
 		{[]string{"--save", "3600 1", "--appendonly", "no"}, "RDB snapshots only"},
 	} {
-		srv := startServer(t, tc.args...)
+		srv := testdb.StartRedisServer(t, tc.args...)
 		var logs bytes.Buffer
-		_, err := redisstore.Open(ctx, srv.client(), redisstore.Settings{ResetGrace: -1,
+		_, err := redisstore.Open(ctx, srv.Client(t), redisstore.Settings{ResetGrace: -1,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
@@ -229,9 +236,9 @@ func TestPersistenceWithoutConfig(t *testing.T) {
 		{[]string{"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--rename-command", "CONFIG", ""}, "appendfsync unreadable"},
 		{[]string{"--save", "", "--appendonly", "no", "--rename-command", "CONFIG", ""}, "cannot be read"},
 	} {
-		srv := startServer(t, tc.args...)
+		srv := testdb.StartRedisServer(t, tc.args...)
 		var logs bytes.Buffer
-		_, err := redisstore.Open(t.Context(), srv.client(), redisstore.Settings{ResetGrace: -1,
+		_, err := redisstore.Open(t.Context(), srv.Client(t), redisstore.Settings{ResetGrace: -1,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
@@ -249,7 +256,7 @@ func TestPersistenceWithoutConfig(t *testing.T) {
 // handed out before.
 func TestSnapshotRollbackIsAReset(t *testing.T) {
 	ctx := t.Context()
-	srv := startServer(t, volatile...)
+	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
 	a, b := openOn(t, srv, clkA), openOn(t, srv, clkB)
 	old := a.Epoch()
@@ -257,7 +264,7 @@ func TestSnapshotRollbackIsAReset(t *testing.T) {
 	if _, err := order.NextMaxID(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.client().Save(ctx).Err(); err != nil { // the snapshot the restart will load
+	if err := srv.Client(t).Save(ctx).Err(); err != nil { // the snapshot the restart will load
 		t.Fatal(err)
 	}
 	var floor int64
@@ -267,8 +274,10 @@ func TestSnapshotRollbackIsAReset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.kill()
-	srv.restart()
+	srv.Kill()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	_, err := order.NextMaxID(ctx, 100)
 	if !errors.Is(err, engine.ErrStoreReset) || !strings.Contains(err.Error(), "lost acknowledged writes") {

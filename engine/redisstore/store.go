@@ -207,12 +207,9 @@ func (s *Store) createEpoch(ctx context.Context) (string, error) {
 // ready waits until the current epoch may hand things out, re-seeds the
 // segment floors after an adoption, and returns the epoch token.
 func (s *Store) ready(ctx context.Context) (string, error) {
-	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
-		return "", s.unavailable("", err)
-	}
-	token, err := s.epoch.Wait(ctx)
+	token, err := s.epoch.Ready(ctx, s.raise)
 	if err != nil {
-		return "", s.unavailable("waiting out the reset grace", err)
+		return "", s.unavailable("", err)
 	}
 	return token, nil
 }
@@ -238,22 +235,13 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // wrapping engine.ErrStoreReset.
 func (s *Store) reset(ctx context.Context, seen, current, what string) error {
 	if _, err := s.epoch.Adopt(seen, func() (string, error) { return s.createEpoch(ctx) }); err != nil {
-		return fmt.Errorf("%w (%w)", s.resetError(seen, current, what), err)
+		return fmt.Errorf("%w (%w)", s.epoch.ResetError(s.name, what, seen, current), err)
 	}
 	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
 		s.cfg.Logger.Warn("idforge: re-seeding segment floors after a store reset failed; retried before the next fetch",
 			"store", s.name, "error", err)
 	}
-	return s.resetError(seen, current, what)
-}
-
-func (s *Store) resetError(seen, current, what string) error {
-	now := "gone"
-	if current != "" {
-		now = fmt.Sprintf("replaced by %q", current)
-	}
-	return fmt.Errorf("%s: %s: %w: epoch %q is %s; nothing is handed out before %s",
-		s.name, what, engine.ErrStoreReset, seen, now, s.epoch.ReadyAt().UTC().Format(time.RFC3339Nano))
+	return s.epoch.ResetError(s.name, what, seen, current)
 }
 
 // unavailable wraps a failed command as engine.ErrStoreUnavailable, keeping

@@ -3,9 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/storeepoch"
 )
 
@@ -55,12 +53,9 @@ func (s *Store) createEpoch(ctx context.Context) (string, error) {
 // ready waits until the current epoch may hand things out, re-seeds the
 // segment floors after an adoption, and returns the epoch token.
 func (s *Store) ready(ctx context.Context) (string, error) {
-	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
-		return "", s.unavailable("after a store reset", err)
-	}
-	token, err := s.epoch.Wait(ctx)
+	token, err := s.epoch.Ready(ctx, s.raise)
 	if err != nil {
-		return "", s.unavailable("waiting out the reset grace", err)
+		return "", s.unavailable("after a store reset", err)
 	}
 	return token, nil
 }
@@ -96,21 +91,12 @@ func (s *Store) checkEpoch(ctx context.Context, token, what string) error {
 // returns an error wrapping engine.ErrStoreReset.
 func (s *Store) reset(ctx context.Context, seen, current, what string) error {
 	if _, err := s.epoch.Adopt(seen, func() (string, error) { return s.createEpoch(ctx) }); err != nil {
-		return fmt.Errorf("%w (%w)", s.resetError(seen, current, what), err)
+		return fmt.Errorf("%w (%w)", s.epoch.ResetError(s.name, what, seen, current), err)
 	}
 	// Re-seed now, before the grace ends; a failure is retried before the
 	// next fetch.
 	_ = s.epoch.Reseed(ctx, s.raise)
-	return s.resetError(seen, current, what)
-}
-
-func (s *Store) resetError(seen, current, what string) error {
-	now := "gone"
-	if current != "" {
-		now = fmt.Sprintf("replaced by %q", current)
-	}
-	return fmt.Errorf("%s: %s: %w: epoch %q is %s; nothing is handed out before %s",
-		s.name, what, engine.ErrStoreReset, seen, now, s.epoch.ReadyAt().UTC().Format(time.RFC3339Nano))
+	return s.epoch.ResetError(s.name, what, seen, current)
 }
 
 // greatest renders {greatest}: the two-argument maximum of the dialect.

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 )
 
@@ -151,10 +152,41 @@ func (s *State) Raise(name string, maxID int64) {
 	}
 }
 
+// RaiseFunc lifts the stored segment name to at least floor under the epoch
+// token; it does nothing when the stored epoch is no longer token.
+type RaiseFunc func(ctx context.Context, token, name string, floor int64) error
+
+// Ready re-seeds the floors with raise if an adoption left them pending,
+// then waits until the current epoch may hand things out, and returns its
+// token. The error says which of the two failed; the store wraps it.
+func (s *State) Ready(ctx context.Context, raise RaiseFunc) (string, error) {
+	if err := s.Reseed(ctx, raise); err != nil {
+		return "", err
+	}
+	token, err := s.Wait(ctx)
+	if err != nil {
+		return "", fmt.Errorf("waiting out the reset grace: %w", err)
+	}
+	return token, nil
+}
+
+// ResetError is the error of an operation (what) of the store named store
+// that found the epoch seen replaced by current, or gone when current is
+// "": it wraps engine.ErrStoreReset and says when the store value hands
+// things out again.
+func (s *State) ResetError(store, what, seen, current string) error {
+	now := "gone"
+	if current != "" {
+		now = fmt.Sprintf("replaced by %q", current)
+	}
+	return fmt.Errorf("%s: %s: %w: epoch %q is %s; nothing is handed out before %s",
+		store, what, engine.ErrStoreReset, seen, now, s.ReadyAt().UTC().Format(time.RFC3339Nano))
+}
+
 // Reseed calls raise for every name with its floor if the floors have not
 // been re-seeded under the current epoch; a failure leaves them pending for
 // the next call.
-func (s *State) Reseed(ctx context.Context, raise func(ctx context.Context, token, name string, floor int64) error) error {
+func (s *State) Reseed(ctx context.Context, raise RaiseFunc) error {
 	s.mu.Lock()
 	if !s.reseed {
 		s.mu.Unlock()

@@ -3,9 +3,11 @@ package storeepoch
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 )
 
@@ -67,5 +69,57 @@ func TestWaitAndAdopt(t *testing.T) {
 	}
 	if _, err := s.Adopt(fresh, func() (string, error) { return "", errors.New("down") }); err == nil {
 		t.Fatal("a failed adoption reported no error")
+	}
+}
+
+// TestReadyAndResetError: Ready re-seeds pending floors before waiting out
+// the grace, says which step failed, and the reset error names the store,
+// the operation, both epochs and when things are handed out again.
+func TestReadyAndResetError(t *testing.T) {
+	start := time.UnixMilli(1_790_000_000_000)
+	c := clock.NewFake(start)
+	s := NewState(c, 2*time.Second)
+	old := NewToken(start.Add(-time.Hour))
+	s.Set(old)
+	s.Raise("order", 500)
+	fresh := NewToken(start)
+	if _, err := s.Adopt(old, func() (string, error) { return fresh, nil }); err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("down")
+	failing := func(context.Context, string, string, int64) error { return down }
+	if _, err := s.Ready(context.Background(), failing); !errors.Is(err, down) || !strings.Contains(err.Error(), "re-seeding segment \"order\" at 500") {
+		t.Fatalf("Ready with a failing re-seed: %v; want it named and wrapping the cause", err)
+	}
+	if c.Sleeps() != 0 {
+		t.Fatalf("Ready waited (%d sleeps) although the re-seed failed", c.Sleeps())
+	}
+	var raised int64
+	raise := func(_ context.Context, _, _ string, floor int64) error { raised = floor; return nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Ready(ctx, raise); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "waiting out the reset grace") {
+		t.Fatalf("Ready on a cancelled context: %v; want the grace's wait named and context.Canceled", err)
+	}
+	if raised != 500 {
+		t.Fatalf("Ready re-seeded order at %d; want 500", raised)
+	}
+	if token, err := s.Ready(context.Background(), raise); err != nil || token != fresh || c.Now().Before(start.Add(2*time.Second)) {
+		t.Fatalf("Ready: %q, %v, clock %v; want %q after the grace", token, err, c.Now(), fresh)
+	}
+
+	for _, current := range []string{fresh, ""} {
+		err := s.ResetError("teststore", "fetching", old, current)
+		want := []string{"teststore: fetching: ", old, "before " + start.Add(2*time.Second).UTC().Format(time.RFC3339Nano)}
+		if current == "" {
+			want = append(want, "is gone")
+		} else {
+			want = append(want, "replaced by \""+fresh+"\"")
+		}
+		for _, w := range want {
+			if !errors.Is(err, engine.ErrStoreReset) || !strings.Contains(err.Error(), w) {
+				t.Errorf("ResetError(%q) = %v; want ErrStoreReset and %q", current, err, w)
+			}
+		}
 	}
 }

@@ -30,8 +30,8 @@ func BenchmarkLeaseProtection(b *testing.B) {
 	redisStore := func() idforge.Store {
 		if store == nil {
 			b := top
-			srv := startRedis(b, redisVolatile...)
-			c := redis.NewClient(&redis.Options{Addr: srv.addr()})
+			srv := testdb.StartRedisServer(b, testdb.RedisVolatile()...)
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			b.Cleanup(func() { c.Close() })
 			st, err := redisstore.Open(ctx, c, redisstore.Settings{AllowVolatile: true})
 			if err != nil {

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -36,7 +35,6 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/testdb"
 )
 
 // workerEnv holds a worker's JSON configuration; the test binary started
@@ -662,112 +660,6 @@ func compare(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-// redisProc is a redis-server process of the test's own on a free loopback
-// port, so the test may restart, empty or kill -9 it (never the shared
-// Redis on 6379).
-type redisProc struct {
-	t    testing.TB
-	port int
-	dir  string
-	args []string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// Persistence set-ups: none, and AOF with appendfsync always (the README's
-// recommendation).
-var (
-	redisVolatile = []string{"--save", "", "--appendonly", "no"}
-	redisDurable  = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
-)
-
-// startRedis starts redis-server with args; it is killed when the test ends.
-// Without redis-server the test is skipped, or fails when
-// IDFORGE_REQUIRE_SERVERS=1.
-func startRedis(t testing.TB, args ...string) *redisProc {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if testdb.Required() {
-			t.Fatalf("redis-server is required (IDFORGE_REQUIRE_SERVERS=1): %v", err)
-		}
-		t.Skipf("no redis-server to start: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &redisProc{t: t, port: port, dir: t.TempDir(), args: args}
-	s.start()
-	t.Cleanup(func() { s.kill() })
-	return s
-}
-
-func (s *redisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *redisProc) start() {
-	s.t.Helper()
-	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--daemonize", "no", "--logfile", ""}, s.args...)
-	s.cmd = exec.Command("redis-server", args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("starting redis-server: %v", err)
-	}
-	s.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.done)
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %s did not answer: %v", s.addr(), err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL, as a crash would, and waits for the process to end.
-func (s *redisProc) kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-	s.cmd = nil
-}
-
-// shutdownNoSave stops the server cleanly without writing anything.
-func (s *redisProc) shutdownNoSave() {
-	s.t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-	defer c.Close()
-	_ = c.ShutdownNoSave(context.Background()).Err() // the connection drops: no reply
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		s.t.Fatalf("redis-server on %s did not shut down", s.addr())
-	}
-	s.cmd = nil
-}
-
-// dbSize returns the number of keys the server holds.
-func (s *redisProc) dbSize() int64 {
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-	defer c.Close()
-	n, err := c.DBSize(context.Background()).Result()
-	if err != nil {
-		s.t.Fatalf("DBSIZE on %s: %v", s.addr(), err)
-	}
-	return n
 }
 
 func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }

@@ -53,14 +53,14 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 }
 
 func restartUnderLoad(t *testing.T, durable bool) {
-	args := redisVolatile
+	args := testdb.RedisVolatile()
 	if durable {
-		args = redisDurable
+		args = testdb.RedisDurable()
 	}
-	srv := startRedis(t, args...)
+	srv := testdb.StartRedisServer(t, args...)
 	ns := testdb.UniqueName("reset-")
 	fast := workerConfig{
-		Namespace: ns, Redis: srv.addr(), AllowVolatile: !durable,
+		Namespace: ns, Redis: srv.Addr(), AllowVolatile: !durable,
 		Snowflake: pace{Burst: 20, Every: time.Millisecond},
 		Chain:     pace{Burst: 20, Every: time.Millisecond},
 		ChainStep: 100,
@@ -79,12 +79,17 @@ func restartUnderLoad(t *testing.T, durable bool) {
 
 	restarted := time.Now()
 	if durable {
-		srv.kill()
-	} else {
-		srv.shutdownNoSave()
+		srv.Kill()
+	} else if err := srv.ShutdownNoSave(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	srv.start()
-	keys := srv.dbSize()
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := srv.Client(t).DBSize(t.Context()).Result()
+	if err != nil {
+		t.Fatalf("DBSIZE on %s: %v", srv.Addr(), err)
+	}
 	t.Logf("Redis restarted in %v, holding %d keys right after (durable %v)", time.Since(restarted).Round(time.Millisecond), keys, durable)
 	if durable && keys == 0 {
 		t.Errorf("the Redis restarted from its AOF holds no key")

@@ -36,7 +36,7 @@ type backend struct {
 	storeDSN    func(addr string) string
 	redisPrefix string
 	// redis is the run's own Redis server (-store redis).
-	redis *redisServer
+	redis *testdb.RedisServer
 	rows  rowsConfig
 	drop  []func(context.Context) error
 }
@@ -100,14 +100,14 @@ func newBackend(ctx context.Context, store string) (*backend, error) {
 	if store == "redis" {
 		// A Redis of the run's own, without persistence, so that the
 		// store_reset fault may empty it by restarting it.
-		srv, err := startRedisServer(ctx)
+		srv, closeSrv, err := startRedisServer(ctx)
 		if err != nil {
 			b.cleanup(ctx)
 			return nil, err
 		}
 		b.redis = srv
-		b.drop = append(b.drop, func(context.Context) error { return srv.close() })
-		b.storeAddr = srv.addr()
+		b.drop = append(b.drop, func(context.Context) error { return closeSrv() })
+		b.storeAddr = srv.Addr()
 		b.storeDSN = func(addr string) string { return addr }
 		b.redisPrefix = testdb.UniqueName("idf:torture:") + ":"
 	}

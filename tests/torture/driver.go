@@ -202,7 +202,7 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 			if d.be.redis != nil {
 				// Its own Redis is volatile: it ends with the driver.
 				d.logf("the run's Redis on %s (prefix %q) stops with the driver; its directory %s is kept",
-					d.be.redis.addr(), d.be.redisPrefix, d.be.redis.dir)
+					d.be.redis.Addr(), d.be.redisPrefix, d.be.redis.Dir())
 			}
 			return
 		}
@@ -690,7 +690,7 @@ func (d *driver) reset(ctx context.Context) {
 	d.begin("store_reset")
 	defer d.end()
 	d.proxy.Cut()
-	before, after, err := d.be.redis.reset(ctx)
+	before, after, err := resetRedis(ctx, d.be.redis)
 	d.proxy.Restore()
 	switch {
 	case err != nil:
