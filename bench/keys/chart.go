@@ -20,8 +20,8 @@ var colors = map[string]string{
 // table (the middle of each tenth) as an SVG line chart.
 func Chart(rep *Report, s *ServerReport) string {
 	const (
-		w, h                     = 860, 500
-		left, right, top, bottom = 80, 190, 50, 60
+		w, h                     = 900, 500
+		left, right, top, bottom = 80, 215, 50, 60
 	)
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	rows := float64(rep.Config.Rows)
@@ -48,9 +48,9 @@ func Chart(rep *Report, s *ServerReport) string {
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 	title := fmt.Sprintf("%s %s: inserted rows/s against rows in the table", s.Name, shortVersion(s.Version))
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
-	sub := fmt.Sprintf("GORM CreateInBatches, %d rows per INSERT; median of %d interleaved reps per tenth of %s rows; buffer pool %s",
-		rep.Config.Batch, rep.Config.Reps, thousands(rep.Config.Rows), bytesShort(s.BufferPool))
-	fmt.Fprintf(&b, `<text x="%d" y="40" fill="#555">%s</text>`+"\n", left, html.EscapeString(sub))
+	sub := fmt.Sprintf("GORM CreateInBatches of %s rows; each point: one tenth of %s rows, median of %d interleaved reps; buffer pool %s",
+		thousands(int64(rep.Config.Batch)), thousands(rep.Config.Rows), rep.Config.Reps, bytesShort(s.BufferPool))
+	fmt.Fprintf(&b, `<text x="%d" y="40" fill="#555" font-size="11">%s</text>`+"\n", left, html.EscapeString(sub))
 	// Grid and axes.
 	for y := 0.0; y <= ytop+ystep/2; y += ystep {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, float64(left)+pw, py(y), py(y))

@@ -19,7 +19,7 @@ import (
 	"github.com/idforge/idforge/idplugin"
 )
 
-// The columns every variant shares: about 100 bytes of payload and one
+// Cols are the columns every variant shares: about 100 bytes of payload and one
 // indexed column (an account, as an orders table would have), filled from
 // the same pseudo-random stream in every variant.
 type Cols struct {
