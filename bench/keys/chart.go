@@ -168,9 +168,9 @@ func Table(s *ServerReport) string {
 			thousands(int64(m.Overall)), thousands(int64(m.RowsPerS[0])), thousands(int64(m.RowsPerS[Tenths-1])),
 			m.Primary/(1<<20), m.Secondary/(1<<20), optf(m.BufferPoolReads), optf(m.PageSplits))
 	}
-	b.WriteString("\n| check | value | target | pass |\n|---|---|---|---|\n")
+	b.WriteString("\n| check | value | target | pass | note |\n|---|---|---|---|---|\n")
 	for _, c := range s.Checks {
-		fmt.Fprintf(&b, "| %s | %.3f | %s | %v |\n", c.What, c.Value, c.Target, c.Pass)
+		fmt.Fprintf(&b, "| %s | %.3f | %s | %v | %s |\n", c.What, c.Value, c.Target, c.Pass, c.Note)
 	}
 	return b.String()
 }
