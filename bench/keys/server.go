@@ -125,7 +125,7 @@ func (s *server) inspect(ctx context.Context) error {
 		}
 		s.notes = append(s.notes,
 			"primary_bytes is the primary key index and secondary_bytes the index on account_id (pg_relation_size); table_bytes is the heap; PostgreSQL's secondary entries point at the heap, not at the key",
-			"buffer_pool_reads is heap_blks_read + idx_blks_read of the table (pg_statio_user_*), index_blocks_read / _hit its indexes only; PostgreSQL does not count page splits")
+			"buffer_pool_reads is heap_blks_read + idx_blks_read of the table (pg_statio_user_*), index_blocks_read / _hit its indexes only; PostgreSQL counts every block it adds to a relation as a read too, so a table that never left shared_buffers shows about its size in blocks; it does not count page splits")
 	}
 	return nil
 }
