@@ -246,7 +246,7 @@ func runServer(ctx context.Context, cfg *Config, name string) (_ *ServerReport, 
 	}()
 	sr := &ServerReport{Name: name, Database: dbName, Version: srv.Version(), BufferPool: srv.BufferPool(), Notes: srv.Notes()}
 	for _, v := range cfg.Variants {
-		sr.Variants = append(sr.Variants, &VariantReport{Name: v, Key: descriptions[v]})
+		sr.Variants = append(sr.Variants, &VariantReport{Name: v, Key: descriptions[v], Runs: []*Trial{}})
 	}
 	cfg.logf("%s %s: database %s, %d rows × %d variants × %d reps", name, sr.Version, dbName, cfg.Rows, len(cfg.Variants), cfg.Reps)
 	for rep := 1; rep <= cfg.Reps && ctx.Err() == nil; rep++ {
