@@ -32,12 +32,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 func main() {
 	cfg := defaultConfig()
-	var servers, variants, jsonPath, svgDir string
+	var servers, variants, jsonPath, svgDir, replot string
 	flag.Int64Var(&cfg.Rows, "rows", cfg.Rows, "rows per variant and rep")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "times every variant runs, interleaved with the others")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "rows per INSERT (CreateInBatches)")
@@ -47,7 +46,20 @@ func main() {
 	flag.StringVar(&variants, "variants", strings.Join(cfg.Variants, ","), "variants, in the order they interleave")
 	flag.StringVar(&jsonPath, "json", "", "write the JSON report here (default: standard output)")
 	flag.StringVar(&svgDir, "svg", "", "write keys-<server>.svg charts into this directory")
+	flag.StringVar(&replot, "replot", "", "run nothing: read this JSON report and redraw its charts (-svg) and tables")
 	flag.Parse()
+	if replot != "" {
+		b, err := os.ReadFile(replot)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var rep Report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			log.Fatal(err)
+		}
+		output(&rep, svgDir)
+		return
+	}
 	cfg.Servers = splitList(servers)
 	cfg.Variants = splitList(variants)
 	cfg.Command = "go run ./keys " + strings.Join(os.Args[1:], " ")
@@ -55,10 +67,11 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := Run(ctx, cfg)
-	if err != nil {
-		log.Fatal(err)
+	rep, runErr := Run(ctx, cfg)
+	if rep == nil {
+		log.Fatal(runErr)
 	}
+	// A run that failed part way still writes what it measured.
 	out, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		log.Fatal(err)
@@ -69,6 +82,14 @@ func main() {
 	} else if err := os.WriteFile(jsonPath, out, 0o644); err != nil {
 		log.Fatal(err)
 	}
+	output(rep, svgDir)
+	if runErr != nil {
+		log.Fatal(runErr)
+	}
+}
+
+// output draws the charts into svgDir (if set) and prints the tables.
+func output(rep *Report, svgDir string) {
 	if svgDir != "" {
 		for _, s := range rep.Servers {
 			path := filepath.Join(svgDir, "keys-"+s.Name+".svg")
@@ -90,12 +111,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// durationOrZero keeps time.Duration's zero meaning "no limit" in messages.
-func durationOrZero(d time.Duration) string {
-	if d <= 0 {
-		return "none"
-	}
-	return d.String()
 }
