@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -29,7 +28,9 @@ import (
 //     so one store call per distance's worth of IDs at most, and between
 //     one and two distances held ahead.
 //   - It wakes every prefetch period, whenever a caller has used up about a
-//     quarter of the distance, and when a caller finds nothing ready.
+//     quarter of the distance (what it fetches is cut into segments of that
+//     size, and a caller moving the head to the next segment wakes it), and
+//     when a caller finds nothing ready.
 //   - A caller that found nothing ready is hungry: the worker doubles the
 //     distance (up to the maximum) after each hunger while the store is
 //     healthy, and halves it back, once per period, when nobody was hungry
@@ -117,27 +118,38 @@ func NewChain(d Distributor, opts ...Option) (*Chain, error) {
 // an atomic add and ignores ctx. When none are, it waits for the prefetch
 // worker until ctx ends or [WithMaxWait] passes and then returns an
 // [*ExhaustedError]. After Close it returns an error wrapping engine.ErrClosed.
+//
+// The fast path is one pointer load, the add and one compare; everything
+// else (moving the head, which also wakes the worker, and waiting) is in
+// slow. NextID cannot inline (the call to slow alone costs more than the
+// inliner's budget), so its frame is the remaining overhead over a bare
+// atomic add: go:nosplit drops the stack-bound check from it (the frame is a
+// few words and slow, an ordinary function, checks its own stack).
+//
+//go:nosplit
 func (c *Chain) NextID(ctx context.Context) (int64, error) {
 	s := c.head.Load()
-	if id, ok := c.take(s); ok {
-		return id, nil
-	}
-	if ctx == nil { // as database/sql would, rather than panic on the wait
-		ctx = context.Background()
+	if n := s.taken.Add(1); n <= s.size {
+		return s.lo + n, nil
 	}
 	return c.slow(ctx, s)
 }
 
+// take claims the next ID of s, reporting false when s is used up.
 func (c *Chain) take(s *seg) (int64, bool) {
-	id, n, ok := s.claim()
-	if ok && (s.base+n)&s.mask == 0 {
-		c.signal()
-	}
+	id, _, ok := s.claim()
 	return id, ok
 }
 
-// slow moves the head past used-up segments, or waits for the worker.
+// slow moves the head past used-up segments, or waits for the worker. s is
+// the head segment NextID found used up. Moving the head wakes the worker:
+// the worker cuts what it fetches into segments of about a quarter of the
+// prefetch distance, so callers wake it about four times per distance
+// without a check on the fast path.
 func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
+	if ctx == nil { // as database/sql would, rather than panic on the wait
+		ctx = context.Background()
+	}
 	var start time.Time
 	for {
 		if c.closed.Load() {
@@ -354,27 +366,33 @@ func (c *Chain) fetch(ctx context.Context, size, target int64) error {
 	if !c.healthy.Load() {
 		c.recovered() // before waking anyone, so they see a healthy chain
 	}
-	s := &seg{
-		lo:      max - size,
-		size:    size,
-		base:    c.tail.base + c.tail.size,
-		mask:    wakeMask(target),
-		fetched: c.cfg.clock.Now().UnixNano(),
+	// Cut the range into segments of about a quarter of the target (whole
+	// steps, at least one): every move of the head to the next segment wakes
+	// this worker, so callers wake it about four times per target. Linked
+	// first and published with one store, so callers see all or nothing.
+	step := c.cfg.step
+	piece := (target/4 + step - 1) / step * step
+	if piece < step {
+		piece = step
 	}
-	c.tail.next.Store(s)
-	c.tail = s
-	c.end.Store(s.base + s.size)
+	fetched := c.cfg.clock.Now().UnixNano()
+	base := c.tail.base + c.tail.size
+	first := &seg{lo: max - size, size: min(piece, size), base: base, fetched: fetched}
+	last := first
+	for done := last.size; done < size; done += last.size {
+		s := &seg{lo: max - size + done, size: min(piece, size-done), base: base + done, fetched: fetched}
+		last.next.Store(s)
+		last = s
+	}
+	c.tail.next.Store(first)
+	c.tail = last
+	c.end.Store(last.base + last.size)
 	c.fetches.Add(1)
 	c.mu.Lock()
 	close(c.ready)
 	c.ready = make(chan struct{})
 	c.mu.Unlock()
 	return nil
-}
-
-// wakeMask makes callers wake the worker about four times per target.
-func wakeMask(target int64) int64 {
-	return 1<<(bits.Len64(uint64(max(target/4, 1)))-1) - 1
 }
 
 func (c *Chain) fail(err error) {

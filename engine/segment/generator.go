@@ -18,12 +18,10 @@ type seg struct {
 	lo   int64
 	size int64
 	// Chain only. base is the number of IDs in the chain's earlier segments,
-	// so base+taken is the caller's position in the chain; the worker is
-	// woken whenever that position is a multiple of mask+1.
+	// so base+taken is the chain's position while s is the head.
 	base    int64
-	mask    int64
 	fetched int64 // clock Unix nanoseconds when the range arrived, for the TTL
-	_       [24]byte
+	_       [32]byte
 
 	taken   atomic.Int64
 	next    atomic.Pointer[seg]

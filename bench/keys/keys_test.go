@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// required reports whether missing servers fail instead of skipping, as in
+// the main module's internal/testdb.
+func required() bool { return os.Getenv("IDFORGE_REQUIRE_SERVERS") == "1" }
+
+// runOrSkip runs the benchmark, skipping (or failing, when servers are
+// required) if the server cannot be reached.
+func runOrSkip(tb testing.TB, cfg Config) *Report {
+	tb.Helper()
+	rep, err := Run(context.Background(), cfg)
+	if errors.Is(err, errUnavailable) {
+		if required() {
+			tb.Fatalf("server required (IDFORGE_REQUIRE_SERVERS=1): %v", err)
+		}
+		tb.Skip(err)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rep
+}
+
+// TestSmoke runs the whole benchmark with 20,000 rows per variant on each
+// server and checks the report's shape, the chart, and that the database it
+// made is gone. It checks no speed.
+func TestSmoke(t *testing.T) {
+	for _, server := range []string{"mariadb", "postgres"} {
+		t.Run(server, func(t *testing.T) {
+			cfg := defaultConfig()
+			cfg.Rows, cfg.Reps, cfg.Servers = 20_000, 1, []string{server}
+			rep := runOrSkip(t, cfg)
+			if len(rep.Servers) != 1 {
+				t.Fatalf("%d server reports, want 1", len(rep.Servers))
+			}
+			sr := rep.Servers[0]
+			if len(sr.Variants) != len(cfg.Variants) {
+				t.Fatalf("%d variants, want %d", len(sr.Variants), len(cfg.Variants))
+			}
+			size := map[string]float64{}
+			for _, v := range sr.Variants {
+				if len(v.Runs) != 1 || !v.Runs[0].Complete || v.Runs[0].Rows != cfg.Rows {
+					t.Fatalf("%s: runs %+v, want one complete run of %d rows", v.Name, v.Runs, cfg.Rows)
+				}
+				r := v.Runs[0]
+				for k, x := range r.RowsPerS {
+					if !(x > 0) {
+						t.Errorf("%s: tenth %d has rows/s %v", v.Name, k+1, x)
+					}
+				}
+				if r.Primary <= 0 || r.Secondary <= 0 || r.Table <= 0 || r.Indexes <= 0 {
+					t.Errorf("%s: sizes %+v", v.Name, r.Sizes)
+				}
+				if r.BufferPoolReads == nil {
+					t.Errorf("%s: no buffer-pool reads", v.Name)
+				}
+				if (server == "mariadb") != (r.PageSplits != nil) {
+					t.Errorf("%s: page splits %v on %s", v.Name, r.PageSplits, server)
+				}
+				if v.Median.Runs != 1 || v.Median.Primary != float64(r.Primary) {
+					t.Errorf("%s: median %+v of one run %+v", v.Name, v.Median, r)
+				}
+				size[v.Name] = v.Median.Primary
+			}
+			// Random keys split pages and leave them part empty: a sanity
+			// check that the sizes are read from the right index.
+			if size[VarUUIDv4] <= size[VarAuto] {
+				t.Errorf("UUIDv4 primary index %v bytes, not larger than AUTO_INCREMENT's %v", size[VarUUIDv4], size[VarAuto])
+			}
+			if len(sr.Checks) == 0 {
+				t.Error("no checks evaluated")
+			}
+			if _, err := json.Marshal(rep); err != nil {
+				t.Fatal(err)
+			}
+			svg := Chart(rep, sr)
+			dec := xml.NewDecoder(strings.NewReader(svg))
+			for {
+				if _, err := dec.Token(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("chart is not well-formed XML: %v", err)
+				}
+			}
+			if n := strings.Count(svg, "<polyline"); n != len(cfg.Variants) {
+				t.Errorf("chart has %d lines, want %d", n, len(cfg.Variants))
+			}
+			assertDropped(t, cfg, server, sr.Database)
+		})
+	}
+}
+
+func assertDropped(t *testing.T, cfg Config, server, name string) {
+	t.Helper()
+	driver, dsn, q := "mysql", cfg.MySQL, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?"
+	if server == "postgres" {
+		driver, dsn, q = "pgx", cfg.Postgres, "SELECT COUNT(*) FROM pg_database WHERE datname = $1"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(q, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("database %s left behind", name)
+	}
+}
+
+func TestProgressRates(t *testing.T) {
+	start := time.Now().Add(-time.Second)
+	p := newProgress(100, start)
+	p.add(45) // one batch over four tenths and a half, in about a second
+	p.lastAt = start.Add(time.Second)
+	p.add(55)
+	r := p.rates()
+	if len(r) != Tenths || p.rows() != 100 {
+		t.Fatalf("rates %v, rows %d", r, p.rows())
+	}
+	for k, x := range r {
+		if !(x > 0) {
+			t.Errorf("tenth %d: rate %v, want > 0 (interpolated within a batch)", k+1, x)
+		}
+	}
+	if r[0] < 0.9*r[3] || r[0] > 1.1*r[3] {
+		t.Errorf("tenths of one batch differ: %v", r)
+	}
+}
+
+func TestMedianAndChecks(t *testing.T) {
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median 3 1 2 = %v", m)
+	}
+	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
+		t.Errorf("median 4 1 2 3 = %v", m)
+	}
+	mk := func(name string, last, primary, secondary float64) *VariantReport {
+		rates := make([]float64, Tenths)
+		rates[Tenths-1] = last
+		return &VariantReport{Name: name, Median: Summary{Runs: 1, RowsPerS: rates, Primary: primary, Secondary: secondary}}
+	}
+	sr := &ServerReport{Variants: []*VariantReport{
+		mk(VarAuto, 100, 100, 10), mk(VarSnowflake, 96, 105, 7), mk(VarUUIDv4, 40, 200, 14), mk(VarUUIDv7, 90, 110, 14),
+	}}
+	got := map[string]Check{}
+	for _, c := range checks(sr) {
+		got[c.What] = c
+	}
+	for what, pass := range map[string]bool{
+		"snowflake / auto rows/s, last tenth":     true,
+		"snowflake / uuidv4 rows/s, last tenth":   true,
+		"snowflake / auto primary index size":     true,
+		"snowflake / uuidv7 secondary index size": true,
+	} {
+		if c, ok := got[what]; !ok || c.Pass != pass {
+			t.Errorf("check %q = %+v, want pass %v", what, c, pass)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("%d checks, want 4 (chain and fleet absent): %v", len(got), got)
+	}
+}
+
+// BenchmarkKeys inserts through the benchmark's own path, one variant per
+// sub-benchmark and one op per INSERT of 100 rows into a fresh table, and
+// reports rows/s and the bytes per row of the primary and secondary index.
+// CI runs it as a smoke (-benchtime 200x: 20,000 rows per variant); the
+// full comparison is `go run ./keys` (see main.go).
+func BenchmarkKeys(b *testing.B) {
+	const batch = 100
+	for _, server := range []string{"mariadb", "postgres"} {
+		b.Run(server, func(b *testing.B) {
+			for _, variant := range defaultConfig().Variants {
+				b.Run(variant, func(b *testing.B) {
+					cfg := defaultConfig()
+					cfg.Rows, cfg.Reps, cfg.Batch = int64(max(b.N*batch, Tenths)), 1, batch
+					cfg.Servers, cfg.Variants = []string{server}, []string{variant}
+					rep := runOrSkip(b, cfg)
+					r := rep.Servers[0].Variants[0].Runs[0]
+					b.ReportMetric(r.Seconds*1e9/float64(b.N), "ns/op")
+					b.ReportMetric(float64(r.Rows)/r.Seconds, "rows/s")
+					b.ReportMetric(float64(r.Primary)/float64(r.Rows), "primary-B/row")
+					b.ReportMetric(float64(r.Secondary)/float64(r.Rows), "secondary-B/row")
+				})
+			}
+		})
+	}
+}
