@@ -42,7 +42,7 @@ func (s *Store) Segment(name string) (segment.Distributor, error) {
 }
 
 func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, error) {
-	what := fmt.Sprintf("segment %q: fetching %d IDs", d.name, step)
+	what := fmt.Sprintf("segment %q", d.name) // the chain adds the size
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: redisstore: segment %q: step %d must be positive", engine.ErrInvalidConfig, d.name, step)
 	}

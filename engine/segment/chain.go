@@ -14,7 +14,7 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// Chain is the lock-free segment chain (CosId's SegmentChainId). It holds a
+// Chain is the lock-free segment chain. It holds a
 // linked list of fetched segments; callers take IDs from the head segment
 // with one atomic add and move to the next segment with a compare-and-swap
 // on the head pointer, so NextID costs about as much as an atomic counter and
@@ -41,7 +41,7 @@ import (
 //     from what the chain holds.
 //
 // When the chain runs dry NextID waits for the worker until ctx ends (or
-// [WithMaxWait] passes) and returns an [*ExhaustedError] naming the store's
+// [Settings].MaxWait passes) and returns an [*ExhaustedError] naming the store's
 // last error. IDs are strictly increasing per Chain and never repeated: a
 // distributor answer that goes backwards or overlaps is refused
 // ([ErrInvalidRange]). Close the chain to stop the worker.
@@ -116,7 +116,7 @@ func NewChain(d Distributor, opts ...Option) (*Chain, error) {
 
 // NextID returns the next ID. When IDs are ready (the common case) it costs
 // an atomic add and ignores ctx. When none are, it waits for the prefetch
-// worker until ctx ends or [WithMaxWait] passes and then returns an
+// worker until ctx ends or [Settings].MaxWait passes and then returns an
 // [*ExhaustedError]. After Close it returns an error wrapping engine.ErrClosed.
 //
 // The fast path is one pointer load, the add and one compare; everything

@@ -274,8 +274,8 @@ func TestChainMaxWait(t *testing.T) {
 	c := newChain(t, f, segment.WithMaxWait(20*time.Millisecond))
 	_, err := c.NextID(context.Background())
 	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, context.DeadlineExceeded) ||
-		!strings.Contains(err.Error(), "WithMaxWait(20ms)") {
-		t.Fatalf("NextID on a dry chain without a deadline: %v; want exhausted after WithMaxWait(20ms)", err)
+		!strings.Contains(err.Error(), "MaxWait 20ms") {
+		t.Fatalf("NextID on a dry chain without a deadline: %v; want exhausted after MaxWait 20ms", err)
 	}
 }
 

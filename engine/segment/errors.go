@@ -43,7 +43,7 @@ type ExhaustedError struct {
 	// slow, or a fetch is still on its way).
 	Store error
 	// Cause is what ended the wait: ctx's cause, or a context.DeadlineExceeded
-	// naming [WithMaxWait]. Nil when a refill failed without waiting.
+	// naming [Settings].MaxWait. Nil when a refill failed without waiting.
 	Cause error
 }
 

@@ -38,7 +38,7 @@ func (s *seg) claim() (id, n int64, ok bool) {
 // Generator is the single-segment generator: it serves
 // one segment at a time with an atomic add and, when the segment is used up,
 // fetches the next one synchronously. One caller fetches while the others
-// wait for it, each for as long as its ctx and [WithMaxWait] allow.
+// wait for it, each for as long as its ctx and [Settings].MaxWait allow.
 //
 // IDs are strictly increasing per Generator. Every step-th caller pays a
 // store round trip; [Chain] hides that behind a prefetch worker.
@@ -51,7 +51,7 @@ type Generator struct {
 }
 
 // New returns a single-segment generator drawing from d. Of the options,
-// WithName, WithStep, WithMaxWait and WithFetchTimeout apply; the others are
+// Name, Step, MaxWait and FetchTimeout apply; the others are
 // validated and ignored. It does not talk to the store: the first NextID does.
 func New(d Distributor, opts ...Option) (*Generator, error) {
 	cfg, err := newConfig(d, opts)
@@ -114,5 +114,5 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 }
 
 func maxWaitError(d time.Duration) error {
-	return fmt.Errorf("%w: waited WithMaxWait(%v)", context.DeadlineExceeded, d)
+	return fmt.Errorf("%w: waited MaxWait %v", context.DeadlineExceeded, d)
 }

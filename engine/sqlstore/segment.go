@@ -80,7 +80,7 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: sqlstore: segment %q: step %d, want > 0", engine.ErrInvalidConfig, d.name, step)
 	}
-	what := fmt.Sprintf("segment %q: fetching %d IDs", d.name, step)
+	what := fmt.Sprintf("segment %q", d.name) // the chain adds the size
 	token, err := d.s.ready(ctx)
 	if err != nil {
 		return 0, err
