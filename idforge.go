@@ -115,8 +115,15 @@ type Registry struct {
 	*engine.Registry
 	sf *leased.Snowflake
 
-	mu     sync.Mutex
-	chains map[string]*segment.Chain
+	mu   sync.Mutex
+	held []discarder // every chain and segment generator built, for a store reset
+}
+
+// discarder is a generator that holds IDs drawn from the store and can drop
+// them: segment.Chain and segment.Generator.
+type discarder interface {
+	engine.Generator
+	Discard(cause error)
 }
 
 // New builds a registry: it leases a machine ID (waiting out the last
@@ -128,7 +135,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{chains: map[string]*segment.Chain{}}
+	r := &Registry{}
 	r.sf, err = leased.New(ctx, leased.Settings{
 		Distributor:  dist,
 		Instance:     s.Instance,
@@ -137,7 +144,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		MaxBackwards: s.MaxBackwards,
 		Lease:        s.Lease,
 		Logger:       s.Logger,
-		OnReset:      r.discardChains,
+		OnReset:      r.discardHeld,
 	})
 	if err != nil {
 		return nil, err
@@ -148,32 +155,12 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		return nil, err
 	}
 	if s.Store != nil {
-		st, chainSettings := s.Store, s.Chain
-		chain := func(ctx context.Context, name string) (engine.Generator, error) {
-			d, err := st.Segment(name)
-			if err != nil {
-				return nil, err
-			}
-			cs := chainSettings
-			cs.Name = name
-			c, err := segment.NewChain(d, cs)
-			if err != nil {
-				return nil, err
-			}
-			r.mu.Lock()
-			r.chains[name] = c
-			r.mu.Unlock()
-			return c, nil
-		}
-		single := func(ctx context.Context, name string) (engine.Generator, error) {
-			d, err := st.Segment(name)
-			if err != nil {
-				return nil, err
-			}
-			cs := chainSettings
-			cs.Name = name
+		chain := r.segmentFactory(s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
+			return segment.NewChain(d, cs)
+		})
+		single := r.segmentFactory(s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
 			return segment.New(d, cs)
-		}
+		})
 		if err := errors.Join(r.RegisterFactory(KindChain, chain), r.RegisterFactory(KindSegment, single)); err != nil {
 			r.Close()
 			return nil, err
@@ -257,13 +244,34 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 	return dist, nil
 }
 
-// discardChains drops what every chain holds: the store was reset, so
-// another process may be handed the same ranges.
-func (r *Registry) discardChains(cause error) {
+// segmentFactory builds the generators of a segment kind: one per sequence
+// name, drawing from st, remembered for a store reset.
+func (r *Registry) segmentFactory(st Store, cs segment.Settings,
+	build func(segment.Distributor, segment.Settings) (discarder, error)) engine.Factory {
+	return func(ctx context.Context, name string) (engine.Generator, error) {
+		d, err := st.Segment(name)
+		if err != nil {
+			return nil, err
+		}
+		cs.Name = name
+		g, err := build(d, cs)
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.held = append(r.held, g)
+		r.mu.Unlock()
+		return g, nil
+	}
+}
+
+// discardHeld drops what every chain and segment generator holds: the store
+// was reset, so another process may be handed the same ranges.
+func (r *Registry) discardHeld(cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.chains {
-		c.Discard(cause)
+	for _, g := range r.held {
+		g.Discard(cause)
 	}
 }
 
@@ -279,9 +287,11 @@ func (r *Registry) Snowflake() *leased.Snowflake { return r.sf }
 func (r *Registry) Chains() map[string]*segment.Chain {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]*segment.Chain, len(r.chains))
-	for name, c := range r.chains {
-		out[name] = c
+	out := map[string]*segment.Chain{}
+	for _, g := range r.held {
+		if c, ok := g.(*segment.Chain); ok {
+			out[c.Name()] = c
+		}
 	}
 	return out
 }

@@ -174,14 +174,18 @@ func (r *resetStore) Guard(ctx context.Context, in machine.Instance, st machine.
 	return r.store.Guard(ctx, in, st)
 }
 
-// When the lease sees the store was reset, every chain drops what it holds
-// at once, even one whose caller never fetches again: another process may be
-// handed the same ranges.
+// When the lease sees the store was reset, every chain and segment generator
+// drops what it holds at once, even one whose caller never fetches again:
+// another process may be handed the same ranges.
 func TestStoreResetDiscardsChains(t *testing.T) {
 	ctx := context.Background()
 	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segmenttest.NewFake()}}
 	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 20 * time.Millisecond}})
 	first, err := reg.NextID(ctx, idforge.KindChain, "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstSingle, err := reg.NextID(ctx, idforge.KindSegment, "invoice") // holds the rest of a 1,000-ID segment
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +204,14 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 	}
 	if got := chain.Stats().Discarded; got < held {
 		t.Fatalf("after the reset the chain still holds IDs: discarded %d of %d", got, held)
+	}
+	reg.Chains() // waits until the discard has gone through every generator
+	single, err := reg.NextID(ctx, idforge.KindSegment, "invoice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if single < firstSingle+segment.DefaultStep {
+		t.Fatalf("after the reset the segment generator served %d from the segment it held (first %d)", single, firstSingle)
 	}
 	// The next ID comes from a new fetch, above everything held before.
 	id, err := reg.NextID(ctx, idforge.KindChain, "order")

@@ -249,6 +249,9 @@ func (c *Chain) Discard(cause error) {
 	c.cfg.logger.Warn("segment: dropped the IDs the chain held", "name", c.cfg.name, "dropped", dropped, "cause", cause)
 }
 
+// Name returns the sequence name given in [Settings].Name.
+func (c *Chain) Name() string { return c.cfg.name }
+
 // Stats is a snapshot of a chain's prefetching, for monitoring and tests.
 type Stats struct {
 	// Step is the number of IDs per segment.

@@ -77,6 +77,15 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	return g.refill(ctx, s)
 }
 
+// Discard drops the IDs left in the current segment, at once: the next
+// caller fetches a fresh one. The root registry calls it when the store was
+// reset ([engine.ErrStoreReset]). IDs claimed before Discard stay served.
+func (g *Generator) Discard(cause error) {
+	s := g.cur.Load()
+	s.taken.Add(s.size) // every later add lands past size
+	g.cfg.logger.Warn("segment: dropped the rest of the current segment", "name", g.cfg.name, "cause", cause)
+}
+
 func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 	start := time.Now()
 	if g.cfg.maxWait > 0 {
