@@ -262,12 +262,6 @@ func (s *Snowflake) MachineID() int64 {
 	return -1
 }
 
-// Layout returns the generator's bit layout.
-func (s *Snowflake) Layout() snowflake.Layout { return s.set.Layout }
-
-// Instance returns who holds the lease.
-func (s *Snowflake) Instance() machine.Instance { return s.set.Instance }
-
 // Lost counts the leases lost and replaced so far.
 func (s *Snowflake) Lost() int64 { return s.lost.Load() }
 

@@ -476,9 +476,11 @@ func (l *Lease) Close() error {
 		// (a lease closed before its generator started, say because the
 		// clock was too far back, must not lower that).
 		now := l.cfg.clock.Now().UnixMilli()
-		last := l.newest(now)
+		var last int64
 		if l.cfg.source != nil {
 			last = max(now, l.state.LastTimestamp, l.cfg.source())
+		} else {
+			last = l.newest(now)
 		}
 		st := State{MachineID: l.state.MachineID, LastTimestamp: last}
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
