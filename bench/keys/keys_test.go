@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -150,30 +151,54 @@ func TestMedianAndChecks(t *testing.T) {
 	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
 		t.Errorf("median 4 1 2 3 = %v", m)
 	}
-	mk := func(name string, last, primary, secondary float64) *VariantReport {
-		rates := make([]float64, Tenths)
-		rates[Tenths-1] = last
-		return &VariantReport{Name: name, Median: Summary{Runs: 1, RowsPerS: rates, Primary: primary, Secondary: secondary}}
+	// lasts are the last tenth's rows/s of reps 1, 2, 3.
+	mk := func(name string, primary, secondary float64, lasts ...float64) *VariantReport {
+		v := &VariantReport{Name: name}
+		for i, last := range lasts {
+			rates := make([]float64, Tenths)
+			rates[Tenths-1] = last
+			v.Runs = append(v.Runs, &Trial{Rep: i + 1, Complete: true, RowsPerS: rates})
+		}
+		v.Median = summarize(v.Runs)
+		v.Median.Primary, v.Median.Secondary = primary, secondary
+		return v
 	}
+	// The machine's speed moves from rep to rep: the snowflake's ratios to
+	// auto within each rep (1.04, 0.96, 0.75) have the median 0.96 and pass,
+	// although the ratio of the medians (90/100) would not.
 	sr := &ServerReport{Variants: []*VariantReport{
-		mk(VarAuto, 100, 100, 10), mk(VarSnowflake, 96, 105, 7), mk(VarUUIDv4, 40, 200, 14), mk(VarUUIDv7, 90, 110, 14),
+		mk(VarAuto, 100, 10, 100, 50, 120),
+		mk(VarSnowflake, 105, 7, 104, 48, 90),
+		mk(VarFleet, 105, 7, 50, 100, 118),
+		mk(VarUUIDv4, 200, 14, 40, 20, 60),
+		mk(VarUUIDv7, 110, 14, 90, 45, 110),
 	}}
 	got := map[string]Check{}
 	for _, c := range checks(sr) {
 		got[c.What] = c
 	}
-	for what, pass := range map[string]bool{
-		"snowflake / auto rows/s, last tenth":     true,
-		"snowflake / uuidv4 rows/s, last tenth":   true,
-		"snowflake / auto primary index size":     true,
-		"snowflake / uuidv7 secondary index size": true,
+	for what, want := range map[string]struct {
+		value float64
+		pass  bool
+	}{
+		"snowflake / auto rows/s, last tenth":     {0.96, true},
+		"snowflake / uuidv4 rows/s, last tenth":   {2.4, true},
+		"snowflake / auto primary index size":     {1.05, true},
+		"snowflake / uuidv7 secondary index size": {0.5, true},
+		"fleet / auto rows/s, last tenth":         {0.983, true},
 	} {
-		if c, ok := got[what]; !ok || c.Pass != pass {
-			t.Errorf("check %q = %+v, want pass %v", what, c, pass)
+		if c, ok := got[what]; !ok || c.Pass != want.pass || math.Abs(c.Value-want.value) > 0.001 {
+			t.Errorf("check %q = %+v, want value %v pass %v", what, c, want.value, want.pass)
 		}
 	}
-	if len(got) != 4 {
-		t.Errorf("%d checks, want 4 (chain and fleet absent): %v", len(got), got)
+	if c := got["snowflake / auto rows/s, last tenth"]; !strings.Contains(c.Note, "median of 3 per-rep ratios (0.750–1.040); ratio of the medians 0.900") {
+		t.Errorf("snowflake note %q: want the paired ratios' range and the ratio of the medians", c.Note)
+	}
+	if c := got["fleet / auto rows/s, last tenth"]; !strings.Contains(c.Note, "not a target") {
+		t.Errorf("fleet note %q: want that it is not a target", c.Note)
+	}
+	if len(got) != 8 {
+		t.Errorf("%d checks, want 8 (snowflake and fleet; chain absent): %v", len(got), got)
 	}
 }
 

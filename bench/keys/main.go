@@ -46,7 +46,7 @@ func main() {
 	flag.StringVar(&variants, "variants", strings.Join(cfg.Variants, ","), "variants, in the order they interleave")
 	flag.StringVar(&jsonPath, "json", "", "write the JSON report here (default: standard output)")
 	flag.StringVar(&svgDir, "svg", "", "write keys-<server>.svg charts into this directory")
-	flag.StringVar(&replot, "replot", "", "run nothing: read this JSON report and redraw its charts (-svg) and tables")
+	flag.StringVar(&replot, "replot", "", "run nothing: read this JSON report, evaluate its checks again and redraw its charts (-svg) and tables")
 	flag.Parse()
 	if replot != "" {
 		b, err := os.ReadFile(replot)
@@ -56,6 +56,12 @@ func main() {
 		var rep Report
 		if err := json.Unmarshal(b, &rep); err != nil {
 			log.Fatal(err)
+		}
+		for _, sr := range rep.Servers {
+			sr.Checks = checks(sr)
+		}
+		if jsonPath != "" {
+			writeJSON(&rep, jsonPath)
 		}
 		output(&rep, svgDir)
 		return
@@ -72,19 +78,24 @@ func main() {
 		log.Fatal(runErr)
 	}
 	// A run that failed part way still writes what it measured.
+	writeJSON(rep, jsonPath)
+	output(rep, svgDir)
+	if runErr != nil {
+		log.Fatal(runErr)
+	}
+}
+
+// writeJSON writes the report to path, or to standard output if path is "".
+func writeJSON(rep *Report, path string) {
 	out, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		log.Fatal(err)
 	}
 	out = append(out, '\n')
-	if jsonPath == "" {
+	if path == "" {
 		os.Stdout.Write(out)
-	} else if err := os.WriteFile(jsonPath, out, 0o644); err != nil {
+	} else if err := os.WriteFile(path, out, 0o644); err != nil {
 		log.Fatal(err)
-	}
-	output(rep, svgDir)
-	if runErr != nil {
-		log.Fatal(runErr)
 	}
 }
 
