@@ -565,6 +565,37 @@ func TestLeaseReservation(t *testing.T) {
 	}
 }
 
+// TestLeaseCleanCloseLeavesNoReservation: a lease that knows the generator's
+// newest timestamp gives the ID back with that, not with the reservation its
+// heartbeats stored, so a successor after a clean stop does not wait ~1 s.
+func TestLeaseCleanCloseLeavesNoReservation(t *testing.T) {
+	clk := newTestClock()
+	p := &probe{Distributor: machinetest.NewMemory(clk)}
+	t0 := clk.ms()
+	used := t0 + 100 // the newest timestamp the generator issued
+	opts := []machine.Option{machine.WithClock(clk), machine.WithSafeGuard(time.Minute),
+		machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second),
+		machine.WithTimestampSource(func() int64 { return used })}
+	l := acquire(t, p, instA, opts...)
+	clk.beat(t) // at t0+300ms: reserves up to t0+1300ms
+	if got := p.lastTS.Load(); got != t0+1300 {
+		t.Fatalf("the heartbeat stored %d, want the reservation %d", got, t0+1300)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := machine.Acquire(t.Context(), p, instA, machine.WithClock(clk), machine.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	// Close ran at t0+300ms, after the last ID (t0+100).
+	if got := next.State().LastTimestamp; next.MachineID() != l.MachineID() || got != t0+300 {
+		t.Fatalf("successor got machine ID %d waiting out %d; want ID %d and %d (the close, not the reservation %d)",
+			next.MachineID(), got, l.MachineID(), t0+300, t0+1300)
+	}
+}
+
 func TestLeaseReservationValidation(t *testing.T) {
 	mem := machinetest.NewMemory(newTestClock())
 	for _, opts := range [][]machine.Option{

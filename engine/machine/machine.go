@@ -84,8 +84,11 @@ type Distributor interface {
 	// after inst was silent for safeGuard, Guard changes nothing and returns
 	// an error wrapping engine.ErrMachineIDLost.
 	Guard(ctx context.Context, inst Instance, st State) error
-	// Revert gives the machine ID back when inst stops, raising the stored
-	// last timestamp to st.LastTimestamp for whoever takes the ID next. An
+	// Revert gives the machine ID back when inst stops, storing
+	// st.LastTimestamp for whoever takes the ID next. It may be below what
+	// Guard stored: the caller passes at least the newest timestamp it
+	// used, so a clean stop leaves no reservation to wait out (a Lease
+	// passes its reservations too unless it has a TimestampSource). An
 	// unstable inst releases the ID; a stable one keeps holding it. If inst
 	// does not hold st.MachineID, Revert changes nothing (it must never free
 	// the new holder's ID) and returns an error wrapping

@@ -55,9 +55,10 @@
 // last timestamp before this call (0 for a new number): the generator waits
 // until its clock passes it. Guard raises the stored timestamp to the one it
 // is given if the instance still holds the ID, else fails with
-// engine.ErrMachineIDLost. Revert raises it to the generator's last
-// timestamp and frees the ID of an unstable instance; a stable one keeps it.
-// Stored timestamps never go down.
+// engine.ErrMachineIDLost; it never lowers the stored timestamp. Revert
+// stores the timestamp it is given (the newest one the generator used, which
+// may be below what Guard reserved) and frees the ID of an unstable instance;
+// a stable one keeps it.
 //
 // "now" is read from [Settings.Clock] (default clock.System) and passed into
 // the scripts, so every instance judges expiry by its own clock and tests can

@@ -79,8 +79,8 @@ func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.Sta
 	return s.own(ctx, guardScript, "heartbeat", inst, st)
 }
 
-// Revert gives st.MachineID back, raising the stored last timestamp to
-// st.LastTimestamp for the next holder. A stable instance keeps holding the
+// Revert gives st.MachineID back, storing st.LastTimestamp for the next
+// holder (even below what Guard stored: see [machine.Distributor]). A stable instance keeps holding the
 // ID for its next start. If inst no longer holds the ID Revert changes
 // nothing and returns an error wrapping engine.ErrMachineIDLost (or
 // engine.ErrStoreReset when the store's epoch changed).

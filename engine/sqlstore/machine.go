@@ -79,8 +79,11 @@ SELECT $1, $2, $3, $4, $5, 0, $5, 0, 0 FROM {meta} WHERE name = 'epoch' AND valu
 WHERE namespace = $2 AND machine_id = $3 AND instance_id = $4 AND {epoch $5}`
 		// $1 keep (stable), $2 last timestamp, $3 now, $4 namespace,
 		// $5 machine ID, $6 instance, $7 epoch.
+		// Revert stores $2 as it is, even below what Guard raised: the
+		// owner's last word covers every ID it issued, and a clean close
+		// need not leave its reservation for the next holder to wait out.
 		revert = `UPDATE {machine} SET instance_id = CASE WHEN $1 THEN instance_id END,
-last_timestamp = {greatest}(last_timestamp, $2), revert_time = $3, version = version + 1
+last_timestamp = $2, revert_time = $3, version = version + 1
 WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6 AND {epoch $7}`
 	)
 	stmt := func(src string) *stmt { return s.stmt(greatest(s.cfg.Dialect, src)) }
@@ -248,7 +251,8 @@ func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.Sta
 }
 
 // Revert gives inst's machine ID back, saving st.LastTimestamp for the next
-// owner: an unstable instance frees the row, a stable one keeps it. If the
+// owner (even below what Guard stored: see [machine.Distributor]): an
+// unstable instance frees the row, a stable one keeps it. If the
 // row no longer belongs to inst it returns an error wrapping
 // engine.ErrMachineIDLost (or engine.ErrStoreReset when the store's epoch
 // changed).

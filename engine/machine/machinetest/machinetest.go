@@ -50,7 +50,8 @@ func init() { nonce.Store(time.Now().UnixNano()) }
 // namespaces are independent (Namespaces); Guard raises the stored timestamp
 // and never lowers it, and fails with ErrMachineIDLost for IDs not held
 // (GuardRaisesTimestamp); an unstable instance's Revert frees its ID with the
-// reverted timestamp for the next holder (RevertFreesUnstable); an ID silent
+// reverted timestamp for the next holder, even below what Guard stored
+// (RevertFreesUnstable); an ID silent
 // for the safe-guard is reclaimed, and its old holder's Guard, Revert and
 // Distribute neither succeed nor disturb the new holder (ExpiredIsReclaimed);
 // 16 instances racing for 8 expired IDs: 8 get distinct ones, 8 overflow
@@ -290,8 +291,10 @@ func testRevert(e *env) {
 	sts := e.fill("a", 1<<bits, bits)
 	a, late := e.inst("a0"), e.inst("late")
 	e.overflow(late, bits)
+	// The heartbeat reserved 5 s ahead; the clean stop used only 3 s of it,
+	// and the next holder must wait out those, not the reservation.
 	e.guard(a, machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 5_000})
-	reverted := machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 7_000}
+	reverted := machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 3_000}
 	e.revert(a, reverted)
 
 	got := e.distribute(late, bits)

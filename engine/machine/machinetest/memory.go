@@ -103,7 +103,8 @@ func (m *Memory) Guard(_ context.Context, inst machine.Instance, st machine.Stat
 	return nil
 }
 
-// Revert raises the ID's last timestamp and frees it, unless inst is stable.
+// Revert stores the ID's last timestamp, even below what Guard raised it to,
+// and frees the ID unless inst is stable.
 func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -111,7 +112,7 @@ func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.Sta
 	if err != nil {
 		return err
 	}
-	r.last = max(r.last, st.LastTimestamp)
+	r.last = st.LastTimestamp
 	if !inst.Stable {
 		r.holder = ""
 	}
