@@ -9,7 +9,9 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/sqlstore"
 )
 
 // workerEnv holds a worker's JSON configuration; the test binary started
@@ -52,11 +55,16 @@ type workerConfig struct {
 	Name      string
 	Namespace string
 	// Redis is the address of the redisstore store; "" for none (then
-	// MachineID is the fixed machine ID, machine.Manual).
+	// SQLDSN, else MachineID is the fixed machine ID, machine.Manual).
 	Redis         string
 	Prefix        string
 	AllowVolatile bool
-	MachineID     int64
+	// SQLDriver and SQLDSN open an engine/sqlstore store whose tables the
+	// parent created.
+	SQLDriver, SQLDSN string
+	MachineID         int64
+	// Layout is the snowflake layout (zero: snowflake.Default).
+	Layout snowflake.Layout
 	// NoReservation sets Lease.Reservation to -1 (the control: protection off).
 	NoReservation bool
 	// ClockOffset is added to the system clock: the root Settings.Clock.
@@ -70,6 +78,14 @@ type workerConfig struct {
 	Snowflake, Chain pace
 	// ChainStep is the chain's segment size (default segment.DefaultStep).
 	ChainStep int64
+	// CloseWhileIssuing makes "quit" close the registry while the
+	// generators are still drawn from, and stop drawing only then: Close
+	// races NextID calls in flight.
+	CloseWhileIssuing bool
+	// StepBackAtQuit steps the clock back by this much on "quit", before
+	// the registry is closed: the generator has then used timestamps ahead
+	// of the clock Close reads.
+	StepBackAtQuit time.Duration
 }
 
 type pace struct {
@@ -105,12 +121,12 @@ func TestWorkerProcess(t *testing.T) {
 	os.Exit(code) // no testing output on stdout
 }
 
-// offsetClock is the system clock shifted by a fixed offset.
-type offsetClock struct{ off time.Duration }
+// offsetClock is the system clock shifted by an offset (nanoseconds).
+type offsetClock struct{ off atomic.Int64 }
 
-func (c offsetClock) Now() time.Time  { return time.Now().Add(c.off) }
-func (c offsetClock) UnixNano() int64 { return time.Now().UnixNano() + int64(c.off) }
-func (c offsetClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *offsetClock) Now() time.Time  { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *offsetClock) UnixNano() int64 { return time.Now().UnixNano() + c.off.Load() }
+func (c *offsetClock) Sleep(ctx context.Context, d time.Duration) error {
 	return clock.System.Sleep(ctx, d)
 }
 
@@ -153,9 +169,11 @@ func runWorker(cfg workerConfig) int {
 		close(goCh)
 	}
 
-	clk := offsetClock{off: cfg.ClockOffset}
+	clk := &offsetClock{}
+	clk.off.Store(int64(cfg.ClockOffset))
 	set := idforge.Settings{
 		Namespace: cfg.Namespace,
+		Layout:    cfg.Layout,
 		Clock:     clk,
 		Logger:    logger,
 		Chain:     segment.Settings{Step: cfg.ChainStep, MaxWait: 500 * time.Millisecond},
@@ -163,7 +181,8 @@ func runWorker(cfg workerConfig) int {
 	if cfg.NoReservation {
 		set.Lease.Reservation = -1
 	}
-	if cfg.Redis != "" {
+	switch {
+	case cfg.Redis != "":
 		c := redis.NewClient(&redis.Options{Addr: cfg.Redis, MaxRetries: -1, PoolSize: 4,
 			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 		defer c.Close()
@@ -181,7 +200,26 @@ func runWorker(cfg workerConfig) int {
 			}
 		}
 		set.Store = st
-	} else {
+	case cfg.SQLDSN != "":
+		db, err := sql.Open(cfg.SQLDriver, cfg.SQLDSN)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "worker: %v\n", err)
+			return 2
+		}
+		defer db.Close()
+		var st *sqlstore.Store
+		for {
+			if st, err = sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk}); err == nil {
+				break
+			}
+			logger.Warn("opening the store, retrying", "err", err)
+			if clock.System.Sleep(ctx, 100*time.Millisecond) != nil {
+				return 1
+			}
+		}
+		defer st.Close()
+		set.Store = st
+	default:
 		set.Machine = machine.Manual(cfg.MachineID)
 	}
 
@@ -224,7 +262,19 @@ func runWorker(cfg workerConfig) int {
 		sawSeen = map[string]bool{}
 	)
 	machID.Store(reg.MachineID())
+	seqBits := snowflake.Default.SequenceBits
+	if cfg.Layout != (snowflake.Layout{}) {
+		seqBits = cfg.Layout.SequenceBits
+	}
+	// The generators are drawn from until "quit", or with CloseWhileIssuing
+	// until the registry was closed after it.
+	issuing, stopIssuing := ctx, context.CancelFunc(func() {})
+	if cfg.CloseWhileIssuing {
+		issuing, stopIssuing = context.WithCancel(context.Background())
+	}
+	defer stopIssuing()
 	loop := func(gen string, g engine.Generator, p pace) {
+		ctx := issuing // not the worker's: see CloseWhileIssuing
 		defer wg.Done()
 		var (
 			buf      []byte
@@ -265,7 +315,7 @@ func runWorker(cfg workerConfig) int {
 				}
 				failing = false
 				// A run is consecutive IDs of one tick and machine ID.
-				if n > 0 && id == first+n && (gen != genSnowflake || id>>snowflake.Default.SequenceBits == first>>snowflake.Default.SequenceBits) {
+				if n > 0 && id == first+n && (gen != genSnowflake || id>>seqBits == first>>seqBits) {
 					n++
 				} else {
 					if n > 0 {
@@ -306,6 +356,12 @@ func runWorker(cfg workerConfig) int {
 		wg.Add(1)
 		go loop(genChain, g, cfg.Chain)
 	}
+	<-ctx.Done()
+	clk.off.Add(-int64(cfg.StepBackAtQuit))
+	if cfg.CloseWhileIssuing {
+		reg.Close()
+		stopIssuing()
+	}
 	wg.Wait()
 	var discarded int64
 	if ch != nil {
@@ -341,6 +397,8 @@ func refusalClass(err error) string {
 		{"clock_backwards", engine.ErrClockBackwards},
 		{"segment_exhausted", engine.ErrSegmentExhausted},
 		{"store_unavailable", engine.ErrStoreUnavailable},
+		{"machine_id_overflow", engine.ErrMachineIDOverflow},
+		{"closed", engine.ErrClosed},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name
@@ -363,6 +421,8 @@ type workerProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan struct{} // closed when it exited and its output was read
+
+	layout snowflake.Layout // of its snowflake IDs
 
 	mu       sync.Mutex
 	waiting  bool
@@ -391,7 +451,7 @@ func startWorker(t *testing.T, cfg workerConfig, extraEnv ...string) *workerProc
 	cmd.Env = append(append(os.Environ(), workerEnv+"="+string(js)), extraEnv...)
 	// Die with the test binary, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &workerProc{name: cfg.Name, cmd: cmd, done: make(chan struct{}), machine: -1,
+	p := &workerProc{name: cfg.Name, layout: cmp.Or(cfg.Layout, snowflake.Default), cmd: cmd, done: make(chan struct{}), machine: -1,
 		runs: map[string][]idRun{}, issued: map[string]int64{}, lastSeen: map[string]time.Time{}}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -629,9 +689,13 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 	}
 	rep.duplicates = rep.issued - covered
 	if gen == genSnowflake {
+		layout := snowflake.Default
+		if len(procs) > 0 {
+			layout = procs[0].layout
+		}
 		byTick := map[[2]int64]string{}
 		for _, r := range runs {
-			parts, err := snowflake.Default.Decode(r.first)
+			parts, err := layout.Decode(r.first)
 			if err != nil {
 				continue
 			}
