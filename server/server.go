@@ -145,8 +145,10 @@ func New(cfg Config) (*Server, error) {
 
 func (s *Server) routes() {
 	m := s.mux
-	m.HandleFunc("GET /v1/ids", s.handleSnowflake)
-	m.HandleFunc("GET /v1/ids/{chain}", s.handleChain)
+	// Drawing IDs is a side effect: the ID routes take GET alone, where a
+	// "GET" pattern would take HEAD too.
+	m.HandleFunc("/v1/ids", getOnly(s.handleSnowflake))
+	m.HandleFunc("/v1/ids/{chain}", getOnly(s.handleChain))
 	m.HandleFunc("GET /v1/decode/{id}", s.handleDecode)
 	m.HandleFunc("GET /v1/layout", s.handleLayout)
 	m.HandleFunc("GET /healthz", s.handleHealth)
@@ -205,8 +207,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(rec, r)
 		switch {
 		case rec.code == http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", rec.header.Get("Allow"))
-			writeError(w, rec.code, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
+			methodNotAllowed(w, r, rec.header.Get("Allow"))
 		case rec.code >= 300 && rec.code < 400:
 			w.Header().Set("Location", rec.header.Get("Location"))
 			writeError(w, rec.code, "redirect", "see "+rec.header.Get("Location"))
@@ -216,6 +217,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// methodNotAllowed answers 405 naming the methods allowed.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+}
+
+// getOnly answers every method but GET with 405.
+func getOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, http.MethodGet)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // statusOnly records the status and headers of the mux's own error replies.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
@@ -222,6 +223,34 @@ func TestBadRequests(t *testing.T) {
 		}
 		if res.StatusCode == 405 && res.Header.Get("Allow") == "" {
 			t.Errorf("%s %s: 405 without Allow", c.method, c.target)
+		}
+	}
+}
+
+// HEAD draws no IDs: the ID routes refuse it like any method but GET, and
+// the read-only routes answer it.
+func TestHead(t *testing.T) {
+	var drawn atomic.Int64
+	count := engine.GeneratorFunc(func(context.Context) (int64, error) { return drawn.Add(1), nil })
+	reg := engine.NewRegistry()
+	reg.Register(KindSnowflake, "", count)
+	reg.RegisterFactory(KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
+	s := newTestServer(t, func(c *Config) { c.Provider = reg })
+	for _, target := range []string{"/v1/ids", "/v1/ids?count=5", "/v1/ids/order"} {
+		for _, method := range []string{"HEAD", "POST"} {
+			res, body := do(t, s, method, target)
+			var e errorBody
+			if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" || json.Unmarshal([]byte(body), &e) != nil || e.Code != "method_not_allowed" {
+				t.Errorf("%s %s: %d, Allow %q, %s; want 405, Allow GET and a JSON error", method, target, res.StatusCode, res.Header.Get("Allow"), body)
+			}
+		}
+	}
+	if n := drawn.Load(); n != 0 {
+		t.Errorf("HEAD and POST drew %d IDs", n)
+	}
+	for _, target := range []string{"/healthz", "/readyz", "/v1/layout", "/v1/decode/1"} {
+		if res, _ := do(t, s, "HEAD", target); res.StatusCode != 200 {
+			t.Errorf("HEAD %s: %d, want 200", target, res.StatusCode)
 		}
 	}
 }
