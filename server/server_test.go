@@ -158,6 +158,28 @@ func TestFormatsAndText(t *testing.T) {
 	}
 }
 
+// A radix ID decoded without ?format= is refused with a message that says
+// how to name its format, and no refusal quotes strconv.
+func TestDecodeErrors(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, body := do(t, s, "GET", "/v1/ids?format=radix62")
+	id := decodeIDs(t, body)[0]
+	for target, want := range map[string]string{
+		"/v1/decode/" + id:                     `id "` + id + `": not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36`,
+		"/v1/decode/" + id + "?format=decimal": `id "` + id + `": not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36`,
+		"/v1/decode/99999999999999999999":      `id "99999999999999999999": outside the 64-bit range`,
+	} {
+		res, body := do(t, s, "GET", target)
+		var e errorBody
+		if res.StatusCode != 400 || json.Unmarshal([]byte(body), &e) != nil || e.Code != "bad_id" || e.Error != want {
+			t.Errorf("GET %s: %d %s, want 400 bad_id %q", target, res.StatusCode, body, want)
+		}
+	}
+	if res, body := do(t, s, "GET", "/v1/decode/"+id+"?format=radix62"); res.StatusCode != 200 {
+		t.Errorf("decode with ?format=radix62: %d %s", res.StatusCode, body)
+	}
+}
+
 func TestChains(t *testing.T) {
 	s := newTestServer(t, nil)
 	var all []string

@@ -19,6 +19,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/server"
 )
 
 func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -218,6 +219,13 @@ func TestHelp(t *testing.T) {
 	out, _, code = runArgs(t, "help", "gen")
 	if code != 0 || !strings.Contains(out, "-machine") || !strings.Contains(out, "usage: idforge gen") {
 		t.Errorf("help gen: exit %d\n%s", code, out)
+	}
+	// serve's help lists the ID formats and how decode takes radix IDs.
+	out, _, code = runArgs(t, "help", "serve")
+	for _, want := range append([]string{"IDFORGE_TOKENS_FILE", "?format=radix62"}, server.Formats...) {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("help serve: exit %d, %q missing from\n%s", code, want, out)
+		}
 	}
 	_, errOut, code := runArgs(t, "gen", "-h")
 	if code != 0 || !strings.Contains(errOut, "-format") {
