@@ -45,6 +45,16 @@ type serveOptions struct {
 	layout                                           *enumFlag
 	proxy                                            bool
 	shutdown                                         time.Duration
+	fromEnv                                          map[string]string // flag name → the variable that set it
+}
+
+// source names what set flag name, as the user wrote it: -name, or the
+// environment variable.
+func (o *serveOptions) source(name string) string {
+	if env, ok := o.fromEnv[name]; ok {
+		return env
+	}
+	return "-" + name
 }
 
 func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
@@ -64,7 +74,8 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}
-		if err := applyEnv(fs, os.Getenv); err != nil {
+		var err error
+		if o.fromEnv, err = applyEnv(fs, os.Getenv); err != nil {
 			return err
 		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -73,20 +84,23 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	}
 }
 
-// applyEnv sets each flag not given on the command line from its environment variable.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+// applyEnv sets each flag not given on the command line from its
+// environment variable, and returns the variable of each flag it set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) (map[string]string, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	set := map[string]string{}
 	for _, e := range serveEnv {
 		v := getenv(e.env)
 		if v == "" || given[e.flag] {
 			continue
 		}
 		if err := fs.Set(e.flag, v); err != nil {
-			return usagef("%s=%q: %v", e.env, v, err)
+			return nil, usagef("%s=%q: %v", e.env, v, err)
 		}
+		set[e.flag] = e.env
 	}
-	return nil
+	return set, nil
 }
 
 // loopback reports whether host names only this machine.
@@ -125,6 +139,13 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 			log.Warn("idforge serve: listening beyond loopback without -tokens: anyone who can connect draws IDs", "addr", o.addr)
 		}
 	}
+	// Listen before taking a machine ID: a port in use or a bad address
+	// fails here, having taken nothing.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return usagef("%s: %v", o.source("addr"), err)
+	}
+	defer ln.Close() // for the failures before Serve, which closes it otherwise
 	var chains []string
 	for c := range strings.SplitSeq(o.chains, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -135,7 +156,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, o.store, wd)
+	st, err := openStore(ctx, o.store, o.source("store"), wd)
 	if err != nil {
 		return err
 	}
@@ -190,10 +211,6 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	h, err := server.New(cfg)
 	if err != nil {
 		return usageError{err}
-	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return usagef("--addr: %v", err)
 	}
 	srv := server.NewHTTPServer(o.addr, h)
 	fmt.Fprintf(stdout, "idforge serve: listening on http://%s (machine ID %d, namespace %s, store %s)\n",

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -129,8 +131,12 @@ func TestServeFlagsAndEnv(t *testing.T) {
 	setupServe(fs)
 	fs.Parse([]string{"-namespace", "cli"})
 	env := map[string]string{"IDFORGE_NAMESPACE": "env", "IDFORGE_LAYOUT": "jssafe", "IDFORGE_CHAINS": "a,b", "IDFORGE_PROXY": "true"}
-	if err := applyEnv(fs, func(k string) string { return env[k] }); err != nil {
+	fromEnv, err := applyEnv(fs, func(k string) string { return env[k] })
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := map[string]string{"layout": "IDFORGE_LAYOUT", "chains": "IDFORGE_CHAINS", "proxy": "IDFORGE_PROXY"}; !maps.Equal(fromEnv, want) {
+		t.Errorf("applyEnv set %v, want %v", fromEnv, want)
 	}
 	for name, want := range map[string]string{"namespace": "cli", "layout": "jssafe", "chains": "a,b", "proxy": "true", "addr": "127.0.0.1:8080"} {
 		if got := fs.Lookup(name).Value.String(); got != want {
@@ -140,20 +146,57 @@ func TestServeFlagsAndEnv(t *testing.T) {
 	env["IDFORGE_LAYOUT"] = "nosuch"
 	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
 	setupServe(fs)
-	if err := applyEnv(fs, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "IDFORGE_LAYOUT") {
+	if _, err := applyEnv(fs, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "IDFORGE_LAYOUT") {
 		t.Errorf("bad IDFORGE_LAYOUT: %v", err)
 	}
 
-	for _, args := range [][]string{
-		{"serve", "-store", "ftp://nowhere"},
-		{"serve", "-tokens", "/nonexistent/tokens"},
-		{"serve", "-chains", "bad name"},
-		{"serve", "extra"},
-		{"serve", "-proxy", "-addr", "0.0.0.0:0"},
+	for _, tt := range []struct {
+		args     []string
+		storeEnv string
+		want     string
+	}{
+		{[]string{"serve", "-addr", "127.0.0.1:0", "-store", "ftp://nowhere"}, "", `idforge serve: -store "ftp://nowhere": want a redis:// URL`},
+		{[]string{"serve", "-addr", "127.0.0.1:0"}, "ftp://nowhere", `idforge serve: IDFORGE_STORE "ftp://nowhere": want a redis:// URL`},
+		{[]string{"serve", "-tokens", "/nonexistent/tokens"}, "", "tokens file"},
+		{[]string{"serve", "-addr", "127.0.0.1:0", "-chains", "bad name"}, "", `chain name "bad name"`},
+		{[]string{"serve", "extra"}, "", "unexpected arguments"},
+		{[]string{"serve", "-proxy", "-addr", "0.0.0.0:0"}, "", "give -tokens"},
 	} {
 		t.Chdir(t.TempDir())
-		if _, errOut, code := runArgs(t, args...); code != 2 {
-			t.Errorf("%q: exit %d, want 2: %s", args, code, errOut)
+		t.Setenv("IDFORGE_STORE", tt.storeEnv)
+		if _, errOut, code := runArgs(t, tt.args...); code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q IDFORGE_STORE=%q: exit %d, %q; want exit 2 and %q", tt.args, tt.storeEnv, code, errOut, tt.want)
+		}
+	}
+}
+
+// A port in use or a bad address fails before the store is opened (no
+// idforge.db appears, no machine ID is taken), naming -addr or the variable
+// that set it.
+func TestServeListenFirst(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tt := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"serve", "-addr", busy.Addr().String()}, "", "idforge serve: -addr: listen tcp " + busy.Addr().String()},
+		{[]string{"serve", "-addr", "nonsense"}, "", "idforge serve: -addr: listen tcp: address nonsense"},
+		{[]string{"serve"}, busy.Addr().String(), "idforge serve: IDFORGE_ADDR: listen tcp " + busy.Addr().String()},
+	} {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		t.Setenv("IDFORGE_ADDR", tt.env)
+		_, errOut, code := runArgs(t, tt.args...)
+		if code != 2 || !strings.HasPrefix(errOut, tt.want) {
+			t.Errorf("%q IDFORGE_ADDR=%q: exit %d, %q; want exit 2 and %q", tt.args, tt.env, code, errOut, tt.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, defaultStoreFile)); err == nil {
+			t.Errorf("%q IDFORGE_ADDR=%q: the store was opened before listening", tt.args, tt.env)
 		}
 	}
 }
