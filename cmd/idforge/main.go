@@ -32,8 +32,9 @@
 // (yyyyMMddHHmmssSSS-machine-sequence, UTC). decode reads decimal and friendly
 // IDs without -format.
 //
-// The exit status is 0 on success, 2 for a bad command line or a bad ID, 1
-// when generating or writing fails. gen issues IDs for one machine ID in one
+// The exit status is 0 on success, 2 for a bad command line (flags, IDFORGE_*
+// variables, a configuration the store refuses) or a bad ID, 1 when
+// generating, serving or writing fails. gen issues IDs for one machine ID in one
 // process: two processes running gen with the same -machine at the same time
 // can issue the same IDs.
 package main
@@ -48,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/server"
 )
 
@@ -120,7 +122,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "idforge %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), "idforge: "))
-	if errors.As(err, new(usageError)) {
+	// A configuration the library refuses came from the flags or the
+	// environment: a bad command line too.
+	if errors.As(err, new(usageError)) || errors.Is(err, engine.ErrInvalidConfig) {
 		return 2
 	}
 	return 1

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server"
 	"github.com/idforge/idforge/server/statepage"
@@ -43,8 +43,8 @@ var serveEnv = []struct{ flag, env string }{
 type serveOptions struct {
 	addr, store, namespace, instance, chains, tokens string
 	layout                                           *enumFlag
-	proxy                                            bool
-	shutdown                                         time.Duration
+	proxy                                            *bool
+	shutdown                                         *time.Duration
 	fromEnv                                          map[string]string // flag name → the variable that set it
 }
 
@@ -68,8 +68,10 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
 	fs.StringVar(&o.chains, "chains", "", "comma-separated chain `names` callers may draw from; empty admits any name, up to 256 [IDFORGE_CHAINS]")
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
-	fs.BoolVar(&o.proxy, "proxy", false, "serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
-	fs.DurationVar(&o.shutdown, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests [IDFORGE_SHUTDOWN_TIMEOUT]")
+	o.proxy = parsedVar(fs, "proxy", false, strconv.ParseBool, "want true or false",
+		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
+	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, time.ParseDuration, "want a duration such as 10s",
+		"how long SIGTERM waits for in-flight requests, a `duration` such as 10s [IDFORGE_SHUTDOWN_TIMEOUT]")
 	return func(ctx context.Context, args []string, stdout io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
@@ -128,11 +130,11 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	var tokens *server.Tokens
 	if o.tokens != "" {
 		if tokens, err = server.ReadTokens(o.tokens); err != nil {
-			return usageError{err}
+			return err
 		}
 	}
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && !loopback(host) {
-		if o.proxy && tokens == nil {
+		if *o.proxy && tokens == nil {
 			return usagef("-proxy on %s, beyond loopback, hands out machine IDs and segments to anyone who can connect: give -tokens", o.addr)
 		}
 		if tokens == nil {
@@ -166,9 +168,6 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	col := metrics.New(metrics.Options{Layout: layout})
 	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
 	if err != nil {
-		if errors.Is(err, engine.ErrInvalidConfig) {
-			return usageError{err}
-		}
 		return err
 	}
 	col.Watch(reg)
@@ -205,12 +204,12 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 			return nil
 		},
 	}
-	if o.proxy {
+	if *o.proxy {
 		cfg.Proxy = st.store
 	}
 	h, err := server.New(cfg)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	srv := server.NewHTTPServer(o.addr, h)
 	fmt.Fprintf(stdout, "idforge serve: listening on http://%s (machine ID %d, namespace %s, store %s)\n",
@@ -226,7 +225,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	case <-ctx.Done():
 	}
 	log.Info("idforge serve: shutting down: finishing in-flight requests, then reverting the machine ID")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdown)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *o.shutdown)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

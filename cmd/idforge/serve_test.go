@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/proxystore"
 )
 
@@ -143,11 +144,22 @@ func TestServeFlagsAndEnv(t *testing.T) {
 			t.Errorf("-%s = %q, want %q", name, got, want)
 		}
 	}
-	env["IDFORGE_LAYOUT"] = "nosuch"
-	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
-	setupServe(fs)
-	if _, err := applyEnv(fs, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "IDFORGE_LAYOUT") {
-		t.Errorf("bad IDFORGE_LAYOUT: %v", err)
+	for k, want := range map[string]string{
+		"IDFORGE_LAYOUT":           `IDFORGE_LAYOUT="nosuch": want one of default, second, jssafe, jssafe-second`,
+		"IDFORGE_SHUTDOWN_TIMEOUT": `IDFORGE_SHUTDOWN_TIMEOUT="nosuch": want a duration such as 10s`,
+		"IDFORGE_PROXY":            `IDFORGE_PROXY="nosuch": want true or false`,
+	} {
+		fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+		setupServe(fs)
+		bad := func(v string) string {
+			if v == k {
+				return "nosuch"
+			}
+			return ""
+		}
+		if _, err := applyEnv(fs, bad); err == nil || err.Error() != want {
+			t.Errorf("%s=nosuch: %v, want %s", k, err, want)
+		}
 	}
 
 	for _, tt := range []struct {
@@ -167,6 +179,26 @@ func TestServeFlagsAndEnv(t *testing.T) {
 		if _, errOut, code := runArgs(t, tt.args...); code != 2 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%q IDFORGE_STORE=%q: exit %d, %q; want exit 2 and %q", tt.args, tt.storeEnv, code, errOut, tt.want)
 		}
+	}
+}
+
+// A Redis without persistence is a configuration error, exit 2 like the
+// others, and the message names the URL option that accepts it.
+func TestServeVolatileRedis(t *testing.T) {
+	vol := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
+	t.Chdir(t.TempDir())
+	url := "redis://" + vol.Addr() + "/0"
+	_, errOut, code := runArgs(t, "serve", "-addr", "127.0.0.1:0", "-store", url)
+	if code != 2 || !strings.Contains(errOut, "add ?allow_volatile=1 to the -store URL") || strings.Contains(errOut, "Settings") {
+		t.Errorf("volatile Redis: exit %d, %q; want exit 2 and the URL option", code, errOut)
+	}
+	_, errOut, code = runArgs(t, "serve", "-addr", "127.0.0.1:0", "-store", url+"?prefix={}")
+	if code != 2 || !strings.Contains(errOut, "empty hash tag") || strings.Contains(errOut, "allow_volatile") {
+		t.Errorf("bad prefix: exit %d, %q; want exit 2 and no word of allow_volatile", code, errOut)
+	}
+	_, stop := startServe(t, "", "-store", url+"?allow_volatile=1")
+	if code := stop(); code != 0 {
+		t.Errorf("with ?allow_volatile=1: exit %d", code)
 	}
 }
 

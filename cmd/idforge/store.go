@@ -88,8 +88,10 @@ func openStore(ctx context.Context, spec, src, dir string) (*openedStore, error)
 		st, err := redisstore.Open(octx, client, rs)
 		if err != nil {
 			client.Close()
-			if errors.Is(err, engine.ErrInvalidConfig) && !rs.AllowVolatile {
-				err = fmt.Errorf("%w (add ?allow_volatile=1 to the URL to accept that)", err)
+			if errors.Is(err, redisstore.ErrVolatile) { // its message names the Go setting
+				err = fmt.Errorf("%w: %s (appendonly no, no save rules): a restart forgets every machine ID and segment handed out;"+
+					" run it with appendonly yes and appendfsync always, or add ?allow_volatile=1 to the %s URL to accept that",
+					redisstore.ErrVolatile, opts.Addr, src)
 			}
 			return nil, err
 		}
