@@ -172,8 +172,11 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	}
 	col.Watch(reg)
 	defer func() {
+		id := reg.MachineID()
 		if cerr := reg.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("revert the machine ID: %w", cerr))
+			err = errors.Join(err, fmt.Errorf("give machine ID %d back: %w", id, cerr))
+		} else if id >= 0 { // -1: the lease was lost, nothing to give back
+			log.Info("idforge serve: machine ID given back", "machine_id", id)
 		}
 	}()
 
@@ -224,7 +227,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("idforge serve: shutting down: finishing in-flight requests, then reverting the machine ID")
+	log.Info("idforge serve: shutting down: finishing in-flight requests, then giving the machine ID back")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *o.shutdown)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

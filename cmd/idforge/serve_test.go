@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -244,12 +245,15 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	start := func() (*exec.Cmd, string, int) {
+	// start returns the process, its address, its machine ID and its
+	// stderr, to read once it has exited.
+	start := func() (*exec.Cmd, string, int, *bytes.Buffer) {
 		cmd := exec.Command(bin, "serve")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "IDFORGE_ADDR=127.0.0.1:0", "IDFORGE_NAMESPACE=sigterm")
 		out, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -260,14 +264,15 @@ func TestServeSIGTERM(t *testing.T) {
 				var id int
 				fmt.Sscan(m[2], &id)
 				go io.Copy(io.Discard, out)
-				return cmd, m[1], id
+				return cmd, m[1], id, &stderr
 			}
 		}
-		t.Fatal("serve printed no address")
-		return nil, "", 0
+		cmd.Wait()
+		t.Fatalf("serve printed no address: %s", stderr.String())
+		return nil, "", 0, nil
 	}
-	a, baseA, idA := start()
-	_, _, idB := start()
+	a, baseA, idA, stderrA := start()
+	_, _, idB, _ := start()
 	if idA == idB {
 		t.Fatalf("two servers on machine ID %d", idA)
 	}
@@ -311,13 +316,16 @@ func TestServeSIGTERM(t *testing.T) {
 	close(stopLoad)
 	wg.Wait()
 	if err != nil {
-		t.Fatalf("serve after SIGTERM: %v", err)
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderrA)
+	}
+	if want := fmt.Sprintf(`msg="idforge serve: machine ID given back" machine_id=%d`, idA); !strings.Contains(stderrA.String(), want) {
+		t.Errorf("the log after SIGTERM lacks %s:\n%s", want, stderrA)
 	}
 	if answered == 0 || broken > 0 {
 		t.Fatalf("%d whole answers, %d broken", answered, broken)
 	}
 	// The reverted ID is free for the next instance.
-	_, _, idC := start()
+	_, _, idC, _ := start()
 	if idC != idA {
 		t.Fatalf("after SIGTERM the next server got machine ID %d, want the reverted %d", idC, idA)
 	}
