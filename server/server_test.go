@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -359,6 +361,65 @@ func TestUnavailable(t *testing.T) {
 	res, body = do(t, s, "GET", "/v1/ids/x")
 	if res.StatusCode != 503 || !strings.Contains(body, `"code":"internal"`) {
 		t.Fatalf("panic: %d %s", res.StatusCode, body)
+	}
+}
+
+// Unclean paths are redirected to the clean one in JSON, not the mux's HTML.
+func TestUncleanPaths(t *testing.T) {
+	s := newTestServer(t, nil)
+	for target, loc := range map[string]string{
+		"//v1/ids":              "/v1/ids",
+		"/v1/../v1/ids?count=2": "/v1/ids?count=2",
+		"/v1/./ids/order":       "/v1/ids/order",
+		"/v1//decode/1":         "/v1/decode/1",
+		"//nothing":             "/nothing",
+	} {
+		res, body := do(t, s, "GET", target)
+		var e errorBody
+		if res.StatusCode != 307 || res.Header.Get("Location") != loc || json.Unmarshal([]byte(body), &e) != nil || e.Code != "redirect" {
+			t.Errorf("GET %s: %d, Location %q, %s; want a JSON 307 to %s", target, res.StatusCode, res.Header.Get("Location"), body, loc)
+		}
+	}
+}
+
+// What net/http refuses before the server sees it gets net/http's plain
+// text, as the README says; everything else is JSON.
+func TestRefusedByNetHTTP(t *testing.T) {
+	s := newTestServer(t, nil)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = NewHTTPServer("", s)
+	ts.Start()
+	defer ts.Close()
+	host := "Host: x\r\n"
+	for _, tt := range []struct {
+		request string
+		status  int
+		json    bool
+	}{
+		{"garbage\r\n\r\n", 400, false},
+		{"GET /v1/ids HTTP/1.1\r\n\r\n", 400, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "Bad Header: y\r\n\r\n", 400, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "X: " + strings.Repeat("a", 19<<10) + "\r\n\r\n", 200, true},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "X: " + strings.Repeat("a", 21<<10) + "\r\n\r\n", 431, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "Transfer-Encoding: gzip\r\n\r\n", 501, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "Expect: nothing\r\n\r\n", 417, false},
+		{"GET /v1/ids HTTP/2.0\r\n" + host + "\r\n", 505, false},
+		{"GET /v1/ids?count=x HTTP/1.1\r\n" + host + "\r\n", 400, true},
+	} {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(tt.request))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%.60q: %v", tt.request, err)
+		}
+		isJSON := res.Header.Get("Content-Type") == "application/json"
+		if res.StatusCode != tt.status || isJSON != tt.json {
+			t.Errorf("%.60q: %d %s, want %d, JSON %v", tt.request, res.StatusCode, res.Header.Get("Content-Type"), tt.status, tt.json)
+		}
+		c.Close()
 	}
 }
 
