@@ -121,8 +121,9 @@ func TestServeDefaultStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, defaultStoreFile)); err != nil {
 		t.Fatal(err)
 	}
-	// A second run on the same file continues the chain after the first's ranges.
-	base, _ = startServe(t, dir)
+	// A second run on the same file, in another namespace, continues the
+	// chain after the first's ranges: chains are per store (README).
+	base, _ = startServe(t, dir, "-namespace", "other")
 	if code := getJSON(t, base+"/v1/ids/order", &ids); code != 200 || ids.IDs[0] == "1" {
 		t.Fatalf("chain after restart: %d %v", code, ids)
 	}
