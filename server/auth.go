@@ -25,7 +25,8 @@ type Tokens struct {
 // ReadTokens reads a tokens file: one caller a line, "name token" (separated
 // by white space) or a bare token (named after its line number); blank lines
 // and lines starting with # are skipped. Tokens shorter than 16 bytes are
-// refused. An empty file is an error: it would lock every caller out.
+// refused. An empty file is an error: it would lock every caller out. Every
+// error wraps engine.ErrInvalidConfig.
 func ReadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {

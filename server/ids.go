@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -340,14 +341,14 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var id int64
-	var err error
 	if f.f != nil {
-		id, err = f.f.Parse(raw)
-	} else {
-		id, err = engine.Decimal{}.Parse(raw)
-	}
-	if err != nil {
-		badRequest("bad_id", "%v", truncate(err.Error(), 200)).write(w)
+		var err error
+		if id, err = f.f.Parse(raw); err != nil {
+			badRequest("bad_id", "%v", truncate(err.Error(), 200)).write(w)
+			return
+		}
+	} else if id, herr = parseDecimal(raw); herr != nil {
+		herr.write(w)
 		return
 	}
 	p, err := s.cfg.Layout.Decode(id)
@@ -362,6 +363,19 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 		Sequence:  p.Sequence,
 		Friendly:  s.cfg.Layout.Friendly(p.ID),
 	})
+}
+
+// parseDecimal reads a decimal ID. A digit-only string may be a radix ID
+// too, so the format is never guessed: the refusal says how to name it.
+func parseDecimal(raw string) (int64, *httpError) {
+	id, err := strconv.ParseInt(raw, 10, 64)
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, strconv.ErrRange):
+		return 0, badRequest("bad_id", "id %.80q: outside the 64-bit range", raw)
+	}
+	return 0, badRequest("bad_id", "id %.80q: not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36", raw)
 }
 
 func truncate(s string, n int) string {

@@ -19,8 +19,12 @@
 // Responses are JSON unless the client accepts text/plain more than
 // application/json, in which case ID lists are one ID a line. Every request
 // the server refuses gets a 4xx status and a JSON body {"error": "...",
-// "code": "..."}; a store or clock that cannot serve gives 503. Handlers never
-// answer 500: a panic is recovered into a 503 and logged.
+// "code": "..."}, and an unclean path a JSON 307 to the clean one; a store or
+// clock that cannot serve gives 503. Handlers never answer 500: a panic is
+// recovered into a 503 and logged. What net/http refuses before the handler
+// runs (a malformed request, no Host, headers over the server's limit, an
+// unknown Transfer-Encoding or HTTP version, an unmet Expect) gets
+// net/http's plain-text answer.
 package server
 
 import (
@@ -29,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -145,8 +150,10 @@ func New(cfg Config) (*Server, error) {
 
 func (s *Server) routes() {
 	m := s.mux
-	m.HandleFunc("GET /v1/ids", s.handleSnowflake)
-	m.HandleFunc("GET /v1/ids/{chain}", s.handleChain)
+	// Drawing IDs is a side effect: the ID routes take GET alone, where a
+	// "GET" pattern would take HEAD too.
+	m.HandleFunc("/v1/ids", getOnly(s.handleSnowflake))
+	m.HandleFunc("/v1/ids/{chain}", getOnly(s.handleChain))
 	m.HandleFunc("GET /v1/decode/{id}", s.handleDecode)
 	m.HandleFunc("GET /v1/layout", s.handleLayout)
 	m.HandleFunc("GET /healthz", s.handleHealth)
@@ -163,7 +170,8 @@ func (s *Server) routes() {
 }
 
 // ServeHTTP routes the request. Requests no route takes get a JSON 404, or
-// 405 with an Allow header; a panic in a handler becomes a JSON 503.
+// 405 with an Allow header, unclean paths a JSON 307 to the clean one; a
+// panic in a handler becomes a JSON 503.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -197,25 +205,62 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The mux redirects unclean paths (//v1/ids, /v1/../v1/ids) to the
+	// clean one, in HTML: redirect in JSON instead. It leaves CONNECT's alone.
+	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect {
+		if loc := cleanPath(p); loc != p {
+			if r.URL.RawQuery != "" {
+				loc += "?" + r.URL.RawQuery
+			}
+			w.Header().Set("Location", loc)
+			writeError(w, http.StatusTemporaryRedirect, "redirect", "see "+loc)
+			return
+		}
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
-		// No route: let the mux decide between 404, 405 and a redirect,
-		// and answer in JSON instead of its plain text.
+		// No route: let the mux decide between 404 and 405, and answer in
+		// JSON instead of its plain text.
 		rec := &statusOnly{header: http.Header{}}
 		h.ServeHTTP(rec, r)
-		switch {
-		case rec.code == http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", rec.header.Get("Allow"))
-			writeError(w, rec.code, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
-		case rec.code >= 300 && rec.code < 400:
-			w.Header().Set("Location", rec.header.Get("Location"))
-			writeError(w, rec.code, "redirect", "see "+rec.header.Get("Location"))
-		default:
+		if rec.code == http.StatusMethodNotAllowed {
+			methodNotAllowed(w, r, rec.header.Get("Allow"))
+		} else {
 			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 		}
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is the canonical form of the escaped path p, which the mux
+// redirects to: no empty, "." or ".." elements, the trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// methodNotAllowed answers 405 naming the methods allowed.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+}
+
+// getOnly answers every method but GET with 405.
+func getOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, http.MethodGet)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // statusOnly records the status and headers of the mux's own error replies.
@@ -336,7 +381,7 @@ func generatorError(err error) *httpError {
 // NewHTTPServer returns an http.Server for h on addr with the timeouts and
 // header limit `idforge serve` uses: 5 s to read the headers, 10 s for the
 // whole request, 30 s to write the answer, 2 min idle keep-alive, 16 KiB of
-// headers.
+// headers (net/http reads 4 KiB more before it answers 431).
 func NewHTTPServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,

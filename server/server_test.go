@@ -1,14 +1,17 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
@@ -157,6 +160,28 @@ func TestFormatsAndText(t *testing.T) {
 	}
 }
 
+// A radix ID decoded without ?format= is refused with a message that says
+// how to name its format, and no refusal quotes strconv.
+func TestDecodeErrors(t *testing.T) {
+	s := newTestServer(t, nil)
+	_, body := do(t, s, "GET", "/v1/ids?format=radix62")
+	id := decodeIDs(t, body)[0]
+	for target, want := range map[string]string{
+		"/v1/decode/" + id:                     `id "` + id + `": not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36`,
+		"/v1/decode/" + id + "?format=decimal": `id "` + id + `": not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36`,
+		"/v1/decode/99999999999999999999":      `id "99999999999999999999": outside the 64-bit range`,
+	} {
+		res, body := do(t, s, "GET", target)
+		var e errorBody
+		if res.StatusCode != 400 || json.Unmarshal([]byte(body), &e) != nil || e.Code != "bad_id" || e.Error != want {
+			t.Errorf("GET %s: %d %s, want 400 bad_id %q", target, res.StatusCode, body, want)
+		}
+	}
+	if res, body := do(t, s, "GET", "/v1/decode/"+id+"?format=radix62"); res.StatusCode != 200 {
+		t.Errorf("decode with ?format=radix62: %d %s", res.StatusCode, body)
+	}
+}
+
 func TestChains(t *testing.T) {
 	s := newTestServer(t, nil)
 	var all []string
@@ -222,6 +247,34 @@ func TestBadRequests(t *testing.T) {
 		}
 		if res.StatusCode == 405 && res.Header.Get("Allow") == "" {
 			t.Errorf("%s %s: 405 without Allow", c.method, c.target)
+		}
+	}
+}
+
+// HEAD draws no IDs: the ID routes refuse it like any method but GET, and
+// the read-only routes answer it.
+func TestHead(t *testing.T) {
+	var drawn atomic.Int64
+	count := engine.GeneratorFunc(func(context.Context) (int64, error) { return drawn.Add(1), nil })
+	reg := engine.NewRegistry()
+	reg.Register(KindSnowflake, "", count)
+	reg.RegisterFactory(KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
+	s := newTestServer(t, func(c *Config) { c.Provider = reg })
+	for _, target := range []string{"/v1/ids", "/v1/ids?count=5", "/v1/ids/order"} {
+		for _, method := range []string{"HEAD", "POST"} {
+			res, body := do(t, s, method, target)
+			var e errorBody
+			if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" || json.Unmarshal([]byte(body), &e) != nil || e.Code != "method_not_allowed" {
+				t.Errorf("%s %s: %d, Allow %q, %s; want 405, Allow GET and a JSON error", method, target, res.StatusCode, res.Header.Get("Allow"), body)
+			}
+		}
+	}
+	if n := drawn.Load(); n != 0 {
+		t.Errorf("HEAD and POST drew %d IDs", n)
+	}
+	for _, target := range []string{"/healthz", "/readyz", "/v1/layout", "/v1/decode/1"} {
+		if res, _ := do(t, s, "HEAD", target); res.StatusCode != 200 {
+			t.Errorf("HEAD %s: %d, want 200", target, res.StatusCode)
 		}
 	}
 }
@@ -308,6 +361,65 @@ func TestUnavailable(t *testing.T) {
 	res, body = do(t, s, "GET", "/v1/ids/x")
 	if res.StatusCode != 503 || !strings.Contains(body, `"code":"internal"`) {
 		t.Fatalf("panic: %d %s", res.StatusCode, body)
+	}
+}
+
+// Unclean paths are redirected to the clean one in JSON, not the mux's HTML.
+func TestUncleanPaths(t *testing.T) {
+	s := newTestServer(t, nil)
+	for target, loc := range map[string]string{
+		"//v1/ids":              "/v1/ids",
+		"/v1/../v1/ids?count=2": "/v1/ids?count=2",
+		"/v1/./ids/order":       "/v1/ids/order",
+		"/v1//decode/1":         "/v1/decode/1",
+		"//nothing":             "/nothing",
+	} {
+		res, body := do(t, s, "GET", target)
+		var e errorBody
+		if res.StatusCode != 307 || res.Header.Get("Location") != loc || json.Unmarshal([]byte(body), &e) != nil || e.Code != "redirect" {
+			t.Errorf("GET %s: %d, Location %q, %s; want a JSON 307 to %s", target, res.StatusCode, res.Header.Get("Location"), body, loc)
+		}
+	}
+}
+
+// What net/http refuses before the server sees it gets net/http's plain
+// text, as the README says; everything else is JSON.
+func TestRefusedByNetHTTP(t *testing.T) {
+	s := newTestServer(t, nil)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = NewHTTPServer("", s)
+	ts.Start()
+	defer ts.Close()
+	host := "Host: x\r\n"
+	for _, tt := range []struct {
+		request string
+		status  int
+		json    bool
+	}{
+		{"garbage\r\n\r\n", 400, false},
+		{"GET /v1/ids HTTP/1.1\r\n\r\n", 400, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "Bad Header: y\r\n\r\n", 400, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "X: " + strings.Repeat("a", 19<<10) + "\r\n\r\n", 200, true},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "X: " + strings.Repeat("a", 21<<10) + "\r\n\r\n", 431, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "Transfer-Encoding: gzip\r\n\r\n", 501, false},
+		{"GET /v1/ids HTTP/1.1\r\n" + host + "Expect: nothing\r\n\r\n", 417, false},
+		{"GET /v1/ids HTTP/2.0\r\n" + host + "\r\n", 505, false},
+		{"GET /v1/ids?count=x HTTP/1.1\r\n" + host + "\r\n", 400, true},
+	} {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(tt.request))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%.60q: %v", tt.request, err)
+		}
+		isJSON := res.Header.Get("Content-Type") == "application/json"
+		if res.StatusCode != tt.status || isJSON != tt.json {
+			t.Errorf("%.60q: %d %s, want %d, JSON %v", tt.request, res.StatusCode, res.Header.Get("Content-Type"), tt.status, tt.json)
+		}
+		c.Close()
 	}
 }
 

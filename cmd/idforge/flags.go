@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -80,4 +81,38 @@ func (f *enumFlag) Set(s string) error {
 	}
 	f.value = s
 	return nil
+}
+
+// parsedFlag is a number, duration or boolean flag whose refusal says what
+// it wants ("want a duration such as 10s"), where the flag package's own
+// says "parse error", with no hint and, for a variable, no flag name.
+type parsedFlag[T any] struct {
+	value T
+	parse func(string) (T, error)
+	want  string
+}
+
+// parsedVar defines a parsedFlag; usage must name its argument in
+// backquotes, which the flag package cannot guess for its own types.
+func parsedVar[T any](fs *flag.FlagSet, name string, value T, parse func(string) (T, error), want, usage string) *T {
+	f := &parsedFlag[T]{value: value, parse: parse, want: want}
+	fs.Var(f, name, usage)
+	return &f.value
+}
+
+func (f *parsedFlag[T]) String() string { return fmt.Sprint(f.value) }
+
+func (f *parsedFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
+		return errors.New(f.want)
+	}
+	f.value = v
+	return nil
+}
+
+// IsBoolFlag lets a boolean flag stand alone (-proxy for -proxy=true).
+func (f *parsedFlag[T]) IsBoolFlag() bool {
+	_, ok := any(f.value).(bool)
+	return ok
 }

@@ -3,18 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
 func setupGen(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
-	n := fs.Int("n", 1, "how many IDs to print")
-	machine := fs.Int64("machine", 0, "machine ID (0 to the layout's maximum)")
+	n := parsedVar(fs, "n", 1, strconv.Atoi, "want a whole number", "how many IDs to print, a whole `number`")
+	machine := parsedVar(fs, "machine", 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
+		"want a whole number", "machine `ID` (0 to the layout's maximum)")
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
 	format := enumVar(fs, "format", "decimal", formatNames, "output `format`")
 	return func(ctx context.Context, args []string, stdout io.Writer) error {
@@ -31,9 +32,6 @@ func setupGen(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error
 		}
 		g, err := snowflake.New(*machine, snowflake.WithLayout(l))
 		if err != nil {
-			if errors.Is(err, engine.ErrInvalidConfig) {
-				return usageError{err}
-			}
 			return err
 		}
 		return gen(ctx, g, f, *n, stdout)

@@ -32,8 +32,9 @@
 // (yyyyMMddHHmmssSSS-machine-sequence, UTC). decode reads decimal and friendly
 // IDs without -format.
 //
-// The exit status is 0 on success, 2 for a bad command line or a bad ID, 1
-// when generating or writing fails. gen issues IDs for one machine ID in one
+// The exit status is 0 on success, 2 for a bad command line (flags, IDFORGE_*
+// variables, a configuration the store refuses) or a bad ID, 1 when
+// generating, serving or writing fails. gen issues IDs for one machine ID in one
 // process: two processes running gen with the same -machine at the same time
 // can issue the same IDs.
 package main
@@ -45,7 +46,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/server"
 )
 
 func main() {
@@ -60,15 +65,22 @@ type command struct {
 	args    string // the usage line after the name
 	summary string
 	setup   func(fs *flag.FlagSet) func(ctx context.Context, args []string, stdout io.Writer) error
+	details string // help prints it after the flags
 }
 
 // commands is the command table: a new subcommand is one entry.
 var commands = []command{
-	{"gen", "[-n N] [-machine M] [-layout layout] [-format format]", "print N new IDs, one per line", setupGen},
-	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence as JSON", setupDecode},
-	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout},
-	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe},
-	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema},
+	{"gen", "[-n N] [-machine M] [-layout layout] [-format format]", "print N new IDs, one per line", setupGen, ""},
+	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence as JSON", setupDecode, ""},
+	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout, ""},
+	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe,
+		"routes: GET /v1/ids, /v1/ids/{chain} (?count=1.." + strconv.Itoa(server.MaxCount) + "&format=), /v1/decode/{id} (?format=),\n" +
+			"/v1/layout, /healthz, /readyz, /metrics and / (the state page); see README.md.\n" +
+			"formats (?format=): " + strings.Join(server.Formats, ", ") + "; decimal (the default)\n" +
+			"gives JSON strings, number JSON numbers, friendly is for snowflake IDs only. /v1/decode/{id}\n" +
+			"reads decimal and friendly IDs as they are; radix62 and radix36 IDs need ?format=radix62 or\n" +
+			"?format=radix36."},
+	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema, ""},
 }
 
 // usageError marks a bad command line or a bad ID: exit status 2.
@@ -110,7 +122,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "idforge %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), "idforge: "))
-	if errors.As(err, new(usageError)) {
+	// A configuration the library refuses came from the flags or the
+	// environment: a bad command line too.
+	if errors.As(err, new(usageError)) || errors.Is(err, engine.ErrInvalidConfig) {
 		return 2
 	}
 	return 1
@@ -131,6 +145,9 @@ func newFlagSet(cmd command, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(out, "usage: idforge %s %s\n\n%s.\n\n", cmd.name, cmd.args, cmd.summary)
 		fs.PrintDefaults()
+		if cmd.details != "" {
+			fmt.Fprintf(out, "\n%s\n", cmd.details)
+		}
 	}
 	return fs
 }

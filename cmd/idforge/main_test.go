@@ -19,6 +19,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/server"
 )
 
 func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -174,7 +175,10 @@ func TestBadCommandLines(t *testing.T) {
 		{nil, "usage: idforge"},
 		{[]string{"nope"}, `unknown command "nope"`},
 		{[]string{"gen", "-bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"gen", "-n", "x"}, `invalid value "x" for flag -n`},
+		{[]string{"gen", "-n", "x"}, `invalid value "x" for flag -n: want a whole number`},
+		{[]string{"gen", "-machine", "1.5"}, `invalid value "1.5" for flag -machine: want a whole number`},
+		{[]string{"serve", "-shutdown-timeout", "abc"}, `invalid value "abc" for flag -shutdown-timeout: want a duration such as 10s`},
+		{[]string{"serve", "-proxy=yes"}, `invalid boolean value "yes" for -proxy: want true or false`},
 		{[]string{"gen", "-n", "0"}, "-n 0: want at least 1"},
 		{[]string{"gen", "-n", "-3"}, "-n -3"},
 		{[]string{"gen", "extra"}, `unexpected arguments ["extra"]`},
@@ -218,6 +222,13 @@ func TestHelp(t *testing.T) {
 	out, _, code = runArgs(t, "help", "gen")
 	if code != 0 || !strings.Contains(out, "-machine") || !strings.Contains(out, "usage: idforge gen") {
 		t.Errorf("help gen: exit %d\n%s", code, out)
+	}
+	// serve's help lists the ID formats and how decode takes radix IDs.
+	out, _, code = runArgs(t, "help", "serve")
+	for _, want := range append([]string{"IDFORGE_TOKENS_FILE", "?format=radix62"}, server.Formats...) {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("help serve: exit %d, %q missing from\n%s", code, want, out)
+		}
 	}
 	_, errOut, code := runArgs(t, "gen", "-h")
 	if code != 0 || !strings.Contains(errOut, "-format") {

@@ -17,11 +17,11 @@ func setupSchema(fs *flag.FlagSet) func(context.Context, []string, io.Writer) er
 		}
 		d, err := sqlstore.ParseDialect(*dialect)
 		if err != nil {
-			return usageError{err}
+			return err
 		}
 		ddl, err := sqlstore.DDL(d, *prefix)
 		if err != nil {
-			return usageError{err}
+			return err
 		}
 		_, err = io.WriteString(stdout, ddl)
 		return err

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server"
 	"github.com/idforge/idforge/server/statepage"
@@ -43,8 +43,18 @@ var serveEnv = []struct{ flag, env string }{
 type serveOptions struct {
 	addr, store, namespace, instance, chains, tokens string
 	layout                                           *enumFlag
-	proxy                                            bool
-	shutdown                                         time.Duration
+	proxy                                            *bool
+	shutdown                                         *time.Duration
+	fromEnv                                          map[string]string // flag name → the variable that set it
+}
+
+// source names what set flag name, as the user wrote it: -name, or the
+// environment variable.
+func (o *serveOptions) source(name string) string {
+	if env, ok := o.fromEnv[name]; ok {
+		return env
+	}
+	return "-" + name
 }
 
 func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
@@ -58,13 +68,16 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
 	fs.StringVar(&o.chains, "chains", "", "comma-separated chain `names` callers may draw from; empty admits any name, up to 256 [IDFORGE_CHAINS]")
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
-	fs.BoolVar(&o.proxy, "proxy", false, "serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
-	fs.DurationVar(&o.shutdown, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests [IDFORGE_SHUTDOWN_TIMEOUT]")
+	o.proxy = parsedVar(fs, "proxy", false, strconv.ParseBool, "want true or false",
+		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
+	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, time.ParseDuration, "want a duration such as 10s",
+		"how long SIGTERM waits for in-flight requests, a `duration` such as 10s [IDFORGE_SHUTDOWN_TIMEOUT]")
 	return func(ctx context.Context, args []string, stdout io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}
-		if err := applyEnv(fs, os.Getenv); err != nil {
+		var err error
+		if o.fromEnv, err = applyEnv(fs, os.Getenv); err != nil {
 			return err
 		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -73,20 +86,23 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	}
 }
 
-// applyEnv sets each flag not given on the command line from its environment variable.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+// applyEnv sets each flag not given on the command line from its
+// environment variable, and returns the variable of each flag it set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) (map[string]string, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	set := map[string]string{}
 	for _, e := range serveEnv {
 		v := getenv(e.env)
 		if v == "" || given[e.flag] {
 			continue
 		}
 		if err := fs.Set(e.flag, v); err != nil {
-			return usagef("%s=%q: %v", e.env, v, err)
+			return nil, usagef("%s=%q: %v", e.env, v, err)
 		}
+		set[e.flag] = e.env
 	}
-	return nil
+	return set, nil
 }
 
 // loopback reports whether host names only this machine.
@@ -114,17 +130,24 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	var tokens *server.Tokens
 	if o.tokens != "" {
 		if tokens, err = server.ReadTokens(o.tokens); err != nil {
-			return usageError{err}
+			return err
 		}
 	}
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && !loopback(host) {
-		if o.proxy && tokens == nil {
+		if *o.proxy && tokens == nil {
 			return usagef("-proxy on %s, beyond loopback, hands out machine IDs and segments to anyone who can connect: give -tokens", o.addr)
 		}
 		if tokens == nil {
 			log.Warn("idforge serve: listening beyond loopback without -tokens: anyone who can connect draws IDs", "addr", o.addr)
 		}
 	}
+	// Listen before taking a machine ID: a port in use or a bad address
+	// fails here, having taken nothing.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return usagef("%s: %v", o.source("addr"), err)
+	}
+	defer ln.Close() // for the failures before Serve, which closes it otherwise
 	var chains []string
 	for c := range strings.SplitSeq(o.chains, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -135,7 +158,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, o.store, wd)
+	st, err := openStore(ctx, o.store, o.source("store"), wd)
 	if err != nil {
 		return err
 	}
@@ -145,15 +168,15 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	col := metrics.New(metrics.Options{Layout: layout})
 	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
 	if err != nil {
-		if errors.Is(err, engine.ErrInvalidConfig) {
-			return usageError{err}
-		}
 		return err
 	}
 	col.Watch(reg)
 	defer func() {
+		id := reg.MachineID()
 		if cerr := reg.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("revert the machine ID: %w", cerr))
+			err = errors.Join(err, fmt.Errorf("give machine ID %d back: %w", id, cerr))
+		} else if id >= 0 { // -1: the lease was lost, nothing to give back
+			log.Info("idforge serve: machine ID given back", "machine_id", id)
 		}
 	}()
 
@@ -184,16 +207,12 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 			return nil
 		},
 	}
-	if o.proxy {
+	if *o.proxy {
 		cfg.Proxy = st.store
 	}
 	h, err := server.New(cfg)
 	if err != nil {
-		return usageError{err}
-	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return usagef("--addr: %v", err)
+		return err
 	}
 	srv := server.NewHTTPServer(o.addr, h)
 	fmt.Fprintf(stdout, "idforge serve: listening on http://%s (machine ID %d, namespace %s, store %s)\n",
@@ -208,8 +227,8 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("idforge serve: shutting down: finishing in-flight requests, then reverting the machine ID")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdown)
+	log.Info("idforge serve: shutting down: finishing in-flight requests, then giving the machine ID back")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *o.shutdown)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/proxystore"
 )
 
@@ -117,8 +121,9 @@ func TestServeDefaultStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, defaultStoreFile)); err != nil {
 		t.Fatal(err)
 	}
-	// A second run on the same file continues the chain after the first's ranges.
-	base, _ = startServe(t, dir)
+	// A second run on the same file, in another namespace, continues the
+	// chain after the first's ranges: chains are per store (README).
+	base, _ = startServe(t, dir, "-namespace", "other")
 	if code := getJSON(t, base+"/v1/ids/order", &ids); code != 200 || ids.IDs[0] == "1" {
 		t.Fatalf("chain after restart: %d %v", code, ids)
 	}
@@ -129,31 +134,103 @@ func TestServeFlagsAndEnv(t *testing.T) {
 	setupServe(fs)
 	fs.Parse([]string{"-namespace", "cli"})
 	env := map[string]string{"IDFORGE_NAMESPACE": "env", "IDFORGE_LAYOUT": "jssafe", "IDFORGE_CHAINS": "a,b", "IDFORGE_PROXY": "true"}
-	if err := applyEnv(fs, func(k string) string { return env[k] }); err != nil {
+	fromEnv, err := applyEnv(fs, func(k string) string { return env[k] })
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := map[string]string{"layout": "IDFORGE_LAYOUT", "chains": "IDFORGE_CHAINS", "proxy": "IDFORGE_PROXY"}; !maps.Equal(fromEnv, want) {
+		t.Errorf("applyEnv set %v, want %v", fromEnv, want)
 	}
 	for name, want := range map[string]string{"namespace": "cli", "layout": "jssafe", "chains": "a,b", "proxy": "true", "addr": "127.0.0.1:8080"} {
 		if got := fs.Lookup(name).Value.String(); got != want {
 			t.Errorf("-%s = %q, want %q", name, got, want)
 		}
 	}
-	env["IDFORGE_LAYOUT"] = "nosuch"
-	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
-	setupServe(fs)
-	if err := applyEnv(fs, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "IDFORGE_LAYOUT") {
-		t.Errorf("bad IDFORGE_LAYOUT: %v", err)
+	for k, want := range map[string]string{
+		"IDFORGE_LAYOUT":           `IDFORGE_LAYOUT="nosuch": want one of default, second, jssafe, jssafe-second`,
+		"IDFORGE_SHUTDOWN_TIMEOUT": `IDFORGE_SHUTDOWN_TIMEOUT="nosuch": want a duration such as 10s`,
+		"IDFORGE_PROXY":            `IDFORGE_PROXY="nosuch": want true or false`,
+	} {
+		fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+		setupServe(fs)
+		bad := func(v string) string {
+			if v == k {
+				return "nosuch"
+			}
+			return ""
+		}
+		if _, err := applyEnv(fs, bad); err == nil || err.Error() != want {
+			t.Errorf("%s=nosuch: %v, want %s", k, err, want)
+		}
 	}
 
-	for _, args := range [][]string{
-		{"serve", "-store", "ftp://nowhere"},
-		{"serve", "-tokens", "/nonexistent/tokens"},
-		{"serve", "-chains", "bad name"},
-		{"serve", "extra"},
-		{"serve", "-proxy", "-addr", "0.0.0.0:0"},
+	for _, tt := range []struct {
+		args     []string
+		storeEnv string
+		want     string
+	}{
+		{[]string{"serve", "-addr", "127.0.0.1:0", "-store", "ftp://nowhere"}, "", `idforge serve: -store "ftp://nowhere": want a redis:// URL`},
+		{[]string{"serve", "-addr", "127.0.0.1:0"}, "ftp://nowhere", `idforge serve: IDFORGE_STORE "ftp://nowhere": want a redis:// URL`},
+		{[]string{"serve", "-tokens", "/nonexistent/tokens"}, "", "tokens file"},
+		{[]string{"serve", "-addr", "127.0.0.1:0", "-chains", "bad name"}, "", `chain name "bad name"`},
+		{[]string{"serve", "extra"}, "", "unexpected arguments"},
+		{[]string{"serve", "-proxy", "-addr", "0.0.0.0:0"}, "", "give -tokens"},
 	} {
 		t.Chdir(t.TempDir())
-		if _, errOut, code := runArgs(t, args...); code != 2 {
-			t.Errorf("%q: exit %d, want 2: %s", args, code, errOut)
+		t.Setenv("IDFORGE_STORE", tt.storeEnv)
+		if _, errOut, code := runArgs(t, tt.args...); code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q IDFORGE_STORE=%q: exit %d, %q; want exit 2 and %q", tt.args, tt.storeEnv, code, errOut, tt.want)
+		}
+	}
+}
+
+// A Redis without persistence is a configuration error, exit 2 like the
+// others, and the message names the URL option that accepts it.
+func TestServeVolatileRedis(t *testing.T) {
+	vol := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
+	t.Chdir(t.TempDir())
+	url := "redis://" + vol.Addr() + "/0"
+	_, errOut, code := runArgs(t, "serve", "-addr", "127.0.0.1:0", "-store", url)
+	if code != 2 || !strings.Contains(errOut, "add ?allow_volatile=1 to the -store URL") || strings.Contains(errOut, "Settings") {
+		t.Errorf("volatile Redis: exit %d, %q; want exit 2 and the URL option", code, errOut)
+	}
+	_, errOut, code = runArgs(t, "serve", "-addr", "127.0.0.1:0", "-store", url+"?prefix={}")
+	if code != 2 || !strings.Contains(errOut, "empty hash tag") || strings.Contains(errOut, "allow_volatile") {
+		t.Errorf("bad prefix: exit %d, %q; want exit 2 and no word of allow_volatile", code, errOut)
+	}
+	_, stop := startServe(t, "", "-store", url+"?allow_volatile=1")
+	if code := stop(); code != 0 {
+		t.Errorf("with ?allow_volatile=1: exit %d", code)
+	}
+}
+
+// A port in use or a bad address fails before the store is opened (no
+// idforge.db appears, no machine ID is taken), naming -addr or the variable
+// that set it.
+func TestServeListenFirst(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tt := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"serve", "-addr", busy.Addr().String()}, "", "idforge serve: -addr: listen tcp " + busy.Addr().String()},
+		{[]string{"serve", "-addr", "nonsense"}, "", "idforge serve: -addr: listen tcp: address nonsense"},
+		{[]string{"serve"}, busy.Addr().String(), "idforge serve: IDFORGE_ADDR: listen tcp " + busy.Addr().String()},
+	} {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		t.Setenv("IDFORGE_ADDR", tt.env)
+		_, errOut, code := runArgs(t, tt.args...)
+		if code != 2 || !strings.HasPrefix(errOut, tt.want) {
+			t.Errorf("%q IDFORGE_ADDR=%q: exit %d, %q; want exit 2 and %q", tt.args, tt.env, code, errOut, tt.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, defaultStoreFile)); err == nil {
+			t.Errorf("%q IDFORGE_ADDR=%q: the store was opened before listening", tt.args, tt.env)
 		}
 	}
 }
@@ -169,12 +246,15 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	start := func() (*exec.Cmd, string, int) {
+	// start returns the process, its address, its machine ID and its
+	// stderr, to read once it has exited.
+	start := func() (*exec.Cmd, string, int, *bytes.Buffer) {
 		cmd := exec.Command(bin, "serve")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "IDFORGE_ADDR=127.0.0.1:0", "IDFORGE_NAMESPACE=sigterm")
 		out, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -185,14 +265,15 @@ func TestServeSIGTERM(t *testing.T) {
 				var id int
 				fmt.Sscan(m[2], &id)
 				go io.Copy(io.Discard, out)
-				return cmd, m[1], id
+				return cmd, m[1], id, &stderr
 			}
 		}
-		t.Fatal("serve printed no address")
-		return nil, "", 0
+		cmd.Wait()
+		t.Fatalf("serve printed no address: %s", stderr.String())
+		return nil, "", 0, nil
 	}
-	a, baseA, idA := start()
-	_, _, idB := start()
+	a, baseA, idA, stderrA := start()
+	_, _, idB, _ := start()
 	if idA == idB {
 		t.Fatalf("two servers on machine ID %d", idA)
 	}
@@ -236,13 +317,16 @@ func TestServeSIGTERM(t *testing.T) {
 	close(stopLoad)
 	wg.Wait()
 	if err != nil {
-		t.Fatalf("serve after SIGTERM: %v", err)
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderrA)
+	}
+	if want := fmt.Sprintf(`msg="idforge serve: machine ID given back" machine_id=%d`, idA); !strings.Contains(stderrA.String(), want) {
+		t.Errorf("the log after SIGTERM lacks %s:\n%s", want, stderrA)
 	}
 	if answered == 0 || broken > 0 {
 		t.Fatalf("%d whole answers, %d broken", answered, broken)
 	}
 	// The reverted ID is free for the next instance.
-	_, _, idC := start()
+	_, _, idC, _ := start()
 	if idC != idA {
 		t.Fatalf("after SIGTERM the next server got machine ID %d, want the reverted %d", idC, idA)
 	}

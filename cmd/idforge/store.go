@@ -24,7 +24,7 @@ import (
 )
 
 // defaultStoreFile is the embedded SQLite store serve opens in the working
-// directory when no --store is given.
+// directory when no -store is given.
 const defaultStoreFile = "idforge.db"
 
 // store is what serve runs on: the root store contract (machine IDs and
@@ -48,19 +48,20 @@ type openedStore struct {
 // "postgresql://" URLs and "host=... " keyword DSNs open PostgreSQL;
 // "user:pass@tcp(host:port)/db" DSNs (or the same after "mysql://") open
 // MariaDB/MySQL; "sqlite:PATH" opens another SQLite file. Every form is one
-// edit here when the stores' constructors change.
-func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
+// edit here when the stores' constructors change. src names where spec came
+// from (-store or its variable) in errors.
+func openStore(ctx context.Context, spec, src, dir string) (*openedStore, error) {
 	switch {
 	case spec == "":
-		return openSQL(ctx, "sqlite", sqliteDSN(filepath.Join(dir, defaultStoreFile)), "sqlite "+filepath.Join(dir, defaultStoreFile))
+		return openSQL(ctx, src, "sqlite", sqliteDSN(filepath.Join(dir, defaultStoreFile)), "sqlite "+filepath.Join(dir, defaultStoreFile))
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, "sqlite", sqliteDSN(path), "sqlite "+path)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
 		if err != nil {
-			return nil, usagef("--store: %v", redact(err.Error(), spec))
+			return nil, usagef("%s: %v", src, redact(err.Error(), spec))
 		}
 		q := u.Query()
 		var rs redisstore.Settings
@@ -75,7 +76,7 @@ func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
 		u.RawQuery = q.Encode()
 		opts, err := redis.ParseURL(u.String())
 		if err != nil {
-			return nil, usagef("--store: %v", redact(err.Error(), spec))
+			return nil, usagef("%s: %v", src, redact(err.Error(), spec))
 		}
 		client := redis.NewClient(opts)
 		if err := client.Ping(ctx).Err(); err != nil {
@@ -87,8 +88,10 @@ func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
 		st, err := redisstore.Open(octx, client, rs)
 		if err != nil {
 			client.Close()
-			if errors.Is(err, engine.ErrInvalidConfig) && !rs.AllowVolatile {
-				err = fmt.Errorf("%w (add ?allow_volatile=1 to the URL to accept that)", err)
+			if errors.Is(err, redisstore.ErrVolatile) { // its message names the Go setting
+				err = fmt.Errorf("%w: %s (appendonly no, no save rules): a restart forgets every machine ID and segment handed out;"+
+					" run it with appendonly yes and appendfsync always, or add ?allow_volatile=1 to the %s URL to accept that",
+					redisstore.ErrVolatile, opts.Addr, src)
 			}
 			return nil, err
 		}
@@ -99,13 +102,13 @@ func openStore(ctx context.Context, spec, dir string) (*openedStore, error) {
 			close:    client.Close,
 		}, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, "pgx", spec, "postgresql")
+		return openSQL(ctx, src, "pgx", spec, "postgresql")
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb")
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb")
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, "mysql", spec, "mariadb")
+		return openSQL(ctx, src, "mysql", spec, "mariadb")
 	}
-	return nil, usagef("--store %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", redact(spec, spec))
+	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
 
 // redact hides the password of a URL-style spec in s.
@@ -127,16 +130,16 @@ func sqliteDSN(path string) string {
 	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 }
 
-func openSQL(ctx context.Context, driver, dsn, describe string) (*openedStore, error) {
+func openSQL(ctx context.Context, src, driver, dsn, describe string) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		return nil, usagef("--store: %v", err)
+		return nil, usagef("%s: %v", src, err)
 	}
 	if driver == "sqlite" {
 		if dir := filepath.Dir(strings.TrimPrefix(strings.SplitN(dsn, "?", 2)[0], "file:")); dir != "" {
 			if _, err := os.Stat(dir); err != nil {
 				db.Close()
-				return nil, usagef("--store: %v", err)
+				return nil, usagef("%s: %v", src, err)
 			}
 		}
 	} else {

@@ -96,7 +96,8 @@
 //
 //   - restart (SHUTDOWN, or a crash: kill -9, power loss): the AOF holds
 //     every acknowledged write; the store carries on, nothing repeats;
-//   - restart without persistence (refused unless [Settings.AllowVolatile]):
+//   - restart without persistence (Open fails with [ErrVolatile] unless
+//     [Settings.AllowVolatile]):
 //     a store reset, detected as above; live processes stop and resume above
 //     their floors, but IDs already written by processes that are gone may
 //     repeat;

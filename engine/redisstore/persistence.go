@@ -55,6 +55,12 @@ func readPersistence(ctx context.Context, node redis.Cmdable) (persistence, erro
 	return p, nil
 }
 
+// ErrVolatile is wrapped by Open's error for a Redis without persistence
+// (no AOF, no RDB) when Settings.AllowVolatile is not set, so that a program
+// exposing the setting under another name can say how to set it. It wraps
+// engine.ErrInvalidConfig.
+var ErrVolatile = fmt.Errorf("%w: Redis without persistence", engine.ErrInvalidConfig)
+
 // checkPersistence reads the persistence of every node that holds data
 // (every master of a cluster, every shard of a ring): no AOF and no RDB is an
 // error unless AllowVolatile; a window in which acknowledged writes can be
@@ -105,9 +111,9 @@ func (s *Store) judge(node string, p persistence) error {
 			" which the epoch cannot tell; only the floors of live processes protect their segments. Set appendonly yes, appendfsync always.",
 			"store", s.name, "node", node)
 	case !s.cfg.AllowVolatile:
-		return fmt.Errorf("%w: %s: Redis %s has no persistence (appendonly no, no save rules): a restart forgets every machine ID"+
+		return fmt.Errorf("%w: %s: node %s (appendonly no, no save rules): a restart forgets every machine ID"+
 			" and segment handed out; run it with appendonly yes and appendfsync always, or set Settings.AllowVolatile to accept that",
-			engine.ErrInvalidConfig, s.name, node)
+			ErrVolatile, s.name, node)
 	default:
 		log.Info("idforge: Redis has no persistence (AllowVolatile): a restart is a store reset; IDs already written by processes that are gone may repeat",
 			"store", s.name, "node", node)

@@ -201,8 +201,8 @@ func TestPersistenceCheck(t *testing.T) {
 	ctx := t.Context()
 	vol := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	_, err := redisstore.Open(ctx, vol.Client(t), redisstore.WithResetGrace(-1))
-	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "AllowVolatile") || !strings.Contains(err.Error(), vol.Addr()) {
-		t.Fatalf("Open on a volatile Redis: %v; want ErrInvalidConfig naming the server and AllowVolatile", err)
+	if !errors.Is(err, redisstore.ErrVolatile) || !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "AllowVolatile") || !strings.Contains(err.Error(), vol.Addr()) {
+		t.Fatalf("Open on a volatile Redis: %v; want ErrVolatile and ErrInvalidConfig naming the server and AllowVolatile", err)
 	}
 	for _, tc := range []struct {
 		args []string
