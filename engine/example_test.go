@@ -28,7 +28,7 @@ func ExampleID_json() {
 	// Output:
 	// {"id":"9007199254740993","item":"book"}
 	// 9007199254740993 pen <nil>
-	// idforge: invalid id: "12ab": strconv.ParseInt: parsing "12ab": invalid syntax
+	// idforge: invalid id: "12ab": not a decimal number
 }
 
 // A registry holds a shared default per kind, fixed names, and factories that

@@ -3,6 +3,7 @@ package engine
 import (
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -93,6 +94,12 @@ func (id *ID) Scan(src any) error {
 	return nil
 }
 
+// invalidID says what was wrong with s in words, not in strconv's
+// ("strconv.ParseInt: parsing ...: invalid syntax").
 func invalidID(s string, err error) error {
-	return fmt.Errorf("%w: %q: %v", ErrInvalidID, s, err)
+	why := "not a decimal number"
+	if errors.Is(err, strconv.ErrRange) {
+		why = "outside the 64-bit range"
+	}
+	return fmt.Errorf("%w: %.80q: %s", ErrInvalidID, s, why)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
@@ -94,6 +95,16 @@ type parsedFlag[T any] struct {
 
 // parsedVar defines a parsedFlag; usage must name its argument in
 // backquotes, which the flag package cannot guess for its own types.
+// positiveDuration parses a duration above zero: a wait of none or less
+// would drop in-flight requests at once.
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = errors.New("not positive")
+	}
+	return d, err
+}
+
 func parsedVar[T any](fs *flag.FlagSet, name string, value T, parse func(string) (T, error), want, usage string) *T {
 	f := &parsedFlag[T]{value: value, parse: parse, want: want}
 	fs.Var(f, name, usage)

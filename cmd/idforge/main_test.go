@@ -177,7 +177,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"gen", "-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"gen", "-n", "x"}, `invalid value "x" for flag -n: want a whole number`},
 		{[]string{"gen", "-machine", "1.5"}, `invalid value "1.5" for flag -machine: want a whole number`},
-		{[]string{"serve", "-shutdown-timeout", "abc"}, `invalid value "abc" for flag -shutdown-timeout: want a duration such as 10s`},
+		{[]string{"serve", "-shutdown-timeout", "abc"}, `invalid value "abc" for flag -shutdown-timeout: want a positive duration such as 10s`},
+		{[]string{"serve", "-shutdown-timeout", "-5s"}, `invalid value "-5s" for flag -shutdown-timeout: want a positive duration such as 10s`},
 		{[]string{"serve", "-proxy=yes"}, `invalid boolean value "yes" for -proxy: want true or false`},
 		{[]string{"gen", "-n", "0"}, "-n 0: want at least 1"},
 		{[]string{"gen", "-n", "-3"}, "-n -3"},
@@ -349,7 +350,7 @@ func Example() {
 	// Output:
 	// {"id":"914783062259167232","timestamp":"2026-11-21T23:41:17.890Z","machine":7,"sequence":0}
 	// {"id":"893339378171395","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":3}
-	// idforge decode: invalid id: "12x": strconv.ParseInt: parsing "12x": invalid syntax (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)
+	// idforge decode: invalid id: "12x": not a decimal number (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)
 }
 
 // TestSchema: `idforge schema` prints the golden DDL file of the SQL store

@@ -70,7 +70,7 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
 	o.proxy = parsedVar(fs, "proxy", false, strconv.ParseBool, "want true or false",
 		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
-	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, time.ParseDuration, "want a duration such as 10s",
+	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, positiveDuration, "want a positive duration such as 10s",
 		"how long SIGTERM waits for in-flight requests, a `duration` such as 10s [IDFORGE_SHUTDOWN_TIMEOUT]")
 	return func(ctx context.Context, args []string, stdout io.Writer) error {
 		if len(args) > 0 {

@@ -148,7 +148,7 @@ func TestServeFlagsAndEnv(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		"IDFORGE_LAYOUT":           `IDFORGE_LAYOUT="nosuch": want one of default, second, jssafe, jssafe-second`,
-		"IDFORGE_SHUTDOWN_TIMEOUT": `IDFORGE_SHUTDOWN_TIMEOUT="nosuch": want a duration such as 10s`,
+		"IDFORGE_SHUTDOWN_TIMEOUT": `IDFORGE_SHUTDOWN_TIMEOUT="nosuch": want a positive duration such as 10s`,
 		"IDFORGE_PROXY":            `IDFORGE_PROXY="nosuch": want true or false`,
 	} {
 		fs = flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -271,7 +271,7 @@ func TestAffix(t *testing.T) {
 		{pre, "ord_", "no digits"},
 		{pre, "ord_1!", "not a radix62 digit"},
 		{suf, "42", `suffix ".u"`},
-		{suf, "4x2.u", "invalid syntax"},
+		{suf, "4x2.u", "not a decimal number"},
 		{both, "<z", `suffix ">"`},
 	} {
 		_, err := tt.f.Parse(tt.in)
