@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -49,8 +50,8 @@ type openedStore struct {
 // "user:pass@tcp(host:port)/db" DSNs (or the same after "mysql://") open
 // MariaDB/MySQL; "sqlite:PATH" opens another SQLite file. Every form is one
 // edit here when the stores' constructors change. src names where spec came
-// from (-store or its variable) in errors.
-func openStore(ctx context.Context, spec, src, dir string) (*openedStore, error) {
+// from (-store or its variable) in errors; log gets the store's warnings.
+func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger) (*openedStore, error) {
 	switch {
 	case spec == "":
 		return openSQL(ctx, src, "sqlite", sqliteDSN(filepath.Join(dir, defaultStoreFile)), "sqlite "+filepath.Join(dir, defaultStoreFile))
@@ -64,7 +65,7 @@ func openStore(ctx context.Context, spec, src, dir string) (*openedStore, error)
 			return nil, usagef("%s: %v", src, redact(err.Error(), spec))
 		}
 		q := u.Query()
-		var rs redisstore.Settings
+		rs := redisstore.Settings{Logger: log}
 		if q.Has("prefix") {
 			rs.Prefix = q.Get("prefix")
 			q.Del("prefix")
