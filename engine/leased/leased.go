@@ -134,7 +134,9 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	// generator needs the lease's machine ID first.
 	var genp atomic.Pointer[snowflake.Generator]
 	ls := s.set.Lease
-	ls.MachineBits = s.set.Layout.MachineBits
+	// A distributor hands out at least one bit's worth of IDs (and reads 0
+	// as its default width): an ID beyond the layout is refused below.
+	ls.MachineBits = max(s.set.Layout.MachineBits, 1)
 	ls.Clock = s.set.Clock
 	ls.Logger = s.set.Logger
 	ls.TimestampSource = func() int64 {
@@ -146,6 +148,11 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	lease, err := machine.Acquire(ctx, s.set.Distributor, s.set.Instance, ls)
 	if err != nil {
 		return nil, err
+	}
+	if id := lease.MachineID(); s.set.Layout.MachineBits == 0 && id > 0 {
+		lease.Close()
+		return nil, fmt.Errorf("%w: namespace %q: layout %v has no machine bits, so machine ID 0 is its only one, and machine ID %d was handed out (another instance holds 0, or a fixed ID was set)",
+			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, s.set.Layout, id)
 	}
 	if lease.Reservation() > 0 {
 		// The stored timestamp is up to a reservation ahead of the clock,

@@ -247,3 +247,27 @@ func TestNextIDAllocatesNothing(t *testing.T) {
 		t.Fatalf("NextID allocates %v times per call", n)
 	}
 }
+
+// TestNoMachineBits: a layout without machine bits has one machine ID, 0. A
+// second instance on a store is refused with ErrMachineIDOverflow (not
+// handed machine ID 1 of a default-width lease, which the generator cannot
+// hold), and gets 0 once the first one stops.
+func TestNoMachineBits(t *testing.T) {
+	mem := machinetest.NewMemory(nil)
+	layout := snowflake.Layout{Epoch: snowflake.DefaultEpoch, TimestampBits: 41, SequenceBits: 22, Unit: snowflake.Millisecond}
+	first := newSF(t, leased.Settings{Distributor: mem, Instance: inst("a"), Layout: layout})
+	if _, err := first.NextID(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := leased.New(context.Background(), leased.Settings{Distributor: mem, Instance: inst("b"), Layout: layout})
+	if !errors.Is(err, engine.ErrMachineIDOverflow) || !strings.Contains(err.Error(), "machine ID 0 is its only one") {
+		t.Fatalf("second instance: %v; want ErrMachineIDOverflow saying the layout has machine ID 0 only", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := newSF(t, leased.Settings{Distributor: mem, Instance: inst("b"), Layout: layout})
+	if next.MachineID() != 0 {
+		t.Fatalf("after the first stopped the next got machine ID %d, want 0", next.MachineID())
+	}
+}
