@@ -385,11 +385,7 @@ func TestUncleanPaths(t *testing.T) {
 // What net/http refuses before the server sees it gets net/http's plain
 // text, as the README says; everything else is JSON.
 func TestRefusedByNetHTTP(t *testing.T) {
-	s := newTestServer(t, nil)
-	ts := httptest.NewUnstartedServer(s)
-	ts.Config = NewHTTPServer("", s)
-	ts.Start()
-	defer ts.Close()
+	ts := startHTTPServer(t)
 	host := "Host: x\r\n"
 	for _, tt := range []struct {
 		request string
@@ -423,13 +419,20 @@ func TestRefusedByNetHTTP(t *testing.T) {
 	}
 }
 
-// Over a real listener with the server's timeouts.
-func TestHTTPServer(t *testing.T) {
+// startHTTPServer serves a test server over a real listener with
+// NewHTTPServer's limits and timeouts.
+func startHTTPServer(t *testing.T) *httptest.Server {
 	s := newTestServer(t, nil)
 	ts := httptest.NewUnstartedServer(s)
 	ts.Config = NewHTTPServer("", s)
 	ts.Start()
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// Over a real listener with the server's timeouts.
+func TestHTTPServer(t *testing.T) {
+	ts := startHTTPServer(t)
 	res, err := http.Get(ts.URL + "/v1/ids?count=2")
 	if err != nil {
 		t.Fatal(err)
