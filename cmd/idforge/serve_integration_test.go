@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,15 +32,25 @@ func buildIdforge(t *testing.T) string {
 
 // serveProc is one `idforge serve` process.
 type serveProc struct {
-	cmd  *exec.Cmd
-	base string
+	cmd       *exec.Cmd
+	base      string
+	machineID int
+	stderr    *bytes.Buffer // read it once the process has exited
 }
 
-func startProc(t *testing.T, bin string, args ...string) *serveProc {
+// startProc runs bin serve on a free loopback port in dir (a fresh
+// directory if ""), with env added to the environment, and waits for its
+// address. The process is killed at the end of the test if still running.
+func startProc(t *testing.T, bin, dir string, env []string, args ...string) *serveProc {
 	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Dir = t.TempDir()
-	cmd.Stderr = io.Discard
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	p := &serveProc{cmd: cmd, stderr: new(bytes.Buffer)}
+	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -56,11 +68,13 @@ func startProc(t *testing.T, bin string, args ...string) *serveProc {
 	for sc.Scan() {
 		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 			go io.Copy(io.Discard, out)
-			return &serveProc{cmd: cmd, base: m[1]}
+			p.base = m[1]
+			p.machineID, _ = strconv.Atoi(m[2])
+			return p
 		}
 	}
 	cmd.Wait()
-	t.Fatalf("serve %q printed no address", args)
+	t.Fatalf("serve %q printed no address: %s", args, p.stderr)
 	return nil
 }
 
@@ -91,7 +105,7 @@ func kill9(t *testing.T, bin, store string) {
 	ns := testdb.UniqueName("k9")
 	chain := testdb.UniqueName("order")
 	args := []string{"-store", store, "-namespace", ns}
-	a, b := startProc(t, bin, args...), startProc(t, bin, args...)
+	a, b := startProc(t, bin, "", nil, args...), startProc(t, bin, "", nil, args...)
 	var baseA atomic.Pointer[string]
 	baseA.Store(&a.base)
 
@@ -143,7 +157,7 @@ func kill9(t *testing.T, bin, store string) {
 	}
 	a.cmd.Wait()
 	time.Sleep(300 * time.Millisecond)
-	a2 := startProc(t, bin, args...)
+	a2 := startProc(t, bin, "", nil, args...)
 	baseA.Store(&a2.base)
 	time.Sleep(time.Second)
 	close(stop)

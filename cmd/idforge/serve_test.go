@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -12,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -241,39 +239,12 @@ func TestServeSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "idforge")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildIdforge(t)
 	dir := t.TempDir()
-	// start returns the process, its address, its machine ID and its
-	// stderr, to read once it has exited.
-	start := func() (*exec.Cmd, string, int, *bytes.Buffer) {
-		cmd := exec.Command(bin, "serve")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "IDFORGE_ADDR=127.0.0.1:0", "IDFORGE_NAMESPACE=sigterm")
-		out, _ := cmd.StdoutPipe()
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				var id int
-				fmt.Sscan(m[2], &id)
-				go io.Copy(io.Discard, out)
-				return cmd, m[1], id, &stderr
-			}
-		}
-		cmd.Wait()
-		t.Fatalf("serve printed no address: %s", stderr.String())
-		return nil, "", 0, nil
-	}
-	a, baseA, idA, stderrA := start()
-	_, _, idB, _ := start()
+	start := func() *serveProc { return startProc(t, bin, dir, []string{"IDFORGE_NAMESPACE=sigterm"}) }
+	a := start()
+	baseA, idA, stderrA := a.base, a.machineID, a.stderr
+	idB := start().machineID
 	if idA == idB {
 		t.Fatalf("two servers on machine ID %d", idA)
 	}
@@ -312,8 +283,8 @@ func TestServeSIGTERM(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	a.Process.Signal(syscall.SIGTERM)
-	err := a.Wait()
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	err := a.cmd.Wait()
 	close(stopLoad)
 	wg.Wait()
 	if err != nil {
@@ -326,7 +297,7 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Fatalf("%d whole answers, %d broken", answered, broken)
 	}
 	// The reverted ID is free for the next instance.
-	_, _, idC, _ := start()
+	idC := start().machineID
 	if idC != idA {
 		t.Fatalf("after SIGTERM the next server got machine ID %d, want the reverted %d", idC, idA)
 	}
