@@ -227,3 +227,30 @@ func BenchmarkKeys(b *testing.B) {
 		})
 	}
 }
+
+// TestAccountType: -account-type int makes the indexed column 4 bytes on both
+// servers, and anything but bigint or int is refused by name.
+func TestAccountType(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.AccountType = "smallint"
+	if err := cfg.check(); err == nil || !strings.Contains(err.Error(), `-account-type "smallint"`) {
+		t.Fatalf("check = %v; want -account-type refused", err)
+	}
+	for _, name := range []string{"mariadb", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			s := &server{name: name, account: "INTEGER"}
+			if ddl := strings.Join(s.tableDDL("t", pkInt), "; "); !strings.Contains(ddl, "account_id INTEGER NOT NULL") {
+				t.Errorf("DDL %s: want account_id INTEGER", ddl)
+			}
+			cfg := defaultConfig()
+			cfg.Rows, cfg.Reps, cfg.Servers, cfg.Variants, cfg.AccountType = 2_000, 1, []string{name}, []string{VarSnowflake}, "int"
+			rep := runOrSkip(t, cfg)
+			if r := rep.Servers[0].Variants[0].Runs[0]; !r.Complete || r.Rows != cfg.Rows {
+				t.Fatalf("run %+v, want %d rows into the table with an INT account_id", r, cfg.Rows)
+			}
+			if rep.Config.AccountType != "int" {
+				t.Errorf("the report says account type %q", rep.Config.AccountType)
+			}
+		})
+	}
+}

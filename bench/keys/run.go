@@ -51,6 +51,10 @@ type Config struct {
 	Command  string        `json:"command"`  // how it was invoked
 	Payload  int           `json:"payload"`  // bytes of payload per row
 	Accounts int64         `json:"accounts"` // distinct values in the indexed column
+	// AccountType is the indexed column's type: "bigint" (8 bytes, the
+	// default) or "int" (4 bytes). InnoDB's secondary entries hold it beside
+	// the primary key, so it sets how much a narrower key can save there.
+	AccountType string `json:"account_type,omitempty"`
 
 	Log      *log.Logger `json:"-"` // progress; nil: silent
 	MySQL    string      `json:"-"` // server DSN, no database
@@ -59,17 +63,18 @@ type Config struct {
 
 func defaultConfig() Config {
 	return Config{
-		Rows:     2_000_000,
-		Reps:     3,
-		Batch:    1000,
-		Fleet:    8,
-		MaxTime:  3 * time.Hour,
-		Servers:  []string{"mariadb", "postgres"},
-		Variants: []string{VarAuto, VarSnowflake, VarChain, VarFleet, VarUUIDv4, VarUUIDv7},
-		Payload:  100,
-		Accounts: 100_000,
-		MySQL:    env("IDFORGE_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"),
-		Postgres: env("IDFORGE_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		Rows:        2_000_000,
+		Reps:        3,
+		Batch:       1000,
+		Fleet:       8,
+		MaxTime:     3 * time.Hour,
+		Servers:     []string{"mariadb", "postgres"},
+		Variants:    []string{VarAuto, VarSnowflake, VarChain, VarFleet, VarUUIDv4, VarUUIDv7},
+		Payload:     100,
+		Accounts:    100_000,
+		AccountType: "bigint",
+		MySQL:       env("IDFORGE_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"),
+		Postgres:    env("IDFORGE_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 	}
 }
 
@@ -104,6 +109,9 @@ func (c *Config) check() error {
 		if _, ok := descriptions[v]; !ok {
 			errs = append(errs, fmt.Errorf("unknown variant %q", v))
 		}
+	}
+	if c.AccountType != "bigint" && c.AccountType != "int" {
+		errs = append(errs, fmt.Errorf("-account-type %q: bigint or int", c.AccountType))
 	}
 	for _, s := range c.Servers {
 		if s != "mariadb" && s != "postgres" {

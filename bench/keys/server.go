@@ -31,6 +31,7 @@ type server struct {
 	dsn        string  // the benchmark database
 	admin      *sql.DB // the server, for CREATE/DROP DATABASE
 	db         *sql.DB // the benchmark database, for DDL and statistics
+	account    string  // the SQL type of account_id, the indexed column
 	version    string
 	bufferPool int64
 	notes      []string
@@ -38,7 +39,7 @@ type server struct {
 }
 
 func openServer(ctx context.Context, cfg *Config, name, dbName string) (_ *server, err error) {
-	s := &server{name: name, dbName: dbName}
+	s := &server{name: name, dbName: dbName, account: map[string]string{"bigint": "BIGINT", "int": "INTEGER"}[cfg.AccountType]}
 	switch name {
 	case "mariadb":
 		s.driver = "mysql"
@@ -154,29 +155,34 @@ func (s *server) Dialector(db *sql.DB) gorm.Dialector {
 
 // CreateTable creates the table afresh.
 func (s *server) CreateTable(ctx context.Context, table string, kind pkKind) error {
+	for _, q := range s.tableDDL(table, kind) {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// tableDDL is the statements that create the table afresh.
+func (s *server) tableDDL(table string, kind pkKind) []string {
 	var stmts []string
 	switch s.name {
 	case "mariadb":
 		id := map[pkKind]string{pkAuto: "BIGINT NOT NULL AUTO_INCREMENT", pkInt: "BIGINT NOT NULL", pkUUID: "BINARY(16) NOT NULL"}[kind]
 		stmts = []string{
 			"DROP TABLE IF EXISTS " + table,
-			fmt.Sprintf("CREATE TABLE %s (id %s, account_id BIGINT NOT NULL, created_at DATETIME(6) NOT NULL, payload VARCHAR(255) NOT NULL, "+
-				"PRIMARY KEY (id), KEY %s_account (account_id)) ENGINE=InnoDB", table, id, table),
+			fmt.Sprintf("CREATE TABLE %s (id %s, account_id %s NOT NULL, created_at DATETIME(6) NOT NULL, payload VARCHAR(255) NOT NULL, "+
+				"PRIMARY KEY (id), KEY %s_account (account_id)) ENGINE=InnoDB", table, id, s.account, table),
 		}
 	case "postgres":
 		id := map[pkKind]string{pkAuto: "BIGSERIAL", pkInt: "BIGINT", pkUUID: "UUID"}[kind]
 		stmts = []string{
 			"DROP TABLE IF EXISTS " + table,
-			fmt.Sprintf("CREATE TABLE %s (id %s PRIMARY KEY, account_id BIGINT NOT NULL, created_at TIMESTAMPTZ NOT NULL, payload TEXT NOT NULL)", table, id),
+			fmt.Sprintf("CREATE TABLE %s (id %s PRIMARY KEY, account_id %s NOT NULL, created_at TIMESTAMPTZ NOT NULL, payload TEXT NOT NULL)", table, id, s.account),
 			fmt.Sprintf("CREATE INDEX %s_account ON %s (account_id)", table, table),
 		}
 	}
-	for _, q := range stmts {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	return nil
+	return stmts
 }
 
 // DropTable drops the table.
