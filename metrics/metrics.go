@@ -398,9 +398,11 @@ func (w *counted) chainStats() (segment.Stats, bool) {
 }
 
 // Reason names the sentinel an idforge error wraps, for metric labels:
-// clock_backwards, machine_id_lost, store_unavailable, store_reset,
-// segment_exhausted, timestamp_overflow, id_overflow, closed, canceled,
-// invalid_config, or other.
+// store_reset, clock_backwards, machine_id_lost, store_unavailable,
+// segment_exhausted, timestamp_overflow, id_overflow, machine_id_overflow,
+// closed, canceled, deadline, invalid_config, or other. A store reset comes
+// first: the lease and the chain report it wrapped in a lost machine ID or an
+// exhausted segment.
 func Reason(err error) string {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {
@@ -414,9 +416,9 @@ var reasons = []struct {
 	err  error
 	name string
 }{
+	{engine.ErrStoreReset, "store_reset"},
 	{engine.ErrClockBackwards, "clock_backwards"},
 	{engine.ErrMachineIDLost, "machine_id_lost"},
-	{engine.ErrStoreReset, "store_reset"},
 	{engine.ErrStoreUnavailable, "store_unavailable"},
 	{engine.ErrSegmentExhausted, "segment_exhausted"},
 	{engine.ErrTimestampOverflow, "timestamp_overflow"},

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -284,6 +285,8 @@ func TestReason(t *testing.T) {
 		errors.New("x"):                       "other",
 		errors.Join(engine.ErrStoreReset):     "store_reset",
 		errors.Join(engine.ErrClockBackwards): "clock_backwards",
+		// A reset ends the lease, which reports it as a lost machine ID too.
+		fmt.Errorf("%w: %w", engine.ErrMachineIDLost, engine.ErrStoreReset): "store_reset",
 	} {
 		if got := Reason(err); got != want {
 			t.Errorf("Reason(%v) = %q, want %q", err, got, want)

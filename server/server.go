@@ -365,12 +365,12 @@ func generatorError(err error) *httpError {
 		return &httpError{http.StatusBadRequest, "invalid", err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &httpError{http.StatusServiceUnavailable, "timeout", err.Error()}
+	case errors.Is(err, engine.ErrStoreReset): // before lost: a reset ends the lease as lost too
+		return &httpError{http.StatusServiceUnavailable, "store_reset", err.Error()}
 	case errors.Is(err, engine.ErrMachineIDLost):
 		return &httpError{http.StatusServiceUnavailable, "machine_id_lost", err.Error()}
 	case errors.Is(err, engine.ErrClockBackwards):
 		return &httpError{http.StatusServiceUnavailable, "clock_backwards", err.Error()}
-	case errors.Is(err, engine.ErrStoreReset):
-		return &httpError{http.StatusServiceUnavailable, "store_reset", err.Error()}
 	case errors.Is(err, engine.ErrClosed):
 		return &httpError{http.StatusServiceUnavailable, "closed", err.Error()}
 	default:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -468,5 +469,14 @@ func TestMaxInFlight(t *testing.T) {
 	wg.Wait()
 	if res, _ := do(t, s, "GET", "/healthz"); res.StatusCode != 200 {
 		t.Errorf("after the burst: %d", res.StatusCode)
+	}
+}
+
+// A store reset ends the lease, whose error then wraps a lost machine ID too:
+// the answer names the reset.
+func TestGeneratorErrorResetFirst(t *testing.T) {
+	err := fmt.Errorf("%w: machine: lease: %w", engine.ErrMachineIDLost, engine.ErrStoreReset)
+	if e := generatorError(err); e.status != http.StatusServiceUnavailable || e.code != "store_reset" {
+		t.Fatalf("generatorError(lost+reset) = %d %q, want 503 store_reset", e.status, e.code)
 	}
 }

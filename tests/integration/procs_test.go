@@ -38,6 +38,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/metrics"
 )
 
 // workerEnv holds a worker's JSON configuration; the test binary started
@@ -379,32 +380,15 @@ func runWorker(cfg workerConfig) int {
 	return 0
 }
 
-// refusalClass names the sentinel error behind a refusal; a store reset
-// comes first, since the lease reports it as a lost machine ID too. A chain
-// refusal that names neither a reset nor a store failure ("the store has
-// not failed, it is slow to answer") is "unexplained".
+// refusalClass names the sentinel error behind a refusal (metrics.Reason).
+// A chain refusal that names neither a reset nor a store failure ("the
+// store has not failed, it is slow to answer") is "unexplained".
 func refusalClass(err error) string {
 	var ex *segment.ExhaustedError
 	if errors.As(err, &ex) && ex.Store == nil && !errors.Is(err, engine.ErrStoreReset) {
 		return "unexplained"
 	}
-	for _, c := range []struct {
-		name string
-		err  error
-	}{
-		{"store_reset", engine.ErrStoreReset},
-		{"machine_id_lost", engine.ErrMachineIDLost},
-		{"clock_backwards", engine.ErrClockBackwards},
-		{"segment_exhausted", engine.ErrSegmentExhausted},
-		{"store_unavailable", engine.ErrStoreUnavailable},
-		{"machine_id_overflow", engine.ErrMachineIDOverflow},
-		{"closed", engine.ErrClosed},
-	} {
-		if errors.Is(err, c.err) {
-			return c.name
-		}
-	}
-	return "other"
+	return metrics.Reason(err)
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }

@@ -20,6 +20,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/metrics"
 )
 
 // workerConfig is what the driver passes to a worker process (as JSON in the
@@ -304,32 +305,11 @@ func (w *worker) next(ctx context.Context, gen string, g engine.Generator) (int6
 			refusals = map[string]int{}
 			w.log.Warn("generator refuses", "gen", gen, "err", err)
 		}
-		refusals[refusalClass(err)]++
+		refusals[metrics.Reason(err)]++
 		if err := clock.System.Sleep(ctx, retryDelay); err != nil {
 			return 0, err
 		}
 	}
-}
-
-// refusalClass names the sentinel error behind a refusal. A store reset
-// comes first: the lease and the chain report it wrapped in a lost machine
-// ID or an exhausted segment.
-func refusalClass(err error) string {
-	for _, c := range []struct {
-		name string
-		err  error
-	}{
-		{"store_reset", engine.ErrStoreReset},
-		{"clock_backwards", engine.ErrClockBackwards},
-		{"machine_id_lost", engine.ErrMachineIDLost},
-		{"segment_exhausted", engine.ErrSegmentExhausted},
-		{"store_unavailable", engine.ErrStoreUnavailable},
-	} {
-		if errors.Is(err, c.err) {
-			return c.name
-		}
-	}
-	return "other"
 }
 
 // insert inserts one batch and returns how many of its IDs were already in
