@@ -59,7 +59,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // idFormat turns IDs into text for one request.
 type idFormat struct {
-	name   string
 	quoted bool // JSON string rather than number
 	f      engine.Formatter
 }
@@ -73,28 +72,22 @@ type formatters struct {
 func newFormatters(l snowflake.Layout) formatters {
 	r62, _ := convert.ByName("radix62", convert.Padded())
 	r36, _ := convert.ByName("radix36", convert.Padded())
-	return formatters{r62: r62, r36: r36, friendly: friendly{l}}
+	return formatters{r62: r62, r36: r36, friendly: l.FriendlyFormatter()}
 }
-
-// friendly is the snowflake friendly form as an engine.Formatter.
-type friendly struct{ l snowflake.Layout }
-
-func (f friendly) Format(id int64) string        { return f.l.Friendly(id) }
-func (f friendly) Parse(s string) (int64, error) { return f.l.ParseFriendly(s) }
 
 func (s *Server) format(name string, snowflakeIDs bool) (idFormat, *httpError) {
 	switch name {
 	case "", "decimal":
-		return idFormat{name: "decimal", quoted: true}, nil
+		return idFormat{quoted: true}, nil
 	case "number":
-		return idFormat{name: "number"}, nil
+		return idFormat{}, nil
 	case "radix62":
-		return idFormat{name: name, quoted: true, f: s.fmts.r62}, nil
+		return idFormat{quoted: true, f: s.fmts.r62}, nil
 	case "radix36":
-		return idFormat{name: name, quoted: true, f: s.fmts.r36}, nil
+		return idFormat{quoted: true, f: s.fmts.r36}, nil
 	case "friendly":
 		if snowflakeIDs {
-			return idFormat{name: name, quoted: true, f: s.fmts.friendly}, nil
+			return idFormat{quoted: true, f: s.fmts.friendly}, nil
 		}
 		return idFormat{}, badRequest("bad_format", "format \"friendly\" is for snowflake IDs only; chain IDs take decimal, number, radix62 or radix36")
 	}
@@ -319,8 +312,9 @@ const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 	raw := r.PathValue("id")
-	format := r.URL.Query().Get("format")
-	for k := range r.URL.Query() {
+	q := r.URL.Query()
+	format := q.Get("format")
+	for k := range q {
 		if k != "format" {
 			badRequest("bad_parameter", "unknown parameter %.40q (known: format)", k).write(w)
 			return

@@ -168,10 +168,10 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !chainName.MatchString(req.Name) {
-		badRequest(CodeInvalidConfig, "segment name %.80q: want 1 to 64 of A-Z a-z 0-9 _ . : -", req.Name).write(w)
+		badRequest(CodeInvalidConfig, "segment name %.80q: %s", req.Name, chainNameRule).write(w)
 		return
 	}
-	if s.allowed != nil && !s.allowed[req.Name] {
+	if !s.serves(req.Name) {
 		(&httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("segment %q is not served here", req.Name)}).write(w)
 		return
 	}

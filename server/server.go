@@ -58,6 +58,9 @@ const (
 	KindChain     = "chain"
 )
 
+// chainNameRule says in words what chainName accepts.
+const chainNameRule = "want 1 to 64 of A-Z a-z 0-9 _ . : -, not starting with a dot"
+
 // chainName is what a chain name may look like: the store keeps it as a key.
 var chainName = regexp.MustCompile(`^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,63}$`)
 
@@ -139,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 		s.allowed = map[string]bool{}
 		for _, c := range cfg.Chains {
 			if !chainName.MatchString(c) {
-				return nil, fmt.Errorf("%w: server: chain name %q: want 1 to 64 of A-Z a-z 0-9 _ . : -", engine.ErrInvalidConfig, c)
+				return nil, fmt.Errorf("%w: server: chain name %q: %s", engine.ErrInvalidConfig, c, chainNameRule)
 			}
 			s.allowed[c] = true
 		}
@@ -311,48 +314,50 @@ func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
 	return s.sf, s.sfErr
 }
 
+// serves reports whether the allow-list, if any, admits chain name.
+func (s *Server) serves(name string) bool { return s.allowed == nil || s.allowed[name] }
+
 // chain returns the chain generator for name, creating it through the
-// Provider on first use, within the allow-list and MaxChains.
+// Provider on first use, within the allow-list and MaxChains. A new name
+// takes its slot (a nil entry) before the Provider is asked, so concurrent
+// first requests cannot pass the limit together.
 func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *httpError) {
-	if !chainName.MatchString(name) {
-		return nil, &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %q: want 1 to 64 of A-Z a-z 0-9 _ . : -, not starting with a dot", name)}
-	}
-	if s.allowed != nil && !s.allowed[name] {
-		return nil, &httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("chain %q is not served here", name)}
-	}
 	s.mu.RLock()
 	g, ok := s.chains[name]
-	n := len(s.chains)
 	s.mu.RUnlock()
-	if ok {
+	if g != nil {
 		return g, nil
 	}
-	if s.allowed == nil && n >= MaxChains {
-		return nil, &httpError{http.StatusTooManyRequests, "too_many_chains", fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+	if !ok {
+		if !chainName.MatchString(name) {
+			return nil, &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %q: %s", name, chainNameRule)}
+		}
+		if !s.serves(name) {
+			return nil, &httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("chain %q is not served here", name)}
+		}
+		s.mu.Lock()
+		_, ok = s.chains[name]
+		if !ok && s.allowed == nil && len(s.chains) >= MaxChains {
+			s.mu.Unlock()
+			return nil, &httpError{http.StatusTooManyRequests, "too_many_chains", fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+		}
+		if !ok {
+			s.chains[name] = nil
+		}
+		s.mu.Unlock()
 	}
+	// The Provider makes one generator per name, however many ask at once.
 	g, err := s.cfg.Provider.Generator(ctx, KindChain, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
+		if s.chains[name] == nil {
+			delete(s.chains, name) // give the slot back
+		}
 		return nil, generatorError(err)
 	}
-	s.mu.Lock()
-	if have, ok := s.chains[name]; ok {
-		g = have
-	} else if s.allowed != nil || len(s.chains) < MaxChains {
-		s.chains[name] = g
-	}
-	s.mu.Unlock()
+	s.chains[name] = g
 	return g, nil
-}
-
-// ChainNames lists the chains this server has drawn from, for the state page.
-func (s *Server) ChainNames() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.chains))
-	for n := range s.chains {
-		out = append(out, n)
-	}
-	return out
 }
 
 // generatorError maps an engine error to a status: configuration and unknown

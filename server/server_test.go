@@ -480,3 +480,39 @@ func TestGeneratorErrorResetFirst(t *testing.T) {
 		t.Fatalf("generatorError(lost+reset) = %d %q, want 503 store_reset", e.status, e.code)
 	}
 }
+
+// Without an allow-list at most MaxChains names are served, however many
+// first requests for new names arrive at once; a served name keeps working.
+func TestMaxChainsUnderConcurrency(t *testing.T) {
+	s := newTestServer(t, nil)
+	const names = MaxChains + 64
+	codes := make([]int, names)
+	var wg sync.WaitGroup
+	for i := range names {
+		wg.Go(func() {
+			res, _ := do(t, s, "GET", "/v1/ids/c"+strconv.Itoa(i))
+			codes[i] = res.StatusCode
+		})
+	}
+	wg.Wait()
+	served, refused := 0, 0
+	for i, c := range codes {
+		switch c {
+		case 200:
+			served++
+			if res, body := do(t, s, "GET", "/v1/ids/c"+strconv.Itoa(i)); res.StatusCode != 200 {
+				t.Fatalf("served chain c%d then refused: %d %s", i, res.StatusCode, body)
+			}
+		case 429:
+			refused++
+		default:
+			t.Fatalf("chain c%d: status %d", i, c)
+		}
+	}
+	if served != MaxChains || refused != names-MaxChains {
+		t.Fatalf("%d served, %d refused; want %d and %d", served, refused, MaxChains, names-MaxChains)
+	}
+	if res, body := do(t, s, "GET", "/v1/ids/another"); res.StatusCode != 429 || !strings.Contains(body, "too_many_chains") {
+		t.Fatalf("a new name past the limit: %d %s", res.StatusCode, body)
+	}
+}

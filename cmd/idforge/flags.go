@@ -48,18 +48,12 @@ var formatNames = []string{"decimal", "radix62", "radix36", "friendly"}
 func formatter(name string, l snowflake.Layout) (engine.Formatter, error) {
 	switch name {
 	case "friendly":
-		return friendly{l}, nil
+		return l.FriendlyFormatter(), nil
 	case "decimal":
 		return engine.Decimal{}, nil
 	}
 	return convert.ByName(name, convert.Padded())
 }
-
-// friendly is the snowflake friendly form as an engine.Formatter.
-type friendly struct{ l snowflake.Layout }
-
-func (f friendly) Format(id int64) string        { return f.l.Friendly(id) }
-func (f friendly) Parse(s string) (int64, error) { return f.l.ParseFriendly(s) }
 
 // enumFlag is a string flag restricted to a list, so that a typo fails while
 // the flags are parsed, with the list in the message.

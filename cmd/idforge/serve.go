@@ -66,7 +66,7 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 	fs.StringVar(&o.instance, "instance", "", "stable instance `ID` (a pod name) that keeps its machine ID across restarts; "+
 		"empty means a new host:pid instance every start [IDFORGE_INSTANCE]")
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
-	fs.StringVar(&o.chains, "chains", "", "comma-separated chain `names` callers may draw from; empty admits any name, up to 256 [IDFORGE_CHAINS]")
+	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from; empty admits any name, up to %d [IDFORGE_CHAINS]", server.MaxChains))
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
 	o.proxy = parsedVar(fs, "proxy", false, strconv.ParseBool, "want true or false",
 		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")

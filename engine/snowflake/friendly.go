@@ -10,6 +10,15 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
+// FriendlyFormatter is the friendly form ([Layout.Friendly],
+// [Layout.ParseFriendly]) as an [engine.Formatter].
+func (l Layout) FriendlyFormatter() engine.Formatter { return friendlyFormatter{l} }
+
+type friendlyFormatter struct{ l Layout }
+
+func (f friendlyFormatter) Format(id int64) string        { return f.l.Friendly(id) }
+func (f friendlyFormatter) Parse(s string) (int64, error) { return f.l.ParseFriendly(s) }
+
 // Friendly returns id in its friendly form
 // `{yyyyMMddHHmmssSSS}-{machine}-{sequence}`, the time in UTC, for example
 // 20260623131730192-1-0. Second layouts use the same 17-digit form with SSS
