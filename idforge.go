@@ -98,7 +98,10 @@ type Settings struct {
 	MaxBackwards time.Duration
 	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin,
 	// Reservation. MachineBits and TimestampSource are owned by the
-	// registry and must stay zero (MachineBits may repeat the layout's).
+	// registry and must stay zero (MachineBits may repeat the layout's). On
+	// a store with a reset grace the reservation (by default 4 × Heartbeat)
+	// must be shorter than the grace: New refuses it otherwise (see
+	// machine.ResetGracer).
 	Lease machine.Settings
 	// Chain tunes every chain and segment generator: Step, SafeDistance,
 	// TTL... Name is set per sequence by the registry and must stay empty.

@@ -2,7 +2,9 @@ package idforge_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/metrics"
 )
 
 // Both stores plug into New.
@@ -103,6 +106,38 @@ func TestOwnedInvariantsRefused(t *testing.T) {
 			}
 			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("New = %v; want ErrInvalidConfig saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestLeaseOutlivingStoreResetGraceRefused: on a real store, a lease
+// without a reservation would go on issuing for minutes after it lost the
+// store, long past the store's 2 s reset grace; New refuses it by name, also
+// when the store is wrapped (a state directory, a metrics collector).
+func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]idforge.Settings{
+		"store":     {Store: st},
+		"state dir": {Store: st, StateDir: t.TempDir()},
+		"metrics":   {Store: metrics.New(metrics.Options{}).Store(st)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s.Lease = machine.Settings{Reservation: -1}
+			reg, err := idforge.New(t.Context(), s)
+			if err == nil {
+				reg.Close()
+			}
+			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not less than the store's ResetGrace 2s") {
+				t.Fatalf("New = %v; want ErrInvalidConfig naming the store's ResetGrace", err)
 			}
 		})
 	}

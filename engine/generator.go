@@ -6,7 +6,11 @@ import (
 )
 
 // Generator hands out unique int64 IDs. Implementations are safe for
-// concurrent use. A non-nil error means no ID was consumed.
+// concurrent use. A non-nil error means no ID was consumed. The GORM plugin
+// and the sqlx helper read a zero ID field as not filled yet, so a
+// Generator should not return 0: chain and segment IDs start at 1, and a
+// snowflake ID is 0 only on machine 0 in the first tick of its layout's
+// epoch.
 type Generator interface {
 	NextID(ctx context.Context) (int64, error)
 }

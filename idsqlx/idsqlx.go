@@ -44,6 +44,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
+	"github.com/idforge/idforge/internal/sqlxbatch"
 )
 
 // ErrInvalidData is wrapped by errors about the rows given rather than the
@@ -57,7 +58,7 @@ const DefaultBatchSize = idgen.DefaultBatchSize
 // MaxPlaceholders caps the bind parameters of one statement
 // [Helper.InsertBatch] sends: SQLite's default limit (MySQL/MariaDB and
 // PostgreSQL allow 65,535).
-const MaxPlaceholders = 32766
+const MaxPlaceholders = sqlxbatch.MaxPlaceholders
 
 // Helper fills idgen-tagged fields of rows inserted through sqlx. Make one
 // with [New] per registry and share it: it is safe for concurrent use and
@@ -178,45 +179,24 @@ func (h *Helper) Insert(ctx context.Context, db sqlx.ExtContext, query string, a
 // bulk NamedExecContext: query is a one-row INSERT ... VALUES (:a, :b) that
 // sqlx repeats for every row of a chunk. Chunks hold batchSize rows
 // ([DefaultBatchSize] if batchSize <= 0), fewer if that would pass
-// [MaxPlaceholders]. It returns the number of rows affected.
+// [MaxPlaceholders]. It returns the number of rows affected. rows of
+// another shape (one struct: use [Helper.Insert]) is an error wrapping
+// engine.ErrInvalidConfig, before any ID is drawn.
 //
 // The chunks are separate statements: pass a *sqlx.Tx to make them atomic.
 // Rows are filled before the first chunk is sent, so on error every row
 // holds an ID whether or not it was inserted.
 func (h *Helper) InsertBatch(ctx context.Context, db sqlx.ExtContext, query string, rows any, batchSize int) (int64, error) {
+	rv := reflect.Indirect(reflect.ValueOf(rows))
+	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array && k != reflect.Invalid { // Fill reports a nil
+		return 0, fmt.Errorf("%w: idsqlx: InsertBatch takes a slice of rows, not a %T (Insert inserts one)", engine.ErrInvalidConfig, rows)
+	}
 	if err := h.Fill(ctx, rows); err != nil {
 		return 0, err
 	}
-	rv := reflect.Indirect(reflect.ValueOf(rows))
-	n := rv.Len()
-	if n == 0 {
-		return 0, nil
-	}
-	_, args, err := db.BindNamed(query, rv.Index(0).Interface())
+	total, err := sqlxbatch.Insert(ctx, db, query, rv, batchSize)
 	if err != nil {
-		return 0, err
-	}
-	if batchSize <= 0 {
-		batchSize = DefaultBatchSize
-	}
-	batchSize = max(min(batchSize, MaxPlaceholders/max(len(args), 1)), 1)
-	if rv.Kind() == reflect.Array {
-		if !rv.CanAddr() {
-			return 0, fmt.Errorf("%w: idsqlx: pass a pointer to the array", engine.ErrInvalidConfig)
-		}
-		rv = rv.Slice(0, n)
-	}
-	var total int64
-	for i := 0; i < n; i += batchSize {
-		res, err := sqlx.NamedExecContext(ctx, db, query, rv.Slice(i, min(i+batchSize, n)).Interface())
-		if err != nil {
-			return total, fmt.Errorf("idsqlx: rows %d to %d: %w", i, min(i+batchSize, n)-1, err)
-		}
-		affected, err := res.RowsAffected()
-		if err != nil {
-			return total, err
-		}
-		total += affected
+		return total, fmt.Errorf("idsqlx: %w", err)
 	}
 	return total, nil
 }

@@ -255,6 +255,28 @@ func TestFillErrors(t *testing.T) {
 	}
 }
 
+// InsertBatch refuses what is not a batch before drawing an ID: one row
+// (Insert's job), a pointer to a pointer, a nil.
+func TestInsertBatchWantsRows(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.SQLite(t)
+	db := sqlx.NewDb(d.Open(t), d.Driver)
+	createTable(t, d, db)
+	ids := idsqlx.New(newRegistry(t))
+	one := &Row{Name: "one"}
+	for _, c := range []struct {
+		v  any
+		is error
+	}{{one, engine.ErrInvalidConfig}, {&one, engine.ErrInvalidConfig}, {nil, idsqlx.ErrInvalidData}, {(*[]Row)(nil), idsqlx.ErrInvalidData}} {
+		if n, err := ids.InsertBatch(ctx, db, insertRow, c.v, 0); !errors.Is(err, c.is) || n != 0 {
+			t.Errorf("InsertBatch(%T) = %d, %v; want %v", c.v, n, err, c.is)
+		}
+	}
+	if one.ID != 0 {
+		t.Errorf("a refused InsertBatch drew ID %d", one.ID)
+	}
+}
+
 func TestFillKeepsSetValues(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)

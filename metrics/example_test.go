@@ -14,7 +14,7 @@ import (
 // A collector counts the IDs a provider hands out; register it in your own
 // Prometheus registry.
 func Example() {
-	col := metrics.New(metrics.Options{Layout: snowflake.Default})
+	col := metrics.New(metrics.Options{})
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(col)
 

@@ -3,7 +3,7 @@
 // build a [Collector], route the registry's store and provider through it,
 // and register it in your own prometheus.Registry.
 //
-//	col := metrics.New(metrics.Options{Layout: snowflake.Default})
+//	col := metrics.New(metrics.Options{})
 //	reg, _ := idforge.New(ctx, idforge.Settings{Store: col.Store(st)}) // store calls and the lease
 //	col.Watch(reg)                                                    // machine ID, every chain
 //	p := col.Provider(reg)                                            // IDs issued per generator
@@ -15,8 +15,8 @@
 //
 //	ids_issued_total{kind,name}                 IDs handed out through Provider
 //	id_errors_total{kind,name,reason}           NextID failures by reason (clock_backwards, machine_id_lost, store_unavailable, ...)
-//	clock_backwards_waits_total{kind,name}      snowflake IDs that waited for a clock that had gone back
-//	clock_backwards_refusals_total{kind,name}   snowflake IDs refused because the clock went back too far
+//	clock_backwards_waits_total{kind,name}      snowflake NextID calls that waited for a clock behind the last tick (the generator's own count, every caller's)
+//	clock_backwards_refusals_total{kind,name}   snowflake NextID calls through Provider refused because the clock went back too far
 //	chain_head_gap{name}                        IDs fetched and not handed out yet (how far the chain is ahead)
 //	chain_prefetch_distance{name}               prefetch distance in segments (grows while callers are hungry)
 //	chain_step{name}                            IDs per segment
@@ -44,16 +44,12 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/snowflake"
 )
 
 // Options configures [New]. The zero value works.
 type Options struct {
 	// Namespace prefixes every metric name; "" is "idforge".
 	Namespace string
-	// Layout is the snowflake layout, used to notice IDs that waited for a
-	// clock that went back; the zero Layout turns that count off.
-	Layout snowflake.Layout
 	// MachineID, when set, reports the machine ID in use (for example the
 	// registry's MachineID); otherwise the last one the store handed out
 	// through [Collector.Store] is reported.
@@ -129,8 +125,8 @@ func New(opts Options) *Collector {
 		}, []string{"op", "name"}),
 		issued:         d("ids_issued_total", "IDs handed out.", "kind", "name"),
 		idErrors:       d("id_errors_total", "NextID calls that failed, by reason.", "kind", "name", "reason"),
-		bwWaits:        d("clock_backwards_waits_total", "Snowflake IDs that waited for a clock that had gone back.", "kind", "name"),
-		bwRefusals:     d("clock_backwards_refusals_total", "Snowflake IDs refused because the clock went back too far.", "kind", "name"),
+		bwWaits:        d("clock_backwards_waits_total", "Snowflake NextID calls that waited for a clock behind the last tick, counted by the generator for every caller.", "kind", "name"),
+		bwRefusals:     d("clock_backwards_refusals_total", "Snowflake NextID calls through the provider refused because the clock went back too far.", "kind", "name"),
 		chainGap:       d("chain_head_gap", "IDs a chain has fetched and not handed out yet.", "name"),
 		chainDistance:  d("chain_prefetch_distance", "A chain's prefetch distance in segments.", "name"),
 		chainStep:      d("chain_step", "IDs per segment.", "name"),
@@ -177,7 +173,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		g.mu.Unlock()
 		if g.kind == kindSnowflake {
-			cnt(c.bwWaits, g.bwWaits.Load(), g.kind, g.name)
+			cnt(c.bwWaits, g.backwardsWaits(), g.kind, g.name)
 			cnt(c.bwRefusals, g.bwRefusals.Load(), g.kind, g.name)
 		}
 		if st, ok := g.chainStats(); ok {
@@ -281,13 +277,9 @@ func (c *Collector) Generator(kind, name string, g engine.Generator) engine.Gene
 		return have
 	}
 	w := &counted{c: c, kind: kind, name: name, g: g, errors: map[string]int64{}}
-	if kind == kindSnowflake && c.opts.Layout.Unit != 0 {
-		w.layout = c.opts.Layout
-		w.unitNanos = int64(c.opts.Layout.Unit.Duration())
-	}
 	if have, ok := c.gens[k]; ok { // the provider replaced the generator: keep counting on
 		w.issued.Store(have.issued.Load())
-		w.bwWaits.Store(have.bwWaits.Load())
+		w.bwBase = have.backwardsWaits()
 		w.bwRefusals.Store(have.bwRefusals.Load())
 		have.mu.Lock()
 		for r, n := range have.errors {
@@ -304,12 +296,10 @@ type counted struct {
 	c          *Collector
 	kind, name string
 	g          engine.Generator
-	layout     snowflake.Layout
-	unitNanos  int64
+	bwBase     int64 // backwardsWaits of the generator g replaced
 
 	fromStats  bool // a chain not drawn through the provider: its own count is the truth
 	issued     atomic.Int64
-	bwWaits    atomic.Int64
 	bwRefusals atomic.Int64
 	mu         sync.Mutex
 	errors     map[string]int64
@@ -317,38 +307,18 @@ type counted struct {
 
 // NextID draws from the generator and counts the outcome.
 func (w *counted) NextID(ctx context.Context) (int64, error) {
-	if w.unitNanos == 0 {
-		id, err := w.g.NextID(ctx)
-		if err != nil {
-			w.fail(err)
-			return 0, err
-		}
-		w.issued.Add(1)
-		return id, nil
-	}
-	before := time.Now().UnixNano()
 	id, err := w.g.NextID(ctx)
 	if err != nil {
 		w.fail(err)
 		return 0, err
 	}
 	w.issued.Add(1)
-	// An ID whose tick starts more than a tick after the clock read before
-	// the call waited for a clock that was behind the last tick issued (a
-	// full sequence waits for the next tick only).
-	if p, derr := w.layout.Decode(id); derr == nil && p.Time.UnixNano()-before > w.unitNanos {
-		w.bwWaits.Add(1)
-	}
 	return id, nil
 }
 
 // NextIDs fills dst from the generator, counting the batch once; it
 // returns how many IDs it drew before an error.
 func (w *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
-	var before int64
-	if w.unitNanos != 0 {
-		before = time.Now().UnixNano()
-	}
 	for i := range dst {
 		id, err := w.g.NextID(ctx)
 		if err != nil {
@@ -359,11 +329,6 @@ func (w *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
 		dst[i] = id
 	}
 	w.issued.Add(int64(len(dst)))
-	if w.unitNanos != 0 && len(dst) > 0 {
-		if p, derr := w.layout.Decode(dst[0]); derr == nil && p.Time.UnixNano()-before > w.unitNanos {
-			w.bwWaits.Add(1)
-		}
-	}
 	return len(dst), nil
 }
 
@@ -387,8 +352,15 @@ func (w *counted) issuedCount() int64 {
 	return w.issued.Load()
 }
 
-// Unwrap returns the generator counted.
-func (w *counted) Unwrap() engine.Generator { return w.g }
+// backwardsWaits is what the snowflake generator counted of its waits for
+// a clock stepped back (snowflake.Generator.BackwardsWaits, also on
+// engine/leased), over every generator the provider handed out here.
+func (w *counted) backwardsWaits() int64 {
+	if b, ok := w.g.(interface{ BackwardsWaits() int64 }); ok {
+		return w.bwBase + b.BackwardsWaits()
+	}
+	return w.bwBase
+}
 
 func (w *counted) chainStats() (segment.Stats, bool) {
 	if s, ok := w.g.(interface{ Stats() segment.Stats }); ok {
@@ -490,6 +462,10 @@ type store struct {
 	c  *Collector
 	st Store
 }
+
+// ResetGrace passes st's through, so machine.Acquire still checks a lease
+// against it.
+func (s *store) ResetGrace() time.Duration { return machine.ResetGraceOf(s.st) }
 
 func (s *store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	start := time.Now()

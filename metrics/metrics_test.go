@@ -82,7 +82,7 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 
 func TestMetricsChangeAsIDsAreDrawn(t *testing.T) {
 	ctx := context.Background()
-	col := New(Options{Layout: snowflake.Default})
+	col := New(Options{})
 	preg := prometheus.NewRegistry()
 	preg.MustRegister(col)
 	st := col.Store(newMemStore())
@@ -179,7 +179,7 @@ idforge_lease_lost_total 0
 
 func TestErrorsAndClockBackwards(t *testing.T) {
 	ctx := context.Background()
-	col := New(Options{Layout: snowflake.Default})
+	col := New(Options{})
 	preg := prometheus.NewRegistry()
 	preg.MustRegister(col)
 
@@ -203,6 +203,13 @@ func TestErrorsAndClockBackwards(t *testing.T) {
 	if _, err := sf.NextID(ctx); err != nil {
 		t.Fatal(err)
 	}
+	fake.StepBack(20 * time.Millisecond)
+	if _, err := sf.NextID(ctx); err != nil {
+		t.Fatalf("20 ms back: %v", err)
+	}
+	if v, _ := value(t, preg, "idforge_clock_backwards_waits_total", map[string]string{"kind": "snowflake"}); v != 1 {
+		t.Errorf("waits = %v, want 1", v)
+	}
 	fake.StepBack(time.Minute)
 	if _, err := sf.NextID(ctx); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("a minute back: %v", err)
@@ -213,10 +220,19 @@ func TestErrorsAndClockBackwards(t *testing.T) {
 	if v, _ := value(t, preg, "idforge_id_errors_total", map[string]string{"kind": "snowflake", "reason": "clock_backwards"}); v != 1 {
 		t.Errorf("snowflake clock errors = %v, want 1", v)
 	}
+	// A generator the provider hands out in its place keeps the count.
+	g2, err := snowflake.New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col.Generator("snowflake", "", g2)
+	if v, _ := value(t, preg, "idforge_clock_backwards_waits_total", map[string]string{"kind": "snowflake"}); v != 1 {
+		t.Errorf("waits after the generator was replaced = %v, want 1", v)
+	}
 }
 
 func TestBatchCountsOnce(t *testing.T) {
-	col := New(Options{Layout: snowflake.Default})
+	col := New(Options{})
 	g, _ := snowflake.New(3)
 	w := col.Generator("snowflake", "", g).(interface {
 		NextIDs(context.Context, []int64) (int, error)

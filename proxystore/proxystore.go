@@ -13,6 +13,14 @@
 // sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInvalidConfig,
 // ErrStoreReset), and a server that cannot be reached or answers garbage
 // gives engine.ErrStoreUnavailable.
+//
+// The server's store waits its reset grace (2 s by default) after a reset
+// before it hands out again, so a client cut off from the server must stop
+// issuing sooner. The server sends that grace with every machine ID it
+// hands out, and a Store reports it (ResetGrace), so machine.Acquire refuses
+// a lease that could outlive it, as on the SQL and Redis stores. A server
+// from before this (no reset_grace_ms in its answer) reports none, and
+// nothing is checked.
 package proxystore
 
 import (
@@ -26,6 +34,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/idforge/idforge/engine"
@@ -50,6 +59,7 @@ type Store struct {
 	base   string
 	auth   string
 	client *http.Client
+	grace  atomic.Int64 // the server store's reset grace, in ms, from its last Distribute answer
 }
 
 // New returns a Store for the server at s.URL. It does not call the server;
@@ -158,7 +168,14 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	if err != nil {
 		return machine.State{}, err
 	}
+	s.grace.Store(out.ResetGraceMillis)
 	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp}, nil
+}
+
+// ResetGrace returns the reset grace of the server's store as its last
+// Distribute answer gave it; 0 before the first (machine.ResetGracer).
+func (s *Store) ResetGrace() time.Duration {
+	return time.Duration(s.grace.Load()) * time.Millisecond
 }
 
 // Guard confirms inst still holds st.MachineID.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -247,5 +248,33 @@ func TestRegistryOnProxyStore(t *testing.T) {
 	}
 	if _, err := a.NextID(ctx, idforge.KindSnowflake, ""); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLeaseOutlivingServerResetGraceRefused: the server sends its store's
+// reset grace with the machine ID, so a client lease without a reservation,
+// which could issue for minutes after it lost the server, is refused by
+// name and its machine ID given back; a default lease is accepted.
+func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
+	st, err := sqlstore.Open(t.Context(), openSQLite(t), sqlstore.Settings{CreateTables: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := serveProxy(t, st, "")
+	inst := machine.Instance{Namespace: "grace", ID: "a"}
+	_, err = machine.Acquire(t.Context(), ps, inst, machine.WithReservation(-1), machine.WithLogger(slog.New(slog.DiscardHandler)))
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not less than the store's ResetGrace 2s") {
+		t.Fatalf("Acquire without a reservation = %v; want ErrInvalidConfig naming the server store's ResetGrace", err)
+	}
+	if got := ps.ResetGrace(); got != sqlstore.DefaultResetGrace {
+		t.Fatalf("ResetGrace = %v, want the server store's %v", got, sqlstore.DefaultResetGrace)
+	}
+	l, err := machine.Acquire(t.Context(), ps, machine.Instance{Namespace: "grace", ID: "b"}, machine.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatalf("Acquire with the defaults: %v", err)
+	}
+	defer l.Close()
+	if l.MachineID() != 0 {
+		t.Fatalf("the default lease got machine ID %d; want 0, given back by the refused one", l.MachineID())
 	}
 }

@@ -38,9 +38,12 @@ type MachineRequest struct {
 }
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
+// ResetGraceMillis is the store's reset grace (machine.ResetGraceOf), so a
+// client's machine.Acquire can check its lease against it.
 type MachineState struct {
-	MachineID     int64 `json:"machine_id"`
-	LastTimestamp int64 `json:"last_timestamp"`
+	MachineID        int64 `json:"machine_id"`
+	LastTimestamp    int64 `json:"last_timestamp"`
+	ResetGraceMillis int64 `json:"reset_grace_ms,omitempty"`
 }
 
 // SegmentRequest is the body of /v1/proxy/segments/next.
@@ -126,7 +129,8 @@ func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
 		st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, time.Duration(req.SafeGuardMillis)*time.Millisecond)
-		return MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp}, err
+		return MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+			ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds()}, err
 	})
 }
 

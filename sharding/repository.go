@@ -45,6 +45,11 @@ func WithShardKey(name string) Option { return func(c *Settings) { c.ShardKey = 
 // holds no row with the key.
 var ErrNotFound = errors.New("sharding: no row with that key")
 
+// ErrInvalidData is wrapped by a repository's errors about the rows given
+// to Create rather than its configuration: a nil row (a nil pointer, a nil
+// element of a []*T). It is idsqlx.ErrInvalidData, the error of the fillers.
+var ErrInvalidData = idgen.ErrInvalidData
+
 // ShardError reports a failed insert into one shard. The shards before it,
 // in the order of the router's Shards, were written: a batch spanning shards
 // is not atomic, each shard's part is.

@@ -20,8 +20,8 @@ var colors = map[string]string{
 // table (the middle of each tenth) as an SVG line chart.
 func Chart(rep *Report, s *ServerReport) string {
 	const (
-		w, h                     = 900, 500
-		left, right, top, bottom = 80, 215, 50, 60
+		w, h                     = 960, 500
+		left, right, top, bottom = 80, 275, 50, 60
 	)
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	rows := float64(rep.Config.Rows)

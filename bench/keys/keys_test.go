@@ -232,13 +232,16 @@ func BenchmarkKeys(b *testing.B) {
 // servers, and anything but bigint or int is refused by name.
 func TestAccountType(t *testing.T) {
 	cfg := defaultConfig()
-	cfg.AccountType = "smallint"
-	if err := cfg.check(); err == nil || !strings.Contains(err.Error(), `-account-type "smallint"`) {
-		t.Fatalf("check = %v; want -account-type refused", err)
+	cfg.AccountType, cfg.Accounts = "smallint", 0
+	err := cfg.check()
+	for _, want := range []string{`-account-type "smallint"`, "-accounts 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check = %v; want %s refused", err, want)
+		}
 	}
 	for _, name := range []string{"mariadb", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			s := &server{name: name, account: "INTEGER"}
+			s := &server{name: name, account: accountSQL("int")}
 			if ddl := strings.Join(s.tableDDL("t", pkInt), "; "); !strings.Contains(ddl, "account_id INTEGER NOT NULL") {
 				t.Errorf("DDL %s: want account_id INTEGER", ddl)
 			}

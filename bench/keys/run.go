@@ -110,7 +110,10 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("unknown variant %q", v))
 		}
 	}
-	if c.AccountType != "bigint" && c.AccountType != "int" {
+	if c.Accounts < 1 {
+		errs = append(errs, fmt.Errorf("-accounts %d: at least 1", c.Accounts))
+	}
+	if accountSQL(c.AccountType) == "" {
 		errs = append(errs, fmt.Errorf("-account-type %q: bigint or int", c.AccountType))
 	}
 	for _, s := range c.Servers {

@@ -38,8 +38,20 @@ type server struct {
 	restore    func(context.Context) error // undoes server settings the benchmark changed
 }
 
+// accountSQL is the SQL type of account_id for -account-type t, or "" for
+// a type the benchmark does not know.
+func accountSQL(t string) string {
+	switch t {
+	case "bigint":
+		return "BIGINT"
+	case "int":
+		return "INTEGER"
+	}
+	return ""
+}
+
 func openServer(ctx context.Context, cfg *Config, name, dbName string) (_ *server, err error) {
-	s := &server{name: name, dbName: dbName, account: map[string]string{"bigint": "BIGINT", "int": "INTEGER"}[cfg.AccountType]}
+	s := &server{name: name, dbName: dbName, account: accountSQL(cfg.AccountType)}
 	switch name {
 	case "mariadb":
 		s.driver = "mysql"

@@ -87,8 +87,6 @@ type parsedFlag[T any] struct {
 	want  string
 }
 
-// parsedVar defines a parsedFlag; usage must name its argument in
-// backquotes, which the flag package cannot guess for its own types.
 // positiveDuration parses a duration above zero: a wait of none or less
 // would drop in-flight requests at once.
 func positiveDuration(s string) (time.Duration, error) {
@@ -99,6 +97,8 @@ func positiveDuration(s string) (time.Duration, error) {
 	return d, err
 }
 
+// parsedVar defines a parsedFlag; usage must name its argument in
+// backquotes, which the flag package cannot guess for its own types.
 func parsedVar[T any](fs *flag.FlagSet, name string, value T, parse func(string) (T, error), want, usage string) *T {
 	f := &parsedFlag[T]{value: value, parse: parse, want: want}
 	fs.Var(f, name, usage)

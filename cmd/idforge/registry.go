@@ -17,7 +17,7 @@ type registrySettings struct {
 	// Instance, when not empty, is a stable instance ID.
 	Instance string
 	Layout   snowflake.Layout
-	Store    store
+	Store    idforge.Store
 	Logger   *slog.Logger
 }
 

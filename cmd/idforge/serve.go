@@ -165,7 +165,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, st.close()) }()
 
 	layout := layoutByName(o.layout.value)
-	col := metrics.New(metrics.Options{Layout: layout})
+	col := metrics.New(metrics.Options{})
 	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
 	if err != nil {
 		return err

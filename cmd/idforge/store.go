@@ -17,10 +17,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx": PostgreSQL DSNs
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
 )
 
@@ -28,17 +27,11 @@ import (
 // directory when no -store is given.
 const defaultStoreFile = "idforge.db"
 
-// store is what serve runs on: the root store contract (machine IDs and
-// named segment sequences), a liveness probe for /readyz, and Close.
-type store interface {
-	machine.Distributor
-	Segment(name string) (segment.Distributor, error)
-}
-
-// openedStore is a store with its probe, closer and a description for logs
-// (with no password in it).
+// openedStore is the store serve runs on (the root store contract) with a
+// liveness probe for /readyz, a closer and a description for logs (with no
+// password in it).
 type openedStore struct {
-	store
+	store    idforge.Store
 	describe string
 	ping     func(ctx context.Context) error
 	close    func() error

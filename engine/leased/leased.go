@@ -74,6 +74,10 @@ type Snowflake struct {
 type held struct {
 	gen   *snowflake.Generator
 	lease *machine.Lease
+	// waits is the BackwardsWaits of the generators replaced before gen,
+	// carried on the value readers load at once, so the sum does not drop
+	// when a generator is replaced.
+	waits int64
 }
 
 var _ engine.Generator = (*Snowflake)(nil)
@@ -254,6 +258,7 @@ func (s *Snowflake) replace(ctx context.Context, lost *held) error {
 	if err != nil {
 		return err
 	}
+	next.waits = lost.waits + lost.gen.BackwardsWaits()
 	s.lost.Add(1)
 	s.set.Logger.Warn("idforge: machine ID lost, continuing on a new one",
 		"instance", s.set.Instance.String(), "old", lost.gen.MachineID(), "new", next.gen.MachineID())
@@ -271,6 +276,16 @@ func (s *Snowflake) MachineID() int64 {
 
 // Lost counts the leases lost and replaced so far.
 func (s *Snowflake) Lost() int64 { return s.lost.Load() }
+
+// BackwardsWaits returns how many NextID calls waited for a clock that had
+// been stepped back, over every generator this Snowflake ran
+// (snowflake.Generator.BackwardsWaits); 0 after Close.
+func (s *Snowflake) BackwardsWaits() int64 {
+	if h := s.cur.Load(); h != nil {
+		return h.waits + h.gen.BackwardsWaits()
+	}
+	return 0
+}
 
 // Lease returns the lease in use, nil after Close: for monitoring.
 func (s *Snowflake) Lease() *machine.Lease {

@@ -160,6 +160,13 @@ func TestResetCarriesLastTick(t *testing.T) {
 	for range 3000 { // one tick, most of its sequence
 		last = next(t, sf)
 	}
+	// A wait for a clock stepped back, counted again after the swap.
+	clk.StepBack(time.Millisecond)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		clk.Advance(time.Millisecond)
+	}()
+	last = next(t, sf)
 	store.reset.Store(true)
 	if err := sf.Lease().Heartbeat(context.Background()); !errors.Is(err, engine.ErrStoreReset) || !errors.Is(err, engine.ErrMachineIDLost) {
 		t.Fatalf("heartbeat on a reset store: %v; want ErrMachineIDLost and ErrStoreReset", err)
@@ -184,6 +191,9 @@ func TestResetCarriesLastTick(t *testing.T) {
 	}
 	if id <= last {
 		t.Fatalf("after the swap: %d, not above the old generator's %d", id, last)
+	}
+	if n := sf.BackwardsWaits(); n != 1 {
+		t.Errorf("BackwardsWaits = %d after the swap, want the old generator's 1", n)
 	}
 }
 

@@ -40,7 +40,10 @@ type Settings struct {
 	// ride out.
 	SafeGuard time.Duration
 	// Heartbeat is the interval between heartbeats (default 250 ms). It must
-	// be shorter than SafeGuard minus SkewMargin, and than Reservation.
+	// be shorter than SafeGuard minus SkewMargin, and than Reservation. The
+	// default Reservation is 4 × Heartbeat, so on a store with the default
+	// 2 s reset grace a heartbeat of 500 ms or more needs an explicit,
+	// shorter Reservation (see [ResetGracer]).
 	Heartbeat time.Duration
 	// SkewMargin is how long before the safe-guard runs out the lease stops
 	// trusting itself (default a fifth of SafeGuard; negative: none). It
@@ -57,7 +60,10 @@ type Settings struct {
 	// heartbeat); negative: none. The cost: a restart on the same machine ID
 	// waits up to Reservation before issuing, Acquire makes one more store
 	// call, and while the store is away snowflake IDs stop once the
-	// reservation runs out, rather than after the safe-guard.
+	// reservation runs out, rather than after the safe-guard. On a store
+	// with a reset grace ([ResetGracer]) it must be shorter than the grace,
+	// and without a reservation SafeGuard minus SkewMargin must: Acquire
+	// refuses the lease otherwise.
 	Reservation time.Duration
 	// Clock drives heartbeats and lease expiry (default clock.System). Use
 	// the generator's clock: Check compares the generator's timestamps with
@@ -121,6 +127,7 @@ type config struct {
 	heartbeat   time.Duration
 	margin      time.Duration
 	reserve     time.Duration
+	reserveSet  bool // Reservation was given, not derived from Heartbeat
 	clock       clock.Clock
 	logger      *slog.Logger
 	source      func() int64
@@ -133,6 +140,7 @@ func (s Settings) resolve() (config, error) {
 		heartbeat:   s.Heartbeat,
 		margin:      s.SkewMargin,
 		reserve:     s.Reservation,
+		reserveSet:  s.Reservation != 0,
 		clock:       s.Clock,
 		logger:      s.Logger,
 		source:      s.TimestampSource,
@@ -177,6 +185,37 @@ func (s Settings) resolve() (config, error) {
 			engine.ErrInvalidConfig, c.reserve, c.heartbeat)
 	}
 	return c, nil
+}
+
+// alone is how long a lease goes on confirming timestamps after its last
+// successful heartbeat started, and which settings make it so (for errors):
+// its reservation, capped by the safe-guard window, or that window alone
+// without a reservation.
+func (c config) alone() (time.Duration, string) {
+	window := c.safeGuard - c.margin
+	switch {
+	case c.reserve > window:
+		return window, fmt.Sprintf("Lease.Reservation capped by SafeGuard %v minus SkewMargin %v", c.safeGuard, c.margin)
+	case c.reserve > 0 && c.reserveSet:
+		return c.reserve, fmt.Sprintf("Lease.Reservation %v", c.reserve)
+	case c.reserve > 0:
+		return c.reserve, fmt.Sprintf("the default Lease.Reservation, 4 × Heartbeat %v", c.heartbeat)
+	}
+	return window, fmt.Sprintf("no reservation: SafeGuard %v minus SkewMargin %v", c.safeGuard, c.margin)
+}
+
+// checkGrace refuses a lease that could go on issuing without d for as long
+// as d's reset grace (see [ResetGracer]).
+func (c config) checkGrace(d Distributor) error {
+	alone, from := c.alone()
+	if grace := ResetGraceOf(d); grace > 0 && alone >= grace {
+		return fmt.Errorf("%w: machine: the lease would go on issuing for up to %v without its store (%s), not less than the store's ResetGrace %v, "+
+			"so a process cut off from the store while it is reset could share its machine ID with a newcomer: "+
+			"set Lease.Reservation between Heartbeat %v and %v, less the clock skew between hosts, "+
+			"or raise the store's ResetGrace above %v on every process (a new or reset store then waits that long before handing anything out)",
+			engine.ErrInvalidConfig, alone, from, grace, c.heartbeat, grace, alone)
+	}
+	return nil
 }
 
 // Lease is a machine ID held by this process: the ID a snowflake generator
@@ -248,6 +287,9 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.checkGrace(d); err != nil {
+		return nil, err
+	}
 	if err := ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
@@ -258,6 +300,10 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 	}
 	if err := checkFits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
 		return nil, err
+	}
+	// Again: a remote store (proxystore) learns its grace from Distribute.
+	if err := cfg.checkGrace(d); err != nil {
+		return nil, errors.Join(err, d.Revert(ctx, inst, st))
 	}
 	hb, stop := context.WithCancel(context.Background())
 	l := &Lease{

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -643,5 +644,55 @@ func TestLeaseWaitOut(t *testing.T) {
 	l3 := acquire(t, mem, instA, opts...)
 	if err := l3.WaitOut(t.Context()); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("WaitOut 10 s behind: %v, want ErrClockBackwards", err)
+	}
+}
+
+// graced is a distributor with a reset grace, as the SQL and Redis stores are.
+type graced struct {
+	machine.Distributor
+	grace time.Duration
+}
+
+func (g graced) ResetGrace() time.Duration { return g.grace }
+
+// TestLeaseOutlivingResetGraceRefused: a lease that may go on issuing
+// without its store for as long as the store's reset grace is refused by
+// name, since a newcomer on the reset store could take its machine ID while
+// it still issues; one that stops in time, or a store without a grace, is
+// accepted.
+func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+		opts  []machine.Option
+		want  string // "" accepted
+	}{
+		{"defaults", 2 * time.Second, nil, ""},
+		{"no reservation", 2 * time.Second, []machine.Option{machine.WithReservation(-1)},
+			"up to 4m0s without its store (no reservation: SafeGuard 5m0s minus SkewMargin 1m0s), not less than the store's ResetGrace 2s"},
+		{"reservation from a slow heartbeat", 2 * time.Second, []machine.Option{machine.WithHeartbeat(time.Second)},
+			"up to 4s without its store (the default Lease.Reservation, 4 × Heartbeat 1s)"},
+		{"reservation equal to the grace", 2 * time.Second, []machine.Option{machine.WithReservation(2 * time.Second)},
+			"(Lease.Reservation 2s)"},
+		{"reservation capped by the safe-guard", 30 * time.Second, []machine.Option{machine.WithSafeGuard(time.Minute), machine.WithReservation(time.Hour)},
+			"up to 48s without its store (Lease.Reservation capped by SafeGuard 1m0s minus SkewMargin 12s)"},
+		{"no reservation, grace above the safe-guard", 10 * time.Minute, []machine.Option{machine.WithReservation(-1)}, ""},
+		{"no grace", -1, []machine.Option{machine.WithReservation(-1)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := graced{machinetest.NewMemory(clock.System), tc.grace}
+			inst := machine.Instance{Namespace: "grace", ID: tc.name}
+			l, err := machine.Acquire(t.Context(), d, inst, append([]machine.Option{machine.WithLogger(discard)}, tc.opts...)...)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				l.Close()
+				return
+			}
+			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Acquire = %v; want ErrInvalidConfig saying %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -41,6 +41,9 @@ func LocalState(dir string, inner Distributor) Distributor {
 	return localState{dir: dir, inner: inner}
 }
 
+// ResetGrace passes inner's through (see [ResetGraceOf]).
+func (s localState) ResetGrace() time.Duration { return ResetGraceOf(s.inner) }
+
 func (s localState) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
 	if err := s.check(inst); err != nil {
 		return State{}, err

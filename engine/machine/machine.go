@@ -95,3 +95,27 @@ type Distributor interface {
 	// engine.ErrMachineIDLost.
 	Revert(ctx context.Context, inst Instance, st State) error
 }
+
+// ResetGracer is implemented by a [Distributor] whose store, once it finds
+// it was reset (it forgot what it handed out), hands nothing out until
+// ResetGrace has passed since the reset was first seen: the time live
+// processes of the forgotten state have to stop. engine/sqlstore,
+// engine/redisstore and proxystore implement it, and [LocalState] passes it
+// through (see [ResetGraceOf]). [Acquire] refuses a lease that could go
+// on issuing without its store for that long, since a process cut off from
+// the store during a reset would then share its machine ID with a newcomer.
+// ResetGrace <= 0 means no grace (a store no other process uses): nothing is
+// checked.
+type ResetGracer interface {
+	ResetGrace() time.Duration
+}
+
+// ResetGraceOf returns d's reset grace, 0 when d has none. A decorator of
+// a Distributor implements ResetGracer with it, passing its inner one's
+// through, so wrapping a store never hides its grace from [Acquire].
+func ResetGraceOf(d Distributor) time.Duration {
+	if g, ok := d.(ResetGracer); ok {
+		return g.ResetGrace()
+	}
+	return 0
+}

@@ -86,12 +86,13 @@
 // the epoch, so this process and every other one get ErrStoreReset, drop
 // what they hold and wait the grace. [Open] on a
 // Redis without an epoch creates one and waits the grace too: a first start
-// and a wipe look the same, so the first start of a new store costs 2 s.
+// and a wipe look the same, so the first start of a new store costs the
+// grace (2 s by default).
 //
 // # Durability
 //
-// Open reads the persistence configuration of every node holding data
-// (CONFIG GET, or INFO persistence where CONFIG is disabled). Run Redis with
+// Open reads the persistence and eviction configuration of every node
+// holding data (CONFIG GET, or INFO where CONFIG is disabled). Run Redis with
 // appendonly yes and appendfsync always; then:
 //
 //   - restart (SHUTDOWN, or a crash: kill -9, power loss): the AOF holds
@@ -114,7 +115,11 @@
 //     with the same consequence (an empty replica is a plain reset). Prefer
 //     primaries restarted from their AOF (a Cluster without replicas, as
 //     .ci/run runs it), or use a SQL store where a failover must not lose
-//     writes.
+//     writes;
+//   - eviction (maxmemory-policy allkeys-*, with a maxmemory set): Redis may
+//     drop single keys under memory pressure while the epoch stays, which
+//     no check can tell, so Open refuses it even with AllowVolatile. Use
+//     noeviction or a volatile-* policy: idforge's keys have no TTL.
 //
 // Scripts need Redis 2.6 or later (tested on 7.0). They are sent with EVAL,
 // not EVALSHA: they are small, Redis caches the compiled body, and a call

@@ -27,7 +27,14 @@ var (
 	revertScript     = redis.NewScript(epochCheck + machineCommon + revertSrc)
 )
 
-var _ machine.Distributor = (*Store)(nil)
+var (
+	_ machine.Distributor = (*Store)(nil)
+	_ machine.ResetGracer = (*Store)(nil)
+)
+
+// ResetGrace returns [Settings.ResetGrace] as resolved: what
+// machine.Acquire checks a lease's settings against.
+func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
 
 // Distribute returns inst's machine ID in [0, 2^machineBits): its own if it
 // holds one, else a free one or one silent for at least safeGuard, else the

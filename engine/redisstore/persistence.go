@@ -10,49 +10,67 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// persistence is what one Redis node keeps across a restart.
+// persistence is what one Redis node keeps across a restart, and whether
+// it may drop keys while it runs.
 type persistence struct {
 	aof   bool
 	fsync string // appendfsync; "" when unknown
 	save  string // RDB snapshot rules; "" none, "?" unknown
+	// evicts is the maxmemory-policy when it may evict keys without a TTL
+	// (allkeys-*) and a maxmemory is set, as idforge's keys have none.
+	evicts string
 }
 
 // readPersistence asks CONFIG GET, falling back to INFO persistence where
 // CONFIG is disabled (managed services rename it).
 func readPersistence(ctx context.Context, node redis.Cmdable) (persistence, error) {
-	get := func(name string) (string, error) {
-		m, err := node.ConfigGet(ctx, name).Result()
-		if err != nil {
-			return "", err
+	names := []string{"appendonly", "appendfsync", "save", "maxmemory", "maxmemory-policy"}
+	conf := make(map[string]string, len(names))
+	var err error
+	for _, name := range names {
+		var m map[string]string
+		if m, err = node.ConfigGet(ctx, name).Result(); err != nil {
+			break
 		}
 		v, ok := m[name]
 		if !ok {
-			return "", fmt.Errorf("CONFIG GET %s: no such parameter", name)
+			err = fmt.Errorf("CONFIG GET %s: no such parameter", name)
+			break
 		}
-		return v, nil
+		conf[name] = v
 	}
-	aof, err := get("appendonly")
 	if err == nil {
-		var p persistence
-		p.aof = aof == "yes"
-		if p.fsync, err = get("appendfsync"); err == nil {
-			p.save, err = get("save")
-		}
-		if err == nil {
-			return p, nil
-		}
+		return persistence{aof: conf["appendonly"] == "yes", fsync: conf["appendfsync"], save: conf["save"],
+			evicts: evicting(conf["maxmemory"], conf["maxmemory-policy"])}, nil
 	}
-	info, ierr := node.Info(ctx, "persistence").Result()
+	info, ierr := node.Info(ctx, "persistence", "memory").Result()
 	if ierr != nil {
 		return persistence{}, fmt.Errorf("CONFIG GET: %w; INFO persistence: %w", err, ierr)
 	}
 	p := persistence{save: "?"}
+	var maxmemory, policy string
 	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "aof_enabled:"); ok {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "aof_enabled":
 			p.aof = v == "1"
+		case "maxmemory":
+			maxmemory = v
+		case "maxmemory_policy":
+			policy = v
 		}
 	}
+	p.evicts = evicting(maxmemory, policy)
 	return p, nil
+}
+
+// evicting returns policy if, with maxmemory (bytes, "0" or "" for no
+// limit), Redis may evict keys that have no TTL; "" otherwise.
+func evicting(maxmemory, policy string) string {
+	if maxmemory == "" || maxmemory == "0" || !strings.HasPrefix(policy, "allkeys-") {
+		return ""
+	}
+	return policy
 }
 
 // ErrVolatile is wrapped by Open's error for a Redis without persistence
@@ -87,6 +105,14 @@ func (s *Store) checkPersistence(ctx context.Context) error {
 
 func (s *Store) judge(node string, p persistence) error {
 	log := s.cfg.Logger
+	if p.evicts != "" {
+		// Not even AllowVolatile: an evicted machine ID or counter is
+		// forgotten while the epoch stays, so nobody sees a reset.
+		return fmt.Errorf("%w: %s: node %s (maxmemory-policy %s, with a maxmemory set) may evict idforge's keys under memory pressure:"+
+			" a machine ID or counter it forgets is handed out again, and no epoch check can tell; use noeviction or a volatile-* policy"+
+			" (idforge's keys have no TTL)",
+			engine.ErrInvalidConfig, s.name, node, p.evicts)
+	}
 	switch {
 	case p.aof && p.fsync == "always":
 		return nil

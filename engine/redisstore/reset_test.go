@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,6 +222,37 @@ func TestPersistenceCheck(t *testing.T) {
 		}
 		if !strings.Contains(logs.String(), tc.want) || !strings.Contains(logs.String(), "level=WARN") {
 			t.Errorf("%v: the log does not warn about %q:\n%s", tc.args, tc.want, logs.String())
+		}
+	}
+}
+
+// TestEvictionRefused: a Redis that may evict keys without a TTL
+// (allkeys-* with a maxmemory) is refused, AllowVolatile or not, also where
+// CONFIG is disabled; without a maxmemory, or with a volatile-* policy (our
+// keys have no TTL), nothing is evicted and it is accepted.
+func TestEvictionRefused(t *testing.T) {
+	durable := testdb.RedisDurable()
+	for _, tc := range []struct {
+		args    []string
+		refused bool
+	}{
+		{[]string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}, true},
+		{[]string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-random", "--rename-command", "CONFIG", ""}, true},
+		{[]string{"--maxmemory", "0", "--maxmemory-policy", "allkeys-lru"}, false},
+		{[]string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}, false},
+		{[]string{"--maxmemory", "100mb", "--maxmemory-policy", "noeviction"}, false},
+	} {
+		srv := testdb.StartRedisServer(t, append(slices.Clone(durable), tc.args...)...)
+		_, err := redisstore.Open(t.Context(), srv.Client(t), redisstore.Settings{ResetGrace: -1, AllowVolatile: true,
+			Logger: slog.New(slog.DiscardHandler)})
+		if !tc.refused {
+			if err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+			continue
+		}
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "maxmemory-policy "+tc.args[3]) || !strings.Contains(err.Error(), srv.Addr()) {
+			t.Errorf("%v: Open = %v; want ErrInvalidConfig naming the policy and the node", tc.args, err)
 		}
 	}
 }

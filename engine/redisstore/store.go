@@ -42,9 +42,18 @@ type Settings struct {
 	Clock clock.Clock
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
-	// process of the forgotten epoch to notice through its lease heartbeat
-	// and stop. Negative waits for nothing: only for tests, or a store no
-	// other process uses.
+	// process of the forgotten epoch to stop, through a failing heartbeat
+	// or, cut off from the store, through its reservation running out.
+	// machine.Acquire refuses a lease that may issue without the store for
+	// as long (its Reservation, or SafeGuard minus SkewMargin without one).
+	// The wait falls on whoever creates the new epoch, so every process
+	// sharing the store must use the same grace; nothing checks that. The
+	// margin between the grace and the reservation (1 s by default) is also
+	// the clock skew between hosts a reset tolerates: a wipe erases the
+	// stored timestamps that otherwise absorb skew, so raise the grace where
+	// host clocks may differ by more. A longer grace is paid at every first
+	// start on a new store and after every reset. Negative waits for
+	// nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
 	// AllowVolatile opens a Redis without persistence (no AOF, no RDB
 	// snapshots), which Open otherwise refuses: a restart forgets
@@ -108,7 +117,8 @@ type Store struct {
 
 // Open validates the settings, checks that the Redis persists what it is
 // told (see [Settings.AllowVolatile]; appendfsync other than always is
-// logged as a warning with the window it leaves), and reads the store's
+// logged as a warning with the window it leaves) and may not evict its keys
+// (an allkeys-* maxmemory-policy with a maxmemory is refused), and reads the store's
 // epoch. A store without one (a first start, or a Redis that forgot
 // everything: they cannot be told apart) gets a new epoch, and Open then
 // waits [Settings.ResetGrace] so that processes still working under a
@@ -234,14 +244,7 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // now stored (creating one when there is none) and the caller gets an error
 // wrapping engine.ErrStoreReset.
 func (s *Store) reset(ctx context.Context, seen, current, what string) error {
-	if _, err := s.epoch.Adopt(seen, func() (string, error) { return s.createEpoch(ctx) }); err != nil {
-		return fmt.Errorf("%w (%w)", s.epoch.ResetError(s.name, what, seen, current), err)
-	}
-	if err := s.epoch.Reseed(ctx, s.raise); err != nil {
-		s.cfg.Logger.Warn("idforge: re-seeding segment floors after a store reset failed; retried before the next fetch",
-			"store", s.name, "error", err)
-	}
-	return s.epoch.ResetError(s.name, what, seen, current)
+	return s.epoch.Reset(ctx, s.name, what, seen, current, func() (string, error) { return s.createEpoch(ctx) }, s.raise)
 }
 
 // unavailable wraps a failed command as engine.ErrStoreUnavailable, keeping

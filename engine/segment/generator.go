@@ -29,10 +29,20 @@ type seg struct {
 	_       [47]byte
 }
 
-// claim takes the next ID of s, reporting false when s is used up.
-func (s *seg) claim() (id, n int64, ok bool) {
-	n = s.taken.Add(1)
-	return s.lo + n, n, n <= s.size
+// claim takes the next ID of s, reporting false when s is used up. It reads
+// the bounds before the add: on x86 no load after a locked instruction may
+// start before the instruction completes, so loads placed after the add
+// would wait for it.
+func (s *seg) claim() (int64, bool) {
+	lo, size := s.lo, s.size
+	n := s.taken.Add(1)
+	return lo + n, n <= size
+}
+
+// drop makes every later claim on s fail and reports how many of its IDs
+// were never claimed. What was claimed before stays served.
+func (s *seg) drop() int64 {
+	return max(0, s.size-(s.taken.Add(s.size)-s.size))
 }
 
 // Generator is the single-segment generator: it serves
@@ -68,7 +78,7 @@ func New(d Distributor, opts ...Option) (*Generator, error) {
 // failed fetch returns an [*ExhaustedError] naming the store's error.
 func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	s := g.cur.Load()
-	if id, _, ok := s.claim(); ok {
+	if id, ok := s.claim(); ok {
 		return id, nil
 	}
 	if ctx == nil { // as database/sql would, rather than panic on the wait
@@ -81,8 +91,7 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 // caller fetches a fresh one. The root registry calls it when the store was
 // reset ([engine.ErrStoreReset]). IDs claimed before Discard stay served.
 func (g *Generator) Discard(cause error) {
-	s := g.cur.Load()
-	s.taken.Add(s.size) // every later add lands past size
+	g.cur.Load().drop()
 	g.cfg.logger.Warn("segment: dropped the rest of the current segment", "name", g.cfg.name, "cause", cause)
 }
 
@@ -101,7 +110,7 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 	defer func() { <-g.fetch }()
 	// Whoever held the semaphore before us may have refilled already.
 	if s := g.cur.Load(); s != used {
-		if id, _, ok := s.claim(); ok {
+		if id, ok := s.claim(); ok {
 			return id, nil
 		}
 	}

@@ -146,6 +146,10 @@ type Generator struct {
 	// so the next ID takes a later tick and starts its sequence at 0.
 	state atomic.Uint64
 	_     [56]byte
+
+	// backwardsWaits counts the calls that waited out a clock behind the
+	// last tick; off the hot cache lines, it is touched only then.
+	backwardsWaits atomic.Int64
 }
 
 // none is the state before the first ID when no last timestamp is known.
@@ -265,6 +269,13 @@ func (g *Generator) LastTimestamp() int64 {
 	return g.epochMilli + tick*g.unitMilli
 }
 
+// BackwardsWaits returns how many NextID calls found the clock behind the
+// last tick issued and waited until it caught up, within MaxBackwards: a
+// clock stepped back, or a start with WithLastTimestamp ahead of the clock.
+// The calls refused instead return an error wrapping
+// engine.ErrClockBackwards.
+func (g *Generator) BackwardsWaits() int64 { return g.backwardsWaits.Load() }
+
 // tickOf converts a Unix nanosecond time to a tick; any time before the epoch
 // gives -1 (division would round the last tick before it up to 0).
 func (g *Generator) tickOf(nanos int64) int64 {
@@ -371,6 +382,7 @@ func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error
 		if err := g.waitBackwards(ctx, lastTick); err != nil {
 			return 0, err
 		}
+		g.backwardsWaits.Add(1)
 		return g.tickOf(g.now.UnixNano()), nil
 	}
 	select {

@@ -149,6 +149,9 @@ func TestShortStepBackIsWaitedOut(t *testing.T) {
 		clk.Advance(time.Millisecond)
 	}
 	lastTick := ids[len(ids)-1] >> 22
+	if n := g.BackwardsWaits(); n != 0 {
+		t.Fatalf("BackwardsWaits = %d before any step back", n)
+	}
 	clk.StepBack(2 * time.Millisecond)
 	sleeps := clk.Sleeps()
 	for range 50 {
@@ -156,6 +159,9 @@ func TestShortStepBackIsWaitedOut(t *testing.T) {
 	}
 	if clk.Sleeps() == sleeps {
 		t.Fatal("the step back was not waited out on the clock")
+	}
+	if n := g.BackwardsWaits(); n != 1 {
+		t.Errorf("BackwardsWaits = %d, want 1: one call waited, the rest issued on its tick", n)
 	}
 	if tick := ids[10] >> 22; tick < lastTick {
 		t.Errorf("ID after the step back has tick %d, before the last tick %d", tick, lastTick)

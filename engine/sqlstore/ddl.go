@@ -68,7 +68,7 @@ func (t tables) ddl(d Dialect) (string, error) {
 	}
 	b, err := ddlFiles.ReadFile("ddl/" + d.String() + ".sql")
 	if err != nil {
-		return "", fmt.Errorf("sqlstore: %w", err) // every valid dialect is embedded; TestDDLGolden covers them
+		return "", fmt.Errorf("sqlstore: %w", err) // every valid dialect is embedded; TestDDL covers them
 	}
 	return strings.ReplaceAll(string(b), DefaultTablePrefix, t.prefix), nil
 }

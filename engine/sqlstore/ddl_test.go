@@ -65,18 +65,17 @@ func TestTypeDialect(t *testing.T) {
 	}
 }
 
-// TestDDLGolden: the DDL a store creates (and `idforge schema` prints) is
-// the golden file of its dialect, byte for byte; with another prefix only
-// the table names change; it splits into one statement per table.
-func TestDDLGolden(t *testing.T) {
+// TestDDL: every dialect's file is embedded; with another prefix only the
+// table names change; it splits into one statement per table. (Whether the
+// files fit the stores' queries, the store tests on real servers show.)
+func TestDDL(t *testing.T) {
 	for _, d := range Dialects {
 		golden, err := os.ReadFile("ddl/" + d.String() + ".sql")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := DDL(d, "")
-		if err != nil || got != string(golden) {
-			t.Errorf("DDL(%v, \"\") differs from ddl/%v.sql (err %v)", d, d, err)
+		if _, err := DDL(d, ""); err != nil {
+			t.Errorf("DDL(%v, \"\"): %v; every dialect's file must be embedded", d, err)
 		}
 		custom, err := DDL(d, "app_")
 		if err != nil || custom != strings.ReplaceAll(string(golden), "idforge_", "app_") || strings.Contains(custom, "idforge_") {
@@ -153,6 +152,12 @@ func TestEnsure(t *testing.T) {
 			for range 4 {
 				db := d.Open(t)
 				wg.Go(func() {
+					if dialect == SQLite { // Open's first contact, see TestReplicasOpenANewSQLiteFileTogether
+						if err := (&Store{db: db}).checkSQLite(ctx); err != nil {
+							errs <- err
+							return
+						}
+					}
 					errs <- tables{DefaultTablePrefix}.ensure(ctx, db, dialect)
 					errs <- tables{DefaultTablePrefix}.ensure(ctx, db, dialect)
 				})

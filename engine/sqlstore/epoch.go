@@ -90,13 +90,7 @@ func (s *Store) checkEpoch(ctx context.Context, token, what string) error {
 // reset adopts the epoch now stored (creating one when there is none) and
 // returns an error wrapping engine.ErrStoreReset.
 func (s *Store) reset(ctx context.Context, seen, current, what string) error {
-	if _, err := s.epoch.Adopt(seen, func() (string, error) { return s.createEpoch(ctx) }); err != nil {
-		return fmt.Errorf("%w (%w)", s.epoch.ResetError(s.name, what, seen, current), err)
-	}
-	// Re-seed now, before the grace ends; a failure is retried before the
-	// next fetch.
-	_ = s.epoch.Reseed(ctx, s.raise)
-	return s.epoch.ResetError(s.name, what, seen, current)
+	return s.epoch.Reset(ctx, s.name, what, seen, current, func() (string, error) { return s.createEpoch(ctx) }, s.raise)
 }
 
 // greatest renders {greatest}: the two-argument maximum of the dialect.

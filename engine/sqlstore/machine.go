@@ -99,7 +99,14 @@ WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6 AND {epoch $7}`
 	return ms
 }
 
-var _ machine.Distributor = (*Store)(nil)
+var (
+	_ machine.Distributor = (*Store)(nil)
+	_ machine.ResetGracer = (*Store)(nil)
+)
+
+// ResetGrace returns [Settings.ResetGrace] as resolved: what
+// machine.Acquire checks a lease's settings against.
+func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
 
 // Distribute returns inst's machine ID: its own row if it has one, else
 // the lowest row that is free or whose unstable owner's last timestamp is

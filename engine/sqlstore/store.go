@@ -28,8 +28,8 @@
 // call fails with an error wrapping engine.ErrStoreReset, the Store adopts
 // the epoch now stored (creating one when there is none) and hands nothing
 // out until [Settings.ResetGrace] after that epoch's creation, so every
-// process of the forgotten epoch has noticed (its lease heartbeat fails) and
-// stopped. On adopting a new epoch the Store re-seeds every segment name it
+// process of the forgotten epoch has stopped (its heartbeat fails or, cut
+// off from the store, its reservation runs out). On adopting a new epoch the Store re-seeds every segment name it
 // used with the highest maximum it ever got for it (its floor). [Open] on a
 // store with no epoch creates one and waits the grace too: a first start and
 // a wipe look the same.
@@ -101,9 +101,18 @@ type Settings struct {
 	CreateTables bool
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
-	// process of the forgotten epoch to notice through its lease heartbeat
-	// and stop. Negative waits for nothing: only for tests, or a store no
-	// other process uses.
+	// process of the forgotten epoch to stop, through a failing heartbeat
+	// or, cut off from the store, through its reservation running out.
+	// machine.Acquire refuses a lease that may issue without the store for
+	// as long (its Reservation, or SafeGuard minus SkewMargin without one).
+	// The wait falls on whoever creates the new epoch, so every process
+	// sharing the store must use the same grace; nothing checks that. The
+	// margin between the grace and the reservation (1 s by default) is also
+	// the clock skew between hosts a reset tolerates: a wipe erases the
+	// stored timestamps that otherwise absorb skew, so raise the grace where
+	// host clocks may differ by more. A longer grace is paid at every first
+	// start on a new store and after every reset. Negative waits for
+	// nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
 }
 
@@ -176,7 +185,10 @@ type Store struct {
 // timeout for what other processes (or Stores) on the same file write, and
 // with WAL when several processes share it, for example
 // "file:ids.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" with
-// glebarez/go-sqlite or modernc.org/sqlite.
+// glebarez/go-sqlite or modernc.org/sqlite. While one connection converts
+// a new file to WAL, the others get SQLITE_BUSY at once whatever their busy
+// timeout, so Open retries its first statement on SQLITE_BUSY for up to 10 s:
+// replicas may start together on a new file.
 func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	var cfg Settings
 	for _, o := range opts {
@@ -238,10 +250,32 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// sqliteFirstContact bounds how long Open waits out SQLITE_BUSY on its first
+// statement; see [Store.checkSQLite].
+const sqliteFirstContact = 10 * time.Second
+
+// checkSQLite reads the SQLite version, which is also Open's first contact
+// with the file. A connection that opens a new file with
+// _pragma=journal_mode(WAL) while another connection converts it to WAL gets
+// SQLITE_BUSY at once, busy timeout or not, so replicas starting together
+// on a new file would fail; the conversion is over in milliseconds, so the
+// first statement is retried on SQLITE_BUSY for up to sqliteFirstContact.
 func (s *Store) checkSQLite(ctx context.Context) error {
 	var v string
-	if err := s.db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v); err != nil {
-		return s.unavailable("reading the SQLite version", err)
+	deadline := time.Now().Add(sqliteFirstContact)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		err := s.db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v)
+		if err == nil {
+			break
+		}
+		if !sqliteBusy(err) || time.Now().After(deadline) {
+			return s.unavailable("reading the SQLite version", err)
+		}
+		select {
+		case <-ctx.Done():
+			return s.unavailable("reading the SQLite version", err)
+		case <-time.After(pause):
+		}
 	}
 	var got [3]int
 	for i, part := range strings.SplitN(v, ".", 3) {
@@ -256,6 +290,17 @@ func (s *Store) checkSQLite(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sqliteBusy reports whether err is SQLITE_BUSY. modernc.org/sqlite and its
+// forks expose the code as a method; mattn/go-sqlite3 only in a field of its
+// own type, so its message, SQLite's text for the code, is matched too.
+func sqliteBusy(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		return coded.Code()&0xff == 5
+	}
+	return strings.Contains(err.Error(), "database is locked")
 }
 
 // Dialect returns the store's SQL dialect.

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
@@ -105,6 +106,34 @@ func TestInvalidOptions(t *testing.T) {
 	for _, name := range []string{"", strings.Repeat("n", 129)} {
 		if _, err := s.Segment(name); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("segment name of %d bytes: err = %v", len(name), err)
+		}
+	}
+}
+
+// TestReplicasOpenANewSQLiteFileTogether: processes that open one new file
+// with journal_mode(WAL) at the same moment race to convert it, and the
+// losers get SQLITE_BUSY at once, ignoring the busy timeout; Open must wait
+// that out instead of failing. The race is rare per start, so this opens
+// many new files, each from several pools at once.
+func TestReplicasOpenANewSQLiteFileTogether(t *testing.T) {
+	ctx := context.Background()
+	for range 60 {
+		d := testdb.SQLite(t)
+		var wg sync.WaitGroup
+		for range 4 {
+			db := d.Open(t)
+			wg.Go(func() {
+				s, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables(), sqlstore.WithResetGrace(-1))
+				if err != nil {
+					t.Errorf("Open on a new file with others: %v", err)
+					return
+				}
+				s.Close()
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
 		}
 	}
 }

@@ -19,14 +19,12 @@ var ErrInvalidData = errors.New("idforge: invalid data")
 // rowPointer is the address of a row of a Filler's struct type.
 type rowPointer = unsafe.Pointer
 
-// rowAt is the row at offset off from base.
-func rowAt(base unsafe.Pointer, off uintptr) rowPointer { return unsafe.Add(base, off) }
-
 // fillDirect fills n rows of a filler whose slots are all direct, the rows
 // size bytes apart from base: the hot path of slices of structs, written so
 // that a model with one int64 key costs the draw and little more.
 func (f *Filler) fillDirect(ctx context.Context, base unsafe.Pointer, size uintptr, n int) error {
-	if s := &f.slots[0]; len(f.slots) == 1 && s.kind == reflect.Int64 {
+	if len(f.slots) == 1 && f.slots[0].kind == reflect.Int64 {
+		s := &f.slots[0]
 		return s.fillInt64s(ctx, unsafe.Add(base, s.offset), size, n)
 	}
 	for i := range n {

@@ -1,7 +1,8 @@
 // Package idgen is what the GORM plugin, the sqlx helper and the sharding
 // repositories share: the one `idgen` struct-tag syntax, the checks that a
-// tagged field can hold an ID, the one row walker that fills zero-valued
-// fields ([Filler]), and the one batch default ([DefaultBatchSize]).
+// tagged field can hold an ID, the one walk of a value's rows ([Walk]), the
+// filler of zero-valued fields ([Filler]), and the one batch default
+// ([DefaultBatchSize]).
 //
 // A [Plan] is parsed from a struct type by [NewPlan]; binding it to an
 // engine.Provider gives a [Filler]. Callers keep their own caches of both:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -373,5 +374,83 @@ func TestMisspeltTagKey(t *testing.T) {
 		if _, err := NewPlan(typ); err != nil {
 			t.Errorf("%s: %v", tag, err)
 		}
+	}
+}
+
+// A Filler with no targets walks the rows and fills nothing; the zero
+// Filler refuses every value. Neither panics.
+func TestEmptyFiller(t *testing.T) {
+	type untagged struct {
+		ID   int64
+		Name string
+	}
+	ctx := context.Background()
+	p, err := NewPlan(reflect.TypeFor[untagged]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, n := counterRegistry(t)
+	fl, err := p.Bind(ctx, reg)
+	if err != nil || fl.Len() != 0 {
+		t.Fatalf("Bind = %d targets, %v; want 0", fl.Len(), err)
+	}
+	rows := []untagged{{}, {ID: 4}}
+	arr := [2]untagged{}
+	for _, v := range []any{rows, &rows, &arr, &untagged{}, []*untagged{{}}, []any{&untagged{}}} {
+		if err := fl.Fill(ctx, reflect.ValueOf(v)); err != nil {
+			t.Errorf("%T: %v", v, err)
+		}
+	}
+	if n.Load() != 1_000_000 || rows[0].ID != 0 || rows[1].ID != 4 {
+		t.Errorf("an empty filler drew %d IDs, rows %+v", n.Load()-1_000_000, rows)
+	}
+	if err := fl.Fill(ctx, reflect.ValueOf([]*untagged{nil})); !errors.Is(err, ErrInvalidData) {
+		t.Errorf("nil row: %v, want ErrInvalidData", err)
+	}
+	if err := fl.Fill(ctx, reflect.ValueOf([]Base{{}})); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("rows of another type: %v, want ErrInvalidConfig", err)
+	}
+	var id int64
+	if err := fl.FillField(ctx, 0, reflect.ValueOf(&id).Elem()); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "no target 0") {
+		t.Errorf("FillField(0) of no targets: %v", err)
+	}
+
+	var zero Filler
+	if err := zero.Fill(ctx, reflect.ValueOf(&Base{})); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "zero Filler") {
+		t.Errorf("zero Filler: %v", err)
+	}
+	if err := zero.FillField(ctx, 0, reflect.ValueOf(&id).Elem()); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("zero Filler's FillField: %v", err)
+	}
+}
+
+// Walk hands over the rows in order, addressable when the caller's value
+// lets writes reach it, which the sharding repositories rely on.
+func TestWalkAddressable(t *testing.T) {
+	arr := [2]Base{{ID: 1}, {ID: 2}}
+	for _, c := range []struct {
+		v    any
+		ids  string
+		addr bool
+	}{
+		{&arr, "1 2", true}, {arr, "1 2", false}, {[]Base{{ID: 3}}, "3", true}, {[]*Base{{ID: 4}, {ID: 5}}, "4 5", true},
+		{[]any{&Base{ID: 6}, Base{ID: 7}}, "6 7", false}, {Base{ID: 8}, "8", false}, {&Base{ID: 9}, "9", true},
+	} {
+		var ids []string
+		addr := true
+		err := Walk(reflect.ValueOf(c.v), reflect.TypeFor[Base](), func(row reflect.Value) error {
+			ids = append(ids, strconv.FormatInt(row.Interface().(Base).ID, 10))
+			addr = addr && row.CanAddr()
+			return nil
+		})
+		if got := strings.Join(ids, " "); err != nil || got != c.ids || addr != c.addr {
+			t.Errorf("%T: rows %q, all addressable %v, %v; want %q, %v", c.v, got, addr, err, c.ids, c.addr)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := Walk(reflect.ValueOf([]Base{{}, {}}), reflect.TypeFor[Base](), func(reflect.Value) error { calls++; return stop })
+	if err != stop || calls != 1 {
+		t.Errorf("fn's error: %v after %d calls, want it as is after 1", err, calls)
 	}
 }

@@ -97,8 +97,12 @@ func Bind(ctx context.Context, p engine.Provider, t reflect.Type, targets []Targ
 }
 
 // Filler fills the targets of one struct type with IDs from their bound
-// generators. It is the one row walker of the GORM plugin and the sqlx
-// helper. A Filler is immutable and safe for concurrent use.
+// generators, for the GORM plugin and the sqlx helper. A Filler is
+// immutable and safe for concurrent use.
+//
+// Make one with [Bind] or [Plan.Bind]. One bound to no targets (a struct
+// without tagged fields) walks the rows and fills nothing; the zero Filler
+// knows no row type and refuses every value.
 type Filler struct {
 	typ    reflect.Type
 	slots  []slot
@@ -137,100 +141,105 @@ func (f *Filler) Type() reflect.Type { return f.typ }
 // Len is the number of fields filled in each row.
 func (f *Filler) Len() int { return len(f.slots) }
 
-// Fill fills the zero-valued targets of every row of v: a struct of the
-// filler's type, a pointer to one, or a slice or array of them or of
-// pointers to them (or of interfaces holding those). A set value is kept.
+// Fill fills the zero-valued targets of every row of v, walked as [Walk]
+// walks rows of the filler's type: a struct, a pointer to one, or a slice or
+// array of them or of pointers to them (or of interfaces holding those). A
+// set value is kept.
 //
 // A nil row (a nil element of a []*T, a nil pointer) wraps [ErrInvalidData];
 // a value of another type wraps [engine.ErrInvalidConfig], as does a zero
 // field in a row that cannot be written to (a struct or array passed by
 // value). Rows are filled in order; on error the rows before hold their IDs.
+// The zero Filler returns an error wrapping [engine.ErrInvalidConfig].
 func (f *Filler) Fill(ctx context.Context, v reflect.Value) error {
+	if f.typ == nil {
+		return errUnbound
+	}
+	// The hot path: rows side by side in memory, every target at an offset.
+	rows := reflect.Indirect(v)
+	side := rows.Kind() == reflect.Slice || rows.Kind() == reflect.Array && rows.CanAddr()
+	if f.direct && side && rows.Type().Elem() == f.typ && rows.Len() > 0 {
+		return f.fillDirect(ctx, rows.Index(0).Addr().UnsafePointer(), f.typ.Size(), rows.Len())
+	}
+	return Walk(v, f.typ, func(row reflect.Value) error { return f.fillValue(ctx, row) })
+}
+
+// errUnbound is the zero Filler's answer: it has no row type to check
+// values against.
+var errUnbound = fmt.Errorf("%w: idgen: the zero Filler fills nothing (make one with Bind)", engine.ErrInvalidConfig)
+
+// Walk calls fn with every row of v, in order: v is a struct of type t, a
+// pointer to one, or a slice or array of them or of pointers to them (or of
+// interfaces holding those), or a pointer to such a slice or array. It is
+// the one walk of rows that the fillers and the sharding repositories share.
+// A row reached through a pointer or a slice is addressable, so what fn
+// writes into it reaches the caller; one in a struct or array passed by
+// value is not.
+//
+// A nil row (a nil pointer, a nil element) or an element holding another
+// type wraps [ErrInvalidData]; a value of another shape or row type wraps
+// [engine.ErrInvalidConfig]. An error from fn stops the walk and is returned
+// as is.
+func Walk(v reflect.Value, t reflect.Type, fn func(row reflect.Value) error) error {
 	switch v.Kind() {
 	case reflect.Struct:
-		return f.fillValue(ctx, v)
+		if v.Type() == t {
+			return fn(v)
+		}
 	case reflect.Pointer:
 		if v.IsNil() {
 			return fmt.Errorf("%w: nil %s", ErrInvalidData, v.Type())
 		}
-		return f.Fill(ctx, v.Elem())
+		return Walk(v.Elem(), t, fn)
 	case reflect.Slice, reflect.Array:
-		return f.fillRows(ctx, v)
+		return walkRows(v, t, fn)
 	case reflect.Invalid:
 		return fmt.Errorf("%w: nil value", ErrInvalidData)
 	}
-	return f.notRows(v.Type())
+	return notRows(t, v.Type())
 }
 
-func (f *Filler) notRows(t reflect.Type) error {
+func notRows(row, t reflect.Type) error {
 	return fmt.Errorf("%w: cannot fill IDs of %s into a %s (want a pointer to a %[2]s, or a slice or array of them)",
-		engine.ErrInvalidConfig, ModelName(f.typ), t)
+		engine.ErrInvalidConfig, ModelName(row), t)
 }
 
-func (f *Filler) fillRows(ctx context.Context, v reflect.Value) error {
-	n := v.Len()
+// walkRows walks the elements of v, a slice or array.
+func walkRows(v reflect.Value, t reflect.Type, fn func(row reflect.Value) error) error {
 	et := v.Type().Elem()
-	switch {
-	case n == 0 && (et == f.typ || et.Kind() == reflect.Pointer && et.Elem() == f.typ || et.Kind() == reflect.Interface):
-		return nil
-	case et == f.typ && (v.Kind() == reflect.Slice || v.CanAddr()):
-		// The hot path: rows side by side in memory.
-		base, size := v.Index(0).Addr().UnsafePointer(), et.Size()
-		if f.direct {
-			return f.fillDirect(ctx, base, size, n)
-		}
-		for i := range n {
-			if err := f.fillAt(ctx, rowAt(base, uintptr(i)*size)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case et == f.typ: // an array passed by value
-		for i := range n {
-			if err := f.fillValue(ctx, v.Index(i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case et.Kind() == reflect.Pointer && et.Elem() == f.typ:
-		for i := range n {
-			p := v.Index(i)
-			if p.IsNil() {
-				return nilElement(i, v.Type())
-			}
-			if err := f.fillAt(ctx, p.UnsafePointer()); err != nil {
-				return err
-			}
-		}
-		return nil
-	case et.Kind() == reflect.Interface:
-		for i := range n {
-			e := v.Index(i).Elem()
-			switch {
-			case !e.IsValid() || e.Kind() == reflect.Pointer && e.IsNil():
-				return nilElement(i, v.Type())
-			case e.Type() == f.typ || e.Kind() == reflect.Pointer && e.Type().Elem() == f.typ:
-				if err := f.Fill(ctx, e); err != nil {
-					return err
-				}
-			default:
-				return fmt.Errorf("%w: element %d of %s is a %s, not a %s", ErrInvalidData, i, v.Type(), e.Type(), ModelName(f.typ))
-			}
-		}
-		return nil
+	if et != t && !(et.Kind() == reflect.Pointer && et.Elem() == t) && et.Kind() != reflect.Interface {
+		return notRows(t, v.Type())
 	}
-	return f.notRows(v.Type())
+	for i := range v.Len() {
+		row := v.Index(i)
+		if row.Kind() == reflect.Interface {
+			row = row.Elem()
+		}
+		if row.Kind() == reflect.Pointer && row.Type().Elem() == t {
+			if row.IsNil() {
+				return nilElement(i, v.Type())
+			}
+			row = row.Elem()
+		}
+		switch {
+		case !row.IsValid():
+			return nilElement(i, v.Type())
+		case row.Type() != t:
+			return fmt.Errorf("%w: element %d of %s is a %s, not a %s", ErrInvalidData, i, v.Type(), row.Type(), ModelName(t))
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func nilElement(i int, t reflect.Type) error {
 	return fmt.Errorf("%w: element %d of %s is nil", ErrInvalidData, i, t)
 }
 
-// fillValue fills one struct value of the filler's type.
+// fillValue fills one row of the filler's type.
 func (f *Filler) fillValue(ctx context.Context, row reflect.Value) error {
-	if row.Type() != f.typ {
-		return f.notRows(row.Type())
-	}
 	if row.CanAddr() {
 		return f.fillAt(ctx, row.Addr().UnsafePointer())
 	}
@@ -299,7 +308,7 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, error) {
 	return v, nil
 }
 
-// RowType is the struct type of the rows in v, as [Filler.Fill] walks them:
+// RowType is the struct type of the rows in v, as [Walk] walks them:
 // v itself, or what v points to, or the elements of a slice or array (or
 // what they point to). Interface elements are typed by the first one.
 func RowType(v reflect.Value) (reflect.Type, error) {
@@ -331,8 +340,15 @@ func RowType(v reflect.Value) (reflect.Type, error) {
 
 // FillField fills v, a settable value of the type of target i (as given to
 // [Bind]) when it is zero, from that target's generator: for rows that are
-// not structs, such as the GORM plugin's maps.
+// not structs, such as the GORM plugin's maps. A target the filler does not
+// have is an error wrapping [engine.ErrInvalidConfig].
 func (f *Filler) FillField(ctx context.Context, i int, v reflect.Value) error {
+	if f.typ == nil {
+		return errUnbound
+	}
+	if i < 0 || i >= len(f.slots) {
+		return fmt.Errorf("%w: model %s has no target %d (it has %d)", engine.ErrInvalidConfig, ModelName(f.typ), i, len(f.slots))
+	}
 	s := &f.slots[i]
 	return s.Fill(ctx, s.gen, v)
 }

@@ -10,11 +10,6 @@ import (
 	"github.com/idforge/idforge/internal/testdb"
 )
 
-// pending lists README sections whose blocks are not complete programs yet,
-// with who brings them up to date; the test skips them, naming the owner.
-// Delete an entry when its section is done: the list is meant to be empty.
-var pending = map[string]string{}
-
 // TestREADME compiles and runs every ```go block of the README as a program.
 func TestREADME(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(ModuleRoot(), "README.md"))
@@ -30,9 +25,6 @@ func TestREADME(t *testing.T) {
 	}
 	for _, b := range blocks {
 		t.Run(b.Name(), func(t *testing.T) {
-			if why, ok := pending[b.Section]; ok {
-				t.Skipf("pending: %s", why)
-			}
 			if !strings.Contains(b.Code, "package main") || !strings.Contains(b.Code, "func main()") {
 				t.Fatalf("README.md line %d: a go block must be a complete program (package main, imports, func main) that runs as pasted", b.Line)
 			}

@@ -28,10 +28,11 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// DefaultGrace is the wait after a new epoch: more than the lease's
-// reservation (1 s) plus its heartbeat (250 ms), so every process of the old
-// epoch has seen its heartbeat fail before anything of the new one is handed
-// out.
+// DefaultGrace is the wait after a new epoch: more than the lease's default
+// reservation (1 s), so every process of the old epoch has stopped, through
+// a failing heartbeat or its reservation running out, before anything of
+// the new one is handed out; the second left over absorbs clock skew
+// between hosts.
 const DefaultGrace = 2 * time.Second
 
 // NewToken returns a fresh token created at now.
@@ -75,6 +76,9 @@ type State struct {
 func NewState(c clock.Clock, grace time.Duration) *State {
 	return &State{clock: c, grace: grace, floors: map[string]int64{}}
 }
+
+// Grace returns the wait after a new epoch given to NewState; <= 0 is none.
+func (s *State) Grace() time.Duration { return s.grace }
 
 // Token returns the epoch token the store value works under.
 func (s *State) Token() string {
@@ -181,6 +185,23 @@ func (s *State) ResetError(store, what, seen, current string) error {
 	}
 	return fmt.Errorf("%s: %s: %w: epoch %q is %s; nothing is handed out before %s",
 		store, what, engine.ErrStoreReset, seen, now, s.ReadyAt().UTC().Format(time.RFC3339Nano))
+}
+
+// Reset is a store's answer to an operation (what) of the store named
+// store that found the epoch seen replaced by current ("" when gone): it
+// adopts the epoch now stored (create makes one when there is none),
+// re-seeds the floors with raise at once, before the grace ends, and
+// returns an error wrapping engine.ErrStoreReset. A failed re-seed is named
+// in that error too, and Ready retries it before the next fetch.
+func (s *State) Reset(ctx context.Context, store, what, seen, current string, create func() (string, error), raise RaiseFunc) error {
+	if _, err := s.Adopt(seen, create); err != nil {
+		return fmt.Errorf("%w (%w)", s.ResetError(store, what, seen, current), err)
+	}
+	reset := s.ResetError(store, what, seen, current)
+	if err := s.Reseed(ctx, raise); err != nil {
+		return fmt.Errorf("%w; %w, retried before the next fetch", reset, err)
+	}
+	return reset
 }
 
 // Reseed calls raise for every name with its floor if the floors have not

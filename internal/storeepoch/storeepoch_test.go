@@ -75,6 +75,44 @@ func TestWaitAndAdopt(t *testing.T) {
 // TestReadyAndResetError: Ready re-seeds pending floors before waiting out
 // the grace, says which step failed, and the reset error names the store,
 // the operation, both epochs and when things are handed out again.
+// TestResetNamesAFailedReseed: Reset adopts, re-seeds at once and says so
+// when the re-seed failed; Ready then retries it.
+func TestResetNamesAFailedReseed(t *testing.T) {
+	start := time.UnixMilli(1_790_000_000_000)
+	s := NewState(clock.NewFake(start), 2*time.Second)
+	old := NewToken(start.Add(-time.Hour))
+	s.Set(old)
+	s.Raise("order", 500)
+	fresh, newer := NewToken(start), NewToken(start)
+	adopted := fresh
+	down := errors.New("down")
+	var raised []int64
+	raise := func(_ context.Context, token, _ string, floor int64) error {
+		if token != adopted {
+			t.Errorf("re-seeded under %q, want the adopted %q", token, adopted)
+		}
+		raised = append(raised, floor)
+		if len(raised) == 1 {
+			return down
+		}
+		return nil
+	}
+	err := s.Reset(context.Background(), "teststore", "fetching", old, "", func() (string, error) { return fresh, nil }, raise)
+	if !errors.Is(err, engine.ErrStoreReset) || !errors.Is(err, down) || !strings.Contains(err.Error(), "retried before the next fetch") {
+		t.Fatalf("Reset with a failing re-seed: %v; want ErrStoreReset and the re-seed's error named", err)
+	}
+	if s.Token() != fresh {
+		t.Fatalf("Reset adopted %q, want %q", s.Token(), fresh)
+	}
+	if err := s.Reseed(context.Background(), raise); err != nil || len(raised) != 2 || raised[1] != 500 {
+		t.Fatalf("the retried re-seed: %v, raised %v; want order raised to 500 again", err, raised)
+	}
+	adopted = newer
+	if err := s.Reset(context.Background(), "teststore", "fetching", fresh, newer, func() (string, error) { return newer, nil }, raise); !errors.Is(err, engine.ErrStoreReset) || errors.Is(err, down) || len(raised) != 3 {
+		t.Fatalf("Reset with a working re-seed: %v; want ErrStoreReset alone", err)
+	}
+}
+
 func TestReadyAndResetError(t *testing.T) {
 	start := time.UnixMilli(1_790_000_000_000)
 	c := clock.NewFake(start)

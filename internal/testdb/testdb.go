@@ -230,17 +230,25 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	t.Cleanup(func() {
 		ctx, cancel := ctx5s()
 		defer cancel()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
+		_, _ = DeleteRedisKeys(ctx, c, prefix)
 		c.Close()
 	})
 	return c, prefix
+}
+
+// DeleteRedisKeys deletes every key starting with prefix (a prefix from
+// Redis, free of glob characters) and returns how many it deleted. It never
+// touches another key: the Redis may be shared.
+func DeleteRedisKeys(ctx context.Context, c *redis.Client, prefix string) (int64, error) {
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil || len(keys) == 0 {
+		return 0, err
+	}
+	return c.Del(ctx, keys...).Result()
 }
 
 // Rebind rewrites '?' placeholders for the driver.

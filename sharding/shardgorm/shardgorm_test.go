@@ -178,8 +178,14 @@ func TestGormConfigErrors(t *testing.T) {
 	if err := repo.Create(ctx, Course{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("struct by value: err = %v", err)
 	}
-	if err := repo.Create(ctx, []*Course{nil}); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("nil row: err = %v", err)
+	first := &Course{Name: "before the nil row"}
+	for _, v := range []any{[]*Course{first, nil}, (*Course)(nil), nil} {
+		if err := repo.Create(ctx, v); !errors.Is(err, sharding.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("nil row in %T: err = %v, want sharding.ErrInvalidData", v, err)
+		}
+	}
+	if first.ID != 0 {
+		t.Errorf("a batch with a nil row drew ID %d: rows are checked before any ID is drawn", first.ID)
 	}
 	pinned := &Course{ID: -4, Name: "negative"}
 	if err := repo.Create(ctx, pinned); !errors.Is(err, engine.ErrInvalidID) {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/idsqlx"
+	"github.com/idforge/idforge/internal/sqlxbatch"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
 )
@@ -161,20 +162,21 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 	})
 }
 
-// insert writes one shard's rows (part is a []*T, their IDs filled) with
-// idsqlx's InsertBatch, which cuts them into statements of at most the
-// batch size, in a transaction when there is more than one row.
+// insert writes one shard's rows (part is a []*T, their IDs filled by
+// Create) in statements of at most the batch size, as idsqlx's InsertBatch
+// does but without filling them again, in a transaction when there is more
+// than one row.
 func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any) error {
-	batch := x.base.Settings.BatchSize
-	if reflect.ValueOf(part).Len() == 1 {
-		_, err := x.ids.InsertBatch(ctx, db, query, part, batch)
+	rows, batch := reflect.ValueOf(part), x.base.Settings.BatchSize
+	if rows.Len() == 1 {
+		_, err := sqlxbatch.Insert(ctx, db, query, rows, batch)
 		return err
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if _, err := x.ids.InsertBatch(ctx, tx, query, part, batch); err != nil {
+	if _, err := sqlxbatch.Insert(ctx, tx, query, rows, batch); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

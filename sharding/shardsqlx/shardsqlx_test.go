@@ -1,11 +1,14 @@
 package shardsqlx_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -187,6 +190,15 @@ func TestSqlxErrors(t *testing.T) {
 	if err := repo.Create(ctx, course{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("struct by value: err = %v", err)
 	}
+	first := &course{Name: "before the nil row"}
+	for _, v := range []any{[]*course{first, nil}, &[]*course{nil}, (*course)(nil), nil} {
+		if err := repo.Create(ctx, v); !errors.Is(err, sharding.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("nil row in %T: err = %v, want sharding.ErrInvalidData", v, err)
+		}
+	}
+	if first.ID != 0 {
+		t.Errorf("a batch with a nil row drew ID %d: rows are checked before any ID is drawn", first.ID)
+	}
 	if err := repo.Find(ctx, 1, course{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("Find into a value: err = %v", err)
 	}
@@ -306,5 +318,58 @@ func TestSqlxInterval(t *testing.T) {
 	})
 	if err != nil || len(seen) != 12 || months["course_202601"] != 1 || months["course_202602"] != 1 {
 		t.Errorf("rows per month = %v, %v", months, err)
+	}
+}
+
+// countingProvider hands out kind "snowflake" IDs from one counter per
+// generator name, which holds the next ID: a plain sequence. Its draws are
+// what the counters moved by.
+type countingProvider map[string]*atomic.Int64
+
+func (p countingProvider) Generator(_ context.Context, kind, name string) (engine.Generator, error) {
+	next, ok := p[name]
+	if kind != "snowflake" || !ok {
+		return nil, fmt.Errorf("%w: %s %q", engine.ErrUnknownGenerator, kind, name)
+	}
+	return engine.GeneratorFunc(func(context.Context) (int64, error) { return next.Add(1) - 1, nil }), nil
+}
+
+// A Create fills every row once, before routing it, and inserts it as
+// filled: one draw per zero field, and a key the caller set is kept. The
+// refs count from 0, so the first row's Ref is 0, which a second fill of
+// the shard's rows would take for unset and draw again.
+func TestSqlxCreateFillsOnce(t *testing.T) {
+	type ticket struct {
+		ID  int64 `db:"id" idgen:"snowflake"`
+		Ref int64 `db:"ref" idgen:"snowflake,name=ref"`
+	}
+	ctx := context.Background()
+	keys, refs := new(atomic.Int64), new(atomic.Int64)
+	keys.Store(1)
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), countingProvider{"": keys, "ref": refs}, open(t, shardtest.Backends[0].Open(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(ctx, "CREATE TABLE {table} (id BIGINT PRIMARY KEY, ref BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	rows := []ticket{{ID: 40}, {}, {}, {}}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := []ticket{{40, 0}, {1, 1}, {2, 2}, {3, 3}}
+	if !slices.Equal(rows, want) || keys.Load()-1 != 3 || refs.Load() != 4 {
+		t.Errorf("rows %v after %d key and %d ref draws; want %v after 3 and 4", rows, keys.Load()-1, refs.Load(), want)
+	}
+	var stored []ticket
+	err = repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
+		var got []ticket
+		err := db.SelectContext(ctx, &got, s.Query("SELECT id, ref FROM {table}"))
+		stored = append(stored, got...)
+		return err
+	})
+	slices.SortFunc(stored, func(a, b ticket) int { return cmp.Compare(a.ID, b.ID) })
+	if byID := []ticket{want[1], want[2], want[3], want[0]}; err != nil || !slices.Equal(stored, byID) {
+		t.Errorf("stored %v, %v; want %v", stored, err, byID)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,16 @@ type server struct {
 	lastMax func(t testing.TB, name string) int64
 	// holder returns the machine ID instance id holds in namespace ns, if any.
 	holder func(t testing.TB, ns, id string) (int64, bool)
+	// lastTimestamp reads the last timestamp stored for machine ID m of
+	// namespace ns (what its holder's heartbeats reserve), 0 for none.
+	lastTimestamp func(t testing.TB, ns string, m int64) int64
+	// worker is the store part of a worker process's configuration
+	// (procs_test.go), dialling addr instead of the server's address when
+	// addr is not "".
+	worker func(addr string) workerConfig
+	// wipe empties the store as a reset would (emptied tables, a Redis that
+	// lost its data): everything it handed out is forgotten, the epoch too.
+	wipe func(t testing.TB)
 }
 
 func sqlServer(t *testing.T, d testdb.DB) *server {
@@ -121,6 +132,30 @@ func sqlServer(t *testing.T, d testdb.DB) *server {
 				t.Fatalf("reading the machine ID of %s/%s: %v", ns, id, err)
 			}
 			return m, true
+		},
+		lastTimestamp: func(t testing.TB, ns string, m int64) int64 {
+			t.Helper()
+			var ts int64
+			err := admin.QueryRowContext(ctx, d.Rebind("SELECT last_timestamp FROM idforge_machine WHERE namespace = ? AND machine_id = ?"), ns, m).Scan(&ts)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				t.Fatalf("reading the last timestamp of machine ID %s/%d: %v", ns, m, err)
+			}
+			return ts
+		},
+		worker: func(addr string) workerConfig {
+			dsn := d.DSN
+			if addr != "" {
+				dsn = via(addr)
+			}
+			return workerConfig{SQLDriver: d.Driver, SQLDSN: dsn}
+		},
+		wipe: func(t testing.TB) {
+			t.Helper()
+			for _, table := range []string{"idforge_meta", "idforge_machine", "idforge_segment"} {
+				if _, err := admin.ExecContext(ctx, "DELETE FROM "+table); err != nil {
+					t.Fatalf("emptying %s: %v", table, err)
+				}
+			}
 		},
 	}
 }
@@ -194,6 +229,33 @@ func redisServer(t *testing.T) *server {
 				t.Fatalf("reading the machine ID of %s/%s: %v", ns, id, err)
 			}
 			return m, true
+		},
+		lastTimestamp: func(t testing.TB, ns string, m int64) int64 {
+			t.Helper()
+			// "lastTimestamp|stable|instance", per redisstore's key layout.
+			v, err := admin.HGet(ctx, prefix+"{idforge}:machine:"+ns+":machines", strconv.FormatInt(m, 10)).Result()
+			if errors.Is(err, redis.Nil) {
+				return 0
+			}
+			if err != nil {
+				t.Fatalf("reading the last timestamp of machine ID %s/%d: %v", ns, m, err)
+			}
+			last, _, _ := strings.Cut(v, "|")
+			ts, err := strconv.ParseInt(last, 10, 64)
+			if err != nil {
+				t.Fatalf("machine ID %s/%d holds %q: %v", ns, m, v, err)
+			}
+			return ts
+		},
+		worker: func(addr string) workerConfig {
+			return workerConfig{Redis: cmp.Or(addr, testdb.RedisAddr()), Prefix: prefix, AllowVolatile: true}
+		},
+		wipe: func(t testing.TB) {
+			t.Helper()
+			// Only the test's keys: the Redis is shared.
+			if n, err := testdb.DeleteRedisKeys(ctx, admin, prefix); err != nil || n == 0 {
+				t.Fatalf("deleting the keys under %q: %d deleted, %v", prefix, n, err)
+			}
 		},
 	}
 }

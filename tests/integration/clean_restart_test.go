@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -95,10 +94,9 @@ func cleanRestartsOn(t *testing.T, store workerConfig) {
 	sit.Name = "sitter"
 	sit.Snowflake = pace{Burst: 8, Every: 10 * time.Millisecond}
 	sit.Chain = pace{Burst: 8, Every: 10 * time.Millisecond}
-	// The race runtime sleeps a second before a process exits
-	// (atexit_sleep_ms): a restart after the predecessor's exit would never
-	// be back to back.
-	env := "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	// A restart after the predecessor's exit would never be back to back
+	// with the race runtime's sleep at exit.
+	env := noExitSleep()
 	began := time.Now()
 	sitter := startWorker(t, sit, env)
 	sitter.waitIssuing(t, began, genSnowflake, genChain)

@@ -17,6 +17,12 @@
 //     without repeating an ID; a machine-ID lease rides out failed heartbeats
 //     within its window, refuses past it, and is confirmed again after the
 //     restore.
+//   - TestPartitionedDuringReset: a process cut off from the store by the
+//     fault proxy while the store is wiped stops issuing when its lease's
+//     reservation runs out, before the store's reset grace lets a newcomer
+//     issue on the same machine ID: no snowflake ID is issued by both. With
+//     the reservation off and the ResetGrace check bypassed, the same run
+//     finds IDs issued twice.
 //   - TestRegistryOnStore: idforge.New on each store hands two instances
 //     different store-assigned machine IDs (the snowflake IDs decode to
 //     them), draws the "chain" and "segment" kinds from the store by name,

@@ -243,9 +243,11 @@ func drawInBackground(t *testing.T, s *server, name string, step int64) func() [
 // again once the store is back. A fake clock stands for the passing time, so
 // the window is exact however slow the machine.
 func leaseOutage(t *testing.T, s *server) {
+	// The default reservation, 4 × heartbeat = 1.6 s, is the window: it
+	// must stay below the stores' 2 s reset grace, or Acquire refuses.
 	const (
 		safeGuard = 10 * time.Minute
-		heartbeat = time.Minute
+		heartbeat = 400 * time.Millisecond
 	)
 	ctx := context.Background()
 	p := startProxy(t, s.target)
@@ -281,12 +283,12 @@ func leaseOutage(t *testing.T, s *server) {
 	fc.Advance(heartbeat) // the lease's own heartbeat is due
 	eventually(t, "the background heartbeat fails", func() bool { return logs.count("heartbeat failed") > 0 })
 	if err := l.Check(fc.Now().UnixMilli()); err != nil || l.Err() != nil {
-		t.Fatalf("%v after the last confirmation, within the safe-guard %v: Check = %v, Err = %v; want the lease valid",
-			heartbeat, safeGuard, err, l.Err())
+		t.Fatalf("%v after the last confirmation, within the reservation %v: Check = %v, Err = %v; want the lease valid",
+			heartbeat, l.Reservation(), err, l.Err())
 	}
 	fc.Advance(safeGuard) // past the window: someone may have reclaimed the ID
 	if err := l.Check(fc.Now().UnixMilli()); !errors.Is(err, engine.ErrMachineIDLost) {
-		t.Fatalf("past the safe-guard without a heartbeat: Check = %v; want ErrMachineIDLost", err)
+		t.Fatalf("past the reservation and the safe-guard without a heartbeat: Check = %v; want ErrMachineIDLost", err)
 	}
 	if err := l.Err(); err != nil {
 		t.Fatalf("a lapsed lease ended: Err = %v; want nil, it may still be confirmed", err)

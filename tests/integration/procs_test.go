@@ -1,9 +1,9 @@
 package integration
 
-// The multi-process harness of the reset and fixed-machine-ID tests: the
-// test binary re-executes itself as a worker (TestWorkerProcess, run only
-// when workerEnv holds its configuration), as tests/torture starts its
-// workers. A worker builds a registry with idforge.New, draws snowflake and
+// The multi-process harness of the reset, partition and fixed-machine-ID
+// tests: the test binary re-executes itself as a worker (TestWorkerProcess,
+// run only when workerEnv holds its configuration), as tests/torture starts
+// its workers. A worker builds a registry with idforge.New, draws snowflake and
 // chain IDs and reports them on stdout as runs of consecutive IDs; the
 // parent gathers every process's runs and counts the IDs issued twice.
 
@@ -68,6 +68,10 @@ type workerConfig struct {
 	Layout snowflake.Layout
 	// NoReservation sets Lease.Reservation to -1 (the control: protection off).
 	NoReservation bool
+	// HideResetGrace hands idforge.New the store as a graceHidden, so
+	// machine.Acquire cannot see its ResetGrace and accepts NoReservation
+	// on a store (the control of the partition test).
+	HideResetGrace bool
 	// ClockOffset is added to the system clock: the root Settings.Clock.
 	ClockOffset time.Duration
 	// WaitGo makes the worker start, then wait for "go" on stdin before it
@@ -222,6 +226,9 @@ func runWorker(cfg workerConfig) int {
 		set.Store = st
 	default:
 		set.Machine = machine.Manual(cfg.MachineID)
+	}
+	if cfg.HideResetGrace && set.Store != nil {
+		set.Store = graceHidden{set.Store}
 	}
 
 	if cfg.WaitGo {
@@ -380,6 +387,10 @@ func runWorker(cfg workerConfig) int {
 	return 0
 }
 
+// graceHidden has only the methods of idforge.Store: it hides the
+// machine.ResetGracer of the store it embeds.
+type graceHidden struct{ idforge.Store }
+
 // refusalClass names the sentinel error behind a refusal (metrics.Reason).
 // A chain refusal that names neither a reset nor a store failure ("the
 // store has not failed, it is slow to answer") is "unexplained".
@@ -422,6 +433,12 @@ type workerProc struct {
 	stats    string
 	exitErr  error
 	stderr   strings.Builder
+}
+
+// noExitSleep is the environment variable that spares a worker the second
+// the race runtime sleeps before a process exits (atexit_sleep_ms).
+func noExitSleep() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
 // startWorker re-executes the test binary as a worker with cfg.
@@ -644,9 +661,9 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 	}
 	slices.SortFunc(runs, func(a, b idRun) int {
 		if a.first != b.first {
-			return compare(a.first, b.first)
+			return cmp.Compare(a.first, b.first)
 		}
-		return compare(a.count, b.count)
+		return cmp.Compare(a.count, b.count)
 	})
 	var rep dupReport
 	var covered int64 // IDs of the union
@@ -698,16 +715,6 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 		}
 	}
 	return rep
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }

@@ -55,11 +55,15 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chainOpts)
 	}
 	reserve := w.cfg.Reserve
+	st := w.store
 	if reserve == 0 {
 		reserve = -1 // -reserve 0: none, the control that shows why it is there
+		// Acquire refuses a lease without a reservation against the store's
+		// reset grace; this control is about restarts, not resets.
+		st = graceHidden{st}
 	}
 	set := idforge.Settings{
-		Store:        w.store,
+		Store:        st,
 		Namespace:    inst.Namespace,
 		Instance:     inst,
 		Clock:        w.clk,
@@ -167,3 +171,7 @@ func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
 	b.gen.CompareAndSwap(g, fresh)
 	return b.gen.Load().NextID(ctx)
 }
+
+// graceHidden hides the store's reset grace (machine.ResetGracer) from
+// machine.Acquire, for the -reserve 0 control.
+type graceHidden struct{ idforge.Store }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/idgen"
 	"github.com/idforge/idforge/sharding"
 )
 
@@ -152,8 +153,8 @@ type Rows[DB any] struct {
 
 // Create fills the IDs of value (a pointer to a struct, or a slice or array
 // of structs or of pointers), routes every row by its shard key, and inserts
-// each shard's rows, by database then table. A failed shard is a
-// *[sharding.ShardError].
+// each shard's rows, by database then table. A nil row wraps
+// [sharding.ErrInvalidData]; a failed shard is a *[sharding.ShardError].
 func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	rows, elem, err := rowsOf(value)
 	if err != nil || len(rows) == 0 {
@@ -228,49 +229,25 @@ func (g *group) pointers(elem reflect.Type) any {
 	return s.Interface()
 }
 
-// rowsOf lists the struct rows of value, a pointer to a struct or a slice or
-// array (or a pointer to one) of structs or of pointers to structs. Every
-// row is addressable, so IDs written into it reach the caller.
+// rowsOf lists the struct rows of value as the fillers walk them
+// (idgen.Walk): a pointer to a struct, or a slice or array (or a pointer to
+// one) of structs or of pointers to structs. Every row must be addressable,
+// so that the IDs written into it reach the caller.
 func rowsOf(value any) (rows []reflect.Value, elem reflect.Type, err error) {
 	rv := reflect.ValueOf(value)
-	if !rv.IsValid() {
-		return nil, nil, fmt.Errorf("%w: sharding: nil value", engine.ErrInvalidConfig)
+	if elem, err = idgen.RowType(rv); err != nil {
+		return nil, nil, fmt.Errorf("sharding: %w", err)
 	}
-	if rv.Kind() == reflect.Pointer && rv.Type().Elem().Kind() == reflect.Struct {
-		if rv.IsNil() {
-			return nil, nil, fmt.Errorf("%w: sharding: nil %T", engine.ErrInvalidConfig, value)
+	err = idgen.Walk(rv, elem, func(row reflect.Value) error {
+		if !row.CanAddr() {
+			return fmt.Errorf("%w: IDs cannot be written back into the rows of a %T: pass a pointer to it, or pointers to its rows",
+				engine.ErrInvalidConfig, value)
 		}
-		return []reflect.Value{rv.Elem()}, rv.Type().Elem(), nil
-	}
-	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		rv = rv.Elem()
-	}
-	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		return nil, nil, fmt.Errorf("%w: sharding: want a pointer to a struct or a slice of structs, got %T",
-			engine.ErrInvalidConfig, value)
-	}
-	if rv.Kind() == reflect.Array && !rv.CanAddr() {
-		return nil, nil, fmt.Errorf("%w: sharding: pass a pointer to the array %T so IDs can be written back",
-			engine.ErrInvalidConfig, value)
-	}
-	elem = rv.Type().Elem()
-	byPointer := elem.Kind() == reflect.Pointer
-	if byPointer {
-		elem = elem.Elem()
-	}
-	if elem.Kind() != reflect.Struct {
-		return nil, nil, fmt.Errorf("%w: sharding: want structs, got %T", engine.ErrInvalidConfig, value)
-	}
-	rows = make([]reflect.Value, rv.Len())
-	for i := range rows {
-		row := rv.Index(i)
-		if byPointer {
-			if row.IsNil() {
-				return nil, nil, fmt.Errorf("%w: sharding: row %d of %T is nil", engine.ErrInvalidConfig, i, value)
-			}
-			row = row.Elem()
-		}
-		rows[i] = row
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sharding: %w", err)
 	}
 	return rows, elem, nil
 }

@@ -1,0 +1,201 @@
+package integration
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// TestPartitionedDuringReset: a process cut off from its store (it cannot
+// reach it at all, so no failing heartbeat tells it of the reset) while the
+// store is wiped must not issue a snowflake ID that a newcomer, handed the
+// same machine ID by the wiped store, issues too.
+//
+// Per networked store, two arms run side by side under one cut and one wipe,
+// each in a namespace of its own. A, a worker process reaching the store
+// through a fault proxy, takes machine ID 0 and issues as fast as it can.
+// The proxy is cut right after one of A's heartbeats stored its reservation
+// (the longest A may go on alone), the store is wiped at once, and B, a
+// worker connected directly and held at its go gate until then, calls
+// idforge.New in A's namespace and is handed machine ID 0 again.
+//
+//   - default: default lease and store settings. A stops when its
+//     reservation runs out (1 s after that heartbeat), before the store's
+//     2 s reset grace lets B issue: no ID, nor any millisecond of the
+//     machine ID, may be issued by both.
+//   - control: A's lease has no reservation (Lease.Reservation -1) and the
+//     store's ResetGrace is hidden from machine.Acquire, which would refuse
+//     that: A issues through the partition, and IDs issued twice must be
+//     found, or the test could not fail.
+//
+// Either arm proves something only if A issued after the cut and B got A's
+// machine ID; both are checked. The workers run on the system clock, as in
+// the other worker-process tests: the servers, the reservation and the grace
+// all count real time.
+func TestPartitionedDuringReset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			if b.name == "sqlite" {
+				t.Skip("a local database file has no connection to cut")
+			}
+			partitionedDuringReset(t, b.setup(t))
+		})
+	}
+}
+
+// partitionArm is one namespace of the partition test: A behind the proxy,
+// B the newcomer.
+type partitionArm struct {
+	name      string
+	protected bool
+	ns        string
+	a, b      *workerProc
+}
+
+func partitionedDuringReset(t *testing.T, s *server) {
+	// How long B issues: the control's A still issues all along.
+	const overlap = time.Second
+	p := startProxy(t, s.target)
+	arms := []*partitionArm{{name: "default", protected: true}, {name: "control"}}
+	began := time.Now()
+	for _, arm := range arms {
+		arm.ns = testdb.UniqueName("partition-")
+		a := s.worker(p.Addr())
+		a.Name, a.Namespace = "A-"+arm.name, arm.ns
+		a.Snowflake = pace{Burst: 256} // as fast as it can
+		a.NoReservation, a.HideResetGrace = !arm.protected, !arm.protected
+		arm.a = startWorker(t, a, noExitSleep())
+		// B opens its store now and waits at its gate, so that its
+		// idforge.New follows the wipe by milliseconds, not by a process
+		// start: the epoch it creates, and so its grace, starts earliest.
+		b := s.worker("")
+		b.Name, b.Namespace, b.Snowflake, b.WaitGo = "B-"+arm.name, arm.ns, a.Snowflake, true
+		arm.b = startWorker(t, b, noExitSleep())
+	}
+	for _, arm := range arms {
+		arm.a.waitIssuing(t, began, genSnowflake)
+		arm.b.waitGate(t)
+	}
+
+	// Cut as soon as a heartbeat of the default arm's A has stored a new
+	// reservation: it then issues alone for nearly all of it.
+	pa := arms[0].a
+	pa.mu.Lock()
+	m := pa.machine
+	pa.mu.Unlock()
+	before := s.lastTimestamp(t, arms[0].ns, m)
+	eventually(t, pa.name+"'s next heartbeat", func() bool { return s.lastTimestamp(t, arms[0].ns, m) != before })
+	reserved := time.UnixMilli(s.lastTimestamp(t, arms[0].ns, m))
+	cut := time.Now()
+	p.Cut()
+	s.wipe(t)
+	wiped := time.Now()
+	for _, arm := range arms {
+		arm.b.command("go")
+	}
+	for _, arm := range arms {
+		arm.b.waitIssuing(t, wiped, genSnowflake)
+	}
+	time.Sleep(overlap)
+	procs := []*workerProc{arms[0].a, arms[0].b, arms[1].a, arms[1].b}
+	for _, w := range procs {
+		w.command("quit") // all at once: each may take a moment to close
+	}
+	for _, w := range procs {
+		w.quit(t)
+	}
+	// The default reservation is 1 s past the heartbeat's start.
+	t.Logf("cut %v after the start, %v after the heartbeat of %s reserving up to %s, %v after the cut; store wiped %v after the cut",
+		cut.Sub(began).Round(time.Millisecond), cut.Sub(reserved.Add(-time.Second)).Round(time.Millisecond), pa.name,
+		reserved.Format("15:04:05.000"), reserved.Sub(cut).Round(time.Millisecond), wiped.Sub(cut).Round(time.Millisecond))
+
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) { checkPartitionArm(t, arm, cut) })
+	}
+}
+
+func checkPartitionArm(t *testing.T, arm *partitionArm, cut time.Time) {
+	a, b := arm.a, arm.b
+	a.mu.Lock()
+	aMachines, aErrs := slices.Clone(a.machines), slices.Clone(a.errs)
+	a.mu.Unlock()
+	b.mu.Lock()
+	bMachines, bErrs := slices.Clone(b.machines), slices.Clone(b.errs)
+	b.mu.Unlock()
+	// Without the same machine ID, or without IDs from A past the cut,
+	// nothing could collide: the test would prove nothing.
+	if len(aMachines) != 1 || len(bMachines) != 1 || aMachines[0] != bMachines[0] {
+		t.Fatalf("%s issued under machine IDs %v, %s under %v: want one, the same", a.name, aMachines, b.name, bMachines)
+	}
+	aAfter, aFirst, aLast := issuedSince(a, cut)
+	bAfter, bFirst, bLast := issuedSince(b, cut)
+	if aAfter == 0 {
+		t.Fatalf("%s issued no ID after the cut (IDs from %s to %s): the test proves nothing",
+			a.name, aFirst.Format("15:04:05.000"), aLast.Format("15:04:05.000"))
+	}
+	rep := duplicates(genSnowflake, a, b)
+	t.Logf("machine ID %d: %s issued %d IDs after the cut, the last %v after it; %s issued %d, from %v to %v after the cut; "+
+		"%d IDs issued twice, %d milliseconds of the machine ID used by both %q",
+		aMachines[0], a.name, aAfter, aLast.Sub(cut).Round(time.Millisecond), b.name, bAfter,
+		bFirst.Sub(cut).Round(time.Millisecond), bLast.Sub(cut).Round(time.Millisecond), rep.duplicates, rep.tickOverlaps,
+		rep.tickSamples[:min(2, len(rep.tickSamples))])
+	t.Logf("refusals: %s %q; %s %q", a.name, classesOf(aErrs), b.name, classesOf(bErrs))
+
+	if !arm.protected {
+		if rep.duplicates == 0 {
+			t.Fatalf("without the reservation (ResetGrace check bypassed) the test found no ID issued twice (%d shared milliseconds): "+
+				"it cannot tell the protection works", rep.tickOverlaps)
+		}
+		return
+	}
+	if rep.duplicates != 0 || rep.tickOverlaps != 0 {
+		t.Errorf("partitioned during a reset with default settings: %d IDs issued twice, %d milliseconds of machine ID %d used by both; e.g. %q %q",
+			rep.duplicates, rep.tickOverlaps, aMachines[0], rep.samples, rep.tickSamples)
+	}
+	// A stopped because its lease ran out, not for want of CPU: it was
+	// refused as the lease says, and it never saw the store again.
+	if !slices.Contains(classesOf(aErrs), "snowflake/machine_id_lost") {
+		t.Errorf("%s was never refused with machine_id_lost after the cut: %q", a.name, aErrs)
+	}
+}
+
+// issuedSince returns how many snowflake IDs p issued in ticks starting
+// after t0, and the times of its oldest and newest ID.
+func issuedSince(p *workerProc, t0 time.Time) (n int64, first, last time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.runs[genSnowflake] {
+		parts, err := p.layout.Decode(r.first) // a run is one tick
+		if err != nil {
+			continue
+		}
+		if parts.Time.After(t0) {
+			n += r.count
+		}
+		if first.IsZero() || parts.Time.Before(first) {
+			first = parts.Time
+		}
+		if parts.Time.After(last) {
+			last = parts.Time
+		}
+	}
+	return n, first, last
+}
+
+// classesOf returns the distinct "gen/class" of a worker's refusal lines.
+func classesOf(errs []string) []string {
+	var out []string
+	for _, e := range errs {
+		gen, class := fields2(e)
+		if c := gen + "/" + class; !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
