@@ -13,6 +13,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/gormerr"
 	"github.com/idforge/idforge/internal/idgen"
 )
 
@@ -163,21 +164,8 @@ func (mp *modelPlan) fill(ctx context.Context, dest any, rv reflect.Value) error
 	case *[]map[string]any:
 		return mp.fillMaps(ctx, *m)
 	}
-	if err := mp.filler.Fill(ctx, rv); err != nil {
-		if errors.Is(err, idgen.ErrInvalidData) {
-			return dataError{err}
-		}
-		return err
-	}
-	return nil
+	return gormerr.InvalidData(mp.filler.Fill(ctx, rv))
 }
-
-// dataError is an error in the rows given, which GORM users test for with
-// errors.Is(err, gorm.ErrInvalidData).
-type dataError struct{ err error }
-
-func (e dataError) Error() string   { return e.err.Error() }
-func (e dataError) Unwrap() []error { return []error{e.err, gorm.ErrInvalidData} }
 
 func (mp *modelPlan) fillMaps(ctx context.Context, ms []map[string]any) error {
 	for _, m := range ms {
@@ -192,7 +180,7 @@ func (mp *modelPlan) fillMaps(ctx context.Context, ms []map[string]any) error {
 // it leaves out under its column name.
 func (mp *modelPlan) fillMap(ctx context.Context, m map[string]any) error {
 	if m == nil {
-		return dataError{fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name)}
+		return gormerr.InvalidData(fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name))
 	}
 	for i, sf := range mp.fields {
 		if sf.DBName == "" {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/internal/gormerr"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
 )
@@ -92,8 +93,10 @@ func (g *Repository) keyField(model any) (*schema.Field, error) {
 // configured size (one transaction per shard). IDs and anything else GORM
 // writes back (timestamps, defaults) reach value's rows. A failure is a
 // *[sharding.ShardError] naming the shard; shards before it were written.
+// An error in the rows given (a nil row) matches both
+// [sharding.ErrInvalidData] and gorm.ErrInvalidData, as the plugin's do.
 func (g *Repository) Create(ctx context.Context, value any) error {
-	return g.base.Create(value, repo.Rows[gorm.DB]{
+	return gormerr.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
 		Key: func(elem reflect.Type) (func(reflect.Value) (int64, error), error) {
 			f, err := g.keyField(reflect.New(elem).Interface())
 			if err != nil {
@@ -105,7 +108,7 @@ func (g *Repository) Create(ctx context.Context, value any) error {
 		Insert: func(db *gorm.DB, s sharding.Shard, part any) error {
 			return db.WithContext(ctx).Table(s.TableName).CreateInBatches(part, g.base.Settings.BatchSize).Error
 		},
-	})
+	}))
 }
 
 // Find reads the row whose shard key is key (its ID, unless

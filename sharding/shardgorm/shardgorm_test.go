@@ -180,8 +180,9 @@ func TestGormConfigErrors(t *testing.T) {
 	}
 	first := &Course{Name: "before the nil row"}
 	for _, v := range []any{[]*Course{first, nil}, (*Course)(nil), nil} {
-		if err := repo.Create(ctx, v); !errors.Is(err, sharding.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("nil row in %T: err = %v, want sharding.ErrInvalidData", v, err)
+		err := repo.Create(ctx, v)
+		if !errors.Is(err, sharding.ErrInvalidData) || !errors.Is(err, gorm.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("nil row in %T: err = %v, want sharding.ErrInvalidData and gorm.ErrInvalidData", v, err)
 		}
 	}
 	if first.ID != 0 {
