@@ -228,28 +228,36 @@ func BenchmarkKeys(b *testing.B) {
 	}
 }
 
-// TestAccountType: -account-type int makes the indexed column 4 bytes on both
-// servers, and anything but bigint or int is refused by name.
-func TestAccountType(t *testing.T) {
+// TestTableShape: -account-type int makes account_id 4 bytes and -index
+// created_at moves the secondary index to created_at, on both servers, and
+// anything else is refused by name.
+func TestTableShape(t *testing.T) {
 	cfg := defaultConfig()
-	cfg.AccountType, cfg.Accounts = "smallint", 0
+	cfg.AccountType, cfg.Accounts, cfg.Index = "smallint", 0, "payload"
 	err := cfg.check()
-	for _, want := range []string{`-account-type "smallint"`, "-accounts 0"} {
+	for _, want := range []string{`-account-type "smallint"`, "-accounts 0", `-index "payload"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("check = %v; want %s refused", err, want)
 		}
 	}
 	for _, name := range []string{"mariadb", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			s := &server{name: name, account: accountSQL("int")}
-			if ddl := strings.Join(s.tableDDL("t", pkInt), "; "); !strings.Contains(ddl, "account_id INTEGER NOT NULL") {
-				t.Errorf("DDL %s: want account_id INTEGER", ddl)
+			s := &server{name: name, account: accountSQL("int"), index: "created_at"}
+			index := map[string]string{"mariadb": "KEY t_secondary (created_at)", "postgres": "CREATE INDEX t_secondary ON t (created_at)"}[name]
+			ddl := strings.Join(s.tableDDL("t", pkInt), "; ")
+			for _, want := range []string{"account_id INTEGER NOT NULL", index} {
+				if !strings.Contains(ddl, want) {
+					t.Errorf("DDL %s: want %s", ddl, want)
+				}
 			}
 			cfg := defaultConfig()
-			cfg.Rows, cfg.Reps, cfg.Servers, cfg.Variants, cfg.AccountType = 2_000, 1, []string{name}, []string{VarSnowflake}, "int"
+			cfg.Rows, cfg.Reps, cfg.Servers, cfg.Variants, cfg.AccountType, cfg.Index = 2_000, 1, []string{name}, []string{VarSnowflake}, "int", "created_at"
 			rep := runOrSkip(t, cfg)
-			if r := rep.Servers[0].Variants[0].Runs[0]; !r.Complete || r.Rows != cfg.Rows {
-				t.Fatalf("run %+v, want %d rows into the table with an INT account_id", r, cfg.Rows)
+			if r := rep.Servers[0].Variants[0].Runs[0]; !r.Complete || r.Rows != cfg.Rows || r.Secondary <= 0 {
+				t.Fatalf("run %+v, want %d rows into the table with an INT account_id and a measured index on created_at", r, cfg.Rows)
+			}
+			if rep.Config.Index != "created_at" {
+				t.Errorf("the report says index %q", rep.Config.Index)
 			}
 			if rep.Config.AccountType != "int" {
 				t.Errorf("the report says account type %q", rep.Config.AccountType)

@@ -43,6 +43,7 @@ func main() {
 	flag.IntVar(&cfg.Fleet, "fleet", cfg.Fleet, "instances of the fleet variant, writing at once")
 	flag.Int64Var(&cfg.Accounts, "accounts", cfg.Accounts, "distinct account_id values, drawn uniformly for each row")
 	flag.StringVar(&cfg.AccountType, "account-type", cfg.AccountType, "type of the indexed account_id column: bigint or int")
+	flag.StringVar(&cfg.Index, "index", cfg.Index, "column of the secondary index: account_id (random order) or created_at (insert order)")
 	flag.DurationVar(&cfg.MaxTime, "time", cfg.MaxTime, "stop after this long overall (runs cut short are marked incomplete); 0: no limit")
 	flag.StringVar(&servers, "servers", strings.Join(cfg.Servers, ","), "servers to run on: mariadb, postgres")
 	flag.StringVar(&variants, "variants", strings.Join(cfg.Variants, ","), "variants, in the order they interleave")

@@ -55,6 +55,10 @@ type Config struct {
 	// default) or "int" (4 bytes). InnoDB's secondary entries hold it beside
 	// the primary key, so it sets how much a narrower key can save there.
 	AccountType string `json:"account_type,omitempty"`
+	// Index is the column of the secondary index: "account_id" (the
+	// default: random over the table, so inserts land all over the index)
+	// or "created_at" (the insert time: every insert lands at its end).
+	Index string `json:"index,omitempty"`
 
 	Log      *log.Logger `json:"-"` // progress; nil: silent
 	MySQL    string      `json:"-"` // server DSN, no database
@@ -73,6 +77,7 @@ func defaultConfig() Config {
 		Payload:     100,
 		Accounts:    100_000,
 		AccountType: "bigint",
+		Index:       "account_id",
 		MySQL:       env("IDFORGE_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"),
 		Postgres:    env("IDFORGE_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 	}
@@ -115,6 +120,9 @@ func (c *Config) check() error {
 	}
 	if accountSQL(c.AccountType) == "" {
 		errs = append(errs, fmt.Errorf("-account-type %q: bigint or int", c.AccountType))
+	}
+	if c.Index != "account_id" && c.Index != "created_at" {
+		errs = append(errs, fmt.Errorf("-index %q: account_id or created_at", c.Index))
 	}
 	for _, s := range c.Servers {
 		if s != "mariadb" && s != "postgres" {
@@ -172,7 +180,7 @@ type Trial struct {
 // Sizes are the table's on-disk sizes at the end of a run, in bytes.
 type Sizes struct {
 	Primary   int64 `json:"primary_bytes"`   // InnoDB: the clustered index (the rows); PostgreSQL: the primary key index
-	Secondary int64 `json:"secondary_bytes"` // the index on account_id
+	Secondary int64 `json:"secondary_bytes"` // the index on Config.Index
 	Table     int64 `json:"table_bytes"`     // InnoDB: data_length (= clustered index); PostgreSQL: the heap
 	Indexes   int64 `json:"indexes_bytes"`   // InnoDB: index_length (secondary); PostgreSQL: pg_indexes_size (both indexes)
 	// InnoDB only: leaf pages in use (n_leaf_pages). The byte sizes above

@@ -31,7 +31,8 @@ type server struct {
 	dsn        string  // the benchmark database
 	admin      *sql.DB // the server, for CREATE/DROP DATABASE
 	db         *sql.DB // the benchmark database, for DDL and statistics
-	account    string  // the SQL type of account_id, the indexed column
+	account    string  // the SQL type of account_id
+	index      string  // the column of the secondary index
 	version    string
 	bufferPool int64
 	notes      []string
@@ -51,7 +52,7 @@ func accountSQL(t string) string {
 }
 
 func openServer(ctx context.Context, cfg *Config, name, dbName string) (_ *server, err error) {
-	s := &server{name: name, dbName: dbName, account: accountSQL(cfg.AccountType)}
+	s := &server{name: name, dbName: dbName, account: accountSQL(cfg.AccountType), index: cfg.Index}
 	switch name {
 	case "mariadb":
 		s.driver = "mysql"
@@ -130,14 +131,14 @@ func (s *server) inspect(ctx context.Context) error {
 			}
 		}
 		s.notes = append(s.notes,
-			"primary_bytes is the clustered index (the rows themselves), secondary_bytes the index on account_id, both from mysql.innodb_index_stats 'size' after ANALYZE TABLE; each secondary entry carries the primary key",
+			"primary_bytes is the clustered index (the rows themselves), secondary_bytes the index on "+s.index+", both from mysql.innodb_index_stats 'size' after ANALYZE TABLE; each secondary entry carries the primary key",
 			"buffer_pool_reads (Innodb_buffer_pool_reads) and page_splits (INNODB_METRICS index_page_splits) are server-wide deltas: other clients of the same server count too")
 	case "postgres":
 		if err := s.db.QueryRowContext(ctx, "SELECT current_setting('server_version'), (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers')").Scan(&s.version, &s.bufferPool); err != nil {
 			return err
 		}
 		s.notes = append(s.notes,
-			"primary_bytes is the primary key index and secondary_bytes the index on account_id (pg_relation_size); table_bytes is the heap; PostgreSQL's secondary entries point at the heap, not at the key",
+			"primary_bytes is the primary key index and secondary_bytes the index on "+s.index+" (pg_relation_size); table_bytes is the heap; PostgreSQL's secondary entries point at the heap, not at the key",
 			"buffer_pool_reads is heap_blks_read + idx_blks_read of the table (pg_statio_user_*), index_blocks_read / _hit its indexes only; PostgreSQL counts every block it adds to a relation as a read too, so a table that never left shared_buffers shows about its size in blocks; it does not count page splits")
 	}
 	return nil
@@ -184,14 +185,14 @@ func (s *server) tableDDL(table string, kind pkKind) []string {
 		stmts = []string{
 			"DROP TABLE IF EXISTS " + table,
 			fmt.Sprintf("CREATE TABLE %s (id %s, account_id %s NOT NULL, created_at DATETIME(6) NOT NULL, payload VARCHAR(255) NOT NULL, "+
-				"PRIMARY KEY (id), KEY %s_account (account_id)) ENGINE=InnoDB", table, id, s.account, table),
+				"PRIMARY KEY (id), KEY %s_secondary (%s)) ENGINE=InnoDB", table, id, s.account, table, s.index),
 		}
 	case "postgres":
 		id := map[pkKind]string{pkAuto: "BIGSERIAL", pkInt: "BIGINT", pkUUID: "UUID"}[kind]
 		stmts = []string{
 			"DROP TABLE IF EXISTS " + table,
 			fmt.Sprintf("CREATE TABLE %s (id %s PRIMARY KEY, account_id %s NOT NULL, created_at TIMESTAMPTZ NOT NULL, payload TEXT NOT NULL)", table, id, s.account),
-			fmt.Sprintf("CREATE INDEX %s_account ON %s (account_id)", table, table),
+			fmt.Sprintf("CREATE INDEX %s_secondary ON %s (%s)", table, table, s.index),
 		}
 	}
 	return stmts
@@ -252,7 +253,7 @@ func (s *server) Sizes(ctx context.Context, table string) (Sizes, error) {
 		return z, err
 	default:
 		q := "SELECT pg_relation_size($1::regclass), pg_relation_size($2::regclass), pg_relation_size($3::regclass), pg_indexes_size($1::regclass)"
-		err := s.db.QueryRowContext(ctx, q, table, table+"_pkey", table+"_account").Scan(&z.Table, &z.Primary, &z.Secondary, &z.Indexes)
+		err := s.db.QueryRowContext(ctx, q, table, table+"_pkey", table+"_secondary").Scan(&z.Table, &z.Primary, &z.Secondary, &z.Indexes)
 		return z, err
 	}
 }
