@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/testdb"
 )
 
 func TestSegmentStartAppliesOnlyToFreshNames(t *testing.T) {
@@ -114,4 +115,22 @@ func segmentOf(t testing.TB, s *redisstore.Store, name string) segment.Distribut
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestFloorConformance runs the Settings.Floor suite on the shared Redis
+// under a prefix of its own; a wipe deletes the prefix's keys, as a restart
+// without persistence would.
+func TestFloorConformance(t *testing.T) {
+	client, prefix := testdb.Redis(t)
+	segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+		s, err := redisstore.Open(t.Context(), client, append(testOptions(prefix), redisstore.WithFloor(floor))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
+	}, func(t *testing.T) {
+		if n, err := testdb.DeleteRedisKeys(t.Context(), client, prefix); err != nil || n == 0 {
+			t.Fatalf("wipe: %d keys deleted, %v", n, err)
+		}
+	})
 }

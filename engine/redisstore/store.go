@@ -37,6 +37,18 @@ type Settings struct {
 	// range is (Start, Start+step]. It has no effect on names that already
 	// exist. Default 0; negative is an error.
 	Start int64
+	// Floor, if set, reads from the data where a sequence must start: the
+	// largest ID its tables already hold, for example
+	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order". The
+	// store calls it whenever it creates a sequence's counter, at the first
+	// use of a name and again after the store forgot (emptied, recreated,
+	// reset), and starts the counter at the larger of its answer and Start.
+	// So a counter the store lost comes back above every ID already written,
+	// even when no process that used it is alive to report its floor, and a
+	// table moved from AUTO_INCREMENT keeps its keys. It is not called while
+	// the counter exists. An error fails the fetch (wrapping
+	// engine.ErrStoreUnavailable); the chain tries again on its next fetch.
+	Floor func(ctx context.Context, name string) (int64, error)
 	// Clock tells machine distribution what "now" is and times the reset
 	// grace (default clock.System). Tests pass a clock.Fake.
 	Clock clock.Clock
@@ -59,7 +71,7 @@ type Settings struct {
 	// snapshots), which Open otherwise refuses: a restart forgets
 	// everything. It stays safe only because of the epoch and the reset
 	// grace, and IDs already written elsewhere (rows of processes that are
-	// gone) may repeat.
+	// gone) may repeat unless [Settings.Floor] reads them.
 	AllowVolatile bool
 	// Logger receives the persistence warnings (default slog.Default()).
 	Logger *slog.Logger
@@ -80,6 +92,11 @@ func WithPrefix(prefix string) Option { return optionFunc(func(s *Settings) { s.
 
 // WithStart sets [Settings.Start].
 func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
+
+// WithFloor sets [Settings.Floor].
+func WithFloor(floor func(ctx context.Context, name string) (int64, error)) Option {
+	return optionFunc(func(s *Settings) { s.Floor = floor })
+}
 
 // WithClock sets [Settings.Clock].
 func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
@@ -227,8 +244,12 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // raise lifts the segment name to at least floor under the epoch token
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
+	start, err := storeepoch.Start(ctx, s.cfg.Floor, name, s.cfg.Start)
+	if err != nil {
+		return err
+	}
 	res, err := segmentScript.Eval(ctx, s.client, []string{s.EpochKey(), s.SegmentKey(name)},
-		token, 0, s.cfg.Start, floor, "", "0").Slice()
+		token, 0, start, floor, "", "0").Slice()
 	if err != nil {
 		return err
 	}

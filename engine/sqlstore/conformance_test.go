@@ -38,3 +38,27 @@ func TestSegmentConformance(t *testing.T) {
 		}, segmenttest.ExpectStart(start))
 	})
 }
+
+// TestFloorConformance runs the Settings.Floor suite on every database; a
+// wipe empties the three tables, as a restore of an empty backup would.
+func TestFloorConformance(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		admin := d.Open(t)
+		segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+			s := storeOn(t, d.Open(t), sqlstore.WithFloor(floor))
+			return func(name string) segment.Distributor {
+				seg, err := s.Segment(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return seg
+			}
+		}, func(t *testing.T) {
+			for _, table := range []string{"idforge_segment", "idforge_machine", "idforge_meta"} {
+				if _, err := admin.ExecContext(t.Context(), "DELETE FROM "+table); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	})
+}

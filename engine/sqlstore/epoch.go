@@ -61,14 +61,18 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 }
 
 // raise lifts the segment name to at least floor under the epoch token,
-// creating its row if needed; it does nothing when the epoch is no longer
+// creating its row if needed (at Start, or Settings.Floor's answer); it does nothing when the epoch is no longer
 // token (the caller's own operation will see that, adopt the newest epoch
 // and re-seed under it).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	if _, err := s.seg.create.exec(ctx, name, s.cfg.Start, s.nowMillis(), token); err != nil {
+	start, err := storeepoch.Start(ctx, s.cfg.Floor, name, s.cfg.Start)
+	if err != nil {
 		return err
 	}
-	_, err := s.meta.raise.exec(ctx, floor, name, token)
+	if _, err := s.seg.create.exec(ctx, name, start, s.nowMillis(), token); err != nil {
+		return err
+	}
+	_, err = s.meta.raise.exec(ctx, floor, name, token)
 	return err
 }
 

@@ -77,3 +77,54 @@ func Example() {
 	// machine IDs: 0 1
 	// web3 reuses machine ID 0
 }
+
+// A sequence whose table already holds rows (moved from AUTO_INCREMENT, or
+// written before the store was emptied) starts above them when the store
+// reads its floor from the table. The store asks only when it creates the
+// counter: at first use and after it forgot.
+func ExampleWithFloor() {
+	dir, err := os.MkdirTemp("", "idforge-floor")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT)"); err != nil {
+		log.Fatal(err)
+	}
+	for _, item := range []string{"tea", "cake", "jam"} {
+		if _, err := db.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", item); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	floor := func(ctx context.Context, name string) (int64, error) {
+		if name != "order" {
+			return 0, nil
+		}
+		var maxID int64
+		err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM orders").Scan(&maxID)
+		return maxID, err
+	}
+	store, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables(), sqlstore.WithFloor(floor))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	orders, err := store.Segment("order")
+	if err != nil {
+		log.Fatal(err)
+	}
+	maxID, err := orders.NextMaxID(ctx, 100)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("order IDs %d to %d\n", maxID-100+1, maxID)
+	// Output:
+	// order IDs 4 to 103
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/storeepoch"
 )
 
 // maxName is the length of the name and namespace columns, in bytes (the
@@ -112,7 +113,11 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		case found && attempt > 0:
 			return 0, d.s.unavailable(what, fmt.Errorf("the row matched no fetch (counter %d, floor %d)", counter, floor))
 		case !found:
-			if _, err := d.s.seg.create.exec(ctx, d.name, d.s.cfg.Start, d.s.nowMillis(), token); err != nil {
+			start, err := storeepoch.Start(ctx, d.s.cfg.Floor, d.name, d.s.cfg.Start)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %s: %w", d.s.name, what, err)
+			}
+			if _, err := d.s.seg.create.exec(ctx, d.name, start, d.s.nowMillis(), token); err != nil {
 				return 0, d.s.unavailable(fmt.Sprintf("segment %q: creating it", d.name), err)
 			}
 		}

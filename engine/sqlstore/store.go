@@ -94,6 +94,18 @@ type Settings struct {
 	// first ID handed out is Start+1. Default 0; negative is an error.
 	// Existing sequences are not changed.
 	Start int64
+	// Floor, if set, reads from the data where a sequence must start: the
+	// largest ID its tables already hold, for example
+	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order". The
+	// store calls it whenever it creates a sequence's counter, at the first
+	// use of a name and again after the store forgot (emptied, recreated,
+	// reset), and starts the counter at the larger of its answer and Start.
+	// So a counter the store lost comes back above every ID already written,
+	// even when no process that used it is alive to report its floor, and a
+	// table moved from AUTO_INCREMENT keeps its keys. It is not called while
+	// the counter exists. An error fails the fetch (wrapping
+	// engine.ErrStoreUnavailable); the chain tries again on its next fetch.
+	Floor func(ctx context.Context, name string) (int64, error)
 	// Clock dates rows, decides which machine IDs have expired and times
 	// the reset grace (default clock.System); tests use a clock.Fake.
 	Clock clock.Clock
@@ -136,6 +148,11 @@ func WithTablePrefix(prefix string) Option {
 
 // WithStart sets [Settings.Start].
 func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
+
+// WithFloor sets [Settings.Floor].
+func WithFloor(floor func(ctx context.Context, name string) (int64, error)) Option {
+	return optionFunc(func(s *Settings) { s.Floor = floor })
+}
 
 // WithClock sets [Settings.Clock].
 func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }

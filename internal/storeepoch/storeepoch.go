@@ -231,3 +231,25 @@ func (s *State) Reseed(ctx context.Context, raise RaiseFunc) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// FloorFunc is a store's Settings.Floor: the lowest counter the named
+// sequence may start from, read from the data that holds its IDs.
+type FloorFunc = func(ctx context.Context, name string) (int64, error)
+
+// Start returns where a counter the store creates for name begins: the
+// larger of start and floor's answer (floor may be nil). A failing floor
+// wraps engine.ErrStoreUnavailable, a negative answer
+// engine.ErrInvalidConfig; both name Settings.Floor.
+func Start(ctx context.Context, floor FloorFunc, name string, start int64) (int64, error) {
+	if floor == nil {
+		return start, nil
+	}
+	n, err := floor(ctx, name)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: Settings.Floor(%q): %w", engine.ErrStoreUnavailable, name, err)
+	case n < 0:
+		return 0, fmt.Errorf("%w: Settings.Floor(%q) = %d, want >= 0", engine.ErrInvalidConfig, name, n)
+	}
+	return max(start, n), nil
+}

@@ -161,3 +161,37 @@ func TestReadyAndResetError(t *testing.T) {
 		}
 	}
 }
+
+func TestStart(t *testing.T) {
+	ctx := context.Background()
+	floors := map[string]int64{"order": 41_000, "small": 3, "bad": -1}
+	floor := func(_ context.Context, name string) (int64, error) {
+		if name == "down" {
+			return 0, errors.New("connection refused")
+		}
+		return floors[name], nil
+	}
+	for _, tc := range []struct {
+		name  string
+		start int64
+		want  int64
+		err   error
+	}{
+		{"order", 10, 41_000, nil},
+		{"small", 10, 10, nil},
+		{"new", 0, 0, nil},
+		{"bad", 0, 0, engine.ErrInvalidConfig},
+		{"down", 0, 0, engine.ErrStoreUnavailable},
+	} {
+		got, err := Start(ctx, floor, tc.name, tc.start)
+		if got != tc.want || !errors.Is(err, tc.err) || (err != nil) != (tc.err != nil) {
+			t.Errorf("Start(%q, %d) = %d, %v; want %d, %v", tc.name, tc.start, got, err, tc.want, tc.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), `Settings.Floor("`+tc.name+`")`) {
+			t.Errorf("error %q does not name Settings.Floor", err)
+		}
+	}
+	if got, err := Start(ctx, nil, "order", 7); got != 7 || err != nil {
+		t.Errorf("Start without a floor = %d, %v; want 7", got, err)
+	}
+}

@@ -1,0 +1,106 @@
+package segmenttest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/segment"
+)
+
+// FloorFunc is a store's Settings.Floor: where the named sequence must
+// start, read from the data holding its IDs.
+type FloorFunc = func(ctx context.Context, name string) (int64, error)
+
+// OpenWithFloor opens a new store value, as a newly started process would,
+// with Settings.Floor set to floor and Start 0, and returns its distributor
+// of the named sequence.
+type OpenWithFloor func(t *testing.T, floor FloorFunc) func(name string) segment.Distributor
+
+// RunFloor checks a store's Settings.Floor against the real store, empty
+// when RunFloor starts: open makes new store values on it, wipe empties it as a lost or recreated store
+// would be (every counter and the epoch gone), with the store values open.
+// Stores under test wait no reset grace.
+//
+// The contract checked:
+//   - A new sequence starts at the floor (rows written before idforge, a
+//     table moved from AUTO_INCREMENT), and the floor is read once, when
+//     the counter is created, not on every fetch.
+//   - After a wipe, a process that never used the sequence (every process
+//     that did is gone, so no one can report what was handed out) starts it
+//     above the IDs the data holds, not at Start.
+//   - After a wipe, a live process's re-seed lifts the counter to the data's
+//     floor too, when other processes wrote IDs it never saw.
+//   - A failing floor fails the fetch with engine.ErrStoreUnavailable, a
+//     negative one with engine.ErrInvalidConfig, both naming Settings.Floor.
+func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
+	t.Helper()
+	ctx := testContext(t)
+	var mu sync.Mutex
+	data := map[string]int64{"order": 41_000} // MAX(id) of each sequence's table
+	calls := map[string]int{}
+	floor := func(_ context.Context, name string) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[name]++
+		return data[name], nil
+	}
+	write := func(name string, maxID int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		data[name] = maxID
+	}
+	called := func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls[name]
+	}
+
+	a := open(t, floor)
+	order := a("order")
+	expect(t, ctx, order, 100, 41_100)
+	expect(t, ctx, order, 100, 41_200)
+	if n := called("order"); n != 1 {
+		t.Errorf("Settings.Floor was asked %d times for two fetches; want once, when the counter is created", n)
+	}
+	expect(t, ctx, a("empty"), 100, 100)
+	write("order", 41_150) // rows up to 41,150 reached the table; A then stops
+
+	wipe(t)
+	b := open(t, floor)("order")
+	got, err := b.NextMaxID(ctx, 100)
+	if err != nil {
+		t.Fatalf("first fetch of a new process after the wipe: %v", err)
+	}
+	if got-100 < 41_150 {
+		t.Fatalf("after the wipe a new process got (%d, %d]: IDs up to 41,150 are in the table already", got-100, got)
+	}
+
+	write("order", 90_000) // other processes wrote IDs A never saw
+	wipe(t)
+	// A is still live: its next fetch sees the reset and re-seeds.
+	for attempt := 0; ; attempt++ {
+		got, err = order.NextMaxID(ctx, 100)
+		if err == nil || !errors.Is(err, engine.ErrStoreReset) || attempt == 3 {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("fetch of a live process after the wipe: %v", err)
+	}
+	if got-100 < 90_000 {
+		t.Fatalf("after the wipe a live process got (%d, %d]: its re-seed ignored the data's floor, 90,000", got-100, got)
+	}
+
+	down := open(t, func(context.Context, string) (int64, error) { return 0, errors.New("connection refused") })
+	if _, err := down("fresh-down").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Settings.Floor") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a failing floor: %v; want ErrStoreUnavailable naming Settings.Floor and the cause", err)
+	}
+	negative := open(t, func(context.Context, string) (int64, error) { return -5, nil })
+	if _, err := negative("fresh-negative").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Floor") {
+		t.Errorf("a negative floor: %v; want ErrInvalidConfig naming Settings.Floor", err)
+	}
+}
