@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,26 @@ func TestCluster(t *testing.T) {
 		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
 			return segmentOf(t, s, name)
 		}, segmenttest.ExpectStart(100))
+	})
+	t.Run("Floor", func(t *testing.T) {
+		prefix := prefix + "floor:" // RunFloor wants an empty store
+		segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+			s, err := redisstore.Open(t.Context(), client, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithFloor(floor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func(name string) segment.Distributor { return segmentOf(t, s, name) }
+		}, func(t *testing.T) {
+			var deleted atomic.Int64
+			err := client.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error {
+				n, err := testdb.DeleteRedisKeys(ctx, node, prefix)
+				deleted.Add(n)
+				return err
+			})
+			if err != nil || deleted.Load() == 0 {
+				t.Fatalf("wipe: %d keys deleted, %v", deleted.Load(), err)
+			}
+		})
 	})
 }
 

@@ -50,24 +50,12 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
+	if err := d.s.applyFloor(ctx, token, d.name, what); err != nil {
+		return 0, err
+	}
 	floor, fresh := d.s.epoch.Floor(d.name), storeepoch.NewToken(d.s.cfg.Clock.Now())
-	// With a Floor, a fresh name's start is read only when the key is
-	// missing. A missing key this store value already got IDs for is a
-	// store that went back, which the script answers with a reset, whose
-	// re-seed reads Floor.
-	var start any = d.s.cfg.Start
-	if d.s.cfg.Floor != nil && floor == 0 {
-		start = ""
-	}
 	res, err := segmentScript.Eval(ctx, d.s.client, []string{d.s.EpochKey(), d.key},
-		token, step, start, floor, fresh, "1").Slice()
-	if err == nil && reply(res).kind() == "missing" {
-		if start, err = storeepoch.Start(ctx, d.s.cfg.Floor, d.name, d.s.cfg.Start); err != nil {
-			return 0, fmt.Errorf("%s: %s: %w", d.s.name, what, err)
-		}
-		res, err = segmentScript.Eval(ctx, d.s.client, []string{d.s.EpochKey(), d.key},
-			token, step, start, floor, fresh, "1").Slice()
-	}
+		token, step, d.s.cfg.Start, floor, fresh, "1").Slice()
 	if err != nil {
 		var reply redis.Error
 		if errors.As(err, &reply) && strings.Contains(err.Error(), "would overflow") {

@@ -37,17 +37,21 @@ type Settings struct {
 	// range is (Start, Start+step]. It has no effect on names that already
 	// exist. Default 0; negative is an error.
 	Start int64
-	// Floor, if set, reads from the data where a sequence must start: the
-	// largest ID its tables already hold, for example
-	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order". The
-	// store calls it whenever it creates a sequence's counter, at the first
-	// use of a name and again after the store forgot (emptied, recreated,
-	// reset), and starts the counter at the larger of its answer and Start.
-	// So a counter the store lost comes back above every ID already written,
+	// Floor, if set, reads from the data how far a sequence has gone: the
+	// largest ID its tables hold, for example
+	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order".
+	// Before a store value's first fetch of a name, and its first after
+	// every store reset it sees, the store raises the counter to Floor's
+	// answer (creating it if missing; a counter never moves down). So a
+	// counter the store lost comes back above every ID already written,
 	// even when no process that used it is alive to report its floor, and a
-	// table moved from AUTO_INCREMENT keeps its keys. It is not called while
-	// the counter exists. An error fails the fetch (wrapping
-	// engine.ErrStoreUnavailable); the chain tries again on its next fetch.
+	// table moved from AUTO_INCREMENT keeps its keys. Floor runs once per
+	// name, process start and reset, never per fetch; it runs on the
+	// fetching goroutine (a chain's refill) with the fetch's context, so it
+	// should honour ctx. It sees committed rows only: stop other writers of
+	// the table (the old AUTO_INCREMENT code) before switching. A failing or
+	// panicking Floor fails that fetch (wrapping engine.ErrStoreUnavailable)
+	// and is asked again at the next.
 	Floor func(ctx context.Context, name string) (int64, error)
 	// Clock tells machine distribution what "now" is and times the reset
 	// grace (default clock.System). Tests pass a clock.Fake.
@@ -244,12 +248,8 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // raise lifts the segment name to at least floor under the epoch token
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	start, err := storeepoch.Start(ctx, s.cfg.Floor, name, s.cfg.Start)
-	if err != nil {
-		return err
-	}
 	res, err := segmentScript.Eval(ctx, s.client, []string{s.EpochKey(), s.SegmentKey(name)},
-		token, 0, start, floor, "", "0").Slice()
+		token, 0, s.cfg.Start, floor, "", "0").Slice()
 	if err != nil {
 		return err
 	}
@@ -257,6 +257,16 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 	// operation will see it, adopt the newest epoch and re-seed under it.
 	if r := reply(res); r.kind() != "ok" && r.kind() != "reset" {
 		return fmt.Errorf("%w %v", errBadReply, res)
+	}
+	return nil
+}
+
+// applyFloor raises the segment name to Settings.Floor's answer before this
+// Store's first fetch of it under the epoch token (what names the fetch in
+// errors); see [Settings.Floor].
+func (s *Store) applyFloor(ctx context.Context, token, name, what string) error {
+	if err := s.epoch.ApplyFloor(ctx, token, name, s.cfg.Floor, s.cfg.Start, s.raise); err != nil {
+		return fmt.Errorf("%s: %s: %w", s.name, what, err)
 	}
 	return nil
 }

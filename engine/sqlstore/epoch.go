@@ -61,19 +61,25 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 }
 
 // raise lifts the segment name to at least floor under the epoch token,
-// creating its row if needed (at Start, or Settings.Floor's answer); it does nothing when the epoch is no longer
+// creating its row if needed; it does nothing when the epoch is no longer
 // token (the caller's own operation will see that, adopt the newest epoch
 // and re-seed under it).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	start, err := storeepoch.Start(ctx, s.cfg.Floor, name, s.cfg.Start)
-	if err != nil {
+	if _, err := s.seg.create.exec(ctx, name, s.cfg.Start, s.nowMillis(), token); err != nil {
 		return err
 	}
-	if _, err := s.seg.create.exec(ctx, name, start, s.nowMillis(), token); err != nil {
-		return err
-	}
-	_, err = s.meta.raise.exec(ctx, floor, name, token)
+	_, err := s.meta.raise.exec(ctx, floor, name, token)
 	return err
+}
+
+// applyFloor raises the segment name to Settings.Floor's answer before this
+// Store's first fetch of it under the epoch token (what names the fetch in
+// errors); see [Settings.Floor].
+func (s *Store) applyFloor(ctx context.Context, token, name, what string) error {
+	if err := s.epoch.ApplyFloor(ctx, token, name, s.cfg.Floor, s.cfg.Start, s.raise); err != nil {
+		return fmt.Errorf("%s: %s: %w", s.name, what, err)
+	}
+	return nil
 }
 
 // checkEpoch is called when a statement guarded by the epoch token touched

@@ -80,8 +80,9 @@ func Example() {
 
 // A sequence whose table already holds rows (moved from AUTO_INCREMENT, or
 // written before the store was emptied) starts above them when the store
-// reads its floor from the table. The store asks only when it creates the
-// counter: at first use and after it forgot.
+// reads its floor from the table. The store asks once per name, before its
+// first fetch and its first after a reset; with idforge.New the name is the
+// chain's ("order" for kind "chain", name "order").
 func ExampleWithFloor() {
 	dir, err := os.MkdirTemp("", "idforge-floor")
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/storeepoch"
 )
 
 // maxName is the length of the name and namespace columns, in bytes (the
@@ -86,6 +85,9 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
+	if err := d.s.applyFloor(ctx, token, d.name, what); err != nil {
+		return 0, err
+	}
 	floor := d.s.epoch.Floor(d.name)
 	for attempt := 0; ; attempt++ {
 		maxID, ok, err := d.advance(ctx, step, floor, token)
@@ -113,11 +115,7 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		case found && attempt > 0:
 			return 0, d.s.unavailable(what, fmt.Errorf("the row matched no fetch (counter %d, floor %d)", counter, floor))
 		case !found:
-			start, err := storeepoch.Start(ctx, d.s.cfg.Floor, d.name, d.s.cfg.Start)
-			if err != nil {
-				return 0, fmt.Errorf("%s: %s: %w", d.s.name, what, err)
-			}
-			if _, err := d.s.seg.create.exec(ctx, d.name, start, d.s.nowMillis(), token); err != nil {
+			if _, err := d.s.seg.create.exec(ctx, d.name, d.s.cfg.Start, d.s.nowMillis(), token); err != nil {
 				return 0, d.s.unavailable(fmt.Sprintf("segment %q: creating it", d.name), err)
 			}
 		}

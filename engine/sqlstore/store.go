@@ -94,17 +94,21 @@ type Settings struct {
 	// first ID handed out is Start+1. Default 0; negative is an error.
 	// Existing sequences are not changed.
 	Start int64
-	// Floor, if set, reads from the data where a sequence must start: the
-	// largest ID its tables already hold, for example
-	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order". The
-	// store calls it whenever it creates a sequence's counter, at the first
-	// use of a name and again after the store forgot (emptied, recreated,
-	// reset), and starts the counter at the larger of its answer and Start.
-	// So a counter the store lost comes back above every ID already written,
+	// Floor, if set, reads from the data how far a sequence has gone: the
+	// largest ID its tables hold, for example
+	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order".
+	// Before a store value's first fetch of a name, and its first after
+	// every store reset it sees, the store raises the counter to Floor's
+	// answer (creating it if missing; a counter never moves down). So a
+	// counter the store lost comes back above every ID already written,
 	// even when no process that used it is alive to report its floor, and a
-	// table moved from AUTO_INCREMENT keeps its keys. It is not called while
-	// the counter exists. An error fails the fetch (wrapping
-	// engine.ErrStoreUnavailable); the chain tries again on its next fetch.
+	// table moved from AUTO_INCREMENT keeps its keys. Floor runs once per
+	// name, process start and reset, never per fetch; it runs on the
+	// fetching goroutine (a chain's refill) with the fetch's context, so it
+	// should honour ctx. It sees committed rows only: stop other writers of
+	// the table (the old AUTO_INCREMENT code) before switching. A failing or
+	// panicking Floor fails that fetch (wrapping engine.ErrStoreUnavailable)
+	// and is asked again at the next.
 	Floor func(ctx context.Context, name string) (int64, error)
 	// Clock dates rows, decides which machine IDs have expired and times
 	// the reset grace (default clock.System); tests use a clock.Fake.

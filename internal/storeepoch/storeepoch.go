@@ -68,13 +68,14 @@ type State struct {
 	token   string
 	readyAt time.Time
 	floors  map[string]int64
-	reseed  bool // floors not re-seeded since the last adoption
+	reseed  bool            // floors not re-seeded since the last adoption
+	floored map[string]bool // names raised to Settings.Floor under token
 }
 
 // NewState returns the state of a store value that has not seen its store
 // yet. grace <= 0 waits for nothing.
 func NewState(c clock.Clock, grace time.Duration) *State {
-	return &State{clock: c, grace: grace, floors: map[string]int64{}}
+	return &State{clock: c, grace: grace, floors: map[string]int64{}, floored: map[string]bool{}}
 }
 
 // Grace returns the wait after a new epoch given to NewState; <= 0 is none.
@@ -105,6 +106,7 @@ func (s *State) Set(token string) {
 		s.readyAt = created.Add(s.grace)
 	}
 	s.reseed = len(s.floors) > 0
+	clear(s.floored)
 }
 
 // Wait sleeps on the clock until the current epoch may hand things out, and
@@ -232,18 +234,56 @@ func (s *State) Reseed(ctx context.Context, raise RaiseFunc) error {
 	return nil
 }
 
+// ApplyFloor raises the segment name to the answer of floor (a store's
+// Settings.Floor, nil for none) with raise, under the epoch token, unless it
+// did so under this epoch already: a store calls it before each fetch, so
+// floor runs at a store value's first fetch of a name and its first after
+// every adoption of an epoch. Errors wrap engine.ErrStoreUnavailable, or
+// engine.ErrInvalidConfig for a negative answer, and name Settings.Floor.
+func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorFunc, start int64, raise RaiseFunc) error {
+	if floor == nil {
+		return nil
+	}
+	s.mu.Lock()
+	done := s.floored[name]
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	least, err := Start(ctx, floor, name, start)
+	if err != nil {
+		return err
+	}
+	if err := raise(ctx, token, name, least); err != nil {
+		return fmt.Errorf("%w: raising the counter to Settings.Floor's %d: %w", engine.ErrStoreUnavailable, least, err)
+	}
+	s.mu.Lock()
+	if s.token == token {
+		s.floored[name] = true
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // FloorFunc is a store's Settings.Floor: the lowest counter the named
 // sequence may start from, read from the data that holds its IDs.
 type FloorFunc = func(ctx context.Context, name string) (int64, error)
 
-// Start returns where a counter the store creates for name begins: the
-// larger of start and floor's answer (floor may be nil). A failing floor
-// wraps engine.ErrStoreUnavailable, a negative answer
-// engine.ErrInvalidConfig; both name Settings.Floor.
-func Start(ctx context.Context, floor FloorFunc, name string, start int64) (int64, error) {
+// Start returns the least the counter of name may hold: the larger of start
+// and floor's answer (floor may be nil). A failing or
+// panicking floor wraps engine.ErrStoreUnavailable, a negative answer
+// engine.ErrInvalidConfig; each names Settings.Floor.
+func Start(ctx context.Context, floor FloorFunc, name string, start int64) (_ int64, err error) {
 	if floor == nil {
 		return start, nil
 	}
+	// It runs on whatever goroutine fetches, often a chain's background
+	// refill, where a panic would end the process.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: Settings.Floor(%q) panicked: %v", engine.ErrStoreUnavailable, name, r)
+		}
+	}()
 	n, err := floor(ctx, name)
 	switch {
 	case err != nil:

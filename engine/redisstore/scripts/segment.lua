@@ -1,6 +1,5 @@
 -- Advance a segment. KEYS[2] segment key; ARGV[2] step, ARGV[3] start of a
--- fresh name ('' to reply {'missing'} instead of creating it: the caller
--- reads where it starts from Settings.Floor and runs again), ARGV[4] floor: the highest max ID the caller ever got for this
+-- fresh name, ARGV[4] floor: the highest max ID the caller ever got for this
 -- name, ARGV[5] a new epoch token, ARGV[6] '1' to fetch, '0' only to raise
 -- the counter to the floor (re-seeding after a reset).
 --
@@ -21,9 +20,6 @@ end
 
 local key, step, floor = KEYS[2], ARGV[2], ARGV[4]
 local cur = redis.call('GET', key)
-if not cur and ARGV[3] == '' then
-  return {'missing'}
-end
 local base = cur or ARGV[3]
 if greater(floor, base) then
   redis.call('SET', key, floor)
@@ -33,11 +29,11 @@ if greater(floor, base) then
   end
   return {'ok', floor}
 end
-if not cur then
-  redis.call('SET', key, base)
-end
 if ARGV[6] == '0' then
   return {'ok', base}
+end
+if not cur then
+  redis.call('SET', key, base)
 end
 redis.call('INCRBY', key, step)
 return {'ok', redis.call('GET', key)}

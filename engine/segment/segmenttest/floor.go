@@ -3,6 +3,7 @@ package segmenttest
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -27,15 +28,22 @@ type OpenWithFloor func(t *testing.T, floor FloorFunc) func(name string) segment
 //
 // The contract checked:
 //   - A new sequence starts at the floor (rows written before idforge, a
-//     table moved from AUTO_INCREMENT), and the floor is read once, when
-//     the counter is created, not on every fetch.
+//     table moved from AUTO_INCREMENT), and the floor is read once per store
+//     value and name, not on every fetch.
 //   - After a wipe, a process that never used the sequence (every process
 //     that did is gone, so no one can report what was handed out) starts it
 //     above the IDs the data holds, not at Start.
-//   - After a wipe, a live process's re-seed lifts the counter to the data's
-//     floor too, when other processes wrote IDs it never saw.
-//   - A failing floor fails the fetch with engine.ErrStoreUnavailable, a
-//     negative one with engine.ErrInvalidConfig, both naming Settings.Floor.
+//   - After a wipe, a live process lifts the counter to the data's floor
+//     too, when other processes wrote IDs it never saw.
+//   - Store values whose floors answer differently, the lower first: the
+//     counter ends above the larger answer.
+//   - A floor that fails while a live process re-seeds after a wipe does
+//     not keep that process's own floor from the store: a new process then
+//     starts above what the live one handed out, committed or not.
+//   - A floor near the largest int64 ends in engine.ErrIDOverflow.
+//   - A failing or panicking floor fails the fetch with
+//     engine.ErrStoreUnavailable, a negative one with
+//     engine.ErrInvalidConfig, each naming Settings.Floor.
 func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	t.Helper()
 	ctx := testContext(t)
@@ -95,9 +103,56 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 		t.Fatalf("after the wipe a live process got (%d, %d]: its re-seed ignored the data's floor, 90,000", got-100, got)
 	}
 
+	// Two new store values, the lower answer first: the higher one must
+	// still be above its own answer.
+	expect(t, ctx, open(t, func(context.Context, string) (int64, error) { return 100, nil })("race"), 10, 110)
+	if got, err := open(t, func(context.Context, string) (int64, error) { return 5_000, nil })("race").NextMaxID(ctx, 10); err != nil || got-10 < 5_000 {
+		t.Errorf("a store value whose floor says 5,000 got (%d, %d], %v, after one whose floor said 100 created the counter", got-10, got, err)
+	}
+
+	// A live process whose floor fails while it re-seeds after a wipe.
+	var failing sync.Mutex
+	fail := false
+	flaky := func(ctx context.Context, name string) (int64, error) {
+		failing.Lock()
+		defer failing.Unlock()
+		if fail {
+			return 0, errors.New("orders table locked")
+		}
+		return floor(ctx, name)
+	}
+	live := open(t, flaky)("live")
+	write("live", 1_000)
+	expect(t, ctx, live, 100, 1_100) // handed out 1,001..1,100; say rows up to 1,050 are committed
+	write("live", 1_050)
+	failing.Lock()
+	fail = true
+	failing.Unlock()
+	wipe(t)
+	for range 3 { // the reset, its re-seed, and the fetch whose floor fails
+		if _, err := live.NextMaxID(ctx, 100); err == nil {
+			t.Fatal("a fetch whose floor fails succeeded")
+		}
+	}
+	if got, err := open(t, floor)("live").NextMaxID(ctx, 100); err != nil || got-100 < 1_100 {
+		t.Errorf("a new process got (%d, %d], %v: the live process, whose floor failed, had handed out up to 1,100", got-100, got, err)
+	}
+
+	// A floor at the top of the int64 range: an overflow error, never a
+	// wrap to negative IDs.
+	top := open(t, func(context.Context, string) (int64, error) { return math.MaxInt64 - 150, nil })("top")
+	expect(t, ctx, top, 100, math.MaxInt64-50)
+	if got, err := top.NextMaxID(ctx, 100); !errors.Is(err, engine.ErrIDOverflow) {
+		t.Errorf("past the largest int64: %d, %v; want ErrIDOverflow", got, err)
+	}
+
 	down := open(t, func(context.Context, string) (int64, error) { return 0, errors.New("connection refused") })
 	if _, err := down("fresh-down").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Settings.Floor") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("a failing floor: %v; want ErrStoreUnavailable naming Settings.Floor and the cause", err)
+	}
+	panicky := open(t, func(context.Context, string) (int64, error) { panic("nil map") })
+	if _, err := panicky("fresh-panic").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Settings.Floor") || !strings.Contains(err.Error(), "panicked") {
+		t.Errorf("a panicking floor: %v; want ErrStoreUnavailable naming Settings.Floor and the panic", err)
 	}
 	negative := open(t, func(context.Context, string) (int64, error) { return -5, nil })
 	if _, err := negative("fresh-negative").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Floor") {

@@ -1,0 +1,53 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// TestFloorOnTheStoresOwnSQLiteFile: a Floor that reads the SQLite file the
+// store uses, through the store's own *sql.DB limited to one connection,
+// does not deadlock, neither at the first fetch nor at a live process's
+// first fetch after a wipe.
+func TestFloorOnTheStoresOwnSQLiteFile(t *testing.T) {
+	db := testdb.SQLite(t).Open(t)
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a deadlock fails, not hangs
+	defer cancel()
+	for _, q := range []string{"CREATE TABLE orders (id INTEGER PRIMARY KEY)", "INSERT INTO orders (id) VALUES (300)"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	floor := func(ctx context.Context, name string) (int64, error) {
+		var maxID int64
+		err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM orders").Scan(&maxID)
+		return maxID, err
+	}
+	s := storeOn(t, db, sqlstore.WithCreateTables(), sqlstore.WithFloor(floor))
+	order, err := s.Segment("order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := order.NextMaxID(ctx, 100); err != nil || got != 400 {
+		t.Fatalf("first fetch: %d, %v; want 400", got, err)
+	}
+	for _, q := range []string{"INSERT INTO orders (id) VALUES (5000)", "DELETE FROM idforge_segment", "DELETE FROM idforge_machine", "DELETE FROM idforge_meta"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := order.NextMaxID(ctx, 100)
+	if errors.Is(err, engine.ErrStoreReset) {
+		got, err = order.NextMaxID(ctx, 100)
+	}
+	if err != nil || got != 5100 {
+		t.Fatalf("after the wipe: %d, %v; want 5100", got, err)
+	}
+}
