@@ -50,6 +50,9 @@ func Chart(rep *Report, s *ServerReport) string {
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
 	sub := fmt.Sprintf("GORM CreateInBatches of %s rows; each point: one tenth of %s rows, median of %d interleaved reps; buffer pool %s",
 		thousands(int64(rep.Config.Batch)), thousands(rep.Config.Rows), rep.Config.Reps, bytesShort(s.BufferPool))
+	if idx := rep.Config.Index; idx != "" && idx != "account_id" {
+		sub += "; secondary index on " + idx
+	}
 	fmt.Fprintf(&b, `<text x="%d" y="40" fill="#555" font-size="11">%s</text>`+"\n", left, html.EscapeString(sub))
 	// Grid and axes.
 	for y := 0.0; y <= ytop+ystep/2; y += ystep {
