@@ -260,6 +260,12 @@ func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorF
 	s.mu.Lock()
 	if s.token == token {
 		s.floored[name] = true
+		// The answer is this store value's floor too: a counter found below
+		// it later (the raise lost with the epoch intact, before any fetch
+		// succeeded) is a store that went back, not a fresh name.
+		if least > s.floors[name] {
+			s.floors[name] = least
+		}
 	}
 	s.mu.Unlock()
 	return nil

@@ -1,0 +1,75 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/internal/testdb"
+)
+
+// crashAfterRaise fails the first fetch script (its last argument is "1")
+// after deleting the segment key: Redis acknowledged the raise, then crashed
+// and came back from an AOF (everysec) without it, the epoch intact.
+type crashAfterRaise struct {
+	c    *redis.Client
+	key  string
+	done atomic.Bool
+}
+
+func (h *crashAfterRaise) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *crashAfterRaise) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *crashAfterRaise) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if n := len(args); n > 0 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") && args[n-1] == "1" && !h.done.Swap(true) {
+			h.c.Del(ctx, h.key)
+			err := errors.New("connection reset by peer")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func TestFloorLostRaiseAfterCrash(t *testing.T) {
+	c, prefix := testdb.Redis(t)
+	ctx := t.Context()
+	calls := 0
+	s, err := redisstore.Open(ctx, c, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1),
+		redisstore.WithFloor(func(context.Context, string) (int64, error) { calls++; return 41_000, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
+	defer hooked.Close()
+	hooked.AddHook(&crashAfterRaise{c: c, key: s.SegmentKey("order")})
+	s2, err := redisstore.Open(ctx, hooked, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1),
+		redisstore.WithFloor(func(context.Context, string) (int64, error) { calls++; return 41_000, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, _ := s2.Segment("order")
+	if _, err := seg.NextMaxID(ctx, 100); err == nil {
+		t.Fatal("the crashed fetch succeeded")
+	} else {
+		t.Logf("crashed fetch: %v", err)
+	}
+	got, err := seg.NextMaxID(ctx, 100)
+	for i := 0; err != nil && i < 3; i++ {
+		t.Logf("fetch: %v", err)
+		got, err = seg.NextMaxID(ctx, 100)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got-100 < 41_000 {
+		t.Errorf("got (%d, %d] after Floor said 41,000 (Floor asked %d times)", got-100, got, calls)
+	}
+}
