@@ -46,9 +46,10 @@ type Settings struct {
 	// counter the store lost comes back above every ID already written,
 	// even when no process that used it is alive to report its floor, and a
 	// table moved from AUTO_INCREMENT keeps its keys. Floor runs once per
-	// name, process start and reset, never per fetch; it runs on the
-	// fetching goroutine (a chain's refill) with the fetch's context, so it
-	// should honour ctx. It sees committed rows only: stop other writers of
+	// name, process start and reset, never per fetch (fetches of one name
+	// racing on one store value before it answered each ask it); it runs
+	// on the fetching goroutine (a chain's refill) with the fetch's
+	// context, so it should honour ctx: a chain's Close waits for it. It sees committed rows only: stop other writers of
 	// the table (the old AUTO_INCREMENT code) before switching. A failing or
 	// panicking Floor fails that fetch (wrapping engine.ErrStoreUnavailable)
 	// and is asked again at the next.
