@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/redisstore"
@@ -131,6 +132,34 @@ func TestFloorConformance(t *testing.T) {
 	}, func(t *testing.T) {
 		if n, err := testdb.DeleteRedisKeys(t.Context(), client, prefix); err != nil || n == 0 {
 			t.Fatalf("wipe: %d keys deleted, %v", n, err)
+		}
+	})
+}
+
+// TestFloorRace runs segmenttest.RunFloorRace on the shared Redis under a
+// prefix of its own.
+func TestFloorRace(t *testing.T) {
+	client, prefix := testdb.Redis(t)
+	keys, err := redisstore.Open(t.Context(), client, testOptions(prefix)...) // for the key names
+	if err != nil {
+		t.Fatal(err)
+	}
+	segmenttest.RunFloorRace(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+		s, err := redisstore.Open(t.Context(), client, redisstore.WithPrefix(prefix), redisstore.WithAllowVolatile(),
+			redisstore.WithResetGrace(300*time.Millisecond), redisstore.WithFloor(floor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
+	}, func(t *testing.T, epochOnly bool) {
+		if epochOnly {
+			if err := client.Del(t.Context(), keys.EpochKey()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if _, err := testdb.DeleteRedisKeys(t.Context(), client, prefix); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
@@ -55,6 +56,37 @@ func TestFloorConformance(t *testing.T) {
 			}
 		}, func(t *testing.T) {
 			for _, table := range []string{"idforge_segment", "idforge_machine", "idforge_meta"} {
+				if _, err := admin.ExecContext(t.Context(), "DELETE FROM "+table); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	})
+}
+
+// TestFloorRace runs segmenttest.RunFloorRace on the networked databases
+// (a SQLite file takes one Store per process).
+func TestFloorRace(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		if d.Name == "sqlite" {
+			t.Skip("one Store per SQLite file")
+		}
+		admin := d.Open(t)
+		segmenttest.RunFloorRace(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+			s := storeOn(t, d.Open(t), sqlstore.WithFloor(floor), sqlstore.WithResetGrace(300*time.Millisecond))
+			return func(name string) segment.Distributor {
+				seg, err := s.Segment(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return seg
+			}
+		}, func(t *testing.T, epochOnly bool) {
+			tables := []string{"idforge_segment", "idforge_machine", "idforge_meta"}
+			if epochOnly {
+				tables = tables[2:]
+			}
+			for _, table := range tables {
 				if _, err := admin.ExecContext(t.Context(), "DELETE FROM "+table); err != nil {
 					t.Fatal(err)
 				}

@@ -99,17 +99,18 @@ type Settings struct {
 	// SELECT COALESCE(MAX(id), 0) FROM orders for the sequence "order".
 	// Before a store value's first fetch of a name, and its first after
 	// every store reset it sees, the store raises the counter to Floor's
-	// answer (creating it if missing; a counter never moves down). So a
-	// counter the store lost comes back above every ID already written,
-	// even when no process that used it is alive to report its floor, and a
-	// table moved from AUTO_INCREMENT keeps its keys. Floor runs once per
-	// name, process start and reset, never per fetch (fetches of one name
-	// racing on one store value before it answered each ask it); it runs
-	// on the fetching goroutine (a chain's refill) with the fetch's
-	// context, so it should honour ctx: a chain's Close waits for it. It sees committed rows only: stop other writers of
-	// the table (the old AUTO_INCREMENT code) before switching. A failing or
-	// panicking Floor fails that fetch (wrapping engine.ErrStoreUnavailable)
-	// and is asked again at the next.
+	// answer (creating it if missing; a counter never moves down), and
+	// counts the answer as handed out: a counter later found below it is a
+	// store that went back. So a counter the store lost comes back above
+	// every ID already written, even when no process that used it is alive
+	// to report its floor, and a table moved from AUTO_INCREMENT keeps its
+	// keys. Floor runs once per name, process start and reset (once per
+	// fetch racing the first), never per ID. It runs on the fetching
+	// goroutine (a chain's refill) with the fetch's context, so it should
+	// honour ctx: a chain's Close waits for it. It sees committed rows
+	// only: stop other writers of the table (the old AUTO_INCREMENT code)
+	// before switching. A failing or panicking Floor fails that fetch
+	// (wrapping engine.ErrStoreUnavailable) and is asked again at the next.
 	Floor func(ctx context.Context, name string) (int64, error)
 	// Clock dates rows, decides which machine IDs have expired and times
 	// the reset grace (default clock.System); tests use a clock.Fake.

@@ -1,12 +1,17 @@
 package segmenttest
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
@@ -158,4 +163,77 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	if _, err := negative("fresh-negative").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Floor") {
 		t.Errorf("a negative floor: %v; want ErrInvalidConfig naming Settings.Floor", err)
 	}
+}
+
+// RunFloorRace races first fetches against wipes: three store values from
+// open, three goroutines each with steps of their own, fetch one name while
+// wipe empties the store four times (with epochOnly, only its epoch, as a
+// restored backup without idforge_meta would), 0.7 s apart. Floor answers
+// the largest maximum handed out so far, as a table holding every ID would.
+// No two ranges handed out may overlap. open should give the store values a
+// short reset grace (300 ms) so that they fetch between wipes.
+func RunFloorRace(t *testing.T, open OpenWithFloor, wipe func(t *testing.T, epochOnly bool)) {
+	t.Helper()
+	for _, epochOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("epochOnly=%v", epochOnly), func(t *testing.T) { floorRace(t, open, wipe, epochOnly) })
+	}
+}
+
+func floorRace(t *testing.T, open OpenWithFloor, wipe func(t *testing.T, epochOnly bool), epochOnly bool) {
+	ctx := testContext(t)
+	var high, asked, resets atomic.Int64
+	floor := func(context.Context, string) (int64, error) {
+		asked.Add(1)
+		return high.Load(), nil
+	}
+	var mu sync.Mutex
+	var got [][2]int64 // (lo, hi]
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 3 {
+		seg := open(t, floor)("race")
+		for g := range 3 {
+			step := int64(10 + 7*i + g)
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					m, err := seg.NextMaxID(ctx, step)
+					if err != nil {
+						if !errors.Is(err, engine.ErrStoreReset) {
+							t.Errorf("fetch: %v", err)
+							return
+						}
+						resets.Add(1)
+						continue
+					}
+					for h := high.Load(); m > h && !high.CompareAndSwap(h, m); h = high.Load() {
+					}
+					mu.Lock()
+					got = append(got, [2]int64{m - step, m})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	for range 4 {
+		time.Sleep(700 * time.Millisecond)
+		wipe(t, epochOnly)
+	}
+	time.Sleep(700 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	slices.SortFunc(got, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for i := 1; i < len(got); i++ {
+		if got[i][0] < got[i-1][1] {
+			t.Errorf("ranges (%d, %d] and (%d, %d] overlap", got[i-1][0], got[i-1][1], got[i][0], got[i][1])
+		}
+	}
+	if resets.Load() == 0 || len(got) < 100 {
+		t.Errorf("%d ranges, %d resets seen: the race proves nothing", len(got), resets.Load())
+	}
+	t.Logf("%d ranges, %d resets seen, Floor asked %d times", len(got), resets.Load(), asked.Load())
 }
