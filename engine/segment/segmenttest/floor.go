@@ -95,18 +95,7 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	write("order", 90_000) // other processes wrote IDs A never saw
 	wipe(t)
 	// A is still live: its next fetch sees the reset and re-seeds.
-	for attempt := 0; ; attempt++ {
-		got, err = order.NextMaxID(ctx, 100)
-		if err == nil || !errors.Is(err, engine.ErrStoreReset) || attempt == 3 {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("fetch of a live process after the wipe: %v", err)
-	}
-	if got-100 < 90_000 {
-		t.Fatalf("after the wipe a live process got (%d, %d]: its re-seed ignored the data's floor, 90,000", got-100, got)
-	}
+	ExpectAbove(t, order, 100, 90_000, "a live process after the wipe, whose re-seed must read the data's floor")
 
 	// Two new store values, the lower answer first: the higher one must
 	// still be above its own answer.
@@ -236,4 +225,23 @@ func floorRace(t *testing.T, open OpenWithFloor, wipe func(t *testing.T, epochOn
 		t.Errorf("%d ranges, %d resets seen: the race proves nothing", len(got), resets.Load())
 	}
 	t.Logf("%d ranges, %d resets seen, Floor asked %d times", len(got), resets.Load(), asked.Load())
+}
+
+// ExpectAbove fetches a range of step from d, again while the fetch fails
+// with engine.ErrStoreReset (at most 3 times: a reset is seen once per
+// store value), and fails the test unless the range starts at or above
+// floor. what says whose fetch it is.
+func ExpectAbove(t *testing.T, d segment.Distributor, step, floor int64, what string) {
+	t.Helper()
+	ctx := testContext(t)
+	got, err := d.NextMaxID(ctx, step)
+	for i := 0; i < 3 && errors.Is(err, engine.ErrStoreReset); i++ {
+		got, err = d.NextMaxID(ctx, step)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got-step < floor {
+		t.Fatalf("%s got (%d, %d]; want it above %d", what, got-step, got, floor)
+	}
 }
