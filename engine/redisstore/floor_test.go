@@ -39,19 +39,23 @@ func (h *crashAfterRaise) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 	}
 }
 
+// TestFloorLostRaiseAfterCrash: Redis acknowledges the raise to Floor's
+// answer, fails the fetch after it and comes back without the raise, its
+// epoch intact. The next fetch must not recreate the counter at Start: the
+// answer counts as handed out, so the counter below it is a store that went
+// back.
 func TestFloorLostRaiseAfterCrash(t *testing.T) {
 	c, prefix := testdb.Redis(t)
 	ctx := t.Context()
-	s, err := redisstore.Open(ctx, c, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1),
-		redisstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil }))
+	floor := redisstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil })
+	s, err := redisstore.Open(ctx, c, append(testOptions(prefix), floor)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hooked := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
 	defer hooked.Close()
 	hooked.AddHook(&crashAfterRaise{c: c, key: s.SegmentKey("order")})
-	s2, err := redisstore.Open(ctx, hooked, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1),
-		redisstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil }))
+	s2, err := redisstore.Open(ctx, hooked, append(testOptions(prefix), floor)...)
 	if err != nil {
 		t.Fatal(err)
 	}
