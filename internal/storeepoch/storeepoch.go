@@ -250,7 +250,7 @@ func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorF
 	if done {
 		return nil
 	}
-	least, err := Start(ctx, floor, name, start)
+	least, err := Least(ctx, floor, name, start)
 	if err != nil {
 		return err
 	}
@@ -275,11 +275,11 @@ func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorF
 // sequence may start from, read from the data that holds its IDs.
 type FloorFunc = func(ctx context.Context, name string) (int64, error)
 
-// Start returns the least the counter of name may hold: the larger of start
+// Least returns the least the counter of name may hold: the larger of start
 // and floor's answer (floor may be nil). A failing or
 // panicking floor wraps engine.ErrStoreUnavailable, a negative answer
 // engine.ErrInvalidConfig; each names Settings.Floor.
-func Start(ctx context.Context, floor FloorFunc, name string, start int64) (_ int64, err error) {
+func Least(ctx context.Context, floor FloorFunc, name string, start int64) (_ int64, err error) {
 	if floor == nil {
 		return start, nil
 	}

@@ -162,7 +162,7 @@ func TestReadyAndResetError(t *testing.T) {
 	}
 }
 
-func TestStart(t *testing.T) {
+func TestLeast(t *testing.T) {
 	ctx := context.Background()
 	floors := map[string]int64{"order": 41_000, "small": 3, "bad": -1}
 	floor := func(_ context.Context, name string) (int64, error) {
@@ -183,15 +183,15 @@ func TestStart(t *testing.T) {
 		{"bad", 0, 0, engine.ErrInvalidConfig},
 		{"down", 0, 0, engine.ErrStoreUnavailable},
 	} {
-		got, err := Start(ctx, floor, tc.name, tc.start)
+		got, err := Least(ctx, floor, tc.name, tc.start)
 		if got != tc.want || !errors.Is(err, tc.err) || (err != nil) != (tc.err != nil) {
-			t.Errorf("Start(%q, %d) = %d, %v; want %d, %v", tc.name, tc.start, got, err, tc.want, tc.err)
+			t.Errorf("Least(%q, %d) = %d, %v; want %d, %v", tc.name, tc.start, got, err, tc.want, tc.err)
 		}
 		if err != nil && !strings.Contains(err.Error(), `Settings.Floor("`+tc.name+`")`) {
 			t.Errorf("error %q does not name Settings.Floor", err)
 		}
 	}
-	if got, err := Start(ctx, nil, "order", 7); got != 7 || err != nil {
-		t.Errorf("Start without a floor = %d, %v; want 7", got, err)
+	if got, err := Least(ctx, nil, "order", 7); got != 7 || err != nil {
+		t.Errorf("Least without a floor = %d, %v; want 7", got, err)
 	}
 }
