@@ -145,8 +145,8 @@ func TestFloorRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	segmenttest.RunFloorRace(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-		s, err := redisstore.Open(t.Context(), client, redisstore.WithPrefix(prefix), redisstore.WithAllowVolatile(),
-			redisstore.WithResetGrace(300*time.Millisecond), redisstore.WithFloor(floor))
+		s, err := redisstore.Open(t.Context(), client,
+			append(testOptions(prefix), redisstore.WithResetGrace(300*time.Millisecond), redisstore.WithFloor(floor))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,11 +31,7 @@ func TestSegmentConformance(t *testing.T) {
 	const start = 1_000_000
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-			seg, err := storeOn(t, d.Open(t), sqlstore.WithStart(start)).Segment(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return seg
+			return segmentOf(t, storeOn(t, d.Open(t), sqlstore.WithStart(start)), name)
 		}, segmenttest.ExpectStart(start))
 	})
 }
@@ -45,22 +41,7 @@ func TestSegmentConformance(t *testing.T) {
 func TestFloorConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		admin := d.Open(t)
-		segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-			s := storeOn(t, d.Open(t), sqlstore.WithFloor(floor))
-			return func(name string) segment.Distributor {
-				seg, err := s.Segment(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return seg
-			}
-		}, func(t *testing.T) {
-			for _, table := range []string{"idforge_segment", "idforge_machine", "idforge_meta"} {
-				if _, err := admin.ExecContext(t.Context(), "DELETE FROM "+table); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
+		segmenttest.RunFloor(t, openWithFloor(d), func(t *testing.T) { emptyTables(t, admin) })
 	})
 }
 
@@ -72,25 +53,21 @@ func TestFloorRace(t *testing.T) {
 			t.Skip("one Store per SQLite file")
 		}
 		admin := d.Open(t)
-		segmenttest.RunFloorRace(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-			s := storeOn(t, d.Open(t), sqlstore.WithFloor(floor), sqlstore.WithResetGrace(300*time.Millisecond))
-			return func(name string) segment.Distributor {
-				seg, err := s.Segment(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return seg
-			}
-		}, func(t *testing.T, epochOnly bool) {
-			tables := []string{"idforge_segment", "idforge_machine", "idforge_meta"}
+		segmenttest.RunFloorRace(t, openWithFloor(d, sqlstore.WithResetGrace(300*time.Millisecond)), func(t *testing.T, epochOnly bool) {
 			if epochOnly {
-				tables = tables[2:]
+				emptyTables(t, admin, "idforge_meta")
+				return
 			}
-			for _, table := range tables {
-				if _, err := admin.ExecContext(t.Context(), "DELETE FROM "+table); err != nil {
-					t.Fatal(err)
-				}
-			}
+			emptyTables(t, admin)
 		})
 	})
+}
+
+// openWithFloor opens, for each call, a Store on a pool of its own on d with
+// the given Floor and opts, as a new process would.
+func openWithFloor(d testdb.DB, opts ...sqlstore.Option) segmenttest.OpenWithFloor {
+	return func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+		s := storeOn(t, d.Open(t), append(opts, sqlstore.WithFloor(floor))...)
+		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
+	}
 }

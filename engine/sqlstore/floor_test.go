@@ -32,19 +32,14 @@ func TestFloorOnTheStoresOwnSQLiteFile(t *testing.T) {
 		err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM orders").Scan(&maxID)
 		return maxID, err
 	}
-	s := storeOn(t, db, sqlstore.WithCreateTables(), sqlstore.WithFloor(floor))
-	order, err := s.Segment("order")
-	if err != nil {
-		t.Fatal(err)
-	}
+	order := segmentOf(t, storeOn(t, db, sqlstore.WithCreateTables(), sqlstore.WithFloor(floor)), "order")
 	if got, err := order.NextMaxID(ctx, 100); err != nil || got != 400 {
 		t.Fatalf("first fetch: %d, %v; want 400", got, err)
 	}
-	for _, q := range []string{"INSERT INTO orders (id) VALUES (5000)", "DELETE FROM idforge_segment", "DELETE FROM idforge_machine", "DELETE FROM idforge_meta"} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := db.ExecContext(ctx, "INSERT INTO orders (id) VALUES (5000)"); err != nil {
+		t.Fatal(err)
 	}
+	emptyTables(t, db)
 	got, err := order.NextMaxID(ctx, 100)
 	if errors.Is(err, engine.ErrStoreReset) {
 		got, err = order.NextMaxID(ctx, 100)
@@ -64,11 +59,7 @@ func TestFloorLostRaiseAfterFailedFetch(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		admin := d.Open(t)
 		ctx := t.Context()
-		s := openStore(t, d, sqlstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil }))
-		seg, err := s.Segment("order")
-		if err != nil {
-			t.Fatal(err)
-		}
+		seg := segmentOf(t, openStore(t, d, sqlstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil })), "order")
 		if _, err := seg.NextMaxID(ctx, math.MaxInt64); err == nil {
 			t.Fatal("an overflowing step succeeded")
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
 )
@@ -193,4 +194,28 @@ func (n *counts) delta(f func()) (prepares, statements, begins int64) {
 	p, s, b := n.prepares.Load(), n.statements.Load(), n.begins.Load()
 	f()
 	return n.prepares.Load() - p, n.statements.Load() - s, n.begins.Load() - b
+}
+
+// segmentOf returns s.Segment(name), failing the test on an error.
+func segmentOf(t testing.TB, s *sqlstore.Store, name string) segment.Distributor {
+	t.Helper()
+	seg, err := s.Segment(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seg
+}
+
+// emptyTables deletes every row of the store's tables (all three when none
+// is named), as a restore of an empty backup would.
+func emptyTables(t testing.TB, db *sql.DB, tables ...string) {
+	t.Helper()
+	if len(tables) == 0 {
+		tables = []string{"idforge_segment", "idforge_machine", "idforge_meta"}
+	}
+	for _, table := range tables {
+		if _, err := db.ExecContext(context.Background(), "DELETE FROM "+table); err != nil {
+			t.Fatalf("emptying %s: %v", table, err)
+		}
+	}
 }

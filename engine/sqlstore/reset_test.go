@@ -51,14 +51,7 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 			waitedGrace(t, "Open on empty tables", a, clkA)
 
 			for round, wipe := range []func() error{
-				func() error { // emptied
-					for _, table := range []string{"idforge_segment", "idforge_machine", "idforge_meta"} {
-						if _, err := admin.ExecContext(ctx, "DELETE FROM "+table); err != nil {
-							return err
-						}
-					}
-					return nil
-				},
+				func() error { emptyTables(t, admin); return nil }, // emptied
 				func() error { // dropped; the next Open recreates them
 					for _, table := range []string{"idforge_segment", "idforge_machine", "idforge_meta"} {
 						if _, err := admin.ExecContext(ctx, "DROP TABLE "+table); err != nil {

@@ -276,9 +276,9 @@ func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorF
 type FloorFunc = func(ctx context.Context, name string) (int64, error)
 
 // Least returns the least the counter of name may hold: the larger of start
-// and floor's answer (floor may be nil). A failing or
-// panicking floor wraps engine.ErrStoreUnavailable, a negative answer
-// engine.ErrInvalidConfig; each names Settings.Floor.
+// and floor's answer (floor may be nil). A failing or panicking floor wraps
+// engine.ErrStoreUnavailable, a negative answer engine.ErrInvalidConfig;
+// each names Settings.Floor.
 func Least(ctx context.Context, floor FloorFunc, name string, start int64) (_ int64, err error) {
 	if floor == nil {
 		return start, nil
