@@ -35,7 +35,7 @@ func floorRegistry(t *testing.T, floor func(context.Context, string) (int64, err
 }
 
 // TestChainSurfacesFloorErrors: a chain whose Floor fails returns
-// ErrSegmentExhausted naming Settings.Floor and the cause, then recovers.
+// ErrSegmentExhausted naming the Floor and the cause, then recovers.
 func TestChainSurfacesFloorErrors(t *testing.T) {
 	var calls atomic.Int64
 	var broken atomic.Bool
@@ -53,8 +53,8 @@ func TestChainSurfacesFloorErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	_, err := reg.NextID(ctx, idforge.KindChain, "invoice")
-	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "orders table locked") || !strings.Contains(err.Error(), "Settings.Floor") {
-		t.Errorf("NextID while Floor fails: %v; want ErrSegmentExhausted and ErrStoreUnavailable naming Settings.Floor and the cause", err)
+	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "orders table locked") || !strings.Contains(err.Error(), "Floor(") {
+		t.Errorf("NextID while Floor fails: %v; want ErrSegmentExhausted and ErrStoreUnavailable naming the Floor and the cause", err)
 	}
 	broken.Store(false)
 	ctx2, cancel2 := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard: the chain retries on its own

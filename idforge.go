@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ const DefaultNamespace = "default"
 // that finds it was reset answers with errors wrapping engine.ErrStoreReset.
 type Store interface {
 	machine.Distributor
-	Segment(name string) (segment.Distributor, error)
+	Segment(name string, floors ...engine.Floor) (segment.Distributor, error)
 }
 
 // Settings configures [New]. The zero value of every field means its
@@ -118,8 +119,9 @@ type Registry struct {
 	*engine.Registry
 	sf *leased.Snowflake
 
-	mu   sync.Mutex
-	held []discarder // every chain and segment generator built, for a store reset
+	mu     sync.Mutex
+	held   []discarder              // every chain and segment generator built, for a store reset
+	floors map[string][]engine.Floor // by sequence name, see AddFloor
 }
 
 // discarder is a generator that holds IDs drawn from the store and can drop
@@ -151,6 +153,11 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if f := s.Chain.Fence; f > 0 && f > r.sf.Lease().Reservation() {
+		r.sf.Close()
+		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v: chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
+			engine.ErrInvalidConfig, f, r.sf.Lease().Reservation())
 	}
 	r.Registry = engine.NewRegistry()
 	if err := r.Register(KindSnowflake, "", r.sf); err != nil {
@@ -252,7 +259,7 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 func (r *Registry) segmentFactory(st Store, cs segment.Settings,
 	build func(segment.Distributor, segment.Settings) (discarder, error)) engine.Factory {
 	return func(ctx context.Context, name string) (engine.Generator, error) {
-		d, err := st.Segment(name)
+		d, err := st.Segment(name, r.floor)
 		if err != nil {
 			return nil, err
 		}
@@ -266,6 +273,46 @@ func (r *Registry) segmentFactory(st Store, cs segment.Settings,
 		r.mu.Unlock()
 		return g, nil
 	}
+}
+
+// AddFloor adds f to the floors of the sequence name: where that
+// sequence's data ends, read when the store creates or re-creates its
+// counter (see engine.Floor). The largest answer of a name's floors counts;
+// with none, a sequence missing from a store that was not declared
+// brand-new is refused with engine.ErrNoFloor. The GORM plugin and the
+// sharding repositories add one per table that takes IDs from the sequence;
+// add your own for tables they do not see. Floors added after the counter
+// was created count from the next store reset on.
+func (r *Registry) AddFloor(name string, f engine.Floor) {
+	if f == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.floors == nil {
+		r.floors = map[string][]engine.Floor{}
+	}
+	r.floors[name] = append(r.floors[name], f)
+}
+
+// floor answers for the sequence name with the largest answer of the
+// floors added for it, engine.ErrNoFloor when there are none.
+func (r *Registry) floor(ctx context.Context, name string) (int64, error) {
+	r.mu.Lock()
+	floors := slices.Clone(r.floors[name])
+	r.mu.Unlock()
+	if len(floors) == 0 {
+		return 0, engine.ErrNoFloor
+	}
+	var best int64
+	for _, f := range floors {
+		n, err := f(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		best = max(best, n)
+	}
+	return best, nil
 }
 
 // discardHeld drops what every chain and segment generator holds: the store

@@ -74,7 +74,7 @@ type store struct {
 	seg *segmenttest.Fake
 }
 
-func (s store) Segment(string) (segment.Distributor, error) { return s.seg, nil }
+func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { return s.seg, nil }
 
 // The registry owns the invariants between its parts. Each way v0.1 let a
 // caller reach past it (a lease option widening the machine bits past the

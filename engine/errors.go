@@ -37,4 +37,11 @@ var (
 	ErrStoreReset = errors.New("idforge: store was reset")
 	// ErrClosed: the generator, chain or registry was closed.
 	ErrClosed = errors.New("idforge: closed")
+	// ErrNoFloor: a sequence is missing from a store that was not initialised
+	// as brand-new, so it may have been wiped after handing out IDs, and no
+	// [Floor] says where the sequence's data ends. Give a Floor (the GORM
+	// plugin and the sharding repositories derive one from the tagged
+	// columns), or mark a store that never handed out IDs brand-new with
+	// `idforge store init`.
+	ErrNoFloor = errors.New("idforge: sequence has no floor")
 )

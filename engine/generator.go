@@ -15,6 +15,13 @@ type Generator interface {
 	NextID(ctx context.Context) (int64, error)
 }
 
+// Floor reads from the data how far the named sequence has gone: the
+// largest ID its tables hold (0 for empty tables). A store asks it before it
+// creates or re-creates a sequence's counter, and starts the counter above the
+// answer. An error wrapping [ErrNoFloor] means the Floor knows nothing of the
+// name; any other error fails the fetch that asked.
+type Floor func(ctx context.Context, name string) (int64, error)
+
 // StringGenerator hands out unique IDs already formatted as strings
 // (radix-62, prefixed, friendly snowflake form...).
 type StringGenerator interface {

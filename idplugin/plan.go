@@ -2,13 +2,13 @@ package idplugin
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
 	"gorm.io/gorm/utils"
 
@@ -30,7 +30,7 @@ type modelPlan struct {
 // tags and field types are cached and returned every time; a registry that
 // cannot produce a generator yet (unknown kind, store down) is asked again
 // next time.
-func (p *Plugin) plan(ctx context.Context, log logger.Interface, s *schema.Schema) (*modelPlan, error) {
+func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema) (*modelPlan, error) {
 	if r, ok := p.plans.Load(s); ok {
 		res := r.(planResult)
 		return res.plan, res.err
@@ -45,6 +45,11 @@ func (p *Plugin) plan(ctx context.Context, log logger.Interface, s *schema.Schem
 	if err != nil {
 		p.plans.Store(s, planResult{err: err})
 		return nil, err
+	}
+	// Before Bind: binding builds the chains, whose first fetch asks the
+	// floors.
+	for i, t := range targets {
+		p.addFloor(db, s.Table, fields[i].DBName, t.Field)
 	}
 	filler, err := idgen.Bind(ctx, p.cfg.registry, s.ModelType, targets)
 	if err != nil {
@@ -61,10 +66,39 @@ func (p *Plugin) plan(ctx context.Context, log logger.Interface, s *schema.Schem
 		desc = append(desc, d)
 	}
 	if len(desc) > 0 {
-		log.Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
+		p.logger(db).Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
 	}
 	p.plans.Store(s, planResult{plan: mp})
 	return mp, nil
+}
+
+// floorKey is one column of one table of one database that a sequence
+// fills: its floor is added to the registry once.
+type floorKey struct {
+	db                    *gorm.Config
+	table, column, series string
+}
+
+// addFloor gives the registry the floor of f's sequence in column of table:
+// the largest ID stored there, 0 while the table does not exist.
+func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
+	if !idgen.Sequence(f.Spec.Kind) || table == "" || column == "" {
+		return
+	}
+	k := floorKey{db.Config, table, column, f.Spec.Name}
+	if _, seen := p.floors.LoadOrStore(k, true); seen {
+		return
+	}
+	sess := db.Session(&gorm.Session{NewDB: true})
+	quote := (&gorm.Statement{DB: sess}).Quote
+	floor := f.Floor(db.Dialector.Name(), quote(table), quote(column), func(ctx context.Context, q string, dest *sql.NullString) error {
+		tx := sess.WithContext(ctx)
+		if !tx.Migrator().HasTable(table) {
+			return nil
+		}
+		return tx.Raw(q).Row().Scan(dest)
+	})
+	idgen.AddFloor(p.cfg.registry, f.Spec.Name, floor)
 }
 
 // targets lists the fields of s the plugin fills, with GORM's fields for

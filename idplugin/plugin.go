@@ -74,6 +74,7 @@ type Plugin struct {
 
 	plans  sync.Map   // *schema.Schema -> planResult
 	byType sync.Map   // reflect.Type -> *modelPlan, for Fill of structs
+	floors sync.Map   // floorKey -> true: floors given to the registry
 	mu     sync.Mutex // serializes first sight: planning mutates GORM's cached schema
 }
 
@@ -127,7 +128,7 @@ func (p *Plugin) create(db *gorm.DB) {
 		return
 	}
 	ctx := ctxOf(db)
-	plan, err := p.plan(ctx, p.logger(db), stmt.Schema)
+	plan, err := p.plan(ctx, db, stmt.Schema)
 	if err != nil || plan.filler.Len() == 0 {
 		db.AddError(err) // a model without idgen fields: GORM's own behaviour, untouched
 		return
@@ -255,7 +256,7 @@ func Fill(db *gorm.DB, value any) error {
 	if err := stmt.Parse(model); err != nil {
 		return err
 	}
-	plan, err := p.plan(ctx, p.logger(db), stmt.Schema)
+	plan, err := p.plan(ctx, db, stmt.Schema)
 	if err != nil || plan.filler.Len() == 0 {
 		return err
 	}
@@ -276,7 +277,7 @@ func Prepare(db *gorm.DB, models ...any) error {
 	if err != nil {
 		return err
 	}
-	ctx, log := ctxOf(db), p.logger(db)
+	ctx := ctxOf(db)
 	seen := map[*schema.Schema]bool{}
 	var errs []error
 	var walk func(s *schema.Schema)
@@ -285,7 +286,7 @@ func Prepare(db *gorm.DB, models ...any) error {
 			return
 		}
 		seen[s] = true
-		if _, err := p.plan(ctx, log, s); err != nil {
+		if _, err := p.plan(ctx, db, s); err != nil {
 			errs = append(errs, err)
 		}
 		for _, rel := range s.Relationships.Relations {

@@ -67,7 +67,7 @@ type Options struct {
 // named segment sequences.
 type Store interface {
 	machine.Distributor
-	Segment(name string) (segment.Distributor, error)
+	Segment(name string, floors ...engine.Floor) (segment.Distributor, error)
 }
 
 // Collector collects idforge metrics. It is a prometheus.Collector and is
@@ -516,8 +516,8 @@ func (c *Collector) leaseFailed(err error) {
 	c.leaseErr.Store(&msg)
 }
 
-func (s *store) Segment(name string) (segment.Distributor, error) {
-	d, err := s.st.Segment(name)
+func (s *store) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
+	d, err := s.st.Segment(name, floors...)
 	if err != nil {
 		return nil, err
 	}
@@ -535,6 +535,15 @@ func (d segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, e
 	max, err := d.d.NextMaxID(ctx, step)
 	d.c.record("next_max_id", d.name, start, err)
 	return max, err
+}
+
+// Confirmed passes the store's confirmations through to a chain's
+// segment.Settings.Fence.
+func (d segmentDistributor) Confirmed() time.Time {
+	if c, ok := d.d.(interface{ Confirmed() time.Time }); ok {
+		return c.Confirmed()
+	}
+	return time.Time{}
 }
 
 // Snapshot is the collector's state for a status page.

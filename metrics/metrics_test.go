@@ -33,7 +33,7 @@ func newMemStore() *memStore {
 	return &memStore{Memory: machinetest.NewMemory(clock.System), seqs: map[string]*segmenttest.Fake{}}
 }
 
-func (m *memStore) Segment(name string) (segment.Distributor, error) {
+func (m *memStore) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f, ok := m.seqs[name]

@@ -195,8 +195,12 @@ func (s *Store) machineCall(ctx context.Context, path string, inst machine.Insta
 	}, &struct{}{})
 }
 
-// Segment returns the distributor of the named sequence on the server's store.
-func (s *Store) Segment(name string) (segment.Distributor, error) {
+// Segment returns the distributor of the named sequence on the server's
+// store. floors are not sent: where a sequence starts is the server's
+// store's business (its Floor, or `idforge store init`), so a sequence the
+// server's store does not know is refused with an error wrapping
+// engine.ErrNoFloor unless that store is brand-new.
+func (s *Store) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: proxystore: empty segment name", engine.ErrInvalidConfig)
 	}

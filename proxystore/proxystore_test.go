@@ -31,10 +31,10 @@ import (
 // segment source.
 type backing struct {
 	machine.Distributor
-	segment func(name string) (segment.Distributor, error)
+	segment func(name string, _ ...engine.Floor) (segment.Distributor, error)
 }
 
-func (b backing) Segment(name string) (segment.Distributor, error) { return b.segment(name) }
+func (b backing) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) { return b.segment(name) }
 
 // memSegments are in-memory sequences shared by name.
 type memSegments struct {
@@ -42,7 +42,7 @@ type memSegments struct {
 	seqs map[string]*segmenttest.Fake
 }
 
-func (m *memSegments) Segment(name string) (segment.Distributor, error) {
+func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seqs == nil {

@@ -18,7 +18,7 @@ import (
 // contract, machine IDs and named segment sequences.
 type ProxyStore interface {
 	machine.Distributor
-	Segment(name string) (segment.Distributor, error)
+	Segment(name string, floors ...engine.Floor) (segment.Distributor, error)
 }
 
 // maxProxyBody bounds a proxy request's body.

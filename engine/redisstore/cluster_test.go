@@ -67,7 +67,7 @@ func clusterClient(t *testing.T) (*redis.ClusterClient, string) {
 func TestCluster(t *testing.T) {
 	client, prefix := clusterClient(t)
 	open := func(t *testing.T, opts ...redisstore.Option) *redisstore.Store {
-		s, err := redisstore.Open(t.Context(), client, append([]redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1)}, opts...)...)
+		s, err := redisstore.Open(t.Context(), client, append([]redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithInit()}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestCluster(t *testing.T) {
 func TestClusterPrimaryRestart(t *testing.T) {
 	client, prefix := clusterClient(t)
 	ctx := t.Context()
-	s, err := redisstore.Open(ctx, client, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1))
+	s, err := redisstore.Open(ctx, client, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithInit())
 	if err != nil {
 		t.Fatal(err)
 	}

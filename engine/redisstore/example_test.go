@@ -25,7 +25,7 @@ func Example() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer client.Close()
 
-	store, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: "{shop}:", Start: 1000})
+	store, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: "{shop}:", Start: 1000, Init: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 		return fmt.Errorf("%w: redisstore: %s of negative machine ID %d", engine.ErrInvalidConfig, op, st.MachineID)
 	}
 	what := fmt.Sprintf("namespace %q instance %q: %s of machine ID %d", inst.Namespace, inst.ID, op, st.MachineID)
-	token := s.epoch.Token()
+	token, sent := s.epoch.Token(), s.cfg.Clock.Now()
 	args := append([]any{token, inst.ID, st.MachineID, st.LastTimestamp}, extra...)
 	res, err := script.Eval(ctx, s.client, s.machineKeys(inst), args...).Slice()
 	if err != nil {
@@ -112,6 +112,7 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 	}
 	switch r := reply(res); r.kind() {
 	case "ok":
+		s.epoch.Confirm(sent)
 		return nil
 	case "lost":
 		holder := "it is free"

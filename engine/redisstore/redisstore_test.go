@@ -85,7 +85,7 @@ func newEnv(t *testing.T, opts ...redisstore.Option) env {
 // allowed (the developer's Redis may run without persistence;
 // persistence_test.go covers the check).
 func testOptions(prefix string) []redisstore.Option {
-	return []redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithAllowVolatile()}
+	return []redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithAllowVolatile(), redisstore.WithInit()}
 }
 
 // downStore returns a store whose Redis (a server of the test's own) was

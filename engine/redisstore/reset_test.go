@@ -58,9 +58,11 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clkA := clock.NewFake(time.Now())
-	a := openOn(t, srv, clkA)
-	// An empty store cannot be told from a wiped one: Open waited the grace.
-	waitedGrace(t, "Open on an empty Redis", a, clkA)
+	a := openOn(t, srv, clkA, redisstore.WithInit())
+	// Declared brand-new: nothing to wait for.
+	if clkA.Sleeps() != 0 || !a.BrandNew() {
+		t.Fatalf("Open with Init on an empty Redis: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), a.BrandNew())
+	}
 	oldEpoch := a.Epoch()
 
 	inst := machine.Instance{Namespace: "svc", ID: "a"}
@@ -128,7 +130,7 @@ func TestFirstOperationAfterWipeFails(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clk := clock.NewFake(time.Now())
-	s := openOn(t, srv, clk, redisstore.WithStart(0))
+	s := openOn(t, srv, clk, redisstore.WithStart(0), redisstore.WithInit())
 	d := segmentOf(t, s, "order")
 	floor, err := d.NextMaxID(ctx, 50)
 	if err != nil {
@@ -161,7 +163,7 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 	srv := testdb.StartRedisServer(t, testdb.RedisDurable()...)
 	var logs bytes.Buffer
 	clk := clock.NewFake(time.Now())
-	s := openOn(t, srv, clk, redisstore.Settings{Prefix: "{app}:", Clock: clk,
+	s := openOn(t, srv, clk, redisstore.Settings{Prefix: "{app}:", Clock: clk, Init: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if logs.Len() > 0 {
 		t.Errorf("Open on appendfsync always logged a warning: %s", logs.String())
@@ -290,7 +292,8 @@ func TestSnapshotRollbackIsAReset(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
-	a, b := openOn(t, srv, clkA), openOn(t, srv, clkB)
+	a := openOn(t, srv, clkA, redisstore.WithInit())
+	b := openOn(t, srv, clkB)
 	old := a.Epoch()
 	order := segmentOf(t, a, "order")
 	if _, err := order.NextMaxID(ctx, 100); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,14 +18,22 @@ import (
 // segmentDistributor hands out ranges of one named sequence stored in a
 // Redis string; ranges never overlap across processes sharing the key.
 type segmentDistributor struct {
-	s    *Store
-	name string
-	key  string
+	s     *Store
+	name  string
+	key   string
+	floor engine.Floor
+	mark  storeepoch.FloorMark
 }
 
 // Segment returns the distributor of the named sequence, stored at
 // [Store.SegmentKey](name); it is safe for concurrent use. Any name is
-// valid, the empty one included.
+// valid, the empty one included. floors, with [Settings.Floor], say where
+// the sequence's data ends (the largest of their answers counts): before
+// the distributor's first fetch, and its first after every store reset, the
+// counter is raised to that (created if missing). A sequence missing from
+// the store with no Floor that knows it starts at [Settings.Start] on a
+// brand-new store ([Settings.Init]) and is refused with an error wrapping
+// engine.ErrNoFloor on any other.
 //
 // NextMaxID advances the sequence by step in one script, one round trip, and
 // returns the new max: the caller owns (max-step, max]. The script checks
@@ -37,9 +46,13 @@ type segmentDistributor struct {
 // int64 range, one wrapping engine.ErrIDOverflow; a store whose epoch
 // changed, one wrapping engine.ErrStoreReset (the next fetch waits out the
 // reset grace); any other failure, one wrapping engine.ErrStoreUnavailable.
-func (s *Store) Segment(name string) (segment.Distributor, error) {
-	return &segmentDistributor{s: s, name: name, key: s.SegmentKey(name)}, nil
+func (s *Store) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
+	return &segmentDistributor{s: s, name: name, key: s.SegmentKey(name), floor: storeepoch.Floors(append(floors, s.cfg.Floor)...)}, nil
 }
+
+// Confirmed returns when the newest store operation that found the store
+// under this Store's epoch was sent (see segment.Settings.Fence).
+func (d *segmentDistributor) Confirmed() time.Time { return d.s.epoch.Confirmed() }
 
 func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	what := fmt.Sprintf("segment %q", d.name) // the chain adds the size
@@ -50,12 +63,13 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	if err := d.s.applyFloor(ctx, token, d.name, what); err != nil {
-		return 0, err
+	if err := d.s.epoch.ApplyFloor(ctx, token, d.name, d.floor, d.s.cfg.Start, d.s.raise, &d.mark); err != nil {
+		return 0, fmt.Errorf("%s: %s: %w", d.s.name, what, err)
 	}
 	floor, fresh := d.s.epoch.Floor(d.name), storeepoch.NewToken(d.s.cfg.Clock.Now())
+	sent := d.s.cfg.Clock.Now()
 	res, err := segmentScript.Eval(ctx, d.s.client, []string{d.s.EpochKey(), d.key},
-		token, step, d.s.cfg.Start, floor, fresh, "1").Slice()
+		token, step, d.s.cfg.Start, floor, fresh, "1", flag(storeepoch.BrandNew(token))).Slice()
 	if err != nil {
 		var reply redis.Error
 		if errors.As(err, &reply) && strings.Contains(err.Error(), "would overflow") {
@@ -70,7 +84,10 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 			return 0, d.s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 		}
 		d.s.epoch.Raise(d.name, maxID)
+		d.s.epoch.Confirm(sent)
 		return maxID, nil
+	case "nofloor":
+		return 0, storeepoch.NoFloorError(d.s.name, d.name)
 	case "reset":
 		return 0, d.s.reset(ctx, token, r.str(1), what)
 	case "behind":

@@ -54,7 +54,11 @@ type Settings struct {
 	// only: stop other writers of the table (the old AUTO_INCREMENT code)
 	// before switching. A failing or panicking Floor fails that fetch
 	// (wrapping engine.ErrStoreUnavailable) and is asked again at the next.
-	Floor func(ctx context.Context, name string) (int64, error)
+	//
+	// Floor (and a Floor given to [Store.Segment]) is also what lets a
+	// sequence start on a store that was not initialised as brand-new: see
+	// [Settings.Init].
+	Floor engine.Floor
 	// Clock tells machine distribution what "now" is and times the reset
 	// grace (default clock.System). Tests pass a clock.Fake.
 	Clock clock.Clock
@@ -73,6 +77,15 @@ type Settings struct {
 	// start on a new store and after every reset. Negative waits for
 	// nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
+	// Init declares the store brand-new when [Open] finds it without an
+	// epoch, as `idforge store init` does: it never handed out an ID, so it
+	// hands out at once (no reset grace) and a sequence missing from it
+	// starts at Start. Without Init a store found without an epoch may have
+	// been wiped after handing out IDs (on Redis a wipe and a new store look
+	// alike), so a missing sequence starts only above a Floor and is refused
+	// with engine.ErrNoFloor without one. For setup jobs, tests and demos; a
+	// service that sets it takes a Redis wiped under it for a new one.
+	Init bool
 	// AllowVolatile opens a Redis without persistence (no AOF, no RDB
 	// snapshots), which Open otherwise refuses: a restart forgets
 	// everything. It stays safe only because of the epoch and the reset
@@ -99,8 +112,11 @@ func WithPrefix(prefix string) Option { return optionFunc(func(s *Settings) { s.
 // WithStart sets [Settings.Start].
 func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
 
+// WithInit sets [Settings.Init].
+func WithInit() Option { return optionFunc(func(s *Settings) { s.Init = true }) }
+
 // WithFloor sets [Settings.Floor].
-func WithFloor(floor func(ctx context.Context, name string) (int64, error)) Option {
+func WithFloor(floor engine.Floor) Option {
 	return optionFunc(func(s *Settings) { s.Floor = floor })
 }
 
@@ -183,7 +199,7 @@ func Open(ctx context.Context, client redis.Cmdable, opts ...Option) (*Store, er
 	if err := s.checkPersistence(ctx); err != nil {
 		return nil, err
 	}
-	token, err := s.createEpoch(ctx)
+	token, err := s.createEpoch(ctx, cfg.Init)
 	if err != nil {
 		return nil, err
 	}
@@ -227,10 +243,14 @@ func (s *Store) SegmentKey(name string) string { return s.base + "segment:" + na
 // creation>.<random hex>".
 func (s *Store) Epoch() string { return s.epoch.Token() }
 
-// createEpoch makes the store's epoch exist and returns it.
-func (s *Store) createEpoch(ctx context.Context) (string, error) {
-	token, err := createEpochScript.Eval(ctx, s.client, []string{s.EpochKey()},
-		storeepoch.NewToken(s.cfg.Clock.Now())).Text()
+// createEpoch makes the store's epoch exist and returns it; a new one is
+// brand-new if so asked.
+func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) {
+	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
+	if brandNew {
+		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
+	}
+	token, err := createEpochScript.Eval(ctx, s.client, []string{s.EpochKey()}, fresh).Text()
 	if err != nil {
 		return "", s.unavailable("creating the epoch", err)
 	}
@@ -263,21 +283,16 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 	return nil
 }
 
-// applyFloor raises the segment name to Settings.Floor's answer before this
-// Store's first fetch of it under the epoch token (what names the fetch in
-// errors); see [Settings.Floor].
-func (s *Store) applyFloor(ctx context.Context, token, name, what string) error {
-	if err := s.epoch.ApplyFloor(ctx, token, name, s.cfg.Floor, s.cfg.Start, s.raise); err != nil {
-		return fmt.Errorf("%s: %s: %w", s.name, what, err)
-	}
-	return nil
-}
+// BrandNew reports whether the store's epoch was declared brand-new
+// ([Settings.Init], `idforge store init`): no sequence of it was handed out
+// before the epoch, so a missing one may start at Start.
+func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // reset handles a script's 'reset' reply: the store value adopts the epoch
 // now stored (creating one when there is none) and the caller gets an error
 // wrapping engine.ErrStoreReset.
 func (s *Store) reset(ctx context.Context, seen, current, what string) error {
-	return s.epoch.Reset(ctx, s.name, what, seen, current, func() (string, error) { return s.createEpoch(ctx) }, s.raise)
+	return s.epoch.Reset(ctx, s.name, what, seen, current, func() (string, error) { return s.createEpoch(ctx, false) }, s.raise)
 }
 
 // unavailable wraps a failed command as engine.ErrStoreUnavailable, keeping

@@ -57,7 +57,8 @@ type Generator struct {
 	fetch   chan struct{} // one-slot semaphore: a single refill at a time
 	d       Distributor
 	cfg     config
-	prevMax int64 // guarded by fetch
+	fence   *fence // nil unless Settings.Fence
+	prevMax int64  // guarded by fetch
 }
 
 // New returns a single-segment generator drawing from d. Of the options,
@@ -68,7 +69,7 @@ func New(d Distributor, opts ...Option) (*Generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Generator{d: d, cfg: cfg, fetch: make(chan struct{}, 1)}
+	g := &Generator{d: d, cfg: cfg, fetch: make(chan struct{}, 1), fence: newFence(cfg.fence, cfg.clock, d)}
 	g.cur.Store(&seg{})
 	return g, nil
 }
@@ -78,6 +79,14 @@ func New(d Distributor, opts ...Option) (*Generator, error) {
 // failed fetch returns an [*ExhaustedError] naming the store's error.
 func (g *Generator) NextID(ctx context.Context) (int64, error) {
 	s := g.cur.Load()
+	if g.fence != nil {
+		if err := g.fence.check(g.cfg.name); err != nil {
+			// Fetching confirms: what the generator holds is dropped and
+			// the caller is served from a new segment if the store answers.
+			s.drop()
+			return g.refillFenced(ctx, s, err)
+		}
+	}
 	if id, ok := s.claim(); ok {
 		return id, nil
 	}
@@ -115,8 +124,12 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 		}
 	}
 	fctx, cancel := context.WithTimeout(ctx, g.cfg.fetchTimeout)
+	sent := g.cfg.clock.Now()
 	max, err := g.d.NextMaxID(fctx, g.cfg.step)
 	cancel()
+	if err == nil && g.fence != nil {
+		g.fence.confirm(sent)
+	}
 	if err == nil {
 		err = checkRange(g.prevMax, max, g.cfg.step)
 	}
@@ -129,6 +142,19 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 	s.taken.Store(1) // the first ID is ours
 	g.cur.Store(s)
 	return s.lo + 1, nil
+}
+
+// refillFenced fetches a new segment for a caller the fence stopped; if
+// that fails too the caller gets the fence's error beside the store's.
+func (g *Generator) refillFenced(ctx context.Context, used *seg, fenced error) (int64, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	id, err := g.refill(ctx, used)
+	if err != nil {
+		return 0, fmt.Errorf("%w (%w)", fenced, err)
+	}
+	return id, nil
 }
 
 func maxWaitError(d time.Duration) error {

@@ -93,6 +93,19 @@ type Settings struct {
 	MaxWait time.Duration
 	// FetchTimeout bounds one store call (default [DefaultFetchTimeout]).
 	FetchTimeout time.Duration
+	// Fence, when positive, stops serving the IDs already held once the
+	// store has not confirmed them for that long: NextID then fails with an
+	// error wrapping engine.ErrStoreUnavailable until the store answers
+	// again. A process cut off from a store that is wiped meanwhile would
+	// otherwise go on serving ranges a newcomer may be handed again; with a
+	// Fence shorter than the store's reset grace it stops before the
+	// newcomer starts. The store confirms with each fetch, and on
+	// engine/sqlstore and engine/redisstore with every operation of the
+	// same store value (a machine-ID lease's heartbeats); an idle chain
+	// fetches a step of its own when half the Fence passed unconfirmed.
+	// The price: the chain no longer rides out store outages on what it
+	// holds, and each NextID reads the clock. Default 0: off.
+	Fence time.Duration
 	// Logger receives store failures, recoveries and invalid ranges
 	// (default slog.Default()).
 	Logger *slog.Logger
@@ -164,6 +177,7 @@ type config struct {
 	ttl          time.Duration
 	maxWait      time.Duration // 0: as long as ctx allows
 	fetchTimeout time.Duration
+	fence        time.Duration
 	logger       *slog.Logger
 	clock        clock.Clock
 }
@@ -208,6 +222,7 @@ func (s Settings) resolve() (config, error) {
 		ttl:          s.TTL,
 		maxWait:      orDefault(s.MaxWait, DefaultMaxWait),
 		fetchTimeout: orDefault(s.FetchTimeout, DefaultFetchTimeout),
+		fence:        s.Fence,
 		logger:       s.Logger,
 		clock:        s.Clock,
 	}
@@ -253,6 +268,9 @@ func (s Settings) resolve() (config, error) {
 	}
 	if c.ttl < 0 {
 		bad("TTL %v: must not be negative (0 disables it)", c.ttl)
+	}
+	if c.fence < 0 {
+		bad("Fence %v: must not be negative (0 disables it)", c.fence)
 	}
 	if c.fetchTimeout < 0 {
 		bad("FetchTimeout %v: must be positive", c.fetchTimeout)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/storeepoch"
 )
 
 type metaStmts struct {
-	read, create, replace, raise *stmt
+	read, create, replace, raise, rows *stmt
 }
 
 func newMetaStmts(s *Store) metaStmts {
@@ -19,8 +20,9 @@ func newMetaStmts(s *Store) metaStmts {
 		replace = `UPDATE {meta} SET value = $1 WHERE name = 'epoch' AND value = $2`
 		// $1 floor, $2 name, $3 epoch.
 		raise = `UPDATE {seg} SET last_max_id = {greatest}(last_max_id, $1) WHERE name = $2 AND {epoch $3}`
+		rows  = `SELECT (SELECT COUNT(*) FROM {seg}) + (SELECT COUNT(*) FROM {machine})`
 	)
-	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise))}
+	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise)), rows: s.stmt(rows)}
 	if s.cfg.Dialect == MySQL {
 		ms.create = s.stmt("INSERT IGNORE " + create)
 	} else {
@@ -38,9 +40,35 @@ func (s *Store) readEpoch(ctx context.Context) (string, error) {
 	return token, nil
 }
 
-// createEpoch makes the store's epoch exist and returns it.
-func (s *Store) createEpoch(ctx context.Context) (string, error) {
-	if _, err := s.meta.create.exec(ctx, storeepoch.NewToken(s.cfg.Clock.Now())); err != nil {
+// openEpoch returns the store's epoch, creating it when there is none:
+// brand-new with [Settings.Init] on empty tables.
+func (s *Store) openEpoch(ctx context.Context) (string, error) {
+	if !s.cfg.Init {
+		return s.createEpoch(ctx, false)
+	}
+	token, err := s.readEpoch(ctx)
+	if err != nil || token != "" {
+		return token, err
+	}
+	var n int64
+	if _, err := s.meta.rows.queryRow(ctx, []any{&n}); err != nil {
+		return "", s.unavailable("counting the rows of a store without an epoch", err)
+	}
+	if n > 0 {
+		return "", fmt.Errorf("%w: %s: Settings.Init: the store has no epoch but holds %d rows: it is not brand-new (it may have been wiped in part)",
+			engine.ErrInvalidConfig, s.name, n)
+	}
+	return s.createEpoch(ctx, true)
+}
+
+// createEpoch makes the store's epoch exist and returns it; a new one is
+// brand-new if so asked.
+func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) {
+	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
+	if brandNew {
+		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
+	}
+	if _, err := s.meta.create.exec(ctx, fresh); err != nil {
 		return "", s.unavailable("creating the epoch", err)
 	}
 	token, err := s.readEpoch(ctx)
@@ -72,15 +100,6 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 	return err
 }
 
-// applyFloor raises the segment name to Settings.Floor's answer before this
-// Store's first fetch of it under the epoch token (what names the fetch in
-// errors); see [Settings.Floor].
-func (s *Store) applyFloor(ctx context.Context, token, name, what string) error {
-	if err := s.epoch.ApplyFloor(ctx, token, name, s.cfg.Floor, s.cfg.Start, s.raise); err != nil {
-		return fmt.Errorf("%s: %s: %w", s.name, what, err)
-	}
-	return nil
-}
 
 // checkEpoch is called when a statement guarded by the epoch token touched
 // no row: if the stored epoch is not token it returns the reset error (after
@@ -100,7 +119,7 @@ func (s *Store) checkEpoch(ctx context.Context, token, what string) error {
 // reset adopts the epoch now stored (creating one when there is none) and
 // returns an error wrapping engine.ErrStoreReset.
 func (s *Store) reset(ctx context.Context, seen, current, what string) error {
-	return s.epoch.Reset(ctx, s.name, what, seen, current, func() (string, error) { return s.createEpoch(ctx) }, s.raise)
+	return s.epoch.Reset(ctx, s.name, what, seen, current, func() (string, error) { return s.createEpoch(ctx, false) }, s.raise)
 }
 
 // greatest renders {greatest}: the two-argument maximum of the dialect.

@@ -30,7 +30,9 @@ func Example() {
 	defer db.Close()
 
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables(), sqlstore.WithStart(1000))
+	// The file was just created: nothing was ever handed out from it, so it
+	// is declared brand-new and sequences start at Start.
+	store, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Start: 1000, Init: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,10 +35,11 @@ func openStore(t testing.TB, d testdb.DB, opts ...sqlstore.Option) *sqlstore.Sto
 }
 
 // storeOn opens a Store on db, closed when the test ends. Test stores wait
-// no reset grace (no other process uses their database) unless opts say.
+// no reset grace (no other process uses their database) and take a
+// database they find empty for a brand-new one, unless opts say.
 func storeOn(t testing.TB, db *sql.DB, opts ...sqlstore.Option) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), db, append([]sqlstore.Option{sqlstore.WithResetGrace(-1)}, opts...)...)
+	s, err := sqlstore.Open(context.Background(), db, append([]sqlstore.Option{sqlstore.WithResetGrace(-1), sqlstore.WithInit()}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -252,9 +252,13 @@ func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.Sta
 	if err := checkInstance(inst); err != nil {
 		return err
 	}
-	token := s.epoch.Token()
+	token, sent := s.epoch.Token(), s.cfg.Clock.Now()
 	res, err := s.mach.guard.exec(ctx, st.LastTimestamp, inst.Namespace, st.MachineID, inst.ID, token)
-	return s.owned1(ctx, inst, st, "heartbeat", token, res, err)
+	if err := s.owned1(ctx, inst, st, "heartbeat", token, res, err); err != nil {
+		return err
+	}
+	s.epoch.Confirm(sent)
+	return nil
 }
 
 // Revert gives inst's machine ID back, saving st.LastTimestamp for the next

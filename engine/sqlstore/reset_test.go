@@ -43,12 +43,14 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 			t.Parallel()
 			admin := d.Open(t)
 			clkA := clock.NewFake(time.Now())
-			a, err := sqlstore.Open(ctx, d.Open(t), sqlstore.Settings{Clock: clkA, CreateTables: true})
+			a, err := sqlstore.Open(ctx, d.Open(t), sqlstore.Settings{Clock: clkA, CreateTables: true, Init: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { a.Close() })
-			waitedGrace(t, "Open on empty tables", a, clkA)
+			if clkA.Sleeps() != 0 || !a.BrandNew() {
+				t.Fatalf("Open with Init on new tables: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), a.BrandNew())
+			}
 
 			for round, wipe := range []func() error{
 				func() error { emptyTables(t, admin); return nil }, // emptied
@@ -82,6 +84,9 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 				}
 				t.Cleanup(func() { b.Close() })
 				waitedGrace(t, "Open after the wipe", b, clkB)
+				if b.BrandNew() {
+					t.Fatalf("round %d: a store found wiped counts as brand-new", round)
+				}
 
 				err = a.Guard(ctx, inst, st)
 				if !errors.Is(err, engine.ErrStoreReset) || !strings.Contains(err.Error(), "sqlstore ("+a.Dialect().String()+")") ||

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/storeepoch"
 )
 
 // maxName is the length of the name and namespace columns, in bytes (the
@@ -49,13 +51,20 @@ FROM {meta} WHERE name = 'epoch' AND value = $4 ON CONFLICT (name) DO NOTHING`
 // segmentDistributor hands out ranges of one named sequence in the segment
 // table.
 type segmentDistributor struct {
-	s    *Store
-	name string
+	s     *Store
+	name  string
+	floor engine.Floor
+	mark  storeepoch.FloorMark
 }
 
 // Segment returns the distributor of the sequence name, safe for
-// concurrent use. A sequence missing from the table is created on first use,
-// starting at [Settings.Start]. A name must be 1 to 128 bytes.
+// concurrent use. A name must be 1 to 128 bytes. floors, with
+// [Settings.Floor], say where the sequence's data ends (the largest of
+// their answers counts): before the distributor's first fetch, and its
+// first after every store reset, the counter is raised to that (created if
+// missing). A sequence missing from the table with no Floor that knows it
+// starts at [Settings.Start] on a brand-new store ([Settings.Init]) and is
+// refused with an error wrapping engine.ErrNoFloor on any other.
 //
 // Its NextMaxID advances the sequence by step and returns the new maximum:
 // the caller owns the IDs (max-step, max]. It is one statement in the
@@ -69,12 +78,16 @@ type segmentDistributor struct {
 // engine.ErrStoreUnavailable; a step that would carry the sequence past the
 // largest int64 wraps engine.ErrIDOverflow; a store whose epoch changed,
 // engine.ErrStoreReset (the next fetch waits out the reset grace).
-func (s *Store) Segment(name string) (segment.Distributor, error) {
+func (s *Store) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
 	if err := checkName("segment name", name, maxName); err != nil {
 		return nil, err
 	}
-	return &segmentDistributor{s: s, name: name}, nil
+	return &segmentDistributor{s: s, name: name, floor: storeepoch.Floors(append(floors, s.cfg.Floor)...)}, nil
 }
+
+// Confirmed returns when the newest store operation that found the store
+// under this Store's epoch was sent (see segment.Settings.Fence).
+func (d *segmentDistributor) Confirmed() time.Time { return d.s.epoch.Confirmed() }
 
 func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	if step <= 0 {
@@ -85,17 +98,19 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	if err := d.s.applyFloor(ctx, token, d.name, what); err != nil {
-		return 0, err
+	if err := d.s.epoch.ApplyFloor(ctx, token, d.name, d.floor, d.s.cfg.Start, d.s.raise, &d.mark); err != nil {
+		return 0, fmt.Errorf("%s: %s: %w", d.s.name, what, err)
 	}
 	floor := d.s.epoch.Floor(d.name)
 	for attempt := 0; ; attempt++ {
+		sent := d.s.cfg.Clock.Now()
 		maxID, ok, err := d.advance(ctx, step, floor, token)
 		if err != nil {
 			return 0, d.s.unavailable(what, err)
 		}
 		if ok {
 			d.s.epoch.Raise(d.name, maxID)
+			d.s.epoch.Confirm(sent)
 			return maxID, nil
 		}
 		// No row matched: another epoch, a missing row, a counter below
@@ -114,6 +129,8 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 			return 0, fmt.Errorf("%s: %s: %w: the sequence cannot grow past the largest int64", d.s.name, what, engine.ErrIDOverflow)
 		case found && attempt > 0:
 			return 0, d.s.unavailable(what, fmt.Errorf("the row matched no fetch (counter %d, floor %d)", counter, floor))
+		case !found && !storeepoch.BrandNew(token):
+			return 0, storeepoch.NoFloorError(d.s.name, d.name)
 		case !found:
 			if _, err := d.s.seg.create.exec(ctx, d.name, d.s.cfg.Start, d.s.nowMillis(), token); err != nil {
 				return 0, d.s.unavailable(fmt.Sprintf("segment %q: creating it", d.name), err)

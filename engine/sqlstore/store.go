@@ -111,12 +111,27 @@ type Settings struct {
 	// only: stop other writers of the table (the old AUTO_INCREMENT code)
 	// before switching. A failing or panicking Floor fails that fetch
 	// (wrapping engine.ErrStoreUnavailable) and is asked again at the next.
-	Floor func(ctx context.Context, name string) (int64, error)
+	//
+	// Floor (and a Floor given to [Store.Segment]) is also what lets a
+	// sequence start on a store that was not initialised as brand-new: see
+	// [Settings.Init].
+	Floor engine.Floor
 	// Clock dates rows, decides which machine IDs have expired and times
 	// the reset grace (default clock.System); tests use a clock.Fake.
 	Clock clock.Clock
 	// CreateTables makes [Open] create the tables if they do not exist.
 	CreateTables bool
+	// Init declares the store brand-new when [Open] finds it without an
+	// epoch and with empty tables, as `idforge store init` does: it never
+	// handed out an ID, so it hands out at once (no reset grace) and a
+	// sequence missing from it starts at Start. Without Init a store found
+	// without an epoch may have been wiped after handing out IDs (a wipe and
+	// a first start look alike), so a missing sequence starts only above a
+	// Floor and is refused with engine.ErrNoFloor without one. For setup
+	// jobs, tests, demos and an embedded SQLite file the program has just
+	// created; a service that sets it takes a store wiped under it for a new
+	// one. A store without an epoch whose tables hold rows is refused.
+	Init bool
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
 	// process of the forgotten epoch to stop, through a failing heartbeat
@@ -165,6 +180,9 @@ func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.C
 
 // WithCreateTables sets [Settings.CreateTables].
 func WithCreateTables() Option { return optionFunc(func(s *Settings) { s.CreateTables = true }) }
+
+// WithInit sets [Settings.Init].
+func WithInit() Option { return optionFunc(func(s *Settings) { s.Init = true }) }
 
 // WithResetGrace sets [Settings.ResetGrace].
 func WithResetGrace(d time.Duration) Option {
@@ -260,7 +278,7 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	s.mach = newMachineStmts(s)
 	s.meta = newMetaStmts(s)
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
-	token, err := s.createEpoch(ctx)
+	token, err := s.openEpoch(ctx)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -325,6 +343,11 @@ func sqliteBusy(err error) bool {
 	}
 	return strings.Contains(err.Error(), "database is locked")
 }
+
+// BrandNew reports whether the store's epoch was declared brand-new
+// ([Settings.Init], `idforge store init`): no sequence of it was handed out
+// before the epoch, so a missing one may start at Start.
+func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // Dialect returns the store's SQL dialect.
 func (s *Store) Dialect() Dialect { return s.cfg.Dialect }

@@ -18,10 +18,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idforge/idforge/engine"
@@ -35,12 +38,26 @@ import (
 // between hosts.
 const DefaultGrace = 2 * time.Second
 
-// NewToken returns a fresh token created at now.
+// NewToken returns a fresh token created at now, for a store that may have
+// handed things out before (a store found without an epoch: a first start
+// and a wipe look alike).
 func NewToken(now time.Time) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return strconv.FormatInt(now.UnixMilli(), 10) + "." + hex.EncodeToString(b[:])
 }
+
+// brandNewSuffix marks the token of a store an operator declared brand-new.
+const brandNewSuffix = ".new"
+
+// NewBrandNewToken returns a fresh token created at now for a store that an
+// operator declared brand-new (`idforge store init`, a store's Init
+// setting): nothing was ever handed out from it, so there is no grace to
+// wait and a missing sequence may start at the store's Start.
+func NewBrandNewToken(now time.Time) string { return NewToken(now) + brandNewSuffix }
+
+// BrandNew reports whether token was made by [NewBrandNewToken].
+func BrandNew(token string) bool { return strings.HasSuffix(token, brandNewSuffix) }
 
 // Created returns the creation time recorded in token; ok is false for a
 // token not made by NewToken.
@@ -68,14 +85,15 @@ type State struct {
 	token   string
 	readyAt time.Time
 	floors  map[string]int64
-	reseed  bool            // floors not re-seeded since the last adoption
-	floored map[string]bool // names raised to Settings.Floor under token
+	reseed  bool // floors not re-seeded since the last adoption
+
+	confirmed atomic.Int64 // Unix ns: when the newest epoch-checked operation that succeeded was sent
 }
 
 // NewState returns the state of a store value that has not seen its store
 // yet. grace <= 0 waits for nothing.
 func NewState(c clock.Clock, grace time.Duration) *State {
-	return &State{clock: c, grace: grace, floors: map[string]int64{}, floored: map[string]bool{}}
+	return &State{clock: c, grace: grace, floors: map[string]int64{}}
 }
 
 // Grace returns the wait after a new epoch given to NewState; <= 0 is none.
@@ -102,11 +120,33 @@ func (s *State) Set(token string) {
 	defer s.mu.Unlock()
 	s.token = token
 	s.readyAt = time.Time{}
-	if created, ok := Created(token); ok && s.grace > 0 {
+	if created, ok := Created(token); ok && s.grace > 0 && !BrandNew(token) {
 		s.readyAt = created.Add(s.grace)
 	}
 	s.reseed = len(s.floors) > 0
-	clear(s.floored)
+}
+
+// Confirm records that an operation sent at sent found the store under the
+// epoch this store value works with: everything it holds was still its own
+// then.
+func (s *State) Confirm(sent time.Time) {
+	ns := sent.UnixNano()
+	for {
+		old := s.confirmed.Load()
+		if ns <= old || s.confirmed.CompareAndSwap(old, ns) {
+			return
+		}
+	}
+}
+
+// Confirmed returns when the newest operation that found the store under
+// this store value's epoch was sent; the zero time if none did.
+func (s *State) Confirmed() time.Time {
+	ns := s.confirmed.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // Wait sleeps on the clock until the current epoch may hand things out, and
@@ -234,32 +274,43 @@ func (s *State) Reseed(ctx context.Context, raise RaiseFunc) error {
 	return nil
 }
 
-// ApplyFloor raises the segment name to the answer of floor (a store's
-// Settings.Floor, nil for none) with raise, under the epoch token, unless it
-// did so under this epoch already: a store calls it before each fetch, so
-// floor runs at a store value's first fetch of a name and its first after
-// every adoption of an epoch. Errors wrap engine.ErrStoreUnavailable, or
-// engine.ErrInvalidConfig for a negative answer, and name Settings.Floor.
-func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorFunc, start int64, raise RaiseFunc) error {
-	if floor == nil {
+// FloorMark records the epoch under which one distributor last raised its
+// sequence to its Floor's answer. The zero value has raised nothing.
+type FloorMark struct {
+	mu    sync.Mutex
+	token string
+}
+
+func (m *FloorMark) done(token string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.token == token
+}
+
+// ApplyFloor raises the segment name to the answer of floor (nil for none)
+// with raise, under the epoch token, unless mark says it did so under this
+// epoch already: a store calls it before each fetch, so floor runs at a
+// distributor's first fetch and its first after every adoption of an epoch.
+// A floor answering engine.ErrNoFloor counts as none. Other errors wrap
+// engine.ErrStoreUnavailable, or engine.ErrInvalidConfig for a negative
+// answer, and name the Floor.
+func (s *State) ApplyFloor(ctx context.Context, token, name string, floor engine.Floor, start int64, raise RaiseFunc, mark *FloorMark) error {
+	if floor == nil || mark.done(token) {
 		return nil
 	}
-	s.mu.Lock()
-	done := s.floored[name]
-	s.mu.Unlock()
-	if done {
-		return nil
-	}
-	least, err := Least(ctx, floor, name, start)
-	if err != nil {
+	least, ok, err := Least(ctx, floor, name, start)
+	if err != nil || !ok {
 		return err
 	}
 	if err := raise(ctx, token, name, least); err != nil {
-		return fmt.Errorf("%w: raising the counter to Settings.Floor's %d: %w", engine.ErrStoreUnavailable, least, err)
+		return fmt.Errorf("%w: raising the counter to the Floor's %d: %w", engine.ErrStoreUnavailable, least, err)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.token == token {
-		s.floored[name] = true
+		mark.mu.Lock()
+		mark.token = token
+		mark.mu.Unlock()
 		// The answer is this store value's floor too: a counter found below
 		// it later (the raise lost with the epoch intact, before any fetch
 		// succeeded) is a store that went back, not a fresh name.
@@ -267,35 +318,73 @@ func (s *State) ApplyFloor(ctx context.Context, token, name string, floor FloorF
 			s.floors[name] = least
 		}
 	}
-	s.mu.Unlock()
 	return nil
 }
 
-// FloorFunc is a store's Settings.Floor: the lowest counter the named
-// sequence may start from, read from the data that holds its IDs.
-type FloorFunc = func(ctx context.Context, name string) (int64, error)
-
 // Least returns the least the counter of name may hold: the larger of start
-// and floor's answer (floor may be nil). A failing or panicking floor wraps
+// and floor's answer; ok is false when floor is nil or answers
+// engine.ErrNoFloor. A failing or panicking floor wraps
 // engine.ErrStoreUnavailable, a negative answer engine.ErrInvalidConfig;
-// each names Settings.Floor.
-func Least(ctx context.Context, floor FloorFunc, name string, start int64) (_ int64, err error) {
+// each names the Floor.
+func Least(ctx context.Context, floor engine.Floor, name string, start int64) (_ int64, ok bool, err error) {
 	if floor == nil {
-		return start, nil
+		return start, false, nil
 	}
 	// It runs on whatever goroutine fetches, often a chain's background
 	// refill, where a panic would end the process.
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: Settings.Floor(%q) panicked: %v", engine.ErrStoreUnavailable, name, r)
+			err = fmt.Errorf("%w: Floor(%q) panicked: %v", engine.ErrStoreUnavailable, name, r)
 		}
 	}()
 	n, err := floor(ctx, name)
 	switch {
+	case errors.Is(err, engine.ErrNoFloor):
+		return start, false, nil
 	case err != nil:
-		return 0, fmt.Errorf("%w: Settings.Floor(%q): %w", engine.ErrStoreUnavailable, name, err)
+		return 0, false, fmt.Errorf("%w: Floor(%q): %w", engine.ErrStoreUnavailable, name, err)
 	case n < 0:
-		return 0, fmt.Errorf("%w: Settings.Floor(%q) = %d, want >= 0", engine.ErrInvalidConfig, name, n)
+		return 0, false, fmt.Errorf("%w: Floor(%q) = %d, want >= 0", engine.ErrInvalidConfig, name, n)
 	}
-	return max(start, n), nil
+	return max(start, n), true, nil
+}
+
+// Floors combines floors (nil ones skipped) into one whose answer is the
+// largest of theirs, nil when none is left. It answers engine.ErrNoFloor
+// only when each of them does.
+func Floors(floors ...engine.Floor) engine.Floor {
+	floors = slices.DeleteFunc(slices.Clone(floors), func(f engine.Floor) bool { return f == nil })
+	switch len(floors) {
+	case 0:
+		return nil
+	case 1:
+		return floors[0]
+	}
+	return func(ctx context.Context, name string) (int64, error) {
+		best, known := int64(0), false
+		for _, f := range floors {
+			n, err := f(ctx, name)
+			switch {
+			case errors.Is(err, engine.ErrNoFloor):
+				continue
+			case err != nil:
+				return 0, err
+			}
+			best, known = max(best, n), true
+		}
+		if !known {
+			return 0, engine.ErrNoFloor
+		}
+		return best, nil
+	}
+}
+
+// NoFloorError is the refusal of a store (named store) to create the
+// missing sequence name under an epoch that is not brand-new without a Floor.
+func NoFloorError(store, name string) error {
+	return fmt.Errorf("%s: segment %q: %w: the store has no counter for it and was not initialised as brand-new, "+
+		"so it may have been wiped after handing out IDs; give a Floor that reads where the data ends "+
+		"(the GORM plugin and the sharding repositories derive one from the tagged columns; "+
+		"stores take Settings.Floor), or, if this store never handed out IDs, run `idforge store init`",
+		store, name, engine.ErrNoFloor)
 }

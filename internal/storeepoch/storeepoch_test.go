@@ -3,6 +3,7 @@ package storeepoch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -166,8 +167,11 @@ func TestLeast(t *testing.T) {
 	ctx := context.Background()
 	floors := map[string]int64{"order": 41_000, "small": 3, "bad": -1}
 	floor := func(_ context.Context, name string) (int64, error) {
-		if name == "down" {
+		switch name {
+		case "down":
 			return 0, errors.New("connection refused")
+		case "unknown":
+			return 0, fmt.Errorf("%w: no table", engine.ErrNoFloor)
 		}
 		return floors[name], nil
 	}
@@ -175,23 +179,87 @@ func TestLeast(t *testing.T) {
 		name  string
 		start int64
 		want  int64
+		ok    bool
 		err   error
 	}{
-		{"order", 10, 41_000, nil},
-		{"small", 10, 10, nil},
-		{"new", 0, 0, nil},
-		{"bad", 0, 0, engine.ErrInvalidConfig},
-		{"down", 0, 0, engine.ErrStoreUnavailable},
+		{"order", 10, 41_000, true, nil},
+		{"small", 10, 10, true, nil},
+		{"new", 0, 0, true, nil},
+		{"unknown", 5, 5, false, nil},
+		{"bad", 0, 0, false, engine.ErrInvalidConfig},
+		{"down", 0, 0, false, engine.ErrStoreUnavailable},
 	} {
-		got, err := Least(ctx, floor, tc.name, tc.start)
-		if got != tc.want || !errors.Is(err, tc.err) || (err != nil) != (tc.err != nil) {
-			t.Errorf("Least(%q, %d) = %d, %v; want %d, %v", tc.name, tc.start, got, err, tc.want, tc.err)
+		got, ok, err := Least(ctx, floor, tc.name, tc.start)
+		if got != tc.want || ok != tc.ok || !errors.Is(err, tc.err) || (err != nil) != (tc.err != nil) {
+			t.Errorf("Least(%q, %d) = %d, %v, %v; want %d, %v, %v", tc.name, tc.start, got, ok, err, tc.want, tc.ok, tc.err)
 		}
-		if err != nil && !strings.Contains(err.Error(), `Settings.Floor("`+tc.name+`")`) {
-			t.Errorf("error %q does not name Settings.Floor", err)
+		if err != nil && !strings.Contains(err.Error(), `Floor("`+tc.name+`")`) {
+			t.Errorf("error %q does not name the Floor", err)
 		}
 	}
-	if got, err := Least(ctx, nil, "order", 7); got != 7 || err != nil {
-		t.Errorf("Least without a floor = %d, %v; want 7", got, err)
+	if got, ok, err := Least(ctx, nil, "order", 7); got != 7 || ok || err != nil {
+		t.Errorf("Least without a floor = %d, %v, %v; want 7, false", got, ok, err)
+	}
+}
+
+func TestFloors(t *testing.T) {
+	ctx := context.Background()
+	at := func(n int64) engine.Floor { return func(context.Context, string) (int64, error) { return n, nil } }
+	none := func(context.Context, string) (int64, error) { return 0, engine.ErrNoFloor }
+	down := func(context.Context, string) (int64, error) { return 0, errors.New("down") }
+	if Floors(nil, nil) != nil {
+		t.Fatal("Floors of nils is not nil")
+	}
+	for _, tc := range []struct {
+		floors []engine.Floor
+		want   int64
+		err    error
+	}{
+		{[]engine.Floor{at(3), nil, at(9), at(4)}, 9, nil},
+		{[]engine.Floor{none, at(2)}, 2, nil},
+		{[]engine.Floor{none, none}, 0, engine.ErrNoFloor},
+		{[]engine.Floor{at(2), down}, 0, errors.ErrUnsupported},
+	} {
+		got, err := Floors(tc.floors...)(ctx, "x")
+		switch {
+		case tc.err == errors.ErrUnsupported && err == nil:
+			t.Errorf("Floors(%d floors) = %d, want the failing floor's error", len(tc.floors), got)
+		case tc.err != errors.ErrUnsupported && (got != tc.want || !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil)):
+			t.Errorf("Floors(%d floors) = %d, %v; want %d, %v", len(tc.floors), got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestBrandNewTokens(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	plain, fresh := NewToken(now), NewBrandNewToken(now)
+	if BrandNew(plain) || !BrandNew(fresh) {
+		t.Fatalf("BrandNew(%q) = %v, BrandNew(%q) = %v", plain, BrandNew(plain), fresh, BrandNew(fresh))
+	}
+	if c, ok := Created(fresh); !ok || !c.Equal(now) {
+		t.Fatalf("Created(%q) = %v, %v", fresh, c, ok)
+	}
+	c := clock.NewFake(now)
+	s := NewState(c, time.Hour)
+	s.Set(fresh)
+	if !s.ReadyAt().IsZero() {
+		t.Errorf("a brand-new epoch waits until %v; it has no one to wait for", s.ReadyAt())
+	}
+	s.Set(plain)
+	if want := now.Add(time.Hour); !s.ReadyAt().Equal(want) {
+		t.Errorf("a found epoch is ready at %v, want %v", s.ReadyAt(), want)
+	}
+}
+
+func TestConfirm(t *testing.T) {
+	s := NewState(clock.System, 0)
+	if !s.Confirmed().IsZero() {
+		t.Fatal("a new State is confirmed")
+	}
+	t0 := time.Unix(100, 0)
+	s.Confirm(t0.Add(time.Second))
+	s.Confirm(t0) // an older operation that returned later
+	if got := s.Confirmed(); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("Confirmed = %v, want the newest send time", got)
 	}
 }

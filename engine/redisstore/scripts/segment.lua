@@ -1,7 +1,9 @@
 -- Advance a segment. KEYS[2] segment key; ARGV[2] step, ARGV[3] start of a
 -- fresh name, ARGV[4] floor: the highest max ID the caller ever got for this
 -- name, ARGV[5] a new epoch token, ARGV[6] '1' to fetch, '0' only to raise
--- the counter to the floor (re-seeding after a reset).
+-- the counter to the floor (re-seeding after a reset), ARGV[7] '1' when a
+-- missing counter may start at ARGV[3] (the epoch is brand-new); otherwise
+-- a fetch of a missing counter with no floor replies {'nofloor'}.
 --
 -- A counter below the caller's floor means the store went back without
 -- changing its epoch (restored from an old snapshot, a crash that lost
@@ -30,9 +32,15 @@ if greater(floor, base) then
   return {'ok', floor}
 end
 if ARGV[6] == '0' then
+  if not cur then
+    redis.call('SET', key, base)
+  end
   return {'ok', base}
 end
 if not cur then
+  if ARGV[7] ~= '1' then
+    return {'nofloor'}
+  end
   redis.call('SET', key, base)
 end
 redis.call('INCRBY', key, step)

@@ -48,7 +48,7 @@ type OpenWithFloor func(t *testing.T, floor FloorFunc) func(name string) segment
 //   - A floor near the largest int64 ends in engine.ErrIDOverflow.
 //   - A failing or panicking floor fails the fetch with
 //     engine.ErrStoreUnavailable, a negative one with
-//     engine.ErrInvalidConfig, each naming Settings.Floor.
+//     engine.ErrInvalidConfig, each naming the Floor.
 func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	t.Helper()
 	ctx := testContext(t)
@@ -141,16 +141,16 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	}
 
 	down := open(t, func(context.Context, string) (int64, error) { return 0, errors.New("connection refused") })
-	if _, err := down("fresh-down").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Settings.Floor") || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("a failing floor: %v; want ErrStoreUnavailable naming Settings.Floor and the cause", err)
+	if _, err := down("fresh-down").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Floor(") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a failing floor: %v; want ErrStoreUnavailable naming the Floor and the cause", err)
 	}
 	panicky := open(t, func(context.Context, string) (int64, error) { panic("nil map") })
-	if _, err := panicky("fresh-panic").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Settings.Floor") || !strings.Contains(err.Error(), "panicked") {
-		t.Errorf("a panicking floor: %v; want ErrStoreUnavailable naming Settings.Floor and the panic", err)
+	if _, err := panicky("fresh-panic").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "Floor(") || !strings.Contains(err.Error(), "panicked") {
+		t.Errorf("a panicking floor: %v; want ErrStoreUnavailable naming the Floor and the panic", err)
 	}
 	negative := open(t, func(context.Context, string) (int64, error) { return -5, nil })
-	if _, err := negative("fresh-negative").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Floor") {
-		t.Errorf("a negative floor: %v; want ErrInvalidConfig naming Settings.Floor", err)
+	if _, err := negative("fresh-negative").NextMaxID(ctx, 10); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Floor(") {
+		t.Errorf("a negative floor: %v; want ErrInvalidConfig naming the Floor", err)
 	}
 }
 
