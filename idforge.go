@@ -120,7 +120,7 @@ type Registry struct {
 	sf *leased.Snowflake
 
 	mu     sync.Mutex
-	held   []discarder              // every chain and segment generator built, for a store reset
+	held   []discarder               // every chain and segment generator built, for a store reset
 	floors map[string][]engine.Floor // by sequence name, see AddFloor
 }
 

@@ -34,7 +34,9 @@ type backing struct {
 	segment func(name string, _ ...engine.Floor) (segment.Distributor, error)
 }
 
-func (b backing) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) { return b.segment(name) }
+func (b backing) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) {
+	return b.segment(name)
+}
 
 // memSegments are in-memory sequences shared by name.
 type memSegments struct {

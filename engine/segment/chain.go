@@ -47,7 +47,7 @@ import (
 // distributor answer that goes backwards or overlaps is refused
 // ([ErrInvalidRange]). Close the chain to stop the worker.
 type Chain struct {
-	_    [64]byte // keep the hot head pointer off other objects' cache lines
+	_     [64]byte // keep the hot head pointer off other objects' cache lines
 	head  atomic.Pointer[seg]
 	wake  chan struct{} // capacity 1: pending wake-up of the worker
 	fence *fence        // nil unless Settings.Fence

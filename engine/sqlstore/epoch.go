@@ -100,7 +100,6 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 	return err
 }
 
-
 // checkEpoch is called when a statement guarded by the epoch token touched
 // no row: if the stored epoch is not token it returns the reset error (after
 // adopting the stored epoch), else nil and the caller looks for another
