@@ -30,7 +30,7 @@ func ExampleNew() {
 	}
 	defer db.Close()
 
-	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true})
+	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Init: true}) // a new file: brand-new
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 // the sqlx helper (idsqlx) draw their IDs from such a registry.
 //
 //	st, _ := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true})
+//	// (run `idforge store init` once on a new store, or give Floors: see AddFloor)
 //	reg, err := idforge.New(ctx, idforge.Settings{Store: st, Namespace: "orders"})
 //	defer reg.Close() // gives the machine ID back, stops prefetch workers
 //

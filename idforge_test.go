@@ -121,7 +121,7 @@ func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true})
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}

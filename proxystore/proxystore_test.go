@@ -117,7 +117,7 @@ func openSQLite(t *testing.T) *sql.DB {
 
 func sqliteBacking(t *testing.T, db *sql.DB, c clock.Clock) backing {
 	t.Helper()
-	st, err := sqlstore.Open(context.Background(), db, sqlstore.Settings{CreateTables: true, Clock: c, ResetGrace: -1})
+	st, err := sqlstore.Open(context.Background(), db, sqlstore.Settings{CreateTables: true, Clock: c, ResetGrace: -1, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestRegistryOnProxyStore(t *testing.T) {
 // which could issue for minutes after it lost the server, is refused by
 // name and its machine ID given back; a default lease is accepted.
 func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
-	st, err := sqlstore.Open(t.Context(), openSQLite(t), sqlstore.Settings{CreateTables: true})
+	st, err := sqlstore.Open(t.Context(), openSQLite(t), sqlstore.Settings{CreateTables: true, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}

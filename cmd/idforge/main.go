@@ -23,6 +23,7 @@
 //	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
 //	layout [-layout layout]                                      print a layout's bit split, capacity and end date
 //	schema [-dialect d] [-prefix p]                              print the ID tables' CREATE TABLE statements
+//	store  [-store s] init                                       declare a store that never handed out IDs brand-new
 //	serve  [-addr a] [-store s] [-namespace n] [-layout l] ...    serve IDs over HTTP (see package server)
 //	help   [command]                                             print this help or a command's flags
 //
@@ -81,6 +82,11 @@ var commands = []command{
 			"reads decimal and friendly IDs as they are; radix62 and radix36 IDs need ?format=radix62 or\n" +
 			"?format=radix36."},
 	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema, ""},
+	{"store", "[-store DSN|URL] init", "declare a store that never handed out IDs brand-new", setupStore,
+		"init creates the store's tables and a brand-new epoch on a store that has none (on SQL, only on empty\n" +
+			"tables): its sequences then start at Start. A store found without an epoch is otherwise taken for one\n" +
+			"that may have been wiped, and a sequence missing from it starts only above a Floor. Run it once, when\n" +
+			"the store is set up; it refuses a store that already has an epoch."},
 }
 
 // usageError marks a bad command line or a bad ID: exit status 2.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/server"
 )
 
@@ -386,5 +388,35 @@ func TestSchema(t *testing.T) {
 		if code := run(context.Background(), args, &out, &errOut); code != 2 || errOut.Len() == 0 {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut.String())
 		}
+	}
+}
+
+// TestStoreInit: init declares a new store brand-new, and refuses one that
+// already has an epoch of a store found without one (it may have been
+// wiped after handing out IDs); a bad action is a usage error.
+func TestStoreInit(t *testing.T) {
+	dir := t.TempDir()
+	fresh := "sqlite:" + filepath.Join(dir, "new.db")
+	if out, errOut, code := runArgs(t, "store", "-store", fresh, "init"); code != 0 || !strings.Contains(out, "brand-new") {
+		t.Fatalf("store init on a new file: %d %q %q", code, out, errOut)
+	}
+	// A store some process opened without init: an epoch that is not
+	// brand-new.
+	path := filepath.Join(dir, "used.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, ResetGrace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, errOut, code := runArgs(t, "store", "-store", "sqlite:"+path, "init"); code != 1 || !strings.Contains(errOut, "not brand-new") {
+		t.Fatalf("store init on a used store: %d %q; want status 1 saying it is not brand-new", code, errOut)
+	}
+	if _, errOut, code := runArgs(t, "store", "-store", fresh, "wipe"); code != 2 || !strings.Contains(errOut, "init") {
+		t.Fatalf("store wipe: %d %q; want a usage error naming init", code, errOut)
 	}
 }

@@ -158,7 +158,7 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, o.store, o.source("store"), wd, log)
+	st, err := openStore(ctx, o.store, o.source("store"), wd, log, false)
 	if err != nil {
 		return err
 	}

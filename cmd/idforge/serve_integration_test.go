@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,6 +106,13 @@ func kill9(t *testing.T, bin, store string) {
 	ns := testdb.UniqueName("k9")
 	chain := testdb.UniqueName("order")
 	args := []string{"-store", store, "-namespace", ns}
+	// A new store is declared brand-new, as an operator sets one up; init
+	// again changes nothing.
+	for range 2 {
+		if out, err := exec.Command(bin, "store", "-store", store, "init").CombinedOutput(); err != nil || !strings.Contains(string(out), "brand-new") {
+			t.Fatalf("idforge store init: %v: %s", err, out)
+		}
+	}
 	a, b := startProc(t, bin, "", nil, args...), startProc(t, bin, "", nil, args...)
 	var procA atomic.Pointer[serveProc] // a, then its replacement
 	procA.Store(a)

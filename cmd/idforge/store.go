@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -44,13 +46,16 @@ type openedStore struct {
 // MariaDB/MySQL; "sqlite:PATH" opens another SQLite file. Every form is one
 // edit here when the stores' constructors change. src names where spec came
 // from (-store or its variable) in errors; log gets the store's warnings.
-func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger) (*openedStore, error) {
+// init declares a store found without an epoch brand-new (`store init`); a
+// SQLite file this call creates counts as brand-new anyway.
+func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool) (*openedStore, error) {
 	switch {
 	case spec == "":
-		return openSQL(ctx, src, "sqlite", sqliteDSN(filepath.Join(dir, defaultStoreFile)), "sqlite "+filepath.Join(dir, defaultStoreFile))
+		path := filepath.Join(dir, defaultStoreFile)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path))
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path))
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
@@ -58,7 +63,7 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger) (*o
 			return nil, usagef("%s: %v", src, redact(err.Error(), spec))
 		}
 		q := u.Query()
-		rs := redisstore.Settings{Logger: log}
+		rs := redisstore.Settings{Logger: log, Init: init}
 		if q.Has("prefix") {
 			rs.Prefix = q.Get("prefix")
 			q.Del("prefix")
@@ -96,11 +101,11 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger) (*o
 			close:    client.Close,
 		}, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, src, "pgx", spec, "postgresql")
+		return openSQL(ctx, src, "pgx", spec, "postgresql", init)
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb")
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init)
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, src, "mysql", spec, "mariadb")
+		return openSQL(ctx, src, "mysql", spec, "mariadb", init)
 	}
 	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
@@ -124,7 +129,14 @@ func sqliteDSN(path string) string {
 	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 }
 
-func openSQL(ctx context.Context, src, driver, dsn, describe string) (*openedStore, error) {
+// exists reports whether a file is at path: a SQLite store whose file is
+// not there yet has never handed out anything.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
@@ -142,7 +154,7 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string) (*openedSto
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true})
+	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -153,4 +165,35 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string) (*openedSto
 		ping:     db.PingContext,
 		close:    func() error { return errors.Join(st.Close(), db.Close()) },
 	}, nil
+}
+
+func setupStore(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+	spec := fs.String("store", "", "the store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
+		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
+	return func(ctx context.Context, args []string, stdout io.Writer) error {
+		if len(args) != 1 || args[0] != "init" {
+			return usagef("want one action, init; got %q", args)
+		}
+		src := "-store"
+		if *spec == "" {
+			if env := os.Getenv("IDFORGE_STORE"); env != "" {
+				*spec, src = env, "IDFORGE_STORE"
+			}
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		st, err := openStore(ctx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+		if err != nil {
+			return err
+		}
+		defer st.close()
+		if bn, ok := st.store.(interface{ BrandNew() bool }); !ok || !bn.BrandNew() {
+			return fmt.Errorf("%s: the store already has an epoch: it may have handed out IDs, so it is not brand-new; "+
+				"sequences missing from it start above a Floor (the GORM plugin and the sharding repositories derive one)", st.describe)
+		}
+		_, err = fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", st.describe)
+		return err
+	}
 }

@@ -140,7 +140,9 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 // never collide with the store-assigned machine's). At a rate of 1000
 // inserts/s or less the plain one draws at most one ID per tick.
 func registry(ctx context.Context, ids *sql.DB, rate float64) (*idforge.Registry, error) {
-	st, err := sqlstore.Open(ctx, ids, sqlstore.WithCreateTables())
+	// The demo's database files are new on every run: nothing was ever
+	// handed out from them, so the store is declared brand-new.
+	st, err := sqlstore.Open(ctx, ids, sqlstore.Settings{CreateTables: true, Init: true})
 	if err != nil {
 		return nil, err
 	}
