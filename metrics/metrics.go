@@ -370,7 +370,7 @@ func (w *counted) chainStats() (segment.Stats, bool) {
 }
 
 // Reason names the sentinel an idforge error wraps, for metric labels:
-// store_reset, clock_backwards, machine_id_lost, store_unavailable,
+// store_reset, no_floor, clock_backwards, machine_id_lost, store_unavailable,
 // segment_exhausted, timestamp_overflow, id_overflow, machine_id_overflow,
 // closed, canceled, deadline, invalid_config, or other. A store reset comes
 // first: the lease and the chain report it wrapped in a lost machine ID or an
@@ -389,6 +389,7 @@ var reasons = []struct {
 	name string
 }{
 	{engine.ErrStoreReset, "store_reset"},
+	{engine.ErrNoFloor, "no_floor"},
 	{engine.ErrClockBackwards, "clock_backwards"},
 	{engine.ErrMachineIDLost, "machine_id_lost"},
 	{engine.ErrStoreUnavailable, "store_unavailable"},

@@ -85,7 +85,7 @@ type server struct {
 func sqlServer(t *testing.T, d testdb.DB) *server {
 	ctx := context.Background()
 	admin := d.Open(t)
-	adminStore, err := sqlstore.Open(ctx, admin, sqlstore.WithCreateTables())
+	adminStore, err := sqlstore.Open(ctx, admin, sqlstore.Settings{CreateTables: true, Init: true})
 	if err != nil {
 		t.Fatalf("creating the ID tables on %s: %v", d.Name, err)
 	}
@@ -193,7 +193,7 @@ func redisServer(t *testing.T) *server {
 	admin, prefix := testdb.Redis(t)
 	// AllowVolatile: a developer's Redis may run without persistence (CI's
 	// runs with appendfsync always); engine/redisstore tests the check.
-	keys, err := redisstore.Open(ctx, admin, redisstore.WithPrefix(prefix), redisstore.WithAllowVolatile())
+	keys, err := redisstore.Open(ctx, admin, redisstore.Settings{Prefix: prefix, AllowVolatile: true, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}

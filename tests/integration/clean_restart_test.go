@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
@@ -49,12 +50,15 @@ func TestCleanRestartsOnOneMachineID(t *testing.T) {
 		t.Skip("starts worker processes; skipped with -short")
 	}
 	t.Run("redis", func(t *testing.T) {
-		_, prefix := testdb.Redis(t) // deletes its keys when the test ends
+		admin, prefix := testdb.Redis(t) // deletes its keys when the test ends
+		if _, err := redisstore.Open(t.Context(), admin, redisstore.Settings{Prefix: prefix, AllowVolatile: true, Init: true}); err != nil {
+			t.Fatalf("initialising the store: %v", err)
+		}
 		cleanRestartsOn(t, workerConfig{Redis: testdb.RedisAddr(), Prefix: prefix, AllowVolatile: true})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		d := testdb.Postgres(t)
-		st, err := sqlstore.Open(t.Context(), d.Open(t), sqlstore.WithCreateTables())
+		st, err := sqlstore.Open(t.Context(), d.Open(t), sqlstore.Settings{CreateTables: true, Init: true})
 		if err != nil {
 			t.Fatalf("creating the ID tables: %v", err)
 		}

@@ -60,6 +60,10 @@ type workerConfig struct {
 	Redis         string
 	Prefix        string
 	AllowVolatile bool
+	// Init declares a store found without an epoch brand-new: for the
+	// processes that start on a new store, never for those that start
+	// after a wipe.
+	Init bool
 	// SQLDriver and SQLDSN open an engine/sqlstore store whose tables the
 	// parent created.
 	SQLDriver, SQLDSN string
@@ -195,7 +199,7 @@ func runWorker(cfg workerConfig) int {
 		for {
 			var err error
 			st, err = redisstore.Open(ctx, c, redisstore.Settings{Prefix: cfg.Prefix, Clock: clk,
-				AllowVolatile: cfg.AllowVolatile, Logger: logger})
+				AllowVolatile: cfg.AllowVolatile, Init: cfg.Init, Logger: logger})
 			if err == nil {
 				break
 			}
@@ -214,7 +218,7 @@ func runWorker(cfg workerConfig) int {
 		defer db.Close()
 		var st *sqlstore.Store
 		for {
-			if st, err = sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk}); err == nil {
+			if st, err = sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk, Init: cfg.Init}); err == nil {
 				break
 			}
 			logger.Warn("opening the store, retrying", "err", err)

@@ -175,7 +175,7 @@ func (b *backend) prepare(ctx context.Context) error {
 	if b.store == "redis" {
 		return nil
 	}
-	st, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables())
+	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Init: true})
 	if err != nil {
 		return fmt.Errorf("create the store's tables: %w", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -82,6 +83,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	if err != nil {
 		return nil, err
 	}
+	reg.AddFloor(chainName, w.chainFloor) // as the GORM plugin would, from the rows
 	sf, err := reg.Generator(ctx, idforge.KindSnowflake, "")
 	if err != nil {
 		reg.Close()
@@ -134,7 +136,7 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 		return nil, err
 	}
 	b.gen.Store(g)
-	d, err := w.store.Segment(chainName)
+	d, err := w.store.Segment(chainName, w.chainFloor)
 	if err != nil {
 		lease.Close()
 		return nil, err
@@ -175,3 +177,11 @@ func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
 // graceHidden hides the store's reset grace (machine.ResetGracer) from
 // machine.Acquire, for the -reserve 0 control.
 type graceHidden struct{ idforge.Store }
+
+// chainFloor is the chain's Floor: the largest ID in its table, where a
+// store that forgot the sequence must start it above.
+func (w *worker) chainFloor(ctx context.Context, _ string) (int64, error) {
+	var n sql.NullInt64
+	err := w.rows.db.QueryRowContext(ctx, "SELECT MAX(id) FROM "+tableOf(genChain)).Scan(&n)
+	return n.Int64, err
+}
