@@ -266,7 +266,8 @@ func TestLeaseStallReclaimedEndsLease(t *testing.T) {
 	wantLost(t, l.Check(clk.ms()), "Check after a stall")
 
 	// Meanwhile another instance reclaims the silent instance's ID.
-	if err := mem.Guard(ctx, filler, machine.State{MachineID: fst.MachineID, LastTimestamp: clk.ms()}); err != nil {
+	fst.LastTimestamp = clk.ms()
+	if err := mem.Guard(ctx, filler, fst); err != nil {
 		t.Fatal(err)
 	}
 	b := machine.Instance{Namespace: "orders", ID: "b"}
@@ -342,17 +343,18 @@ func TestLeaseTransientErrors(t *testing.T) {
 func TestLeaseHeartbeatNeverGoesBack(t *testing.T) {
 	clk := newTestClock()
 	mem := machinetest.NewMemory(clk)
-	x := machine.Instance{Namespace: "orders", ID: "x"}
+	x := machine.Instance{Namespace: "orders", ID: "x", Stable: true} // restarts on its own ID
 	st, err := mem.Distribute(t.Context(), x, machine.DefaultMachineBits, machine.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ahead := clk.ms() + 10*minute
-	if err := mem.Revert(t.Context(), x, machine.State{MachineID: st.MachineID, LastTimestamp: ahead}); err != nil {
+	st.LastTimestamp = ahead
+	if err := mem.Revert(t.Context(), x, st); err != nil {
 		t.Fatal(err)
 	}
 	p := &probe{Distributor: mem}
-	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return 0 }))
+	l := acquire(t, p, x, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return 0 }))
 	if l.State().LastTimestamp != ahead {
 		t.Fatalf("distributed %+v, want LastTimestamp %d", l.State(), ahead)
 	}
@@ -396,7 +398,9 @@ func TestLeaseCloseRevertsAndStops(t *testing.T) {
 	}
 	eventually(t, "goroutines back to the count before Acquire", func() bool { return runtime.NumGoroutine() <= before })
 
-	// The next holder waits out the timestamp the lease used last.
+	// The next holder waits out the timestamp the lease used last (once the
+	// clock is past it: a free ID stamped ahead goes out last).
+	clk.Advance(11 * time.Second)
 	st, err := mem.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: "b"}, machine.DefaultMachineBits, machine.DefaultSafeGuard)
 	if err != nil || st.MachineID != l.MachineID() || st.LastTimestamp != t0+10*second {
 		t.Fatalf("next instance got %+v, %v; want machine ID %d with LastTimestamp %d", st, err, l.MachineID(), t0+10*second)
@@ -615,16 +619,19 @@ func TestLeaseWaitOut(t *testing.T) {
 	clk.ManualSleep = true
 	mem := machinetest.NewMemory(clk)
 	t0 := clk.Now().UnixMilli()
-	// A previous holder reserved 800 ms ahead and reverted.
-	st, err := mem.Distribute(t.Context(), instA, 10, time.Minute)
+	// A previous run of the stable instance reserved 800 ms ahead and
+	// reverted.
+	a := machine.Instance{Namespace: "orders", ID: "a", Stable: true}
+	st, err := mem.Distribute(t.Context(), a, 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mem.Revert(t.Context(), instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 800}); err != nil {
+	st.LastTimestamp = t0 + 800
+	if err := mem.Revert(t.Context(), a, st); err != nil {
 		t.Fatal(err)
 	}
 	opts := []machine.Option{machine.WithClock(clk), machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second)}
-	l := acquire(t, mem, instA, opts...)
+	l := acquire(t, mem, a, opts...)
 	done := make(chan error, 1)
 	go func() { done <- l.WaitOut(t.Context()) }()
 	eventually(t, "the heartbeat and WaitOut asleep", func() bool { return clk.Sleeps() >= 2 })
@@ -641,7 +648,7 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l3 := acquire(t, mem, instA, opts...)
+	l3 := acquire(t, mem, a, opts...)
 	if err := l3.WaitOut(t.Context()); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("WaitOut 10 s behind: %v, want ErrClockBackwards", err)
 	}

@@ -83,7 +83,8 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := clk.ms()
-	if err := d.Revert(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 5000}); err != nil {
+	st.LastTimestamp = t0 + 5000
+	if err := d.Revert(ctx, instA, st); err != nil {
 		t.Fatal(err)
 	}
 	// The file knows of IDs issued later than the store (a Guard that never
@@ -91,12 +92,13 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	if err := machine.LocalState(dir, machine.Manual(st.MachineID)).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
 		t.Fatal(err)
 	}
+	clk.Advance(10 * time.Second) // a free ID stamped ahead of the clock would go out last
 	got, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
-	if err != nil || got != (machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}) {
+	if err != nil || got.MachineID != st.MachineID || got.LastTimestamp != t0+9000 {
 		t.Fatalf("file ahead: Distribute = %+v, %v; want LastTimestamp %d", got, err, t0+9000)
 	}
 	// The store knows better: it wins.
-	if err := mem.Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 20000}); err != nil {
+	if err := mem.Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 20000, Holder: got.Holder}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
