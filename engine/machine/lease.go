@@ -248,10 +248,10 @@ func (c config) checkClock(ctx context.Context, d Distributor, inst Instance) er
 	off := max(skew, -skew) - halfRTT
 	switch {
 	case off > c.margin:
-		return fmt.Errorf("%w: machine: %s: the local clock (%s) is %v %s the store's server clock (%s), give or take %v of round trip, "+
-			"beyond the lease's skew margin %v: the store's expiry decisions would compare clocks that disagree by more than the lease allows for; "+
+		return fmt.Errorf("%w: machine: %s: the local clock (%s) is %v %s the store's server clock (%s), beyond the lease's skew margin %v "+
+			"even allowing %v for half the round trip: expiry decisions would compare clocks that disagree by more than the lease allows for; "+
 			"synchronise this host's clock (NTP, chrony), or raise Lease.SkewMargin (by default a fifth of SafeGuard)",
-			engine.ErrClockSkew, inst, fmtTime(local), max(skew, -skew), way, fmtTime(server), halfRTT, c.margin)
+			engine.ErrClockSkew, inst, fmtTime(local), max(skew, -skew), way, fmtTime(server), c.margin, halfRTT)
 	case off > c.margin/2:
 		c.logger.Warn("idforge: the local clock disagrees with the store's server clock by over half the lease's skew margin; synchronise this host's clock",
 			"namespace", inst.Namespace, "instance", inst.ID, "local", fmtTime(local), "server", fmtTime(server),
@@ -345,8 +345,7 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 	switch {
 	case errors.Is(err, engine.ErrInstanceInUse):
 		return nil, fmt.Errorf("machine: %s already runs in another live process (a pod name reused during a rollout, a copied configuration?): "+
-			"stop that process or give this one an instance ID of its own; a holder that died is given way to once it was silent for the safe-guard %v: %w",
-			inst, cfg.safeGuard, err)
+			"stop that process, or give this one an instance ID of its own: %w", inst, err)
 	case err != nil:
 		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", inst, err)
 	}

@@ -5,9 +5,13 @@
 // instance's own ID, else reclaims one that is free or whose owner stopped
 // heartbeating for longer than the safe-guard duration, else takes the next
 // unused number, and past 2^machineBits fails with
-// engine.ErrMachineIDOverflow. A [Lease] keeps the ID: it heartbeats the
-// last timestamp while the process lives, fences the generator (its Check
-// fails once the ID may belong to someone else) and reverts the ID on Close.
+// engine.ErrMachineIDOverflow. Every holding has a secret ([Holder]) that
+// heartbeats must present, so a second process with one instance ID is told
+// apart from the first. A [Lease] keeps the ID: it heartbeats the last
+// timestamp while the process lives, fences the generator (its Check fails
+// once the ID may belong to someone else) and reverts the ID on Close.
+// [Acquire] checks the host's clock against the store server's
+// ([ServerClock]) first.
 //
 // Distributors in this package: [Manual] (a fixed number), [StatefulSet] (the
 // Kubernetes pod ordinal), [LocalState] (a decorator remembering the last

@@ -72,11 +72,11 @@ func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBit
 		switch {
 		case r.holder != inst.ID:
 			continue
-		case id >= limit:
-			r.holder, r.secret = "", "" // held under a wider layout: give it back, pick anew
 		case inst.Stable && r.secret != "" && r.last > cutoff:
 			return machine.State{}, fmt.Errorf("%w: machinetest: machine ID %d of %s is held by holder %s, last heartbeat at Unix ms %d, less than %v ago",
 				engine.ErrInstanceInUse, id, inst, r.secret, r.last, safeGuard)
+		case id >= limit:
+			r.holder, r.secret = "", "" // held under a wider layout: give it back, pick anew
 		default:
 			return take(id)
 		}

@@ -29,11 +29,11 @@ end
 local own = redis.call('HGET', instances, instance)
 if own then
   local last = load(own)
+  local live = redis.call('HGET', holders, own)
+  if stable == '1' and live and last > cutoff then
+    return {'live', tonumber(own), last, live}
+  end
   if tonumber(own) < limit then
-    local live = redis.call('HGET', holders, own)
-    if stable == '1' and live and last > cutoff then
-      return {'live', tonumber(own), last, live}
-    end
     return take(own, last)
   end
   -- Held under a wider layout than this call's: give it back, pick anew.
