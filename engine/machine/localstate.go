@@ -205,7 +205,7 @@ func writeAtomic(path, content string) error {
 // called.
 var syncDir = func(dir string) error {
 	if runtime.GOOS == "windows" {
-		return nil // a directory cannot be opened for FlushFileBuffers there
+		return nil // Windows refuses to flush a directory handle
 	}
 	d, err := os.Open(dir)
 	if err != nil {

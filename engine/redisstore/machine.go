@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -84,10 +85,8 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	case "ok":
 		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2), Holder: holder}, nil
 	case "live":
-		last := r.int(2)
-		return machine.State{}, fmt.Errorf("%s: %s: %w: machine ID %d is held live by holder %s, whose last heartbeat stored %s; "+
-			"it goes back to this instance once that holder reverts it, or at %s if it stays silent (the safe-guard %v)",
-			s.name, what, engine.ErrInstanceInUse, r.int(1), machine.Holder(r.str(3)), fmtMilli(last), fmtMilli(last+safeGuard.Milliseconds()), safeGuard)
+		return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse,
+			holding.InUse(r.int(1), machine.Holder(r.str(3)), r.int(2), safeGuard))
 	case "full":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: all %d IDs of %d machine bits in use, none free or silent for %v",
 			s.name, what, engine.ErrMachineIDOverflow, int64(1)<<machineBits, machineBits, safeGuard)
@@ -96,8 +95,6 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	}
 	return machine.State{}, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }
-
-func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // Guard records that inst still holds st.MachineID under st.Holder, raising
 // the stored last timestamp to st.LastTimestamp (never lowering it); a
@@ -147,8 +144,7 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 		switch owner := r.str(1); owner {
 		case "":
 		case inst.ID:
-			held = fmt.Sprintf("this instance ID holds it under holder %s, not %s: another process with this instance ID took it over, or the holding was reverted",
-				machine.Holder(r.str(2)), st.Holder)
+			held = holding.Taken(machine.Holder(r.str(2)), st.Holder)
 		default:
 			held = fmt.Sprintf("instance %q holds it", owner)
 		}

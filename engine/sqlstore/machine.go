@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -227,9 +228,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		}
 		switch {
 		case ok && got.holder != c.holder:
-			return machine.State{}, fmt.Errorf("%s: %s: %w: machine ID %d is held live by holder %s, whose last heartbeat stored %s; "+
-				"it goes back to this instance once that holder reverts it, or at %s if it stays silent (the safe-guard %v)",
-				s.name, what, engine.ErrInstanceInUse, got.id, got.holder, fmtMilli(got.last), fmtMilli(got.last+guardMillis), safeGuard)
+			return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse, holding.InUse(got.id, got.holder, got.last, safeGuard))
 		case ok:
 			return got.state(), nil
 		}
@@ -245,8 +244,6 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	}
 	return machine.State{}, s.unavailable(what, fmt.Errorf("gave up after %d attempts lost to racing instances", maxAttempts))
 }
-
-func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // claim is one attempt of Distribute: its arguments, read once.
 type claim struct {
@@ -418,8 +415,7 @@ func (s *Store) heldBy(ctx context.Context, inst machine.Instance, st machine.St
 	case owner.String != inst.ID:
 		return fmt.Sprintf("instance %q holds it", owner.String)
 	}
-	return fmt.Sprintf("this instance ID holds it under holder %s, not %s: another process with this instance ID took it over, or the holding was reverted",
-		machine.Holder(holder.String), st.Holder)
+	return holding.Taken(machine.Holder(holder.String), st.Holder)
 }
 
 // checkInstance adds the columns' length limits to inst.Validate.

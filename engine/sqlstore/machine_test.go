@@ -252,9 +252,9 @@ func TestMachineRoundTrips(t *testing.T) {
 		m := storeOn(t, db, sqlstore.WithClock(c))
 		db.SetMaxOpenConns(1) // every statement prepared once, on one connection
 		mysql := d.Name == "mariadb"
-		want := map[string]int64{"new": 2, "self": 1, "guard": 1, "revert": 1, "reclaim": 1}
+		want := map[string]int64{"new": 2, "self": 1, "guard": 1, "revert": 1, "reclaim": 1, "refusal": 1, "ahead": 4}
 		if mysql {
-			want["new"], want["self"], want["reclaim"] = 3, 2, 2
+			want["new"], want["self"], want["reclaim"], want["refusal"] = 3, 2, 2, 2
 		}
 		// Prepare everything once, outside the count.
 		distribute(t, m, unstable("warm"), 8)
@@ -267,6 +267,17 @@ func TestMachineRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		distribute(t, m, unstable("warm3"), 8)
+		// A namespace of two IDs: one held, one given back stamped ahead.
+		ahead := func(id string) machine.Instance { return machine.Instance{Namespace: "ahead", ID: id} }
+		x0 := distribute(t, m, ahead("x0"), 1)
+		distribute(t, m, ahead("x1"), 1)
+		if _, err := m.Distribute(ctx, ahead("x2"), 1, safeGuard); !errors.Is(err, engine.ErrMachineIDOverflow) {
+			t.Fatalf("a full namespace: %v, want overflow", err)
+		}
+		x0.LastTimestamp = c.Now().Add(time.Hour).UnixMilli()
+		if err := m.Revert(ctx, ahead("x0"), x0); err != nil {
+			t.Fatal(err)
+		}
 
 		var st machine.State
 		check := func(path string, f func()) {
@@ -290,6 +301,18 @@ func TestMachineRoundTrips(t *testing.T) {
 			}
 		})
 		check("reclaim", func() { distribute(t, m, unstable("b"), 8) })
+		pod := machine.Instance{Namespace: "svc", ID: "pod-0", Stable: true}
+		distribute(t, m, pod, 8)
+		check("refusal", func() {
+			if _, err := m.Distribute(ctx, pod, 8, safeGuard); !errors.Is(err, engine.ErrInstanceInUse) {
+				t.Errorf("a second process on pod-0: %v, want ErrInstanceInUse", err)
+			}
+		})
+		check("ahead", func() {
+			if st := distribute(t, m, ahead("y"), 1); st.MachineID != x0.MachineID {
+				t.Errorf("y got machine ID %d, want %d, stamped ahead but the only one left", st.MachineID, x0.MachineID)
+			}
+		})
 	})
 }
 

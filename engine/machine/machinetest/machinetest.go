@@ -200,15 +200,15 @@ func (e *env) fill(prefix string, n, bits int) []machine.State {
 	return sts
 }
 
-// holding is who got a machine ID in a race, and the state they got.
-type holding struct {
+// winner is who got a machine ID in a race, and the state they got.
+type winner struct {
 	inst machine.Instance
 	st   machine.State
 }
 
 // race distributes to the given instances concurrently and returns each
 // result; it fails the test on errors other than ErrMachineIDOverflow.
-func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]holding, overflows int) {
+func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]winner, overflows int) {
 	e.t.Helper()
 	sts := make([]machine.State, len(insts))
 	errs := make([]error, len(insts))
@@ -222,7 +222,7 @@ func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]holding, o
 	}
 	close(gate)
 	wg.Wait()
-	ids = map[int64]holding{}
+	ids = map[int64]winner{}
 	for i, err := range errs {
 		switch {
 		case errors.Is(err, engine.ErrMachineIDOverflow):
@@ -237,7 +237,7 @@ func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]holding, o
 			if id < 0 || id >= 1<<bits {
 				e.t.Fatalf("machine ID %d for %v outside [0, %d)", id, insts[i], 1<<bits)
 			}
-			ids[id] = holding{insts[i], sts[i]}
+			ids[id] = winner{insts[i], sts[i]}
 		}
 	}
 	return ids, overflows

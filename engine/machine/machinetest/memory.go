@@ -10,6 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -73,8 +74,7 @@ func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBit
 		case r.holder != inst.ID:
 			continue
 		case inst.Stable && r.secret != "" && r.last > cutoff:
-			return machine.State{}, fmt.Errorf("%w: machinetest: machine ID %d of %s is held by holder %s, last heartbeat at Unix ms %d, less than %v ago",
-				engine.ErrInstanceInUse, id, inst, r.secret, r.last, safeGuard)
+			return machine.State{}, fmt.Errorf("%w: machinetest: %s: %s", engine.ErrInstanceInUse, inst, holding.InUse(id, r.secret, r.last, safeGuard))
 		case id >= limit:
 			r.holder, r.secret = "", "" // held under a wider layout: give it back, pick anew
 		default:
@@ -153,7 +153,7 @@ func (m *Memory) held(inst machine.Instance, st machine.State, op string) (*row,
 	case r.holder != inst.ID:
 		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: held by %q", engine.ErrMachineIDLost, op, st.MachineID, inst, r.holder)
 	case r.secret != st.Holder:
-		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: held by holder %s, not %s", engine.ErrMachineIDLost, op, st.MachineID, inst, r.secret, st.Holder)
+		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: %s", engine.ErrMachineIDLost, op, st.MachineID, inst, holding.Taken(r.secret, st.Holder))
 	}
 	return r, nil
 }
