@@ -415,7 +415,7 @@ func (l *Lease) WaitOut(ctx context.Context) error {
 func (l *Lease) MachineID() int64 { return l.state.MachineID }
 
 // State returns the state as distributed: LastTimestamp is what a generator
-// must wait out before issuing its first ID.
+// must wait out before issuing its first ID, Holder the holding's secret.
 func (l *Lease) State() State { return l.state }
 
 // Check returns nil while IDs with the Unix millisecond timestamp unixMilli
