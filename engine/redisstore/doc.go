@@ -72,7 +72,8 @@
 // the scripts, so every instance judges expiry by its own clock and tests can
 // use clock.Fake. Instances whose clocks disagree by more than the safe-guard
 // duration can reclaim each other's live IDs: keep the safe guard well above
-// the clock skew.
+// the clock skew. machine.Acquire refuses a host whose clock is further from
+// the Redis server's ([Store.ServerTime]) than the lease's skew margin.
 //
 // # Store resets
 //
