@@ -50,6 +50,10 @@ const (
 // DefaultNamespace is the namespace of a registry given none.
 const DefaultNamespace = "default"
 
+// stateDirOff is the Settings.StateDir (or IDFORGE_STATE_DIR) that turns the
+// local state file off.
+const stateDirOff = "off"
+
 // Store is a shared store of machine IDs and segments: engine/sqlstore's and
 // engine/redisstore's Store are. It hands out machine IDs as a
 // machine.Distributor and one segment distributor per sequence name. A store
@@ -87,7 +91,13 @@ type Settings struct {
 	// issued even if the clock went back while it was down. For
 	// distributors that store no timestamps (machine.Manual,
 	// machine.StatefulSet, machine.Default without a store) it defaults to
-	// machine.DefaultStateDir(); with a store it is off unless set.
+	// machine.DefaultStateDir(); with a store it is off unless set. "off"
+	// (or IDFORGE_STATE_DIR=off where the default applies) runs without a
+	// state file, for a read-only file system: a restart on a fixed
+	// machine ID then cannot wait out a clock that went back while it was
+	// down. New fails with engine.ErrInvalidConfig, naming the directory,
+	// when it cannot be created, and the first write of the file (at New)
+	// with engine.ErrStoreUnavailable when it cannot be written.
 	StateDir string
 	// Layout is the snowflake bit layout (default snowflake.Default). Its
 	// machine bits are the lease's.
@@ -246,9 +256,10 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 	if s.StateDir == "" && !machine.Remembers(dist) {
 		s.StateDir = machine.DefaultStateDir()
 	}
-	if s.StateDir != "" {
+	if s.StateDir != "" && s.StateDir != stateDirOff {
 		if err := os.MkdirAll(s.StateDir, 0o755); err != nil {
-			return nil, bad("StateDir: %v", err)
+			return nil, bad("StateDir %q cannot hold the local state file: %v; give it (or %s) a writable directory on a volume that outlives the process, "+
+				"or set it to %q to run without a state file", s.StateDir, err, machine.StateDirEnv, stateDirOff)
 		}
 		dist = machine.LocalState(s.StateDir, dist)
 	}

@@ -22,6 +22,14 @@ var (
 	// ErrMachineIDLost: this instance's machine ID lapsed or was taken over by another
 	// instance; generators using it refuse to issue until a new one is distributed.
 	ErrMachineIDLost = errors.New("idforge: machine ID lost")
+	// ErrInstanceInUse: another live process holds the machine ID of this
+	// stable instance (two processes run with one instance ID); the store
+	// hands it over once that holder reverts it or stays silent for the
+	// safe-guard duration.
+	ErrInstanceInUse = errors.New("idforge: instance in use by another live process")
+	// ErrClockSkew: the local clock is further from the store server's clock
+	// than the machine-ID lease's skew margin.
+	ErrClockSkew = errors.New("idforge: clock too far from the store's")
 	// ErrStoreUnavailable: the store behind a distributor failed or could not be reached.
 	ErrStoreUnavailable = errors.New("idforge: store unavailable")
 	// ErrSegmentExhausted: a segment generator has no IDs left and could not fetch more.

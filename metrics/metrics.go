@@ -372,7 +372,8 @@ func (w *counted) chainStats() (segment.Stats, bool) {
 // Reason names the sentinel an idforge error wraps, for metric labels:
 // store_reset, no_floor, clock_backwards, machine_id_lost, store_unavailable,
 // segment_exhausted, timestamp_overflow, id_overflow, machine_id_overflow,
-// closed, canceled, deadline, invalid_config, or other. A store reset comes
+// instance_in_use, clock_skew, closed, canceled, deadline, invalid_config,
+// or other. A store reset comes
 // first: the lease and the chain report it wrapped in a lost machine ID or an
 // exhausted segment.
 func Reason(err error) string {
@@ -397,6 +398,8 @@ var reasons = []struct {
 	{engine.ErrTimestampOverflow, "timestamp_overflow"},
 	{engine.ErrIDOverflow, "id_overflow"},
 	{engine.ErrMachineIDOverflow, "machine_id_overflow"},
+	{engine.ErrInstanceInUse, "instance_in_use"},
+	{engine.ErrClockSkew, "clock_skew"},
 	{engine.ErrClosed, "closed"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "deadline"},
@@ -467,6 +470,12 @@ type store struct {
 // ResetGrace passes st's through, so machine.Acquire still checks a lease
 // against it.
 func (s *store) ResetGrace() time.Duration { return machine.ResetGraceOf(s.st) }
+
+// ServerTime passes st's through, so machine.Acquire still checks the
+// clock against it.
+func (s *store) ServerTime(ctx context.Context) (time.Time, error) {
+	return machine.ServerTimeOf(ctx, s.st)
+}
 
 func (s *store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	start := time.Now()

@@ -301,11 +301,34 @@ func TestReason(t *testing.T) {
 		errors.New("x"):                       "other",
 		errors.Join(engine.ErrStoreReset):     "store_reset",
 		errors.Join(engine.ErrClockBackwards): "clock_backwards",
+		errors.Join(engine.ErrInstanceInUse):  "instance_in_use",
+		errors.Join(engine.ErrClockSkew):      "clock_skew",
 		// A reset ends the lease, which reports it as a lost machine ID too.
 		fmt.Errorf("%w: %w", engine.ErrMachineIDLost, engine.ErrStoreReset): "store_reset",
 	} {
 		if got := Reason(err); got != want {
 			t.Errorf("Reason(%v) = %q, want %q", err, got, want)
 		}
+	}
+}
+
+// clockStore is a store with a server clock.
+type clockStore struct {
+	*memStore
+	now time.Time
+}
+
+func (c clockStore) ServerTime(context.Context) (time.Time, error) { return c.now, nil }
+
+// The timed store passes its store's server clock through, so
+// machine.Acquire still checks the host's clock against it.
+func TestStorePassesServerClockThrough(t *testing.T) {
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	col := New(Options{})
+	if got, err := machine.ServerTimeOf(t.Context(), col.Store(clockStore{newMemStore(), at})); err != nil || !got.Equal(at) {
+		t.Fatalf("ServerTimeOf(the timed store) = %v, %v; want %v", got, err, at)
+	}
+	if got, err := machine.ServerTimeOf(t.Context(), col.Store(newMemStore())); err != nil || !got.IsZero() {
+		t.Fatalf("ServerTimeOf(a timed store without a server clock) = %v, %v; want the zero time", got, err)
 	}
 }

@@ -10,9 +10,11 @@
 // A [Store] implements the root store contract (machine.Distributor and
 // Segment) and passes the same contract suites as the SQL and Redis stores.
 // Errors keep their meaning across the wire: they wrap the same engine
-// sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInvalidConfig,
-// ErrStoreReset), and a server that cannot be reached or answers garbage
-// gives engine.ErrStoreUnavailable.
+// sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInstanceInUse,
+// ErrInvalidConfig, ErrStoreReset), and a server that cannot be reached or
+// answers garbage gives engine.ErrStoreUnavailable. The machine calls carry
+// the holder secret (machine.State.Holder) both ways: the server's store
+// checks it on Guard and Revert, as it does for a local holder.
 //
 // The server's store waits its reset grace (2 s by default) after a reset
 // before it hands out again, so a client cut off from the server must stop
@@ -143,6 +145,8 @@ func sentinel(ctx context.Context, status int, code string) error {
 		return engine.ErrMachineIDLost
 	case server.CodeMachineIDOverflow:
 		return engine.ErrMachineIDOverflow
+	case server.CodeInstanceInUse:
+		return engine.ErrInstanceInUse
 	case server.CodeStoreReset:
 		return engine.ErrStoreReset
 	case server.CodeTimeout:
@@ -169,7 +173,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		return machine.State{}, err
 	}
 	s.grace.Store(out.ResetGraceMillis)
-	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp}, nil
+	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Holder)}, nil
 }
 
 // ResetGrace returns the reset grace of the server's store as its last
@@ -178,7 +182,7 @@ func (s *Store) ResetGrace() time.Duration {
 	return time.Duration(s.grace.Load()) * time.Millisecond
 }
 
-// Guard confirms inst still holds st.MachineID.
+// Guard confirms inst still holds st.MachineID under st.Holder.
 func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	return s.machineCall(ctx, "/v1/proxy/machines/guard", inst, st)
 }
@@ -191,7 +195,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
 	return s.call(ctx, path, server.MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
-		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Holder: string(st.Holder),
 	}, &struct{}{})
 }
 

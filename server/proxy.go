@@ -25,8 +25,9 @@ type ProxyStore interface {
 const maxProxyBody = 4 << 10
 
 // MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
-// reads MachineBits and SafeGuardMillis; Guard and Revert read MachineID and
-// LastTimestamp.
+// reads MachineBits and SafeGuardMillis; Guard and Revert read MachineID,
+// LastTimestamp and Holder, the secret Distribute answered, which the store
+// checks as the proof that the caller holds the machine ID.
 type MachineRequest struct {
 	Namespace       string `json:"namespace"`
 	Instance        string `json:"instance"`
@@ -35,15 +36,18 @@ type MachineRequest struct {
 	SafeGuardMillis int64  `json:"safe_guard_ms,omitempty"`
 	MachineID       int64  `json:"machine_id,omitempty"`
 	LastTimestamp   int64  `json:"last_timestamp,omitempty"`
+	Holder          string `json:"holder,omitempty"`
 }
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
+// Holder is the holding's secret (machine.State.Holder).
 // ResetGraceMillis is the store's reset grace (machine.ResetGraceOf), so a
 // client's machine.Acquire can check its lease against it.
 type MachineState struct {
-	MachineID        int64 `json:"machine_id"`
-	LastTimestamp    int64 `json:"last_timestamp"`
-	ResetGraceMillis int64 `json:"reset_grace_ms,omitempty"`
+	MachineID        int64  `json:"machine_id"`
+	LastTimestamp    int64  `json:"last_timestamp"`
+	Holder           string `json:"holder"`
+	ResetGraceMillis int64  `json:"reset_grace_ms,omitempty"`
 }
 
 // SegmentRequest is the body of /v1/proxy/segments/next.
@@ -64,6 +68,7 @@ const (
 	CodeInvalidConfig     = "invalid_config"
 	CodeMachineIDLost     = "machine_id_lost"
 	CodeMachineIDOverflow = "machine_id_overflow"
+	CodeInstanceInUse     = "instance_in_use"
 	CodeStoreUnavailable  = "store_unavailable"
 	CodeStoreReset        = "store_reset"
 	CodeTimeout           = "timeout"
@@ -100,7 +105,7 @@ func (m MachineRequest) instance() machine.Instance {
 
 // state is the machine state the request names.
 func (m MachineRequest) state() machine.State {
-	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp}
+	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp, Holder: machine.Holder(m.Holder)}
 }
 
 // proxyError maps a store error to a status and a code proxystore reads back.
@@ -112,6 +117,8 @@ func proxyError(err error) *httpError {
 		return &httpError{http.StatusConflict, CodeMachineIDLost, err.Error()}
 	case errors.Is(err, engine.ErrMachineIDOverflow):
 		return &httpError{http.StatusConflict, CodeMachineIDOverflow, err.Error()}
+	case errors.Is(err, engine.ErrInstanceInUse):
+		return &httpError{http.StatusConflict, CodeInstanceInUse, err.Error()}
 	case errors.Is(err, engine.ErrStoreReset):
 		return &httpError{http.StatusServiceUnavailable, CodeStoreReset, err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -129,7 +136,7 @@ func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
 		st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, time.Duration(req.SafeGuardMillis)*time.Millisecond)
-		return MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+		return MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Holder: string(st.Holder),
 			ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds()}, err
 	})
 }

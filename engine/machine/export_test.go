@@ -18,3 +18,11 @@ var ErrAbandoned = errAbandoned{}
 type errAbandoned struct{}
 
 func (errAbandoned) Error() string { return "abandoned" }
+
+// SetSyncDir replaces the directory sync of state-file writes until the
+// test ends.
+func SetSyncDir(t interface{ Cleanup(func()) }, f func(dir string) error) {
+	prev := syncDir
+	syncDir = f
+	t.Cleanup(func() { syncDir = prev })
+}

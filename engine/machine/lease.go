@@ -48,7 +48,10 @@ type Settings struct {
 	// SkewMargin is how long before the safe-guard runs out the lease stops
 	// trusting itself (default a fifth of SafeGuard; negative: none). It
 	// covers disagreement between the clock the store judges expiry by and
-	// the clocks generators issue by.
+	// the clocks generators issue by. Acquire also compares Clock with the
+	// store server's clock, where the store has one ([ServerClock]): it
+	// refuses a difference beyond SkewMargin and warns beyond half of it;
+	// with no margin nothing is compared.
 	SkewMargin time.Duration
 	// Reservation makes every heartbeat reserve time ahead: it stores the
 	// newest timestamp used plus Reservation, and Check refuses timestamps
@@ -218,6 +221,45 @@ func (c config) checkGrace(d Distributor) error {
 	return nil
 }
 
+// checkClock compares c's clock with d's server clock (see [ServerClock]).
+// The server read its time somewhere between the two local readings around
+// the call, so their midpoint is off by at most half the round trip, which
+// is allowed for.
+func (c config) checkClock(ctx context.Context, d Distributor, inst Instance) error {
+	if c.margin <= 0 {
+		return nil
+	}
+	before := c.clock.Now()
+	server, err := ServerTimeOf(ctx, d)
+	after := c.clock.Now()
+	if err != nil {
+		return fmt.Errorf("machine: reading the store's clock for %s: %w", inst, err)
+	}
+	if server.IsZero() {
+		return nil
+	}
+	halfRTT := max(after.Sub(before), 0) / 2
+	local := before.Add(halfRTT)
+	skew := local.Sub(server)
+	way := "ahead of"
+	if skew < 0 {
+		way = "behind"
+	}
+	off := max(skew, -skew) - halfRTT
+	switch {
+	case off > c.margin:
+		return fmt.Errorf("%w: machine: %s: the local clock (%s) is %v %s the store's server clock (%s), beyond the lease's skew margin %v "+
+			"even allowing %v for half the round trip: expiry decisions would compare clocks that disagree by more than the lease allows for; "+
+			"synchronise this host's clock (NTP, chrony), or raise Lease.SkewMargin (by default a fifth of SafeGuard)",
+			engine.ErrClockSkew, inst, fmtTime(local), max(skew, -skew), way, fmtTime(server), c.margin, halfRTT)
+	case off > c.margin/2:
+		c.logger.Warn("idforge: the local clock disagrees with the store's server clock by over half the lease's skew margin; synchronise this host's clock",
+			"namespace", inst.Namespace, "instance", inst.ID, "local", fmtTime(local), "server", fmtTime(server),
+			"skew", skew, "round_trip", 2*halfRTT, "skew_margin", c.margin)
+	}
+	return nil
+}
+
 // Lease is a machine ID held by this process: the ID a snowflake generator
 // runs on, kept alive by a heartbeat goroutine and given back by Close.
 //
@@ -270,9 +312,11 @@ type ending struct{ err error }
 // Acquire distributes a machine ID for inst from d and starts heartbeating
 // it. ctx bounds the distribution only; the heartbeat runs until Close.
 // Acquire does not wait out State().LastTimestamp: the generator does, at
-// start-up. Invalid options fail with engine.ErrInvalidConfig; the
-// distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
-// when every ID is taken).
+// start-up. Invalid options fail with engine.ErrInvalidConfig; a clock too
+// far from the store server's (see [ServerClock]) with engine.ErrClockSkew;
+// the distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
+// when every ID is taken, engine.ErrInstanceInUse when a stable inst runs in
+// another live process).
 func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) (*Lease, error) {
 	var set Settings
 	for _, o := range opts {
@@ -293,9 +337,16 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 	if err := ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkClock(ctx, d, inst); err != nil {
+		return nil, err
+	}
 	start := cfg.clock.Now().UnixMilli()
 	st, err := d.Distribute(ctx, inst, cfg.machineBits, cfg.safeGuard)
-	if err != nil {
+	switch {
+	case errors.Is(err, engine.ErrInstanceInUse):
+		return nil, fmt.Errorf("machine: %s already runs in another live process (a pod name reused during a rollout, a copied configuration?): "+
+			"stop that process, or give this one an instance ID of its own: %w", inst, err)
+	case err != nil:
 		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", inst, err)
 	}
 	if err := checkFits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
@@ -311,7 +362,7 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 		inst:      inst,
 		cfg:       cfg,
 		state:     st,
-		log:       cfg.logger.With("namespace", inst.Namespace, "instance", inst.ID, "machine_id", st.MachineID),
+		log:       cfg.logger.With("namespace", inst.Namespace, "instance", inst.ID, "machine_id", st.MachineID, "holder", st.Holder.String()),
 		lost:      make(chan struct{}),
 		highWater: st.LastTimestamp,
 		stop:      stop,
@@ -364,7 +415,7 @@ func (l *Lease) WaitOut(ctx context.Context) error {
 func (l *Lease) MachineID() int64 { return l.state.MachineID }
 
 // State returns the state as distributed: LastTimestamp is what a generator
-// must wait out before issuing its first ID.
+// must wait out before issuing its first ID, Holder the holding's secret.
 func (l *Lease) State() State { return l.state }
 
 // Check returns nil while IDs with the Unix millisecond timestamp unixMilli
@@ -396,7 +447,9 @@ func (l *Lease) refuse(unixMilli int64) error {
 		time.Duration(unixMilli-confirmed)*time.Millisecond, fmtMilli(unixMilli), l.cfg.safeGuard, l.cfg.margin)
 }
 
-func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+func fmtMilli(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
+
+func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // Lost returns a channel closed when the lease ends: its machine ID was taken
 // over by another instance, or Close was called. Err then tells which.
@@ -426,7 +479,7 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 	}
 	start := l.cfg.clock.Now().UnixMilli()
 	sent := l.newest(start + l.cfg.reserve.Milliseconds())
-	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: sent})
+	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: sent, Holder: l.state.Holder})
 	switch {
 	case err == nil:
 		until := start + l.window()
@@ -438,9 +491,9 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 		}
 		return nil
 	case errors.Is(err, engine.ErrMachineIDLost):
-		l.endWith(fmt.Errorf("machine: %s lost machine ID %d, taken over by another instance; stop issuing and acquire a new one: %w",
-			l.inst, l.state.MachineID, err))
-		l.log.Error("idforge: machine ID taken over by another instance; IDs under it are refused", "err", err)
+		l.endWith(fmt.Errorf("machine: %s lost machine ID %d (holder %s), taken over by another instance or another process with this instance ID; stop issuing and acquire a new one: %w",
+			l.inst, l.state.MachineID, l.state.Holder, err))
+		l.log.Error("idforge: machine ID taken over by another holder; IDs under it are refused", "err", err)
 		return l.Err()
 	case errors.Is(err, engine.ErrStoreReset):
 		// The store forgot the assignment: another instance may be handed
@@ -528,7 +581,7 @@ func (l *Lease) Close() error {
 		} else {
 			last = l.newest(now)
 		}
-		st := State{MachineID: l.state.MachineID, LastTimestamp: last}
+		st := State{MachineID: l.state.MachineID, LastTimestamp: last, Holder: l.state.Holder}
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
 		defer cancel()
 		if err := l.dist.Revert(ctx, l.inst, st); err != nil {

@@ -266,7 +266,8 @@ func TestLeaseStallReclaimedEndsLease(t *testing.T) {
 	wantLost(t, l.Check(clk.ms()), "Check after a stall")
 
 	// Meanwhile another instance reclaims the silent instance's ID.
-	if err := mem.Guard(ctx, filler, machine.State{MachineID: fst.MachineID, LastTimestamp: clk.ms()}); err != nil {
+	fst.LastTimestamp = clk.ms()
+	if err := mem.Guard(ctx, filler, fst); err != nil {
 		t.Fatal(err)
 	}
 	b := machine.Instance{Namespace: "orders", ID: "b"}
@@ -342,17 +343,18 @@ func TestLeaseTransientErrors(t *testing.T) {
 func TestLeaseHeartbeatNeverGoesBack(t *testing.T) {
 	clk := newTestClock()
 	mem := machinetest.NewMemory(clk)
-	x := machine.Instance{Namespace: "orders", ID: "x"}
+	x := machine.Instance{Namespace: "orders", ID: "x", Stable: true} // restarts on its own ID
 	st, err := mem.Distribute(t.Context(), x, machine.DefaultMachineBits, machine.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ahead := clk.ms() + 10*minute
-	if err := mem.Revert(t.Context(), x, machine.State{MachineID: st.MachineID, LastTimestamp: ahead}); err != nil {
+	st.LastTimestamp = ahead
+	if err := mem.Revert(t.Context(), x, st); err != nil {
 		t.Fatal(err)
 	}
 	p := &probe{Distributor: mem}
-	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return 0 }))
+	l := acquire(t, p, x, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return 0 }))
 	if l.State().LastTimestamp != ahead {
 		t.Fatalf("distributed %+v, want LastTimestamp %d", l.State(), ahead)
 	}
@@ -396,7 +398,9 @@ func TestLeaseCloseRevertsAndStops(t *testing.T) {
 	}
 	eventually(t, "goroutines back to the count before Acquire", func() bool { return runtime.NumGoroutine() <= before })
 
-	// The next holder waits out the timestamp the lease used last.
+	// The next holder waits out the timestamp the lease used last (once the
+	// clock is past it: a free ID stamped ahead goes out last).
+	clk.Advance(11 * time.Second)
 	st, err := mem.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: "b"}, machine.DefaultMachineBits, machine.DefaultSafeGuard)
 	if err != nil || st.MachineID != l.MachineID() || st.LastTimestamp != t0+10*second {
 		t.Fatalf("next instance got %+v, %v; want machine ID %d with LastTimestamp %d", st, err, l.MachineID(), t0+10*second)
@@ -615,16 +619,19 @@ func TestLeaseWaitOut(t *testing.T) {
 	clk.ManualSleep = true
 	mem := machinetest.NewMemory(clk)
 	t0 := clk.Now().UnixMilli()
-	// A previous holder reserved 800 ms ahead and reverted.
-	st, err := mem.Distribute(t.Context(), instA, 10, time.Minute)
+	// A previous run of the stable instance reserved 800 ms ahead and
+	// reverted.
+	a := machine.Instance{Namespace: "orders", ID: "a", Stable: true}
+	st, err := mem.Distribute(t.Context(), a, 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mem.Revert(t.Context(), instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 800}); err != nil {
+	st.LastTimestamp = t0 + 800
+	if err := mem.Revert(t.Context(), a, st); err != nil {
 		t.Fatal(err)
 	}
 	opts := []machine.Option{machine.WithClock(clk), machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second)}
-	l := acquire(t, mem, instA, opts...)
+	l := acquire(t, mem, a, opts...)
 	done := make(chan error, 1)
 	go func() { done <- l.WaitOut(t.Context()) }()
 	eventually(t, "the heartbeat and WaitOut asleep", func() bool { return clk.Sleeps() >= 2 })
@@ -641,7 +648,7 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l3 := acquire(t, mem, instA, opts...)
+	l3 := acquire(t, mem, a, opts...)
 	if err := l3.WaitOut(t.Context()); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("WaitOut 10 s behind: %v, want ErrClockBackwards", err)
 	}
@@ -694,5 +701,99 @@ func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
 				t.Fatalf("Acquire = %v; want ErrInvalidConfig saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// serverClock is a distributor with a server clock skew ahead of clk,
+// whose answer takes rtt on clk: the server reads its time half way. It
+// fails with err, and counts its calls.
+type serverClock struct {
+	machine.Distributor
+	clk       *clock.Fake
+	skew, rtt time.Duration
+	err       error
+	calls     *atomic.Int64
+}
+
+func (s serverClock) ServerTime(context.Context) (time.Time, error) {
+	s.calls.Add(1)
+	s.clk.Advance(s.rtt / 2)
+	at := s.clk.Now().Add(s.skew)
+	s.clk.Advance(s.rtt / 2)
+	return at, s.err
+}
+
+// TestAcquireChecksServerClock: Acquire compares the lease's clock with the
+// distributor's server clock, allowing half the round trip, against the
+// skew margin (a fifth of the safe-guard by default: 1 minute): beyond it
+// refused, beyond half of it a warning, with no margin not asked at all.
+func TestAcquireChecksServerClock(t *testing.T) {
+	for i, tc := range []struct {
+		skew, rtt time.Duration // the server's clock ahead of the lease's
+		opts      []machine.Option
+		fail      bool // the server clock cannot be read
+		refuse    error
+		warn      string // in the warning; "" none
+	}{
+		{skew: 70 * time.Second, refuse: engine.ErrClockSkew},
+		{skew: 70 * time.Second, rtt: 40 * time.Second, warn: "skew=-1m10s round_trip=40s skew_margin=1m0s"},
+		{skew: -90 * time.Second, rtt: 40 * time.Second, refuse: engine.ErrClockSkew},
+		{skew: -40 * time.Second, warn: "skew=40s"},
+		{skew: 20 * time.Second},
+		{skew: time.Hour, opts: []machine.Option{machine.WithSkewMargin(-1)}},
+		{fail: true, refuse: engine.ErrStoreUnavailable},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+			clk.ManualSleep = true
+			var logs strings.Builder
+			d := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: tc.skew, rtt: tc.rtt, calls: new(atomic.Int64)}
+			if tc.fail {
+				d.err = fmt.Errorf("%w: server gone", engine.ErrStoreUnavailable)
+			}
+			opts := append([]machine.Option{machine.WithClock(clk), machine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, tc.opts...)
+			l, err := machine.Acquire(t.Context(), d, instA, opts...)
+			if l != nil {
+				l.Close()
+			}
+			warned := strings.Contains(logs.String(), "level=WARN")
+			switch {
+			case tc.refuse != nil:
+				if !errors.Is(err, tc.refuse) {
+					t.Fatalf("skew %v, round trip %v: Acquire = %v; want %v", tc.skew, tc.rtt, err, tc.refuse)
+				}
+				t.Logf("refusal: %v", err)
+			case err != nil:
+				t.Fatalf("skew %v, round trip %v: Acquire = %v; want it accepted", tc.skew, tc.rtt, err)
+			case warned != (tc.warn != "") || !strings.Contains(logs.String(), tc.warn):
+				t.Fatalf("skew %v, round trip %v: log %q; want a warning %v saying %q", tc.skew, tc.rtt, logs.String(), tc.warn != "", tc.warn)
+			}
+			if calls := d.calls.Load(); tc.opts != nil && calls != 0 {
+				t.Fatalf("with no skew margin the server clock was read %d times", calls)
+			}
+		})
+	}
+	// What the refusal says.
+	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	d := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: -90 * time.Second, rtt: 40 * time.Second, calls: new(atomic.Int64)}
+	_, err := machine.Acquire(t.Context(), d, instA, machine.WithClock(clk), machine.WithLogger(discard))
+	for _, want := range []string{"the local clock (2026-06-01T12:00:20.000Z) is 1m30s ahead of the store's server clock (2026-06-01T11:58:50.000Z)",
+		"skew margin 1m0s even allowing 20s for half the round trip", "synchronise this host's clock"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+}
+
+func TestHolderString(t *testing.T) {
+	h := machine.Holder("KQ3TEXAMPLESECRETVALUE2345")
+	if s := h.String(); len(s) != 8 || strings.Contains(string(h), s) || s != machine.Holder(string(h)).String() {
+		t.Fatalf("Holder.String() = %q; want 8 hex digits of a hash, stable, not part of the secret", s)
+	}
+	if s := fmt.Sprintf("%+v", machine.State{MachineID: 1, Holder: h}); strings.Contains(s, string(h)) {
+		t.Fatalf("a State printed with %%+v shows its secret: %s", s)
+	}
+	if s := machine.Holder("").String(); s != "none" {
+		t.Fatalf("empty Holder.String() = %q, want none", s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -27,22 +28,33 @@ type localState struct {
 // that ID, whichever instance did.
 //
 // Distribute asks inner, then, if there is a file for the machine ID inner
-// handed out, returns the later of the two last timestamps. Guard and Revert
-// write the file (a temporary file renamed over the old one, so a crash
-// leaves the old or the new state, never half of one; the timestamp never
-// goes back) and then call inner, reporting both errors. With a lease's
-// reservation (on by default) every heartbeat writes the reserved time, so
-// a process killed with kill -9 has issued nothing past what the file says.
+// handed out, returns the later of the two last timestamps, and writes it
+// to the file: a directory that cannot take the file fails the start, not a
+// heartbeat later (the ID is given back). Guard and Revert write the file
+// and then call inner, reporting both errors. A write goes to a synced
+// temporary file renamed over the old one, and then syncs the directory,
+// so a crash or a power loss leaves the old or the new state, never half of
+// one; the timestamp never goes back. With a lease's reservation (on by
+// default) every heartbeat writes the reserved time, so a process killed
+// with kill -9 has issued nothing past what the file says.
+//
+// The holder secret ([State].Holder) and a server clock ([ServerClock])
+// pass through to and from inner; the file holds neither.
 //
 // An empty dir or a nil inner makes every method fail with
-// engine.ErrInvalidConfig; an unreadable or corrupt file, with
-// engine.ErrStoreUnavailable.
+// engine.ErrInvalidConfig; an unreadable, corrupt or unwritable file, with
+// engine.ErrStoreUnavailable and an error naming the path.
 func LocalState(dir string, inner Distributor) Distributor {
 	return localState{dir: dir, inner: inner}
 }
 
 // ResetGrace passes inner's through (see [ResetGraceOf]).
 func (s localState) ResetGrace() time.Duration { return ResetGraceOf(s.inner) }
+
+// ServerTime passes inner's through (see [ServerTimeOf]).
+func (s localState) ServerTime(ctx context.Context) (time.Time, error) {
+	return ServerTimeOf(ctx, s.inner)
+}
 
 func (s localState) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
 	if err := s.check(inst); err != nil {
@@ -59,6 +71,9 @@ func (s localState) Distribute(ctx context.Context, inst Instance, machineBits i
 	}
 	if found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
+	}
+	if err := s.write(inst.Namespace, st, true); err != nil {
+		return State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
 	}
 	return st, nil
 }
@@ -145,18 +160,25 @@ func (s localState) write(namespace string, st State, keepLater bool) error {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
 	// A corrupt file is replaced: what we write now is the truth.
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return fmt.Errorf("%w: machine: state directory: %v", engine.ErrStoreUnavailable, err)
-	}
 	p := s.path(namespace, st.MachineID)
-	if err := writeAtomic(p, strconv.FormatInt(st.MachineID, 10)+"|"+strconv.FormatInt(st.LastTimestamp, 10)); err != nil {
-		return fmt.Errorf("%w: machine: writing state file %s: %v", engine.ErrStoreUnavailable, p, err)
+	err := os.MkdirAll(s.dir, 0o755)
+	if err == nil {
+		err = writeAtomic(p, strconv.FormatInt(st.MachineID, 10)+"|"+strconv.FormatInt(st.LastTimestamp, 10))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: machine: writing state file %s: %v; %s", engine.ErrStoreUnavailable, p, err, stateDirRemedy)
 	}
 	return nil
 }
 
+// stateDirRemedy ends the errors of a state file that cannot be written.
+const stateDirRemedy = "give the state directory (idforge Settings.StateDir, or " + StateDirEnv + ") a writable place on a volume that outlives the process, " +
+	`or set it to "off" to run without a state file`
+
 // writeAtomic replaces path with content through a synced temporary file and
-// a rename, atomic on POSIX file systems.
+// a rename, atomic on POSIX file systems, then syncs the directory: the
+// rename lives in the directory, which a power loss could otherwise roll
+// back to the old file.
 func writeAtomic(path, content string) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -174,6 +196,24 @@ func writeAtomic(path, content string) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir flushes dir's entries to disk. A variable, so tests can see it
+// called.
+var syncDir = func(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // Windows refuses to flush a directory handle
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
@@ -185,7 +225,8 @@ const StateDirEnv = "IDFORGE_STATE_DIR"
 // $IDFORGE_STATE_DIR, else "idforge" in the user's cache directory, else
 // "idforge" in os.TempDir(). In a container, point IDFORGE_STATE_DIR at a
 // volume that outlives the container (an emptyDir outlives container
-// restarts of a pod).
+// restarts of a pod), or, on a read-only file system, set it to "off":
+// idforge.New then runs without a state file.
 func DefaultStateDir() string {
 	if dir := os.Getenv(StateDirEnv); dir != "" {
 		return dir

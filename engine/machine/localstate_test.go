@@ -5,11 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 )
@@ -83,7 +86,8 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := clk.ms()
-	if err := d.Revert(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 5000}); err != nil {
+	st.LastTimestamp = t0 + 5000
+	if err := d.Revert(ctx, instA, st); err != nil {
 		t.Fatal(err)
 	}
 	// The file knows of IDs issued later than the store (a Guard that never
@@ -91,12 +95,13 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	if err := machine.LocalState(dir, machine.Manual(st.MachineID)).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
 		t.Fatal(err)
 	}
+	clk.Advance(10 * time.Second) // a free ID stamped ahead of the clock would go out last
 	got, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
-	if err != nil || got != (machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}) {
+	if err != nil || got.MachineID != st.MachineID || got.LastTimestamp != t0+9000 {
 		t.Fatalf("file ahead: Distribute = %+v, %v; want LastTimestamp %d", got, err, t0+9000)
 	}
 	// The store knows better: it wins.
-	if err := mem.Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 20000}); err != nil {
+	if err := mem.Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 20000, Holder: got.Holder}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
@@ -222,5 +227,81 @@ func TestCloseBeforeIssuingKeepsThePredecessorsTimestamp(t *testing.T) {
 	}
 	if st.LastTimestamp < ahead {
 		t.Fatalf("after Close the state file says %d, below the predecessor's %d", st.LastTimestamp, ahead)
+	}
+}
+
+// Every state-file write syncs the directory after the rename (a power loss
+// could otherwise undo the rename), and a failing sync fails the write.
+func TestLocalStateSyncsTheDirectory(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	var synced []string
+	fail := false
+	machine.SetSyncDir(t, func(d string) error {
+		synced = append(synced, d)
+		if fail {
+			return errors.New("sync failed")
+		}
+		return nil
+	})
+	d := machine.LocalState(dir, machine.Manual(3))
+	if _, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Revert(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 3 || synced[0] != dir || synced[1] != dir || synced[2] != dir {
+		t.Fatalf("Distribute, Guard and Revert synced %q, want %s three times", synced, dir)
+	}
+	fail = true
+	err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 3000})
+	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "sync failed") {
+		t.Fatalf("Guard with a failing directory sync = %v; want ErrStoreUnavailable naming the file", err)
+	}
+}
+
+// A directory that cannot take the state file fails Distribute, not a
+// heartbeat later, naming the file and the remedy, and gives the machine
+// ID back. procfs refuses new files to root as well.
+func TestLocalStateUnwritableDirectory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("procfs")
+	}
+	ctx := t.Context()
+	mem := machinetest.NewMemory(newTestClock())
+	d := machine.LocalState("/proc", mem)
+	_, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "/proc/orders#") || !strings.Contains(err.Error(), `"off"`) {
+		t.Fatalf("Distribute into /proc = %v; want ErrStoreUnavailable naming the file and the remedy", err)
+	}
+	// The ID went back: another instance gets it.
+	if st, err := mem.Distribute(ctx, machine.Instance{Namespace: "orders", ID: "b"}, 10, machine.DefaultSafeGuard); err != nil || st.MachineID != 0 {
+		t.Fatalf("after the failed Distribute, b got %+v, %v; want the machine ID given back, 0", st, err)
+	}
+}
+
+// LocalState passes the holder secret and the server clock through.
+func TestLocalStatePassesHolderAndServerClock(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	inner := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: time.Second, calls: new(atomic.Int64)}
+	at := clk.Now().Add(time.Second)
+	d := machine.LocalState(t.TempDir(), inner)
+	st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	if err != nil || st.Holder == "" {
+		t.Fatalf("Distribute = %+v, %v; want the inner store's holder", st, err)
+	}
+	if err := d.Guard(ctx, instA, st); err != nil {
+		t.Fatalf("Guard with the holder: %v", err)
+	}
+	if got, err := machine.ServerTimeOf(ctx, d); err != nil || !got.Equal(at) {
+		t.Fatalf("ServerTimeOf(LocalState) = %v, %v; want the inner store's %v", got, err, at)
+	}
+	if got, err := machine.ServerTimeOf(ctx, machine.LocalState(t.TempDir(), machine.Manual(1))); err != nil || !got.IsZero() {
+		t.Fatalf("ServerTimeOf(LocalState over Manual) = %v, %v; want the zero time", got, err)
 	}
 }

@@ -5,9 +5,13 @@
 // instance's own ID, else reclaims one that is free or whose owner stopped
 // heartbeating for longer than the safe-guard duration, else takes the next
 // unused number, and past 2^machineBits fails with
-// engine.ErrMachineIDOverflow. A [Lease] keeps the ID: it heartbeats the
-// last timestamp while the process lives, fences the generator (its Check
-// fails once the ID may belong to someone else) and reverts the ID on Close.
+// engine.ErrMachineIDOverflow. Every holding has a secret ([Holder]) that
+// heartbeats must present, so a second process with one instance ID is told
+// apart from the first. A [Lease] keeps the ID: it heartbeats the last
+// timestamp while the process lives, fences the generator (its Check fails
+// once the ID may belong to someone else) and reverts the ID on Close.
+// [Acquire] checks the host's clock against the store server's
+// ([ServerClock]) first.
 //
 // Distributors in this package: [Manual] (a fixed number), [StatefulSet] (the
 // Kubernetes pod ordinal), [LocalState] (a decorator remembering the last
@@ -22,6 +26,8 @@ package machine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -40,13 +46,35 @@ type Instance struct {
 	Stable bool
 }
 
-// State is a machine ID with the last timestamp issued under it.
+// State is a machine ID with the last timestamp issued under it, and the
+// holding it belongs to.
 type State struct {
 	MachineID int64
 	// LastTimestamp is the Unix time in milliseconds of the last ID (or
 	// heartbeat) under this machine ID, 0 if unknown. A generator starting
 	// with this machine ID waits until its clock passes it.
 	LastTimestamp int64
+	// Holder is the secret of this holding of the machine ID: a store makes
+	// a new one at every Distribute and records it with the ID, and Guard
+	// and Revert must present it. It tells two processes with one instance
+	// ID apart. Distributors that store nothing ([Manual], [StatefulSet])
+	// leave it empty.
+	Holder Holder
+}
+
+// Holder is the secret that proves a holding of a machine ID (see
+// [State].Holder). Whoever knows it can heartbeat and give back the ID, so
+// it is never logged: String gives a short fingerprint instead.
+type Holder string
+
+// String returns the first 8 hex digits of the secret's SHA-256, enough to
+// tell holders apart in logs and errors; "none" for an empty Holder.
+func (h Holder) String() string {
+	if h == "" {
+		return "none"
+	}
+	sum := sha256.Sum256([]byte(h))
+	return hex.EncodeToString(sum[:4])
 }
 
 // Distributor stores machine-ID assignments. Every method is atomic in the
@@ -61,37 +89,50 @@ type Distributor interface {
 	// trying in this order:
 	//
 	//   - self: the ID inst already holds (a stable instance still holds its
-	//     ID after Revert);
+	//     ID after Revert). If inst is stable and another process holds the
+	//     ID live (it did not Revert, and its stored last timestamp is later
+	//     than now - safeGuard), Distribute changes nothing and fails with an
+	//     error wrapping engine.ErrInstanceInUse: two processes run with one
+	//     instance ID. An unstable inst takes its ID over, and the previous
+	//     holder's next Guard fails;
 	//   - reclaim: an ID nobody holds (an unstable instance reverted it), or
 	//     one held by an unstable instance whose stored last timestamp is
 	//     <= now - safeGuard. IDs held by stable instances are never
-	//     reclaimed; retiring one is an operator's job in the store;
+	//     reclaimed; retiring one is an operator's job in the store. A free
+	//     ID whose stored last timestamp is ahead of now (its last holder's
+	//     clock ran fast) is skipped: the next holder would have to wait it
+	//     out;
 	//   - new: a number never handed out;
+	//   - a skipped free ID, the least far ahead first;
 	//
 	// and otherwise fails with an error wrapping engine.ErrMachineIDOverflow.
 	// The returned LastTimestamp is the ID's stored last timestamp before
 	// this call (0 for a new number): the generator waits until its clock
-	// passes it. The store then records inst (and inst.Stable) as the holder
-	// and raises the stored timestamp to at least now, so the ID cannot be
-	// reclaimed for safeGuard. Arguments rejected by [ValidateDistribute] give
-	// an error wrapping engine.ErrInvalidConfig; a failing store, one wrapping
+	// passes it. The returned Holder is new: the store records it with inst
+	// (and inst.Stable) as the holder and raises the stored timestamp to at
+	// least now, so the ID cannot be reclaimed for safeGuard. Arguments
+	// rejected by [ValidateDistribute] give an error wrapping
+	// engine.ErrInvalidConfig; a failing store, one wrapping
 	// engine.ErrStoreUnavailable.
 	Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error)
-	// Guard records that inst still holds st.MachineID, raising the stored
-	// last timestamp to st.LastTimestamp (never lowering it: a delayed,
-	// older heartbeat must not make a live ID look expired). If inst does
-	// not hold st.MachineID any more, because another instance reclaimed it
-	// after inst was silent for safeGuard, Guard changes nothing and returns
-	// an error wrapping engine.ErrMachineIDLost.
+	// Guard records that inst still holds st.MachineID under st.Holder,
+	// raising the stored last timestamp to st.LastTimestamp (never lowering
+	// it: a delayed, older heartbeat must not make a live ID look expired).
+	// If inst does not hold st.MachineID under st.Holder any more, because
+	// another instance reclaimed it after inst was silent for safeGuard or
+	// another process with inst's ID took it over, Guard changes nothing
+	// and returns an error wrapping engine.ErrMachineIDLost that names the
+	// holder it found.
 	Guard(ctx context.Context, inst Instance, st State) error
 	// Revert gives the machine ID back when inst stops, storing
 	// st.LastTimestamp for whoever takes the ID next. It may be below what
 	// Guard stored: the caller passes at least the newest timestamp it
 	// used, so a clean stop leaves no reservation to wait out (a Lease
 	// passes its reservations too unless it has a TimestampSource). An
-	// unstable inst releases the ID; a stable one keeps holding it. If inst
-	// does not hold st.MachineID, Revert changes nothing (it must never free
-	// the new holder's ID) and returns an error wrapping
+	// unstable inst releases the ID; a stable one keeps holding it, with no
+	// live holder, so its next Distribute gets it at once. If inst does not
+	// hold st.MachineID under st.Holder, Revert changes nothing (it must
+	// never free the new holder's ID) and returns an error wrapping
 	// engine.ErrMachineIDLost.
 	Revert(ctx context.Context, inst Instance, st State) error
 }
@@ -118,4 +159,26 @@ func ResetGraceOf(d Distributor) time.Duration {
 		return g.ResetGrace()
 	}
 	return 0
+}
+
+// ServerClock is implemented by a [Distributor] whose store keeps time of
+// its own (a database or Redis server): [Acquire] compares the lease's clock
+// with it before distributing, because expiry decisions compare timestamps
+// written by one host's clock with another host's clock. It refuses a lease
+// whose clock is further off than its skew margin (an error wrapping
+// engine.ErrClockSkew) and warns beyond half of it. ServerTime returns the
+// server's current time; the zero time means the store has no clock apart
+// from this process's (SQLite), and nothing is checked.
+type ServerClock interface {
+	ServerTime(ctx context.Context) (time.Time, error)
+}
+
+// ServerTimeOf returns d's server time, the zero time when d is no
+// [ServerClock]. A decorator of a Distributor implements ServerClock with
+// it, so wrapping a store never hides its clock from [Acquire].
+func ServerTimeOf(ctx context.Context, d Distributor) (time.Time, error) {
+	if c, ok := d.(ServerClock); ok {
+		return c.ServerTime(ctx)
+	}
+	return time.Time{}, nil
 }

@@ -19,7 +19,9 @@
 //	<base>segment:<name>                 string: the last max ID handed out
 //	<base>machine:<namespace>:instances  hash: instance ID -> machine ID
 //	<base>machine:<namespace>:machines   hash: machine ID -> "lastTimestamp|stable|instance"
-//	<base>machine:<namespace>:reclaim    sorted set: reclaimable machine IDs
+//	<base>machine:<namespace>:reclaim    sorted set: unstable owners' IDs by last timestamp
+//	<base>machine:<namespace>:free       sorted set: free IDs by last timestamp
+//	<base>machine:<namespace>:holders    hash: machine ID -> the secret of its live holding
 //
 // idforge's load is one script per segment range and per heartbeat, which
 // one Redis node serves many times over; a cluster gives the store
@@ -42,29 +44,36 @@
 // for the ID (the newest of the distribution times and the timestamps given
 // to Guard and Revert, in Unix milliseconds), whether the owner is stable,
 // and the owner's instance ID ("" when free). The instances hash is the
-// reverse index for reuse. The reclaim sorted set holds the IDs a
-// newcomer may take: free IDs with score -inf, and IDs of unstable owners
-// scored by their last timestamp. Stable owners are not in it, so their IDs
-// are never reclaimed.
+// reverse index for reuse. The free sorted set holds the free IDs and the
+// reclaim sorted set the IDs of unstable owners, both scored by their last
+// timestamp. Stable owners are in neither, so their IDs are never
+// reclaimed. (A store written before the free set kept free IDs in reclaim
+// at -inf; Distribute moves them over.) The holders hash records the
+// secret of each live holding (machine.State.Holder), made at Distribute
+// and dropped at Revert.
 //
-// Distribute reuses this instance's own ID; else reclaims the lowest-scored
-// ID of the reclaim set with a score <= now - safeGuard (free IDs first,
-// then the longest silent), removing the previous owner's mapping; else
-// takes the next unused number; else fails with an error wrapping
+// Distribute reuses this instance's own ID, unless the instance is stable
+// and another holding of it heartbeated within safeGuard (an error wrapping
+// engine.ErrInstanceInUse); else takes the free ID with the lowest score
+// <= now; else reclaims the lowest-scored ID of the reclaim set with a score
+// <= now - safeGuard (the longest silent), removing the previous owner's
+// mapping; else takes the next unused number; else the free ID stamped
+// least far ahead of now; else fails with an error wrapping
 // engine.ErrMachineIDOverflow. The returned State.LastTimestamp is the stored
 // last timestamp before this call (0 for a new number): the generator waits
 // until its clock passes it. Guard raises the stored timestamp to the one it
-// is given if the instance still holds the ID, else fails with
-// engine.ErrMachineIDLost; it never lowers the stored timestamp. Revert
-// stores the timestamp it is given (the newest one the generator used, which
-// may be below what Guard reserved) and frees the ID of an unstable instance;
-// a stable one keeps it.
+// is given if the instance still holds the ID under the holder it presents,
+// else fails with engine.ErrMachineIDLost; it never lowers the stored
+// timestamp. Revert stores the timestamp it is given (the newest one the
+// generator used, which may be below what Guard reserved), ends the holding
+// and frees the ID of an unstable instance; a stable one keeps it.
 //
 // "now" is read from [Settings.Clock] (default clock.System) and passed into
 // the scripts, so every instance judges expiry by its own clock and tests can
 // use clock.Fake. Instances whose clocks disagree by more than the safe-guard
 // duration can reclaim each other's live IDs: keep the safe guard well above
-// the clock skew.
+// the clock skew. machine.Acquire refuses a host whose clock is further from
+// the Redis server's ([Store.ServerTime]) than the lease's skew margin.
 //
 // # Store resets
 //

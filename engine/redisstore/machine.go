@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -30,20 +32,35 @@ var (
 var (
 	_ machine.Distributor = (*Store)(nil)
 	_ machine.ResetGracer = (*Store)(nil)
+	_ machine.ServerClock = (*Store)(nil)
 )
 
 // ResetGrace returns [Settings.ResetGrace] as resolved: what
 // machine.Acquire checks a lease's settings against.
 func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
 
+// ServerTime reads the Redis server's clock (TIME), which machine.Acquire
+// compares with the lease's (machine.ServerClock).
+func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
+	t, err := s.client.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, s.unavailable("reading the server's clock", err)
+	}
+	return t, nil
+}
+
 // Distribute returns inst's machine ID in [0, 2^machineBits): its own if it
-// holds one, else a free one or one silent for at least safeGuard, else the
-// next unused number. When every number is held it returns an error wrapping
-// engine.ErrMachineIDOverflow. State.LastTimestamp is the last timestamp
-// stored for the ID before this call, 0 for a number never used. It is one
-// script, one round trip, that also checks the store's epoch: a store that
-// forgot its state gives an error wrapping engine.ErrStoreReset, and the
-// next Distribute waits out the reset grace.
+// holds one, else a free one or one silent for at least safeGuard, not
+// stamped ahead of now, else the next unused number, else the free one
+// stamped least far ahead. When every number is held it returns an error
+// wrapping engine.ErrMachineIDOverflow. A stable inst whose ID another
+// process holds live (its holder stored a last timestamp within safeGuard
+// and did not revert) gets an error wrapping engine.ErrInstanceInUse, and
+// nothing changes. State.LastTimestamp is the last timestamp stored for the
+// ID before this call, 0 for a number never used; State.Holder is new and
+// recorded with the ID. It is one script, one round trip, that also checks
+// the store's epoch: a store that forgot its state gives an error wrapping
+// engine.ErrStoreReset, and the next Distribute waits out the reset grace.
 func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
@@ -58,14 +75,18 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	if err != nil {
 		return machine.State{}, err
 	}
+	holder := machine.Holder(rand.Text())
 	res, err := distributeScript.Eval(ctx, s.client, s.machineKeys(inst),
-		token, inst.ID, flag(inst.Stable), int64(1)<<machineBits, s.now(), safeGuard.Milliseconds()).Slice()
+		token, inst.ID, flag(inst.Stable), int64(1)<<machineBits, s.now(), safeGuard.Milliseconds(), string(holder)).Slice()
 	if err != nil {
 		return machine.State{}, s.unavailable(what, err)
 	}
 	switch r := reply(res); r.kind() {
 	case "ok":
-		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2)}, nil
+		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2), Holder: holder}, nil
+	case "live":
+		return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse,
+			holding.InUse(r.int(1), machine.Holder(r.str(3)), r.int(2), safeGuard))
 	case "full":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: all %d IDs of %d machine bits in use, none free or silent for %v",
 			s.name, what, engine.ErrMachineIDOverflow, int64(1)<<machineBits, machineBits, safeGuard)
@@ -75,27 +96,31 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	return machine.State{}, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }
 
-// Guard records that inst still holds st.MachineID, raising the stored last
-// timestamp to st.LastTimestamp (never lowering it); a machine.Lease passes
-// the heartbeat time, which keeps the ID from expiring. If inst no longer
-// holds the ID (it was reclaimed after a long silence, or reverted) Guard
-// changes nothing and returns an error wrapping engine.ErrMachineIDLost that
-// names the new holder; if the store forgot its state (its epoch changed),
-// one wrapping engine.ErrStoreReset. Guard does not wait out a reset grace.
+// Guard records that inst still holds st.MachineID under st.Holder, raising
+// the stored last timestamp to st.LastTimestamp (never lowering it); a
+// machine.Lease passes the heartbeat time, which keeps the ID from
+// expiring. If inst no longer holds the ID under st.Holder (it was
+// reclaimed after a long silence, reverted, or taken over by another
+// process with inst's ID) Guard changes nothing and returns an error
+// wrapping engine.ErrMachineIDLost that names the holder found; if the
+// store forgot its state (its epoch changed), one wrapping
+// engine.ErrStoreReset. Guard does not wait out a reset grace.
 func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	return s.own(ctx, guardScript, "heartbeat", inst, st)
 }
 
 // Revert gives st.MachineID back, storing st.LastTimestamp for the next
-// holder (even below what Guard stored: see [machine.Distributor]). A stable instance keeps holding the
-// ID for its next start. If inst no longer holds the ID Revert changes
-// nothing and returns an error wrapping engine.ErrMachineIDLost (or
+// holder (even below what Guard stored: see [machine.Distributor]), and
+// ends the holding. A stable instance keeps the ID for its next start. If
+// inst no longer holds the ID under st.Holder Revert changes nothing and
+// returns an error wrapping engine.ErrMachineIDLost (or
 // engine.ErrStoreReset when the store's epoch changed).
 func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
 	return s.own(ctx, revertScript, "revert", inst, st, flag(inst.Stable))
 }
 
-// own runs a script that acts on st.MachineID only while inst owns it.
+// own runs a script that acts on st.MachineID only while inst owns it
+// under st.Holder.
 func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst machine.Instance, st machine.State, extra ...any) error {
 	if err := inst.Validate(); err != nil {
 		return err
@@ -105,7 +130,7 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 	}
 	what := fmt.Sprintf("namespace %q instance %q: %s of machine ID %d", inst.Namespace, inst.ID, op, st.MachineID)
 	token, sent := s.epoch.Token(), s.cfg.Clock.Now()
-	args := append([]any{token, inst.ID, st.MachineID, st.LastTimestamp}, extra...)
+	args := append([]any{token, inst.ID, st.MachineID, st.LastTimestamp, string(st.Holder)}, extra...)
 	res, err := script.Eval(ctx, s.client, s.machineKeys(inst), args...).Slice()
 	if err != nil {
 		return s.unavailable(what, err)
@@ -115,11 +140,15 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 		s.epoch.Confirm(sent)
 		return nil
 	case "lost":
-		holder := "it is free"
-		if owner := r.str(1); owner != "" {
-			holder = fmt.Sprintf("instance %q holds it", owner)
+		held := "it is free"
+		switch owner := r.str(1); owner {
+		case "":
+		case inst.ID:
+			held = holding.Taken(machine.Holder(r.str(2)), st.Holder)
+		default:
+			held = fmt.Sprintf("instance %q holds it", owner)
 		}
-		return fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrMachineIDLost, holder)
+		return fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrMachineIDLost, held)
 	case "reset":
 		return s.reset(ctx, token, r.str(1), what)
 	}
@@ -127,10 +156,11 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 }
 
 // machineKeys returns the epoch key and the namespace's instances hash,
-// machines hash and reclaim set, which all share the store's hash tag.
+// machines hash, reclaim set, free set and holders hash, which all share
+// the store's hash tag.
 func (s *Store) machineKeys(inst machine.Instance) []string {
 	ns := s.base + "machine:" + inst.Namespace + ":"
-	return []string{s.EpochKey(), ns + "instances", ns + "machines", ns + "reclaim"}
+	return []string{s.EpochKey(), ns + "instances", ns + "machines", ns + "reclaim", ns + "free", ns + "holders"}
 }
 
 func (s *Store) now() int64 { return s.cfg.Clock.Now().UnixMilli() }

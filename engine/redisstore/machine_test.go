@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
@@ -102,7 +105,7 @@ func TestMachineReclaimsExpiredAndOwnerLosesIt(t *testing.T) {
 
 	// b heartbeats half way; a stays silent.
 	fake.Advance(safeGuard / 2)
-	if err := d.Guard(ctx, b, machine.State{MachineID: stB.MachineID, LastTimestamp: fake.Now().UnixMilli()}); err != nil {
+	if err := d.Guard(ctx, b, machine.State{MachineID: stB.MachineID, LastTimestamp: fake.Now().UnixMilli(), Holder: stB.Holder}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,7 +146,7 @@ func TestMachineGuardRenewsExpiredButUnclaimedID(t *testing.T) {
 	// Expired but nobody took it yet: a still holds it and its heartbeat
 	// restarts the safe guard.
 	fake.Advance(2 * safeGuard)
-	if err := d.Guard(ctx, a, machine.State{MachineID: stA.MachineID, LastTimestamp: fake.Now().UnixMilli()}); err != nil {
+	if err := d.Guard(ctx, a, machine.State{MachineID: stA.MachineID, LastTimestamp: fake.Now().UnixMilli(), Holder: stA.Holder}); err != nil {
 		t.Fatal(err)
 	}
 	fake.Advance(safeGuard - time.Millisecond)
@@ -159,14 +162,15 @@ func TestMachineRevertFreesUnstableID(t *testing.T) {
 	stA := distribute(t, d, a, 6)
 	distribute(t, d, inst("b"), 6)
 	last := fakeStart.Add(10 * time.Second).UnixMilli() // ahead of the clock: must survive
-	if err := d.Revert(ctx, a, machine.State{MachineID: stA.MachineID, LastTimestamp: last}); err != nil {
+	if err := d.Revert(ctx, a, machine.State{MachineID: stA.MachineID, LastTimestamp: last, Holder: stA.Holder}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Guard(ctx, a, stA); !errors.Is(err, engine.ErrMachineIDLost) {
 		t.Fatalf("guard after revert: got %v, want ErrMachineIDLost", err)
 	}
-	// A free ID is taken at once, before any new number, with its saved timestamp.
-	fake.Advance(time.Second)
+	// A free ID is taken before any new number once the clock passed its
+	// saved timestamp (before, it goes out last), with that timestamp.
+	fake.Advance(11 * time.Second)
 	st := distribute(t, d, inst("c"), 6)
 	if st.MachineID != stA.MachineID || st.LastTimestamp != last {
 		t.Fatalf("c got %+v, want the reverted ID %d with last timestamp %d", st, stA.MachineID, last)
@@ -179,7 +183,7 @@ func TestMachineStableKeepsID(t *testing.T) {
 	s := machine.Instance{Namespace: "svc", ID: "pod-0", Stable: true}
 	stS := distribute(t, d, s, 6)
 	last := fakeStart.Add(time.Second).UnixMilli()
-	if err := d.Revert(ctx, s, machine.State{MachineID: stS.MachineID, LastTimestamp: last}); err != nil {
+	if err := d.Revert(ctx, s, machine.State{MachineID: stS.MachineID, LastTimestamp: last, Holder: stS.Holder}); err != nil {
 		t.Fatal(err)
 	}
 	// Neither a revert nor any silence frees a stable instance's ID.
@@ -202,7 +206,7 @@ func TestMachineRevertAsStableKeepsUnstableIDHeld(t *testing.T) {
 	// stays reclaimable, but only a safe guard after the saved timestamp.
 	last := fakeStart.Add(10 * time.Second)
 	stable := machine.Instance{Namespace: a.Namespace, ID: a.ID, Stable: true}
-	if err := d.Revert(ctx, stable, machine.State{MachineID: stA.MachineID, LastTimestamp: last.UnixMilli()}); err != nil {
+	if err := d.Revert(ctx, stable, machine.State{MachineID: stA.MachineID, LastTimestamp: last.UnixMilli(), Holder: stA.Holder}); err != nil {
 		t.Fatal(err)
 	}
 	fake.Set(last.Add(safeGuard - time.Millisecond))
@@ -270,7 +274,7 @@ func TestMachineOneRoundTripPerCall(t *testing.T) {
 		name string
 		do   func() error
 	}{
-		{"distribute", func() error { _, err := d.Distribute(ctx, b, 6, safeGuard); return err }},
+		{"distribute", func() error { var err error; st, err = d.Distribute(ctx, b, 6, safeGuard); return err }},
 		{"guard", func() error { return d.Guard(ctx, b, st) }},
 		{"revert", func() error { return d.Revert(ctx, b, st) }},
 	}
@@ -330,4 +334,41 @@ func TestMachineConformance(t *testing.T) {
 		}
 		return d
 	})
+}
+
+// TestMachineDataFromBeforeHolders: a store written before free IDs had a
+// set of their own (they sat in the reclaim set at -inf) and before
+// holdings were recorded. Its free IDs move to the free set, one stamped
+// ahead of the clock going out last, and a stable instance's ID, with no
+// holding on record, goes back to it.
+func TestMachineDataFromBeforeHolders(t *testing.T) {
+	ctx := context.Background()
+	d, fake, e := machineEnv(t)
+	ns := strings.TrimSuffix(d.EpochKey(), "epoch") + "machine:svc:"
+	now := fake.Now().UnixMilli()
+	old := e.client.TxPipeline()
+	old.HSet(ctx, ns+"machines", "0", fmt.Sprintf("%d|0|", now+time.Hour.Milliseconds()), "1", fmt.Sprintf("%d|0|", now-1000),
+		"2", fmt.Sprintf("%d|1|pod-0", now))
+	old.ZAdd(ctx, ns+"reclaim", redis.Z{Score: math.Inf(-1), Member: "0"}, redis.Z{Score: math.Inf(-1), Member: "1"})
+	old.HSet(ctx, ns+"instances", "pod-0", "2")
+	if _, err := old.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	pod := machine.Instance{Namespace: "svc", ID: "pod-0", Stable: true}
+	if st := distribute(t, d, pod, 2); st.MachineID != 2 || st.LastTimestamp != now {
+		t.Fatalf("pod-0 got %+v, want its machine ID 2 with LastTimestamp %d", st, now)
+	}
+	for _, want := range []struct {
+		id      string
+		machine int64
+		last    int64
+	}{{"a", 1, now - 1000}, {"b", 3, 0}, {"c", 0, now + time.Hour.Milliseconds()}} {
+		if st := distribute(t, d, inst(want.id), 2); st.MachineID != want.machine || st.LastTimestamp != want.last {
+			t.Fatalf("%s got %+v, want machine ID %d with LastTimestamp %d", want.id, st, want.machine, want.last)
+		}
+	}
+	if n, err := e.client.ZCount(ctx, ns+"reclaim", "-inf", "-inf").Result(); err != nil || n != 0 {
+		t.Fatalf("reclaim set still holds %d IDs at -inf (%v)", n, err)
+	}
 }

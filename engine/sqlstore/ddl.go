@@ -133,3 +133,35 @@ func (t tables) ensure(ctx context.Context, db *sql.DB, d Dialect) error {
 	}
 	return tx.Commit()
 }
+
+// addHolder adds the holder column to a machine table created by a DDL from
+// before it existed, taking the column's definition from the current DDL.
+// Several processes may run it at once: one ALTER wins, and the others find
+// the column there.
+func (t tables) addHolder(ctx context.Context, db *sql.DB, d Dialect) error {
+	has := func() bool {
+		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.machine()+" WHERE 1 = 0")
+		if err != nil {
+			return false
+		}
+		return rows.Close() == nil
+	}
+	if has() {
+		return nil
+	}
+	stmts, err := t.statements(d)
+	if err != nil {
+		return err
+	}
+	var column string
+	for line := range strings.Lines(stmts[1]) { // the machine table's
+		if def := strings.TrimSpace(line); strings.HasPrefix(def, "holder ") {
+			column = strings.TrimSuffix(def, ",")
+		}
+	}
+	alter := "ALTER TABLE " + t.machine() + " ADD COLUMN " + column
+	if _, err := db.ExecContext(ctx, alter); err != nil && !has() {
+		return fmt.Errorf("the machine table lacks the holder column and adding it failed; run %q: %w", alter, err)
+	}
+	return nil
+}

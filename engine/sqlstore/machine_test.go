@@ -121,8 +121,8 @@ func TestMachineSelfNewAndReclaim(t *testing.T) {
 		if stA.MachineID != 0 || stB.MachineID != 1 || stA.LastTimestamp != 0 {
 			t.Fatalf("new IDs: a=%+v b=%+v; want 0 and 1 with no last timestamp", stA, stB)
 		}
-		if again := distribute(t, m, a, 10); again.MachineID != 0 {
-			t.Errorf("a asking again got %d; want its own 0", again.MachineID)
+		if stA = distribute(t, m, a, 10); stA.MachineID != 0 {
+			t.Errorf("a asking again got %d; want its own 0", stA.MachineID)
 		}
 
 		// a heartbeats; b does not. Until a full safe guard has passed since
@@ -174,8 +174,8 @@ func TestMachineStableKeepsItsID(t *testing.T) {
 			t.Fatalf("x took the stable instance's %d", st.MachineID)
 		}
 		back := distribute(t, m, s, 4)
-		if back != st {
-			t.Errorf("stable instance back: %+v; want %+v", back, st)
+		if back.MachineID != st.MachineID || back.LastTimestamp != st.LastTimestamp {
+			t.Errorf("stable instance back: %+v; want machine ID %d with LastTimestamp %d", back, st.MachineID, st.LastTimestamp)
 		}
 		if err := m.Guard(ctx, s, back); err != nil {
 			t.Errorf("stable heartbeat: %v", err)
@@ -195,16 +195,18 @@ func TestMachineRevertFreesAndStoresTimestamp(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A heartbeat never moves the stored timestamp back.
-		if err := m.Guard(ctx, u, machine.State{MachineID: st.MachineID, LastTimestamp: ahead - 1000}); err != nil {
+		if err := m.Guard(ctx, u, machine.State{MachineID: st.MachineID, LastTimestamp: ahead - 1000, Holder: st.Holder}); err != nil {
 			t.Fatal(err)
 		}
 		// The clean stop used less than its heartbeats reserved: Revert
 		// stores what was used, not the reservation.
 		used := ahead - 2000
-		if err := m.Revert(ctx, u, machine.State{MachineID: st.MachineID, LastTimestamp: used}); err != nil {
+		if err := m.Revert(ctx, u, machine.State{MachineID: st.MachineID, LastTimestamp: used, Holder: st.Holder}); err != nil {
 			t.Fatal(err)
 		}
-		// Free at once, no safe guard to wait for, with the timestamp to wait out.
+		// Free once the clock passed it (a row stamped ahead goes out last),
+		// no safe guard to wait for, with the timestamp to wait out.
+		c.Advance(2 * time.Second)
 		v := distribute(t, m, unstable("v"), 4)
 		if v.MachineID != st.MachineID || v.LastTimestamp != used {
 			t.Errorf("v got %+v; want machine %d with last timestamp %d", v, st.MachineID, used)
@@ -250,21 +252,32 @@ func TestMachineRoundTrips(t *testing.T) {
 		m := storeOn(t, db, sqlstore.WithClock(c))
 		db.SetMaxOpenConns(1) // every statement prepared once, on one connection
 		mysql := d.Name == "mariadb"
-		want := map[string]int64{"new": 2, "self": 1, "guard": 1, "revert": 1, "reclaim": 1}
+		want := map[string]int64{"new": 2, "self": 1, "guard": 1, "revert": 1, "reclaim": 1, "refusal": 1, "ahead": 4}
 		if mysql {
-			want["new"], want["self"], want["reclaim"] = 3, 2, 2
+			want["new"], want["self"], want["reclaim"], want["refusal"] = 3, 2, 2, 2
 		}
 		// Prepare everything once, outside the count.
-		warm := distribute(t, m, unstable("warm"), 8)
 		distribute(t, m, unstable("warm"), 8)
+		warm := distribute(t, m, unstable("warm"), 8)
 		if err := m.Revert(ctx, unstable("warm"), warm); err != nil {
 			t.Fatal(err)
 		}
-		distribute(t, m, unstable("warm2"), 8)
+		warm = distribute(t, m, unstable("warm2"), 8)
 		if err := m.Guard(ctx, unstable("warm2"), warm); err != nil {
 			t.Fatal(err)
 		}
 		distribute(t, m, unstable("warm3"), 8)
+		// A namespace of two IDs: one held, one given back stamped ahead.
+		ahead := func(id string) machine.Instance { return machine.Instance{Namespace: "ahead", ID: id} }
+		x0 := distribute(t, m, ahead("x0"), 1)
+		distribute(t, m, ahead("x1"), 1)
+		if _, err := m.Distribute(ctx, ahead("x2"), 1, safeGuard); !errors.Is(err, engine.ErrMachineIDOverflow) {
+			t.Fatalf("a full namespace: %v, want overflow", err)
+		}
+		x0.LastTimestamp = c.Now().Add(time.Hour).UnixMilli()
+		if err := m.Revert(ctx, ahead("x0"), x0); err != nil {
+			t.Fatal(err)
+		}
 
 		var st machine.State
 		check := func(path string, f func()) {
@@ -276,7 +289,7 @@ func TestMachineRoundTrips(t *testing.T) {
 		}
 		a := unstable("a")
 		check("new", func() { st = distribute(t, m, a, 8) })
-		check("self", func() { distribute(t, m, a, 8) })
+		check("self", func() { st = distribute(t, m, a, 8) })
 		check("guard", func() {
 			if err := m.Guard(ctx, a, st); err != nil {
 				t.Fatal(err)
@@ -288,6 +301,18 @@ func TestMachineRoundTrips(t *testing.T) {
 			}
 		})
 		check("reclaim", func() { distribute(t, m, unstable("b"), 8) })
+		pod := machine.Instance{Namespace: "svc", ID: "pod-0", Stable: true}
+		distribute(t, m, pod, 8)
+		check("refusal", func() {
+			if _, err := m.Distribute(ctx, pod, 8, safeGuard); !errors.Is(err, engine.ErrInstanceInUse) {
+				t.Errorf("a second process on pod-0: %v, want ErrInstanceInUse", err)
+			}
+		})
+		check("ahead", func() {
+			if st := distribute(t, m, ahead("y"), 1); st.MachineID != x0.MachineID {
+				t.Errorf("y got machine ID %d, want %d, stamped ahead but the only one left", st.MachineID, x0.MachineID)
+			}
+		})
 	})
 }
 

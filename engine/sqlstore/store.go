@@ -13,10 +13,14 @@
 //     = LAST_INSERT_ID(…) on MySQL/MariaDB, whose result carries the new
 //     maximum (a new name's first fetch also inserts its row);
 //   - a machine ID is claimed with one conditional UPDATE that prefers the
-//     instance's own row, then a free or expired one, and re-checks that
-//     choice against racing writers; only when none is left is the next
-//     number inserted, guarded by the primary key. [Store.Distribute] lists
-//     the round trips per path and dialect.
+//     instance's own row, then a free or expired one not stamped ahead of
+//     the clock, and re-checks that choice against racing writers; only
+//     when none is left is the next number inserted, guarded by the primary
+//     key. The claim records a new holder secret, which heartbeats and
+//     releases must present. [Store.Distribute] lists the round trips per
+//     path and dialect;
+//   - [Store.ServerTime] reads the database server's clock, for
+//     machine.Acquire to check the host's clock against.
 //
 // # Store resets
 //
@@ -211,8 +215,9 @@ type Store struct {
 
 // Open returns a Store on db. It validates the settings, detects the
 // dialect unless [Settings.Dialect] is given, checks that SQLite is new
-// enough, creates the tables with [Settings.CreateTables], and reads the
-// store's epoch: a store without one (a first start, or tables emptied or
+// enough, creates the tables with [Settings.CreateTables], adds the
+// columns a table created by an older DDL lacks (the machine table's
+// holder), and reads the store's epoch: a store without one (a first start, or tables emptied or
 // recreated: they cannot be told apart) gets a new epoch, and Open then
 // waits [Settings.ResetGrace] so that processes still working under a
 // forgotten epoch have stopped before this one hands anything out.
@@ -282,6 +287,10 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if err != nil {
 		s.Close()
 		return nil, err
+	}
+	if err := t.addHolder(ctx, db, cfg.Dialect); err != nil {
+		s.Close()
+		return nil, s.unavailable("upgrading the machine table", err)
 	}
 	s.epoch.Set(token)
 	if _, err := s.epoch.Wait(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	idforge "github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
@@ -46,8 +47,16 @@ type source struct {
 }
 
 func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, error) {
+	// A worker restarted with its clock offset differs from the store's
+	// clock by that much, and Acquire refuses a clock further off than the
+	// skew margin (by default a fifth of the safe-guard, less than the
+	// offset): the margin covers it.
+	var margin time.Duration
+	if off := w.cfg.ClockOffset; off != 0 {
+		margin = max(off, -off) + w.cfg.SafeGuard/5
+	}
 	leaseOpts := []machine.Option{
-		machine.WithSafeGuard(w.cfg.SafeGuard), machine.WithHeartbeat(w.cfg.Heartbeat),
+		machine.WithSafeGuard(w.cfg.SafeGuard), machine.WithHeartbeat(w.cfg.Heartbeat), machine.WithSkewMargin(margin),
 		machine.WithClock(w.clk), machine.WithLogger(w.log), machine.WithReservation(w.cfg.Reserve),
 	}
 	sfOpts := []snowflake.Option{snowflake.WithClock(w.clk), snowflake.WithMaxBackwards(w.cfg.MaxBackwards)}
@@ -69,7 +78,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		Instance:     inst,
 		Clock:        w.clk,
 		MaxBackwards: w.cfg.MaxBackwards,
-		Lease:        machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, Reservation: reserve},
+		Lease:        machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Reservation: reserve},
 		Chain:        segment.Settings{MaxWait: chainMaxWait},
 		Logger:       w.log,
 	}

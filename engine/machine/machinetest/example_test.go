@@ -22,7 +22,8 @@ func ExampleNewMemory() {
 	fmt.Println("a:", sa.MachineID, "b:", sb.MachineID)
 
 	// a stops and gives its ID back with the last timestamp it used.
-	_ = mem.Revert(ctx, a, machine.State{MachineID: sa.MachineID, LastTimestamp: clk.Now().UnixMilli()})
+	sa.LastTimestamp = clk.Now().UnixMilli()
+	_ = mem.Revert(ctx, a, sa)
 	c := machine.Instance{Namespace: "orders", ID: "10.0.0.3:8080"}
 	sc, _ := mem.Distribute(ctx, c, 10, 5*time.Minute)
 	fmt.Println("c:", sc.MachineID, "waits until", time.UnixMilli(sc.LastTimestamp).UTC().Format(time.RFC3339))

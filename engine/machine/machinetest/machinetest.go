@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,13 +57,27 @@ func init() { nonce.Store(time.Now().UnixNano()) }
 // Distribute neither succeed nor disturb the new holder (ExpiredIsReclaimed);
 // 16 instances racing for 8 expired IDs: 8 get distinct ones, 8 overflow
 // (ReclaimRace); a stable instance's ID is never reclaimed, whether it
-// reverted or crashed, and comes back to it (StableIsReserved).
+// reverted or crashed, and comes back to it (StableIsReserved); a free ID
+// stamped ahead of the clock goes out only after every other free ID and
+// every new number, the least far ahead first (FutureStampedLast); Guard and
+// Revert need the holder secret of the latest Distribute, and a second
+// Distribute of an instance ends the first holding (Holder); a stable
+// instance held live by another process is refused with ErrInstanceInUse
+// until the holder reverts or stays silent for the safe-guard
+// (StableHeldLiveRefused); the same through machine.Acquire, where the
+// refused lease names the instance and the first lease, cut off until
+// another took the ID over, ends at its next heartbeat and logs both
+// holders (StableLeaseTakenOver); and, where the distributor has a server
+// clock (machine.ServerClock), Acquire refuses a clock further from it than
+// the skew margin, warns beyond half of it and accepts one within
+// (ServerClockSkew).
 //
 // newDistributor is called once per subtest with a fresh clock.Fake, which
-// the distributor must read "now" from (sleeping on it would advance it). The
-// distributor must be safe for concurrent use: up to 64 goroutines call it at
-// once. Every subtest works in namespaces of its own, so all may share one
-// store; they are made of letters, digits and '-'.
+// the distributor must read "now" from and must not sleep on (the lease
+// cases set ManualSleep). The distributor must be safe for concurrent use:
+// up to 64 goroutines call it at once. Every subtest works in namespaces of
+// its own, so all may share one store; they are made of letters, digits and
+// '-'.
 func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.Distributor) {
 	t.Helper()
 	cases := []struct {
@@ -78,6 +93,11 @@ func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.
 		{"ExpiredIsReclaimed", testExpired},
 		{"ReclaimRace", testReclaimRace},
 		{"StableIsReserved", testStable},
+		{"FutureStampedLast", testFutureStamped},
+		{"Holder", testHolder},
+		{"StableHeldLiveRefused", testStableLive},
+		{"StableLeaseTakenOver", testStableLease},
+		{"ServerClockSkew", testServerClock},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -129,6 +149,21 @@ func (e *env) overflow(inst machine.Instance, bits int) {
 	}
 }
 
+// at returns st, the same holding, with the last timestamp ts.
+func at(st machine.State, ts int64) machine.State {
+	st.LastTimestamp = ts
+	return st
+}
+
+// wantState fails unless got is machine ID want.MachineID with last
+// timestamp want.LastTimestamp (the holder is new at every Distribute).
+func (e *env) wantState(what string, got, want machine.State) {
+	e.t.Helper()
+	if got.MachineID != want.MachineID || got.LastTimestamp != want.LastTimestamp {
+		e.t.Fatalf("%s: got machine ID %d with LastTimestamp %d, want %d with %d", what, got.MachineID, got.LastTimestamp, want.MachineID, want.LastTimestamp)
+	}
+}
+
 func (e *env) guard(inst machine.Instance, st machine.State) {
 	e.t.Helper()
 	if err := e.d.Guard(e.t.Context(), inst, st); err != nil {
@@ -165,9 +200,15 @@ func (e *env) fill(prefix string, n, bits int) []machine.State {
 	return sts
 }
 
+// winner is who got a machine ID in a race, and the state they got.
+type winner struct {
+	inst machine.Instance
+	st   machine.State
+}
+
 // race distributes to the given instances concurrently and returns each
 // result; it fails the test on errors other than ErrMachineIDOverflow.
-func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]machine.Instance, overflows int) {
+func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]winner, overflows int) {
 	e.t.Helper()
 	sts := make([]machine.State, len(insts))
 	errs := make([]error, len(insts))
@@ -181,7 +222,7 @@ func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]machine.In
 	}
 	close(gate)
 	wg.Wait()
-	ids = map[int64]machine.Instance{}
+	ids = map[int64]winner{}
 	for i, err := range errs {
 		switch {
 		case errors.Is(err, engine.ErrMachineIDOverflow):
@@ -191,12 +232,12 @@ func (e *env) race(insts []machine.Instance, bits int) (ids map[int64]machine.In
 		default:
 			id := sts[i].MachineID
 			if other, dup := ids[id]; dup {
-				e.t.Fatalf("machine ID %d handed to both %v and %v", id, other, insts[i])
+				e.t.Fatalf("machine ID %d handed to both %v and %v", id, other.inst, insts[i])
 			}
 			if id < 0 || id >= 1<<bits {
 				e.t.Fatalf("machine ID %d for %v outside [0, %d)", id, insts[i], 1<<bits)
 			}
-			ids[id] = insts[i]
+			ids[id] = winner{insts[i], sts[i]}
 		}
 	}
 	return ids, overflows
@@ -257,8 +298,8 @@ func testRace(e *env) {
 		e.t.Fatalf("%d racers got %d distinct machine IDs and %d overflows; want %d and 0", len(insts), len(ids), overflows, 1<<bits)
 	}
 	e.overflow(e.inst("one-too-many"), bits)
-	for id, inst := range ids {
-		e.guard(inst, machine.State{MachineID: id, LastTimestamp: e.now()})
+	for _, h := range ids {
+		e.guard(h.inst, at(h.st, e.now()))
 	}
 }
 
@@ -273,14 +314,13 @@ func testGuard(e *env) {
 	a := e.inst("a")
 	st := e.distribute(a, 4)
 	ahead := e.now() + 10_000
-	e.guard(a, machine.State{MachineID: st.MachineID, LastTimestamp: ahead})
-	if got := e.distribute(a, 4); got.MachineID != st.MachineID || got.LastTimestamp != ahead {
-		e.t.Errorf("after Guard(LastTimestamp %d) Distribute = %+v, want {MachineID:%d LastTimestamp:%d}", ahead, got, st.MachineID, ahead)
-	}
+	e.guard(a, at(st, ahead))
+	got := e.distribute(a, 4)
+	e.wantState(fmt.Sprintf("after Guard(LastTimestamp %d) Distribute", ahead), got, at(st, ahead))
 	// An older, delayed heartbeat must not lower it.
-	e.guard(a, machine.State{MachineID: st.MachineID, LastTimestamp: ahead - 5_000})
-	if got := e.distribute(a, 4); got.LastTimestamp != ahead {
-		e.t.Errorf("an older Guard lowered LastTimestamp from %d to %d", ahead, got.LastTimestamp)
+	e.guard(a, at(got, ahead-5_000))
+	if again := e.distribute(a, 4); again.LastTimestamp != ahead {
+		e.t.Errorf("an older Guard lowered LastTimestamp from %d to %d", ahead, again.LastTimestamp)
 	}
 	e.lost(e.inst("intruder"), st)
 	e.lost(a, machine.State{MachineID: st.MachineID + 1, LastTimestamp: e.now()})
@@ -293,14 +333,12 @@ func testRevert(e *env) {
 	e.overflow(late, bits)
 	// The heartbeat reserved 5 s ahead; the clean stop used only 3 s of it,
 	// and the next holder must wait out those, not the reservation.
-	e.guard(a, machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 5_000})
-	reverted := machine.State{MachineID: sts[0].MachineID, LastTimestamp: e.now() + 3_000}
+	e.guard(a, at(sts[0], e.now()+5_000))
+	reverted := at(sts[0], e.now()+3_000)
 	e.revert(a, reverted)
 
 	got := e.distribute(late, bits)
-	if got != reverted {
-		e.t.Fatalf("after a0 reverted %+v, late got %+v; want that ID and its timestamp to wait out", reverted, got)
-	}
+	e.wantState("after a0 reverted, late", got, reverted)
 	e.lost(a, reverted)
 	e.guard(late, got) // a0's Revert above must not have freed it
 	e.overflow(e.inst("later"), bits)
@@ -310,20 +348,17 @@ func testExpired(e *env) {
 	const bits = 2
 	sts := e.fill("a", 1<<bits, bits)
 	t0 := e.now()
-	e.guard(e.inst("a0"), machine.State{MachineID: sts[0].MachineID, LastTimestamp: t0})
+	e.guard(e.inst("a0"), at(sts[0], t0))
 	e.clk.Advance(safeGuard - time.Millisecond)
 	for i := 1; i < len(sts); i++ {
-		e.guard(e.inst("a"+strconv.Itoa(i)), machine.State{MachineID: sts[i].MachineID, LastTimestamp: e.now()})
+		e.guard(e.inst("a"+strconv.Itoa(i)), at(sts[i], e.now()))
 	}
 	late := e.inst("late")
 	e.overflow(late, bits) // a0 is silent for 1ms less than the safe-guard
 
 	e.clk.Advance(time.Millisecond)
 	got := e.distribute(late, bits)
-	want := machine.State{MachineID: sts[0].MachineID, LastTimestamp: t0}
-	if got != want {
-		e.t.Fatalf("a0 silent for the safe-guard: late got %+v, want a0's %+v", got, want)
-	}
+	e.wantState("a0 silent for the safe-guard: late", got, at(sts[0], t0))
 	// a0 wakes up: its heartbeat and revert must fail and must not disturb late.
 	e.lost(e.inst("a0"), sts[0])
 	e.guard(late, got)
@@ -354,7 +389,7 @@ func testStable(e *env) {
 	const bits = 2
 	s1, s2 := e.stable("s1"), e.stable("s2")
 	st1, st2 := e.distribute(s1, bits), e.distribute(s2, bits)
-	reverted := machine.State{MachineID: st1.MachineID, LastTimestamp: e.now() + 3_000}
+	reverted := at(st1, e.now()+3_000)
 	e.revert(s1, reverted) // s2 crashes: it never reverts
 	u1 := e.inst("u1")
 	u1st := e.distribute(u1, bits)
@@ -366,7 +401,7 @@ func testStable(e *env) {
 	}
 
 	e.clk.Advance(10 * safeGuard)
-	e.guard(u1, machine.State{MachineID: u1st.MachineID, LastTimestamp: e.now()})
+	e.guard(u1, at(u1st, e.now()))
 	// u2 expired and is reclaimed; the stable IDs are not, however old.
 	ids, overflows := e.race([]machine.Instance{e.inst("u3"), e.inst("u4"), e.inst("u5")}, bits)
 	if len(ids) != 1 || overflows != 2 {
@@ -376,10 +411,110 @@ func testStable(e *env) {
 		e.t.Fatalf("newcomers got %v, want the expired u2's machine ID %d", ids, u2st.MachineID)
 	}
 
-	if got := e.distribute(s1, bits); got != reverted {
-		e.t.Errorf("stable s1 back after Revert got %+v, want its own %+v", got, reverted)
-	}
+	e.wantState("stable s1 back after Revert", e.distribute(s1, bits), reverted)
 	if got := e.distribute(s2, bits); got.MachineID != st2.MachineID {
 		e.t.Errorf("stable s2 back after a crash got machine ID %d, want its own %d", got.MachineID, st2.MachineID)
+	}
+}
+
+// testFutureStamped: a process whose clock ran fast gave its IDs back
+// stamped ahead of the clock. A newcomer would have to wait such an ID out,
+// so it goes only once no other free ID and no new number is left, the
+// least far ahead first.
+func testFutureStamped(e *env) {
+	const bits = 2
+	sts := e.fill("a", 3, bits)
+	now := e.now()
+	far, near, past := at(sts[0], now+time.Hour.Milliseconds()), at(sts[1], now+time.Minute.Milliseconds()), at(sts[2], now-1_000)
+	for i, st := range []machine.State{far, near, past} {
+		e.revert(e.inst("a"+strconv.Itoa(i)), st)
+	}
+	e.wantState("b, with one free ID behind the clock", e.distribute(e.inst("b"), bits), past)
+	if c := e.distribute(e.inst("c"), bits); c.MachineID == far.MachineID || c.MachineID == near.MachineID || c.LastTimestamp != 0 {
+		e.t.Fatalf("c got machine ID %d with LastTimestamp %d; want the unused number, not %d or %d, which are stamped ahead of the clock",
+			c.MachineID, c.LastTimestamp, far.MachineID, near.MachineID)
+	}
+	e.wantState("d, with only IDs stamped ahead left", e.distribute(e.inst("d"), bits), near)
+	e.wantState("e, after d", e.distribute(e.inst("e"), bits), far)
+	e.overflow(e.inst("f"), bits)
+}
+
+// testHolder: Guard and Revert prove the holding with the secret the latest
+// Distribute returned. A second Distribute of an unstable instance (another
+// process with its ID) takes the ID over: the first holder's heartbeat and
+// revert fail, naming the holder they found by its fingerprint, and change
+// nothing.
+func testHolder(e *env) {
+	a := e.inst("a")
+	st := e.distribute(a, 4)
+	if st.Holder == "" {
+		e.t.Fatal("Distribute returned no Holder")
+	}
+	for _, forged := range []machine.Holder{"", "forged", st.Holder + "x"} {
+		f := st
+		f.Holder = forged
+		e.lost(a, f)
+	}
+	e.guard(a, at(st, e.now())) // the refused calls changed nothing
+	again := e.distribute(a, 4)
+	if again.MachineID != st.MachineID || again.Holder == "" || again.Holder == st.Holder {
+		e.t.Fatalf("a distributed again got %+v; want its machine ID %d under a new holder, not %s", again, st.MachineID, st.Holder)
+	}
+	err := e.d.Guard(e.t.Context(), a, st)
+	if !errors.Is(err, engine.ErrMachineIDLost) || !strings.Contains(err.Error(), again.Holder.String()) {
+		e.t.Errorf("the first holder's Guard = %v; want ErrMachineIDLost naming holder %s", err, again.Holder)
+	}
+	if err != nil && strings.Contains(err.Error(), string(again.Holder)) {
+		e.t.Errorf("the Guard error shows the new holder's secret: %v", err)
+	}
+	e.lost(a, st)
+	e.guard(a, again)
+}
+
+// testStableLive: one process holds a stable instance's ID live (it
+// heartbeated within the safe-guard and did not revert). A second process
+// with the same instance ID is refused with ErrInstanceInUse naming the
+// instance, and the refusal changes nothing, not even how long the holder
+// counts as live. Once the holder was silent for the safe-guard, the ID
+// goes back to the instance under a new holder and the old one loses it;
+// after a clean Revert it goes back at once.
+func testStableLive(e *env) {
+	const bits = 4
+	s := e.stable("pod-7")
+	first := e.distribute(s, bits)
+	e.clk.Advance(safeGuard / 2)
+	beat := e.now()
+	e.guard(s, at(first, beat))
+	e.inUse(s, bits)
+	e.guard(s, at(first, beat)) // still the holder
+	e.clk.Advance(safeGuard - time.Millisecond)
+	e.inUse(s, bits) // silent for 1 ms less than the safe-guard
+
+	e.clk.Advance(time.Millisecond)
+	second := e.distribute(s, bits)
+	e.wantState("pod-7 after its holder was silent for the safe-guard", second, at(first, beat))
+	if second.Holder == first.Holder {
+		e.t.Fatalf("pod-7 got its ID back under the old holder %s", first.Holder)
+	}
+	e.lost(s, first)
+	e.guard(s, at(second, e.now()))
+	e.inUse(s, bits)
+
+	e.revert(s, at(second, e.now()))
+	if third := e.distribute(s, bits); third.MachineID != first.MachineID {
+		e.t.Fatalf("pod-7 after a clean Revert got machine ID %d, want its own %d", third.MachineID, first.MachineID)
+	}
+	if u := e.distribute(e.inst("u"), bits); u.MachineID == first.MachineID {
+		e.t.Fatalf("an unstable instance got stable pod-7's machine ID %d", u.MachineID)
+	}
+}
+
+// inUse asserts that Distribute for inst fails with ErrInstanceInUse naming
+// inst.
+func (e *env) inUse(inst machine.Instance, bits int) {
+	e.t.Helper()
+	st, err := e.d.Distribute(e.t.Context(), inst, bits, safeGuard)
+	if !errors.Is(err, engine.ErrInstanceInUse) || !strings.Contains(err.Error(), inst.ID) {
+		e.t.Fatalf("Distribute(%v) = %+v, %v; want an error wrapping ErrInstanceInUse naming the instance", inst, st, err)
 	}
 }

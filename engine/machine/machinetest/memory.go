@@ -2,6 +2,7 @@ package machinetest
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
 )
 
@@ -24,7 +26,8 @@ type Memory struct {
 
 // row is one handed-out machine ID.
 type row struct {
-	holder string // instance ID, "" when free
+	holder string         // instance ID, "" when free
+	secret machine.Holder // the live holding, "" when free or reverted
 	stable bool
 	last   int64 // Unix ms
 }
@@ -38,8 +41,10 @@ func NewMemory(c clock.Clock) *Memory {
 	return &Memory{clock: c, ns: map[string]map[int64]*row{}}
 }
 
-// Distribute hands out inst's own ID, else the lowest free or expired one,
-// else the lowest never used, else fails with engine.ErrMachineIDOverflow.
+// Distribute hands out inst's own ID (refusing a stable inst's ID held live
+// by another process), else the lowest free or expired one not stamped
+// ahead of the clock, else the lowest never used, else the free one
+// stamped least far ahead, else fails with engine.ErrMachineIDOverflow.
 func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
@@ -47,6 +52,7 @@ func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBit
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now().UnixMilli()
+	cutoff := now - safeGuard.Milliseconds()
 	rows := m.ns[inst.Namespace]
 	if rows == nil {
 		rows = map[int64]*row{}
@@ -59,39 +65,54 @@ func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBit
 			r = &row{}
 			rows[id] = r
 		}
-		st := machine.State{MachineID: id, LastTimestamp: r.last}
-		r.holder, r.stable, r.last = inst.ID, inst.Stable, max(r.last, now)
+		st := machine.State{MachineID: id, LastTimestamp: r.last, Holder: machine.Holder(rand.Text())}
+		r.holder, r.secret, r.stable, r.last = inst.ID, st.Holder, inst.Stable, max(r.last, now)
 		return st, nil
 	}
 	for id, r := range rows {
-		if r.holder != inst.ID {
+		switch {
+		case r.holder != inst.ID:
 			continue
-		}
-		if id < limit {
+		case inst.Stable && r.secret != "" && r.last > cutoff:
+			return machine.State{}, fmt.Errorf("%w: machinetest: %s: %s", engine.ErrInstanceInUse, inst, holding.InUse(id, r.secret, r.last, safeGuard))
+		case id >= limit:
+			r.holder, r.secret = "", "" // held under a wider layout: give it back, pick anew
+		default:
 			return take(id)
 		}
-		r.holder = "" // held under a wider layout: give it back, pick anew
 	}
-	cutoff := now - safeGuard.Milliseconds()
-	reclaim := int64(-1)
+	// The lowest reclaimable ID not stamped ahead of now; failing that, the
+	// one stamped least far ahead, kept for when no number is left.
+	best, ahead := int64(-1), int64(-1)
 	for id, r := range rows {
-		if id < limit && (r.holder == "" || (!r.stable && r.last <= cutoff)) && (reclaim < 0 || id < reclaim) {
-			reclaim = id
+		if id >= limit || !(r.holder == "" || (!r.stable && r.last <= cutoff)) {
+			continue
+		}
+		switch {
+		case r.last <= now:
+			if best < 0 || id < best {
+				best = id
+			}
+		case ahead < 0 || r.last < rows[ahead].last || (r.last == rows[ahead].last && id < ahead):
+			ahead = id
 		}
 	}
-	if reclaim >= 0 {
-		return take(reclaim)
+	if best >= 0 {
+		return take(best)
 	}
 	for id := range limit { // ends within len(rows)+1 steps
 		if rows[id] == nil {
 			return take(id)
 		}
 	}
+	if ahead >= 0 {
+		return take(ahead)
+	}
 	return machine.State{}, fmt.Errorf("%w: machinetest: namespace %q has all %d machine IDs of %d bits held, none free or silent for %v",
 		engine.ErrMachineIDOverflow, inst.Namespace, limit, machineBits, safeGuard)
 }
 
-// Guard raises the ID's last timestamp if inst holds it.
+// Guard raises the ID's last timestamp if inst holds it under st.Holder.
 func (m *Memory) Guard(_ context.Context, inst machine.Instance, st machine.State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,7 +125,7 @@ func (m *Memory) Guard(_ context.Context, inst machine.Instance, st machine.Stat
 }
 
 // Revert stores the ID's last timestamp, even below what Guard raised it to,
-// and frees the ID unless inst is stable.
+// ends the holding, and frees the ID unless inst is stable.
 func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -112,14 +133,15 @@ func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.Sta
 	if err != nil {
 		return err
 	}
-	r.last = st.LastTimestamp
+	r.last, r.secret = st.LastTimestamp, ""
 	if !inst.Stable {
 		r.holder = ""
 	}
 	return nil
 }
 
-// held returns the row of st.MachineID if inst holds it. Callers hold mu.
+// held returns the row of st.MachineID if inst holds it under st.Holder.
+// Callers hold mu.
 func (m *Memory) held(inst machine.Instance, st machine.State, op string) (*row, error) {
 	if err := inst.Validate(); err != nil {
 		return nil, err
@@ -130,6 +152,8 @@ func (m *Memory) held(inst machine.Instance, st machine.State, op string) (*row,
 		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: never handed out", engine.ErrMachineIDLost, op, st.MachineID, inst)
 	case r.holder != inst.ID:
 		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: held by %q", engine.ErrMachineIDLost, op, st.MachineID, inst, r.holder)
+	case r.secret != st.Holder:
+		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: %s", engine.ErrMachineIDLost, op, st.MachineID, inst, holding.Taken(r.secret, st.Holder))
 	}
 	return r, nil
 }

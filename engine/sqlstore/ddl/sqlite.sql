@@ -16,11 +16,17 @@ CREATE TABLE IF NOT EXISTS idforge_segment (
 );
 
 -- One row per machine ID ever handed out in a namespace; rows are reused,
--- never deleted. instance_id is the owner, NULL when the row is free. A row
+-- never deleted. instance_id is the owner, NULL when the row is free.
+-- holder is the secret of the process holding the row, new at every claim
+-- and NULL once released: heartbeats and releases must present it, so two
+-- processes with one instance ID are told apart, and a stable owner's row
+-- is not claimed for a second process while its holder heartbeats. A row
 -- may be taken by another instance when it is free, or when its owner is not
 -- stable and has not heartbeated (last_timestamp, the newest ID timestamp
 -- under this machine ID) for the safe-guard duration; stable owners keep
--- their row across restarts. Claiming a row copies last_timestamp into
+-- their row across restarts. A free row stamped ahead of the claimer's
+-- clock is taken only once no new number is left: its new owner would have
+-- to wait it out. Claiming a row copies last_timestamp into
 -- prev_timestamp, which the new owner waits out before issuing IDs, and
 -- raises last_timestamp to the claim time, so the row cannot be reclaimed
 -- for the safe-guard duration. distribute_time and revert_time record when
@@ -36,12 +42,13 @@ CREATE TABLE IF NOT EXISTS idforge_segment (
 -- another instance inserted the same number first. SQLite runs writers one
 -- at a time, so a claim, one UPDATE, sees and changes the newest state of
 -- the table. Heartbeats and releases are UPDATEs whose WHERE clause
--- requires the owner, so an instance that lost its row cannot touch it.
--- version is bumped by every write.
+-- requires the owner and its holder, so an instance that lost its row
+-- cannot touch it. version is bumped by every write.
 CREATE TABLE IF NOT EXISTS idforge_machine (
     namespace       VARCHAR(128) NOT NULL,
     machine_id      BIGINT NOT NULL,
     instance_id     VARCHAR(255),
+    holder          VARCHAR(64),
     stable          BOOLEAN NOT NULL DEFAULT FALSE,
     last_timestamp  BIGINT NOT NULL DEFAULT 0,
     prev_timestamp  BIGINT NOT NULL DEFAULT 0,

@@ -1,0 +1,30 @@
+// Package holding words alike what the stores say about holdings of
+// machine IDs (machine.State.Holder). It is engine-only: the SQL and Redis
+// stores and machinetest's reference distributor use it.
+package holding
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idforge/idforge/engine/machine"
+)
+
+// InUse describes machine ID id of a stable instance, held live by holder h
+// whose last heartbeat stored last (Unix ms): the detail of an error
+// wrapping engine.ErrInstanceInUse.
+func InUse(id int64, h machine.Holder, last int64, safeGuard time.Duration) string {
+	return fmt.Sprintf("machine ID %d is held live by holder %s, whose last heartbeat stored %s; "+
+		"it goes back to this instance once that holder reverts it, or at %s if it stays silent (the safe-guard %v)",
+		id, h, fmtMilli(last), fmtMilli(last+safeGuard.Milliseconds()), safeGuard)
+}
+
+// Taken describes a machine ID the caller's instance holds under holder
+// found, not the presented one: the detail of an error wrapping
+// engine.ErrMachineIDLost.
+func Taken(found, presented machine.Holder) string {
+	return fmt.Sprintf("this instance ID holds it under holder %s, not %s: another process with this instance ID took it over, or the holding was reverted",
+		found, presented)
+}
+
+func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }

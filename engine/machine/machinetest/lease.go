@@ -1,0 +1,179 @@
+package machinetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+)
+
+// The cases below run the distributor under machine.Acquire, as a process
+// does at start-up.
+
+// testStableLease: two processes with one stable instance ID. The second
+// is refused at Acquire; once the first is cut off from the store for the
+// safe-guard, the second takes the ID over, and the first's next heartbeat
+// finds another holder: its lease ends (Err, Lost and Check refuse) and its
+// log names both holders. One distributor value stands for the store both
+// processes reach: the store refuses before the lease's process-wide guard
+// looks, and that guard gives way to a lease that lapsed.
+func testStableLease(e *env) {
+	e.clk.ManualSleep = true // the heartbeat goroutines wait for the test
+	var logs lockedBuffer
+	s := machine.Instance{Namespace: e.ns, ID: "pod-0", Stable: true}
+	// The wrappers also hide the store's server clock, which the fake clock
+	// is nowhere near.
+	first, second := &cutOff{Distributor: e.d}, &cutOff{Distributor: e.d}
+	opts := []machine.Option{machine.WithClock(e.clk), machine.WithSafeGuard(safeGuard), machine.WithMachineBits(4),
+		machine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+	ctx := e.t.Context()
+	a, err := machine.Acquire(ctx, first, s, opts...)
+	if err != nil {
+		e.t.Fatalf("first Acquire: %v", err)
+	}
+	defer a.Close()
+
+	b, err := machine.Acquire(ctx, second, s, opts...)
+	if err == nil {
+		b.Close()
+	}
+	if !errors.Is(err, engine.ErrInstanceInUse) || !strings.Contains(err.Error(), s.ID) || !strings.Contains(err.Error(), "another live process") {
+		e.t.Fatalf("second Acquire while the first is live = %v; want ErrInstanceInUse naming %q and what to do", err, s.ID)
+	}
+
+	// The first is cut off past its reservation plus the safe-guard: it
+	// looks dead, and the second gets the ID.
+	first.cut.Store(true)
+	e.clk.Advance(safeGuard + time.Minute)
+	b, err = machine.Acquire(ctx, second, s, opts...)
+	if err != nil {
+		e.t.Fatalf("second Acquire once the first was silent for the safe-guard: %v", err)
+	}
+	defer b.Close()
+	if b.MachineID() != a.MachineID() {
+		e.t.Fatalf("the second got machine ID %d, want the instance's %d", b.MachineID(), a.MachineID())
+	}
+
+	first.cut.Store(false)
+	err = a.Heartbeat(ctx)
+	if !errors.Is(err, engine.ErrMachineIDLost) || !errors.Is(a.Err(), engine.ErrMachineIDLost) {
+		e.t.Fatalf("the first's heartbeat after the takeover = %v, Err = %v; want ErrMachineIDLost", err, a.Err())
+	}
+	select {
+	case <-a.Lost():
+	default:
+		e.t.Fatal("the first's Lost channel is open after the takeover")
+	}
+	if err := a.Check(e.now()); !errors.Is(err, engine.ErrMachineIDLost) {
+		e.t.Fatalf("the first's Check after the takeover = %v; want ErrMachineIDLost", err)
+	}
+	ours, theirs := a.State().Holder, b.State().Holder
+	out := logs.String()
+	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, ours.String()) || !strings.Contains(out, theirs.String()) {
+		e.t.Errorf("the first's log does not name both holders (%s, %s):\n%s", ours, theirs, out)
+	}
+	if strings.Contains(out, string(ours)) || strings.Contains(out, string(theirs)) {
+		e.t.Errorf("the log shows a holder secret:\n%s", out)
+	}
+	if err := b.Heartbeat(ctx); err != nil {
+		e.t.Fatalf("the second's heartbeat: %v", err)
+	}
+}
+
+// testServerClock: a distributor with a server clock has Acquire refuse a
+// lease clock further from it than the skew margin (a fifth of the
+// safe-guard by default), either way, warn beyond half the margin and
+// accept a clock within. The offsets keep minutes from the thresholds, so
+// the time the calls take does not matter.
+func testServerClock(e *env) {
+	ctx := e.t.Context()
+	if now, err := machine.ServerTimeOf(ctx, e.d); err != nil || now.IsZero() {
+		if err != nil {
+			e.t.Fatalf("ServerTime: %v", err)
+		}
+		e.t.Skip("the distributor has no server clock (machine.ServerClock)")
+	}
+	const sg = time.Hour // the skew margin is 12 minutes
+	for i, tc := range []struct {
+		offset       time.Duration
+		refuse, warn bool
+	}{
+		{30 * time.Minute, true, false},
+		{-30 * time.Minute, true, false},
+		{9 * time.Minute, false, true},
+		{-9 * time.Minute, false, true},
+		{time.Minute, false, false},
+		{-time.Minute, false, false},
+	} {
+		server, err := machine.ServerTimeOf(ctx, e.d)
+		if err != nil {
+			e.t.Fatalf("ServerTime: %v", err)
+		}
+		clk := clock.NewFake(server.Add(tc.offset))
+		clk.ManualSleep = true
+		var logs lockedBuffer
+		l, err := machine.Acquire(ctx, e.d, e.inst(fmt.Sprintf("skew%d", i)), machine.WithClock(clk), machine.WithSafeGuard(sg),
+			machine.WithMachineBits(4), machine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if l != nil {
+			l.Close()
+		}
+		way := "ahead of"
+		if tc.offset < 0 {
+			way = "behind"
+		}
+		switch {
+		case tc.refuse:
+			if !errors.Is(err, engine.ErrClockSkew) || !strings.Contains(err.Error(), way+" the store's server clock") ||
+				!strings.Contains(err.Error(), "skew margin 12m0s") {
+				e.t.Errorf("a clock %v off the server's: Acquire = %v; want ErrClockSkew saying it is %s it, beyond the skew margin 12m0s", tc.offset, err, way)
+			}
+		case err != nil:
+			e.t.Errorf("a clock %v off the server's: Acquire = %v; want it accepted", tc.offset, err)
+		case strings.Contains(logs.String(), "level=WARN") != tc.warn:
+			e.t.Errorf("a clock %v off the server's, skew margin 12m0s: warned %v, want %v; log:\n%s", tc.offset, !tc.warn, tc.warn, logs.String())
+		}
+	}
+}
+
+// cutOff stands between a lease and its store: while cut, Guard fails as
+// for a store out of reach. Embedding only the Distributor, it hides the
+// store's server clock and reset grace.
+type cutOff struct {
+	machine.Distributor
+	cut atomic.Bool
+}
+
+func (c *cutOff) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
+	if c.cut.Load() {
+		return fmt.Errorf("%w: machinetest: cut off from the store", engine.ErrStoreUnavailable)
+	}
+	return c.Distributor.Guard(ctx, inst, st)
+}
+
+// lockedBuffer is a log sink the heartbeat goroutine may write to while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
