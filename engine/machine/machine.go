@@ -91,7 +91,8 @@ type Distributor interface {
 	//   - self: the ID inst already holds (a stable instance still holds its
 	//     ID after Revert). If inst is stable and another process holds the
 	//     ID live (it did not Revert, and its stored last timestamp is later
-	//     than now - safeGuard), Distribute changes nothing and fails with an
+	//     than now minus the store's live window: at least a second, at
+	//     most safeGuard), Distribute changes nothing and fails with an
 	//     error wrapping engine.ErrInstanceInUse: two processes run with one
 	//     instance ID. An unstable inst takes its ID over, and the previous
 	//     holder's next Guard fails;

@@ -77,7 +77,8 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	}
 	holder := machine.Holder(rand.Text())
 	res, err := distributeScript.Eval(ctx, s.client, s.machineKeys(inst),
-		token, inst.ID, flag(inst.Stable), int64(1)<<machineBits, s.now(), safeGuard.Milliseconds(), string(holder)).Slice()
+		token, inst.ID, flag(inst.Stable), int64(1)<<machineBits, s.now(), safeGuard.Milliseconds(), string(holder),
+		holding.LiveWindow(s.cfg.ResetGrace).Milliseconds()).Slice()
 	if err != nil {
 		return machine.State{}, s.unavailable(what, err)
 	}
@@ -86,7 +87,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2), Holder: holder}, nil
 	case "live":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse,
-			holding.InUse(r.int(1), machine.Holder(r.str(3)), r.int(2), safeGuard))
+			holding.InUse(r.int(1), machine.Holder(r.str(3)), r.int(2), holding.LiveWindow(s.cfg.ResetGrace)))
 	case "full":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: all %d IDs of %d machine bits in use, none free or silent for %v",
 			s.name, what, engine.ErrMachineIDOverflow, int64(1)<<machineBits, machineBits, safeGuard)

@@ -196,7 +196,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		c := claim{inst: inst, now: now, cutoff: now - guardMillis, live: math.MaxInt64, limit: limit,
 			holder: machine.Holder(rand.Text()), token: token}
 		if inst.Stable {
-			c.live = c.cutoff
+			c.live = now - holding.LiveWindow(s.cfg.ResetGrace).Milliseconds()
 		}
 		got, ok, err := s.claim(ctx, c, now)
 		if err != nil {
@@ -228,7 +228,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		}
 		switch {
 		case ok && got.holder != c.holder:
-			return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse, holding.InUse(got.id, got.holder, got.last, safeGuard))
+			return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse, holding.InUse(got.id, got.holder, got.last, holding.LiveWindow(s.cfg.ResetGrace)))
 		case ok:
 			return got.state(), nil
 		}

@@ -8,15 +8,28 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/storeepoch"
 )
+
+// LiveWindow is how long after its stored last timestamp (its lease's
+// reservation end) a stable instance's holding counts as live: the store's
+// reset grace, and never less than the default grace. A holder silent for
+// longer has stopped issuing whether it crashed or is cut off (its lease
+// allows no more than its reservation, which machine.Acquire keeps under
+// the grace), so a restart after kill -9 waits seconds, not the
+// safe-guard; a cut-off holder that comes back finds another holder and
+// stops.
+func LiveWindow(resetGrace time.Duration) time.Duration {
+	return max(resetGrace, storeepoch.DefaultGrace)
+}
 
 // InUse describes machine ID id of a stable instance, held live by holder h
 // whose last heartbeat stored last (Unix ms): the detail of an error
 // wrapping engine.ErrInstanceInUse.
-func InUse(id int64, h machine.Holder, last int64, safeGuard time.Duration) string {
+func InUse(id int64, h machine.Holder, last int64, window time.Duration) string {
 	return fmt.Sprintf("machine ID %d is held live by holder %s, whose last heartbeat stored %s; "+
-		"it goes back to this instance once that holder reverts it, or at %s if it stays silent (the safe-guard %v)",
-		id, h, fmtMilli(last), fmtMilli(last+safeGuard.Milliseconds()), safeGuard)
+		"it goes back to this instance once that holder reverts it, or at %s if it stays silent",
+		id, h, fmtMilli(last), fmtMilli(last+window.Milliseconds()))
 }
 
 // Taken describes a machine ID the caller's instance holds under holder

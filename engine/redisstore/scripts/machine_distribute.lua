@@ -3,13 +3,15 @@
 -- overflow.
 -- ARGV[2] instance, ARGV[3] stable ('1'/'0'), ARGV[4] limit (2^machineBits),
 -- ARGV[5] now (Unix ms), ARGV[6] safe guard (ms), ARGV[7] the new holding's
--- secret.
+-- secret, ARGV[8] the live window (ms): a holding whose last timestamp is
+-- within it of now is live.
 -- Replies {'ok', machineID, previous last timestamp}; {'live', machineID,
 -- its last timestamp, its holding} when another process holds a stable
 -- instance's own ID live; or {'full', IDs in use}.
 local instance, stable, holder = ARGV[2], ARGV[3], ARGV[7]
 local limit, now, safeGuard = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local cutoff = now - safeGuard
+local liveCutoff = now - tonumber(ARGV[8])
 
 local function take(id, last)
   local keep = math.max(last, now)
@@ -30,7 +32,7 @@ local own = redis.call('HGET', instances, instance)
 if own then
   local last = load(own)
   local live = redis.call('HGET', holders, own)
-  if stable == '1' and live and last > cutoff then
+  if stable == '1' and live and last > liveCutoff then
     return {'live', tonumber(own), last, live}
   end
   if tonumber(own) < limit then
