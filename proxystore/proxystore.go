@@ -21,6 +21,13 @@
 // a lease that could outlive it, as on the SQL and Redis stores. A server
 // from before this (no reset_grace_ms in its answer) reports none, and
 // nothing is checked.
+//
+// A lease belongs to the Store that distributed it: the server hands it a
+// secret with the machine ID, which the Store keeps and presents with the
+// lease's guards and reverts (and when it asks for the instance again);
+// the server refuses them from anyone else, and refuses a second process
+// claiming an instance whose lease is live. The token must be allowed the
+// namespaces and segments the Store uses (see server.ReadTokens).
 package proxystore
 
 import (
@@ -34,6 +41,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +68,17 @@ type Store struct {
 	auth   string
 	client *http.Client
 	grace  atomic.Int64 // the server store's reset grace, in ms, from its last Distribute answer
+
+	mu     sync.Mutex
+	leases map[leaseKey]string // the secret of each lease this Store holds
+}
+
+type leaseKey struct{ namespace, instance string }
+
+func (s *Store) secret(inst machine.Instance) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leases[leaseKey{inst.Namespace, inst.ID}]
 }
 
 // New returns a Store for the server at s.URL. It does not call the server;
@@ -69,7 +88,7 @@ func New(s Settings) (*Store, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: proxystore: URL %q: want http(s)://host:port", engine.ErrInvalidConfig, s.URL)
 	}
-	st := &Store{base: strings.TrimSuffix(u.String(), "/"), client: s.Client}
+	st := &Store{base: strings.TrimSuffix(u.String(), "/"), client: s.Client, leases: map[leaseKey]string{}}
 	if s.Token != "" {
 		st.auth = "Bearer " + s.Token
 	}
@@ -149,6 +168,10 @@ func sentinel(ctx context.Context, status int, code string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+	case server.CodeQuota:
+		return engine.ErrMachineIDOverflow
+	case server.CodeForbidden, server.CodeInstanceHeld:
+		return engine.ErrInvalidConfig
 	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
@@ -163,12 +186,15 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	var out server.MachineState
 	err := s.call(ctx, "/v1/proxy/machines/distribute", server.MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
-		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(),
+		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(), Lease: s.secret(inst),
 	}, &out)
 	if err != nil {
 		return machine.State{}, err
 	}
 	s.grace.Store(out.ResetGraceMillis)
+	s.mu.Lock()
+	s.leases[leaseKey{inst.Namespace, inst.ID}] = out.Lease
+	s.mu.Unlock()
 	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp}, nil
 }
 
@@ -183,15 +209,21 @@ func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.Sta
 	return s.machineCall(ctx, "/v1/proxy/machines/guard", inst, st)
 }
 
-// Revert gives st.MachineID back.
+// Revert gives st.MachineID back, and forgets the lease's secret.
 func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
-	return s.machineCall(ctx, "/v1/proxy/machines/revert", inst, st)
+	err := s.machineCall(ctx, "/v1/proxy/machines/revert", inst, st)
+	if err == nil {
+		s.mu.Lock()
+		delete(s.leases, leaseKey{inst.Namespace, inst.ID})
+		s.mu.Unlock()
+	}
+	return err
 }
 
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
 	return s.call(ctx, path, server.MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
-		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Lease: s.secret(inst),
 	}, &struct{}{})
 }
 
