@@ -15,8 +15,13 @@ type limits struct {
 	callers sync.Map // caller name → *callerLimits; names outlive a token reload
 
 	mu    sync.Mutex
-	conns map[net.Conn]*connInfo // under mu
-	open  atomic.Int64
+	conns map[net.Conn]*connInfo
+	// anon are the connections in the order they were accepted, to find
+	// the oldest that has not presented a valid token yet; it holds some
+	// that have, or that closed, until they reach its front or it is
+	// compacted.
+	anon []*connInfo
+	open int
 }
 
 // callerLimits are one caller's counts.
@@ -27,7 +32,9 @@ type callerLimits struct {
 
 // connInfo is one connection: the caller its last request came from.
 type connInfo struct {
+	conn   net.Conn
 	caller atomic.Pointer[callerLimits] // stored under limits.mu
+	closed bool                         // under limits.mu
 }
 
 type connKey struct{}
@@ -57,11 +64,13 @@ func (l *limits) enter(w http.ResponseWriter, r *http.Request, name string, maxI
 			w.Header().Set("Retry-After", "1")
 			return nil, &httpError{http.StatusTooManyRequests, "busy", fmt.Sprintf("this token has %d connections open, its limit; reuse them", maxConns)}
 		}
-		if old := ci.caller.Load(); old != nil {
-			old.conns--
+		if !ci.closed { // else connState forgot it already: count it no more
+			if old := ci.caller.Load(); old != nil {
+				old.conns--
+			}
+			ci.caller.Store(cl)
+			cl.conns++
 		}
-		ci.caller.Store(cl)
-		cl.conns++
 		l.mu.Unlock()
 	}
 	if cl.inFlight.Add(1) > int64(maxInFlight) {
@@ -74,30 +83,79 @@ func (l *limits) enter(w http.ResponseWriter, r *http.Request, name string, maxI
 
 // connContext is the http.Server's ConnContext: it records the connection.
 func (l *limits) connContext(ctx context.Context, c net.Conn) context.Context {
-	ci := &connInfo{}
+	ci := &connInfo{conn: c}
 	l.mu.Lock()
 	l.conns[c] = ci
 	l.mu.Unlock()
 	return context.WithValue(ctx, connKey{}, ci)
 }
 
-// connState is the http.Server's ConnState: it closes a connection past
-// max at once (net/http then reports it closed), and forgets closed ones.
+// connState is the http.Server's ConnState. Past max open connections, a
+// new one closes the oldest that has presented no valid token (a slow or
+// idle anonymous one), or itself if there is none: connections that hold
+// out sending their headers cannot keep a probe or a token holder out.
 func (l *limits) connState(c net.Conn, st http.ConnState, max int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ci := l.conns[c]
+	if ci == nil {
+		return
+	}
 	switch st {
 	case http.StateNew:
-		if l.open.Add(1) > int64(max) {
-			c.Close()
+		l.open++
+		l.anon = append(l.anon, ci)
+		if l.open > max {
+			victim := l.oldestAnonymous()
+			if victim == nil {
+				victim = ci
+			}
+			l.forget(victim)
+			victim.conn.Close() // net/http reports it closed: forgotten already
+		}
+		if len(l.anon) > 2*l.open+64 {
+			l.compact()
 		}
 	case http.StateClosed, http.StateHijacked:
-		l.open.Add(-1)
-		l.mu.Lock()
-		if ci := l.conns[c]; ci != nil {
-			if cl := ci.caller.Load(); cl != nil {
-				cl.conns--
-			}
-			delete(l.conns, c)
-		}
-		l.mu.Unlock()
+		l.forget(ci)
 	}
+}
+
+// oldestAnonymous takes the oldest open connection without a caller off
+// anon, nil if none.
+func (l *limits) oldestAnonymous() *connInfo {
+	for len(l.anon) > 0 {
+		ci := l.anon[0]
+		l.anon[0] = nil
+		l.anon = l.anon[1:]
+		if !ci.closed && ci.caller.Load() == nil {
+			return ci
+		}
+	}
+	return nil
+}
+
+// compact drops closed and attributed connections from anon.
+func (l *limits) compact() {
+	kept := l.anon[:0]
+	for _, ci := range l.anon {
+		if !ci.closed && ci.caller.Load() == nil {
+			kept = append(kept, ci)
+		}
+	}
+	clear(l.anon[len(kept):])
+	l.anon = kept
+}
+
+// forget stops counting a connection, once.
+func (l *limits) forget(ci *connInfo) {
+	if ci.closed {
+		return
+	}
+	ci.closed = true
+	l.open--
+	if cl := ci.caller.Load(); cl != nil {
+		cl.conns--
+	}
+	delete(l.conns, ci.conn)
 }
