@@ -16,6 +16,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/faultproxy"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/proxystore"
@@ -188,6 +189,10 @@ func leaseOwnership(t *testing.T, base string) {
 	var ids struct{ IDs []string }
 	if code, body := send(t, "GET", base+"/v1/ids?count=3", alice, ""); code != 200 || json.Unmarshal([]byte(body), &ids) != nil {
 		t.Fatalf("serve's own IDs after the attempts on its lease: %d %s", code, body)
+	}
+	id, _ := strconv.ParseInt(ids.IDs[2], 10, 64)
+	if p, err := snowflake.Default.Decode(id); err != nil || p.Machine != layout.MachineID {
+		t.Errorf("serve issues ID %d on machine ID %d (%v), not its lease's %d", id, p.Machine, err, layout.MachineID)
 	}
 
 	// A token reaches its namespaces and segments only.

@@ -2,16 +2,22 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/proxystore"
 )
 
 // writeTokens writes a tokens file of mode 600 in dir.
@@ -147,4 +153,134 @@ func TestServeFloodOneToken(t *testing.T) {
 	if peak > floodRSSBoundKB {
 		t.Errorf("serve's peak RSS %d MiB is over the bound %d MiB", peak>>10, floodRSSBoundKB>>10)
 	}
+}
+
+// waitLog waits, a bounded number of times, for p's log to hold want.
+func waitLog(t *testing.T, p *serveProc, want string) {
+	t.Helper()
+	for range 100 {
+		if strings.Contains(p.stderr.String(), want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("serve's log lacks %q:\n%s", want, p.stderr)
+}
+
+// SIGHUP reloads the tokens file at once for new requests; a file that
+// cannot be read or is open to others leaves the tokens in force and says
+// why; the process goes on and still shuts down cleanly. A tokens file
+// open to others is refused at start. Each proxy lease action is logged
+// with the token's name.
+func TestServeSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildIdforge(t)
+	dir := t.TempDir()
+	const alice, bob = "alice-token-0123456789", "bob-token-0123456789"
+	path := writeTokens(t, dir, "alice "+alice+" namespaces=svc\n")
+	replace := func(content string, mode os.FileMode) {
+		t.Helper()
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(tmp, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startProc(t, bin, dir, nil, "-tokens", path, "-proxy", "-namespace", "svc")
+	status := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", p.base+"/v1/ids", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if status(alice) != 200 || status(bob) != 401 {
+		t.Fatalf("before the reload: alice %d, bob %d", status(alice), status(bob))
+	}
+
+	replace("bob "+bob+" namespaces=svc\n", 0o600)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	waitLog(t, p, `msg="idforge serve: tokens reloaded"`)
+	if status(alice) != 401 || status(bob) != 200 {
+		t.Fatalf("after the reload: alice %d, bob %d; want 401 and 200", status(alice), status(bob))
+	}
+
+	for i, bad := range []struct {
+		content string
+		mode    os.FileMode
+		why     string
+	}{
+		{"", 0, "no such file"}, // gone: renamed away mid-deploy, say
+		{"not a tokens file\n", 0o600, "tokens line 1"},
+		{"alice " + alice + "\n", 0o644, "chmod 600"},
+	} {
+		if bad.mode == 0 {
+			os.Remove(path)
+		} else {
+			replace(bad.content, bad.mode)
+		}
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		waitLog(t, p, bad.why)
+		if n := strings.Count(p.stderr.String(), "tokens not reloaded"); n != i+1 {
+			t.Fatalf("%d refused reloads logged; want %d", n, i+1)
+		}
+		if status(alice) != 401 || status(bob) != 200 {
+			t.Fatalf("after a refused reload (%s): alice %d, bob %d; want the previous tokens", bad.why, status(alice), status(bob))
+		}
+	}
+
+	// One audit line per proxy lease action.
+	ps, err := proxystore.New(proxystore.Settings{URL: p.base, Token: bob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	inst := machine.Instance{Namespace: "svc", ID: "worker-1"}
+	st, err := ps.Distribute(t.Context(), inst, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Revert(t.Context(), inst, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []string{"distribute", "revert"} {
+		waitLog(t, p, fmt.Sprintf(`msg="idforge serve: proxy lease" action=%s token=bob namespace=svc instance=worker-1 stable=false machine_id=%d result=ok`, action, st.MachineID))
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, p.stderr)
+	}
+	if want := `msg="idforge serve: machine ID given back" machine_id=0`; !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("the log lacks %s:\n%s", want, p.stderr)
+	}
+
+	// At start, a file open to others is refused.
+	out, err := exec.Command(bin, "serve", "-addr", "127.0.0.1:0", "-tokens", path).CombinedOutput()
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "chmod 600") {
+		t.Errorf("serve with a tokens file of mode 644: exit %d, %s; want exit 2 naming chmod 600", code, out)
+	}
+}
+
+// exitCode is the exit status err reports, 0 for nil.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
