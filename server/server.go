@@ -183,7 +183,8 @@ type Config struct {
 	// once rather than queue. 0 is DefaultMaxInFlight. Probes do not count.
 	MaxInFlight int
 	// MaxInFlightPerToken bounds the requests of one token served at once
-	// (default 64), so that one caller cannot take all of MaxInFlight.
+	// (default 64), so that one caller cannot take all of MaxInFlight. A
+	// server without tokens has MaxInFlight alone.
 	MaxInFlightPerToken int
 	// MaxConns bounds the open connections (default 4096): one more is
 	// closed as soon as it is accepted. It holds with [NewHTTPServer]'s
@@ -399,7 +400,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")
 		return
 	}
-	if c != nil {
+	if c != nil && c != anonymous { // without tokens, MaxInFlight is everyone's
 		cl, herr := s.limits.enter(w, r, c.name, s.cfg.MaxInFlightPerToken, s.cfg.MaxConnsPerToken)
 		if herr != nil {
 			herr.write(w)
