@@ -58,6 +58,11 @@ var proxyStores = []struct {
 func startSecure(t *testing.T, spec string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if spec != "" { // a new database, set up as an operator would
+		if _, errOut, code := runArgs(t, "store", "-store", spec, "init"); code != 0 {
+			t.Fatalf("idforge store init: exit %d: %s", code, errOut)
+		}
+	}
 	base, _ := startServe(t, dir, "-proxy", "-tokens", writeTokens(t, dir, testTokens),
 		"-namespace", "svc", "-instance", "serve-0", "-store", spec)
 	return base
