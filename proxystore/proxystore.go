@@ -170,7 +170,7 @@ func sentinel(ctx context.Context, status int, code string) error {
 		}
 	case server.CodeQuota:
 		return engine.ErrMachineIDOverflow
-	case server.CodeForbidden, server.CodeInstanceHeld:
+	case server.CodeForbidden, server.CodeInstanceInUse:
 		return engine.ErrInvalidConfig
 	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))

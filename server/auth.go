@@ -133,10 +133,13 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 // parseOptions reads the key=value options after a caller's token.
 func (c *caller) parseOptions(opts []string) error {
 	seen := map[string]bool{}
-	for _, o := range opts {
+	for i, o := range opts {
 		k, v, ok := strings.Cut(o, "=")
-		if !ok || seen[k] {
-			return fmt.Errorf("option %q: want namespaces=a,b, segments=a,b or machines=N, each once", o)
+		switch {
+		case !ok: // not quoted: it may be a piece of a token with a space in it
+			return fmt.Errorf("field %d is no option (want namespaces=a,b, segments=a,b or machines=N; a token has no white space)", i+3)
+		case seen[k]:
+			return fmt.Errorf("option %s given twice", quoteBounded(k))
 		}
 		seen[k] = true
 		var err error
@@ -151,7 +154,7 @@ func (c *caller) parseOptions(opts []string) error {
 				err = fmt.Errorf("machines=%s: want a whole number above 0", v)
 			}
 		default:
-			err = fmt.Errorf("unknown option %q (known: namespaces, segments, machines)", k)
+			err = fmt.Errorf("unknown option %s (known: namespaces, segments, machines)", quoteBounded(k))
 		}
 		if err != nil {
 			return err

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/idforge/idforge/engine"
 )
 
 // leases are the machine-ID leases handed out through the proxy, by
@@ -108,7 +111,7 @@ func (l *leases) claim(c *caller, quota int, k leaseKey, secret string, stable b
 	cur := l.m[k]
 	holder := cur != nil && cur.caller == c.name && cur.matches(secret)
 	if cur != nil && cur.live(now) && (!holder || cur.pending) {
-		return nil, &httpError{http.StatusConflict, CodeInstanceHeld, fmt.Sprintf(
+		return nil, &httpError{http.StatusConflict, CodeInstanceInUse, fmt.Sprintf(
 			"instance %q of namespace %q is held by a live lease of another process (machine ID %d); "+
 				"two processes with one instance ID would issue the same IDs: give each its own", k.instance, k.namespace, cur.machineID)}
 	}
@@ -159,10 +162,11 @@ func (l *leases) hold(c *caller, k leaseKey, id int64, secret string) (*lease, *
 	return e, nil
 }
 
-// done ends a guard (revert false) or revert of e held with hold. A success
-// confirms the lease, or ends it for a revert (a stable instance's entry
-// stays, to count against the quota); a lost ID ends it.
-func (l *leases) done(k leaseKey, e *lease, revert bool, lost bool, ok bool, now time.Time) {
+// done ends a guard (revert false) or revert of e held with hold, which the
+// store answered with err. A guard that succeeds confirms the lease; a
+// revert that succeeds ends it (a stable instance's entry stays, to count
+// against the quota); a lost machine ID ends it.
+func (l *leases) done(k leaseKey, e *lease, revert bool, err error, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.busy--
@@ -170,11 +174,11 @@ func (l *leases) done(k leaseKey, e *lease, revert bool, lost bool, ok bool, now
 		return
 	}
 	switch {
-	case lost, ok && revert && !e.stable:
+	case errors.Is(err, engine.ErrMachineIDLost), err == nil && revert && !e.stable:
 		l.put(k, nil)
-	case ok && revert:
+	case err == nil && revert:
 		e.released = true
-	case ok:
+	case err == nil:
 		e.seen = now
 	}
 }

@@ -295,7 +295,8 @@ func TestTokenOptions(t *testing.T) {
 		"a " + tokA + "\nb " + tokA + "\n":             "a token repeated",
 		"a " + tokA + " colour=red\n":                  `unknown option "colour"`,
 		"a " + tokA + " machines=0\n":                  "machines=0",
-		"a " + tokA + " namespaces=a,b namespaces=c\n": "each once",
+		"a " + tokA + " namespaces=a,b namespaces=c\n": `option "namespaces" given twice`,
+		"a " + tokA + " secret-part\n":                 "field 3 is no option",
 		"a " + tokA + " namespaces=bad\x00name\n":      "name",
 		"a " + tokA + " segments=,\n":                  `name ""`,
 	} {

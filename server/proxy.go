@@ -77,8 +77,8 @@ const (
 	// CodeForbidden: the token may not name that namespace or segment, or
 	// the instance is the server's own.
 	CodeForbidden = "forbidden"
-	// CodeInstanceHeld: another process holds a live lease of the instance.
-	CodeInstanceHeld = "instance_held"
+	// CodeInstanceInUse: another process holds a live lease of the instance.
+	CodeInstanceInUse = "instance_in_use"
 	// CodeQuota: the token holds its quota of machine IDs.
 	CodeQuota = "quota"
 )
@@ -251,7 +251,7 @@ func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string
 		ctx, cancel := proxyContext(r)
 		err := call(ctx, req.instance(), req.state())
 		cancel()
-		s.leases.done(req.key(), e, action == "revert", errors.Is(err, engine.ErrMachineIDLost), err == nil, time.Now())
+		s.leases.done(req.key(), e, action == "revert", err, time.Now())
 		if err != nil {
 			herr = proxyError(err)
 		}

@@ -390,7 +390,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := s.inFlight.Add(1); n > int64(s.cfg.MaxInFlight) {
 		s.inFlight.Add(-1)
-		busy(w, fmt.Sprintf("more than %d requests in flight; retry", s.cfg.MaxInFlight))
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "busy", fmt.Sprintf("more than %d requests in flight; retry", s.cfg.MaxInFlight))
 		return
 	}
 	defer s.inFlight.Add(-1)
@@ -454,12 +455,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-// busy answers 429 with a Retry-After.
-func busy(w http.ResponseWriter, msg string) {
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusTooManyRequests, "busy", msg)
 }
 
 // checkSite refuses what a web page in a browser could send: a foreign
