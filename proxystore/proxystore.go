@@ -10,11 +10,9 @@
 // A [Store] implements the root store contract (machine.Distributor and
 // Segment) and passes the same contract suites as the SQL and Redis stores.
 // Errors keep their meaning across the wire: they wrap the same engine
-// sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInstanceInUse,
-// ErrInvalidConfig, ErrStoreReset), and a server that cannot be reached or
-// answers garbage gives engine.ErrStoreUnavailable. The machine calls carry
-// the holder secret (machine.State.Holder) both ways: the server's store
-// checks it on Guard and Revert, as it does for a local holder.
+// sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInvalidConfig,
+// ErrStoreReset), and a server that cannot be reached or answers garbage
+// gives engine.ErrStoreUnavailable.
 //
 // The server's store waits its reset grace (2 s by default) after a reset
 // before it hands out again, so a client cut off from the server must stop
@@ -23,6 +21,12 @@
 // a lease that could outlive it, as on the SQL and Redis stores. A server
 // from before this (no reset_grace_ms in its answer) reports none, and
 // nothing is checked.
+//
+// A lease belongs to the process that distributed it: the server hands it a
+// secret with the machine ID (machine.State.Holder), which its guards and
+// reverts present; the server refuses them from anyone else, and refuses a
+// second process claiming an instance whose lease is live. The token must be allowed the
+// namespaces and segments the Store uses (see server.ReadTokens).
 package proxystore
 
 import (
@@ -145,14 +149,20 @@ func sentinel(ctx context.Context, status int, code string) error {
 		return engine.ErrMachineIDLost
 	case server.CodeMachineIDOverflow:
 		return engine.ErrMachineIDOverflow
-	case server.CodeInstanceInUse:
-		return engine.ErrInstanceInUse
 	case server.CodeStoreReset:
 		return engine.ErrStoreReset
 	case server.CodeTimeout:
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+	case server.CodeQuota:
+		return engine.ErrMachineIDOverflow
+	case server.CodeInstanceInUse:
+		return engine.ErrInstanceInUse
+	case server.CodeNoFloor:
+		return engine.ErrNoFloor
+	case server.CodeForbidden:
+		return engine.ErrInvalidConfig
 	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
@@ -173,7 +183,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		return machine.State{}, err
 	}
 	s.grace.Store(out.ResetGraceMillis)
-	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Holder)}, nil
+	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Lease)}, nil
 }
 
 // ResetGrace returns the reset grace of the server's store as its last
@@ -195,7 +205,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
 	return s.call(ctx, path, server.MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
-		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Holder: string(st.Holder),
+		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Lease: string(st.Holder),
 	}, &struct{}{})
 }
 

@@ -62,9 +62,10 @@ func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distribut
 // talking to it.
 func serveProxy(t *testing.T, st server.ProxyStore, token string) *proxystore.Store {
 	t.Helper()
-	cfg := server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default, Proxy: st}
+	// The contract's large step (2^40) is above the server's default bound.
+	cfg := server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default, Proxy: st, MaxStep: 1 << 41}
 	if token != "" {
-		toks, err := server.ParseTokens(strings.NewReader("client " + token + "\n"))
+		toks, err := server.ParseTokens(strings.NewReader("client " + token + " namespaces=* segments=*\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +202,8 @@ func TestProxyBadBodies(t *testing.T) {
 		{"/v1/proxy/machines/guard", `{"namespace":"n","instance":"a","machine_id":5}`, 409},
 	} {
 		req := httptest.NewRequest("POST", c.path, strings.NewReader(c.body))
+		req.Host = "127.0.0.1"
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != c.status || rec.Header().Get("Content-Type") != "application/json" {
@@ -209,7 +212,7 @@ func TestProxyBadBodies(t *testing.T) {
 	}
 	// GET on a proxy route is 405.
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/proxy/segments/next", nil))
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/v1/proxy/segments/next", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET proxy: %d", rec.Code)
 	}

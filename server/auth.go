@@ -8,37 +8,87 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/idforge/idforge/engine"
 )
 
-// Tokens are the bearer tokens callers may present, one per caller. The
-// server compares hashes of the presented token with every known token in
-// constant time, so neither a token nor its length leaks through timing.
-// A nil *Tokens admits every request.
+// Tokens are the bearer tokens callers may present, one per caller, each
+// with what its caller may do through the proxy. The server compares hashes
+// of the presented token with every known token in constant time, so
+// neither a token nor its length leaks through timing. A nil *Tokens admits
+// every request, as one anonymous caller that may use every namespace and
+// segment.
 type Tokens struct {
-	callers []string
+	callers []*caller
 	hashes  [][sha256.Size]byte
 }
 
-// ReadTokens reads a tokens file: one caller a line, "name token" (separated
-// by white space) or a bare token (named after its line number); blank lines
-// and lines starting with # are skipped. Tokens shorter than 16 bytes are
-// refused. An empty file is an error: it would lock every caller out. Every
-// error wraps engine.ErrInvalidConfig.
+// caller is one token's holder and what it may do through the proxy.
+type caller struct {
+	name string
+	// namespaces are the machine-ID namespaces its proxy leases may name,
+	// segments the sequences it may fetch from; none unless the tokens file
+	// lists them.
+	namespaces, segments access
+	// machines is its quota of machine IDs through the proxy; 0 means
+	// Config.MaxMachinesPerToken.
+	machines int
+}
+
+// anonymous is the caller of a server without tokens, which is loopback
+// only unless the operator says otherwise (see Config.AllowedHosts).
+var anonymous = &caller{name: "", namespaces: access{all: true}, segments: access{all: true}}
+
+// access is a list of names, or every name.
+type access struct {
+	all   bool
+	names map[string]bool
+}
+
+func (a access) allows(name string) bool { return a.all || a.names[name] }
+
+// ReadTokens reads a tokens file. Each line is one caller:
+//
+//	name token [namespaces=a,b|*] [segments=a,b|*] [machines=N]
+//
+// or a bare token (named after its line number, with no proxy rights);
+// fields are separated by white space, blank lines and lines starting with
+// # are skipped. namespaces lists the machine-ID namespaces the caller's
+// proxy leases may name and segments the sequences it may fetch through the
+// proxy ("*": any); a caller without them may not use the proxy. machines
+// is its quota of machine IDs held through the proxy (default
+// Config.MaxMachinesPerToken). Tokens shorter than 16 bytes, repeated names
+// or tokens, and unknown options are refused. An empty file is an error: it
+// would lock every caller out. On Unix a file that group or others may read
+// or write is refused, since whoever reads it can act as every caller in it.
+// Every error wraps engine.ErrInvalidConfig.
 func ReadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tokens file: %v", engine.ErrInvalidConfig, err)
 	}
 	defer f.Close()
+	if runtime.GOOS != "windows" {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("%w: tokens file: %v", engine.ErrInvalidConfig, err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			return nil, fmt.Errorf("%w: tokens file %s: mode %04o lets group or others read or write it; chmod 600 it (or 400)",
+				engine.ErrInvalidConfig, path, perm)
+		}
+	}
 	return ParseTokens(f)
 }
 
 // ParseTokens reads tokens in the format of [ReadTokens].
 func ParseTokens(r io.Reader) (*Tokens, error) {
 	t := &Tokens{}
+	names := map[string]bool{}
+	hashes := map[[sha256.Size]byte]bool{}
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -46,20 +96,30 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 			continue
 		}
 		fields := strings.Fields(line)
-		var name, tok string
+		c := &caller{}
+		var tok string
 		switch len(fields) {
 		case 1:
-			name, tok = fmt.Sprintf("line-%d", n), fields[0]
-		case 2:
-			name, tok = fields[0], fields[1]
+			c.name, tok = "line-"+strconv.Itoa(n), fields[0]
 		default:
-			return nil, fmt.Errorf("%w: tokens line %d: want \"name token\" or a bare token", engine.ErrInvalidConfig, n)
+			c.name, tok = fields[0], fields[1]
+			if err := c.parseOptions(fields[2:]); err != nil {
+				return nil, fmt.Errorf("%w: tokens line %d: %v", engine.ErrInvalidConfig, n, err)
+			}
 		}
 		if len(tok) < 16 {
 			return nil, fmt.Errorf("%w: tokens line %d: a token needs at least 16 characters", engine.ErrInvalidConfig, n)
 		}
-		t.callers = append(t.callers, name)
-		t.hashes = append(t.hashes, sha256.Sum256([]byte(tok)))
+		h := sha256.Sum256([]byte(tok))
+		switch {
+		case names[c.name]:
+			return nil, fmt.Errorf("%w: tokens line %d: name %q repeated: names tell callers apart in quotas and logs", engine.ErrInvalidConfig, n, c.name)
+		case hashes[h]:
+			return nil, fmt.Errorf("%w: tokens line %d: a token repeated from an earlier line", engine.ErrInvalidConfig, n)
+		}
+		names[c.name], hashes[h] = true, true
+		t.callers = append(t.callers, c)
+		t.hashes = append(t.hashes, h)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: tokens: %v", engine.ErrInvalidConfig, err)
@@ -68,6 +128,54 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 		return nil, fmt.Errorf("%w: tokens: no token found", engine.ErrInvalidConfig)
 	}
 	return t, nil
+}
+
+// parseOptions reads the key=value options after a caller's token.
+func (c *caller) parseOptions(opts []string) error {
+	seen := map[string]bool{}
+	for i, o := range opts {
+		k, v, ok := strings.Cut(o, "=")
+		switch {
+		case !ok: // not quoted: it may be a piece of a token with a space in it
+			return fmt.Errorf("field %d is no option (want namespaces=a,b, segments=a,b or machines=N; a token has no white space)", i+3)
+		case seen[k]:
+			return fmt.Errorf("option %s given twice", quoteBounded(k))
+		}
+		seen[k] = true
+		var err error
+		switch k {
+		case "namespaces":
+			c.namespaces, err = parseAccess(v)
+		case "segments":
+			c.segments, err = parseAccess(v)
+		case "machines":
+			c.machines, err = strconv.Atoi(v)
+			if err != nil || c.machines < 1 {
+				err = fmt.Errorf("machines=%s: want a whole number above 0", v)
+			}
+		default:
+			err = fmt.Errorf("unknown option %s (known: namespaces, segments, machines)", quoteBounded(k))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseAccess reads "*" or a comma-separated list of names.
+func parseAccess(v string) (access, error) {
+	if v == "*" {
+		return access{all: true}, nil
+	}
+	a := access{names: map[string]bool{}}
+	for n := range strings.SplitSeq(v, ",") {
+		if !validName(n) {
+			return a, fmt.Errorf("name %s: %s", quoteBounded(n), nameRule)
+		}
+		a.names[n] = true
+	}
+	return a, nil
 }
 
 // Len is the number of tokens.
@@ -81,10 +189,23 @@ func (t *Tokens) Len() int {
 // Caller returns the name of the caller whose token r presents, and whether
 // one does. Every known token is compared, whatever matched first.
 func (t *Tokens) Caller(r *http.Request) (string, bool) {
+	c := t.lookup(r)
+	if c == nil {
+		return "", false
+	}
+	return c.name, true
+}
+
+// lookup returns the caller whose token r presents, nil if none does; on a
+// nil *Tokens, the anonymous caller.
+func (t *Tokens) lookup(r *http.Request) *caller {
+	if t == nil {
+		return anonymous
+	}
 	auth := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+		return nil
 	}
 	h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	found := -1
@@ -94,15 +215,7 @@ func (t *Tokens) Caller(r *http.Request) (string, bool) {
 		}
 	}
 	if found < 0 {
-		return "", false
+		return nil
 	}
-	return t.callers[found], true
-}
-
-func (t *Tokens) allow(r *http.Request) bool {
-	if t == nil {
-		return true
-	}
-	_, ok := t.Caller(r)
-	return ok
+	return t.callers[found]
 }

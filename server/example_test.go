@@ -18,13 +18,14 @@ func Example() {
 	reg.Register(server.KindSnowflake, "", g)
 	s, _ := server.New(server.Config{Provider: reg, Layout: snowflake.Default})
 
+	// Without tokens, the server answers requests that name a loopback host.
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/ids?count=0", nil))
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost:8080/v1/ids?count=0", nil))
 	body, _ := io.ReadAll(rec.Body)
 	fmt.Print(rec.Code, " ", string(body))
 
 	rec = httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/decode/20261121232714123-7-2", nil))
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost:8080/v1/decode/20261121232714123-7-2", nil))
 	body, _ = io.ReadAll(rec.Body)
 	fmt.Print(rec.Code, " ", string(body))
 	// Output:

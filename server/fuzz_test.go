@@ -56,7 +56,9 @@ func newRequest(method, target string) (req *http.Request, err error) {
 			req, err = nil, errBadTarget
 		}
 	}()
-	return httptest.NewRequest(method, target, nil), nil
+	req = httptest.NewRequest(method, target, nil)
+	req.Host = "localhost"
+	return req, nil
 }
 
 var errBadTarget = errors.New("bad target")

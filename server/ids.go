@@ -91,7 +91,13 @@ func (s *Server) format(name string, snowflakeIDs bool) (idFormat, *httpError) {
 		}
 		return idFormat{}, badRequest("bad_format", "format \"friendly\" is for snowflake IDs only; chain IDs take decimal, number, radix62 or radix36")
 	}
-	return idFormat{}, badRequest("bad_format", "unknown format %.40q (known: %s)", name, strings.Join(Formats, ", "))
+	return idFormat{}, badRequest("bad_format", "unknown format %s (known: %s)", quoteBounded(name), strings.Join(Formats, ", "))
+}
+
+// repeated refuses a query parameter given twice: which one counts would be
+// a guess, and proxies and clients guess differently.
+func repeated(name string) *httpError {
+	return badRequest("bad_parameter", "parameter %s given more than once; give it once", quoteBounded(name))
 }
 
 func (f idFormat) append(b []byte, id int64) []byte {
@@ -111,6 +117,7 @@ type idQuery struct {
 func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *httpError) {
 	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept"))}
 	var format string
+	var seenCount, seenFormat bool
 	// Parse the query by hand: url.Values allocates a map per request.
 	for raw := r.URL.RawQuery; raw != ""; {
 		var kv string
@@ -121,15 +128,22 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "count":
+			if seenCount {
+				return q, repeated(k)
+			}
+			seenCount = true
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxCount || v[0] == '+' {
-				return q, badRequest("bad_count", "count=%.20q: want a whole number from 1 to %d", v, MaxCount)
+				return q, badRequest("bad_count", "count=%s: want a whole number from 1 to %d", quoteBounded(v), MaxCount)
 			}
 			q.count = n
 		case "format":
-			format = v
+			if seenFormat {
+				return q, repeated(k)
+			}
+			seenFormat, format = true, v
 		default:
-			return q, badRequest("bad_parameter", "unknown parameter %.40q (known: count, format)", k)
+			return q, badRequest("bad_parameter", "unknown parameter %s (known: count, format)", quoteBounded(k))
 		}
 	}
 	f, err := s.format(format, snowflakeIDs)
@@ -314,9 +328,13 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 	raw := r.PathValue("id")
 	q := r.URL.Query()
 	format := q.Get("format")
-	for k := range q {
-		if k != "format" {
-			badRequest("bad_parameter", "unknown parameter %.40q (known: format)", k).write(w)
+	for k, v := range q {
+		switch {
+		case k != "format":
+			badRequest("bad_parameter", "unknown parameter %s (known: format)", quoteBounded(k)).write(w)
+			return
+		case len(v) > 1:
+			repeated(k).write(w)
 			return
 		}
 	}
@@ -338,7 +356,7 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 	if f.f != nil {
 		var err error
 		if id, err = f.f.Parse(raw); err != nil {
-			badRequest("bad_id", "%v", truncate(err.Error(), 200)).write(w)
+			badID(raw, format, err).write(w)
 			return
 		}
 	} else if id, herr = parseDecimal(raw); herr != nil {
@@ -347,7 +365,7 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.cfg.Layout.Decode(id)
 	if err != nil {
-		badRequest("bad_id", "%v", truncate(err.Error(), 200)).write(w)
+		badID(raw, format, err).write(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, decoded{
@@ -367,16 +385,19 @@ func parseDecimal(raw string) (int64, *httpError) {
 	case err == nil:
 		return id, nil
 	case errors.Is(err, strconv.ErrRange):
-		return 0, badRequest("bad_id", "id %.80q: outside the 64-bit range", raw)
+		return 0, badRequest("bad_id", "id %s: outside the 64-bit range", quoteBounded(raw))
 	}
-	return 0, badRequest("bad_id", "id %.80q: not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36", raw)
+	return 0, badRequest("bad_id", "id %s: not a decimal ID; for radix62 or radix36 IDs add ?format=radix62 or ?format=radix36", quoteBounded(raw))
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// badID refuses an ID that format could not read or the layout decode. The
+// error may quote the ID: it is shown only when the ID is short enough to
+// be quoted whole.
+func badID(raw, format string, err error) *httpError {
+	if len(raw) > maxEcho {
+		return badRequest("bad_id", "id %s: not a valid %s ID", quoteBounded(raw), format)
 	}
-	return s[:n] + "…"
+	return badRequest("bad_id", "%v", err)
 }
 
 // layoutInfo is /v1/layout's answer.

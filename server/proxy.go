@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
 	"time"
 
@@ -25,9 +27,9 @@ type ProxyStore interface {
 const maxProxyBody = 4 << 10
 
 // MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
-// reads MachineBits and SafeGuardMillis; Guard and Revert read MachineID,
-// LastTimestamp and Holder, the secret Distribute answered, which the store
-// checks as the proof that the caller holds the machine ID.
+// reads MachineBits and SafeGuardMillis, and Lease when the caller asks
+// again for an instance it holds; Guard and Revert read MachineID,
+// LastTimestamp and Lease.
 type MachineRequest struct {
 	Namespace       string `json:"namespace"`
 	Instance        string `json:"instance"`
@@ -36,18 +38,19 @@ type MachineRequest struct {
 	SafeGuardMillis int64  `json:"safe_guard_ms,omitempty"`
 	MachineID       int64  `json:"machine_id,omitempty"`
 	LastTimestamp   int64  `json:"last_timestamp,omitempty"`
-	Holder          string `json:"holder,omitempty"`
+	Lease           string `json:"lease,omitempty"`
 }
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
-// Holder is the holding's secret (machine.State.Holder).
 // ResetGraceMillis is the store's reset grace (machine.ResetGraceOf), so a
-// client's machine.Acquire can check its lease against it.
+// client's machine.Acquire can check its lease against it. Lease is the
+// lease's secret: its guards and reverts must present it, and only the
+// caller that was handed it may.
 type MachineState struct {
 	MachineID        int64  `json:"machine_id"`
 	LastTimestamp    int64  `json:"last_timestamp"`
-	Holder           string `json:"holder"`
 	ResetGraceMillis int64  `json:"reset_grace_ms,omitempty"`
+	Lease            string `json:"lease,omitempty"`
 }
 
 // SegmentRequest is the body of /v1/proxy/segments/next.
@@ -68,10 +71,19 @@ const (
 	CodeInvalidConfig     = "invalid_config"
 	CodeMachineIDLost     = "machine_id_lost"
 	CodeMachineIDOverflow = "machine_id_overflow"
-	CodeInstanceInUse     = "instance_in_use"
 	CodeStoreUnavailable  = "store_unavailable"
 	CodeStoreReset        = "store_reset"
 	CodeTimeout           = "timeout"
+	// CodeForbidden: the token may not name that namespace or segment, or
+	// the instance is the server's own.
+	CodeForbidden = "forbidden"
+	// CodeInstanceInUse: another process holds a live lease of the instance.
+	CodeInstanceInUse = "instance_in_use"
+	// CodeNoFloor: the store has no counter for the sequence and no Floor
+	// for it (engine.ErrNoFloor).
+	CodeNoFloor = "no_floor"
+	// CodeQuota: the token holds its quota of machine IDs.
+	CodeQuota = "quota"
 )
 
 func (s *Server) proxyRoutes() {
@@ -80,6 +92,11 @@ func (s *Server) proxyRoutes() {
 	s.mux.HandleFunc("POST /v1/proxy/machines/revert", s.handleRevert)
 	s.mux.HandleFunc("POST /v1/proxy/segments/next", s.handleSegment)
 }
+
+// callerKey carries the proxy request's *caller in its context.
+type callerKey struct{}
+
+func callerOf(r *http.Request) *caller { return r.Context().Value(callerKey{}).(*caller) }
 
 // readBody decodes a JSON body of at most maxProxyBody bytes, refusing
 // unknown fields and trailing data.
@@ -91,7 +108,11 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
 		if errors.As(err, &tooBig) {
 			return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body may hold %d bytes", maxProxyBody)}
 		}
-		return badRequest("bad_body", "body: %v", truncate(err.Error(), 200))
+		// The decoder's message may quote a field name: only a short one.
+		if msg := err.Error(); len(msg) <= 2*maxEcho {
+			return badRequest("bad_body", "body: %s", msg)
+		}
+		return badRequest("bad_body", "body: not the request object expected")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return badRequest("bad_body", "body: one JSON object expected")
@@ -105,20 +126,24 @@ func (m MachineRequest) instance() machine.Instance {
 
 // state is the machine state the request names.
 func (m MachineRequest) state() machine.State {
-	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp, Holder: machine.Holder(m.Holder)}
+	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp}
 }
+
+func (m MachineRequest) key() leaseKey { return leaseKey{m.Namespace, m.Instance} }
 
 // proxyError maps a store error to a status and a code proxystore reads back.
 func proxyError(err error) *httpError {
 	switch {
 	case errors.Is(err, engine.ErrInvalidConfig):
 		return &httpError{http.StatusBadRequest, CodeInvalidConfig, err.Error()}
+	case errors.Is(err, engine.ErrInstanceInUse):
+		return &httpError{http.StatusConflict, CodeInstanceInUse, err.Error()}
+	case errors.Is(err, engine.ErrNoFloor):
+		return &httpError{http.StatusConflict, CodeNoFloor, err.Error()}
 	case errors.Is(err, engine.ErrMachineIDLost):
 		return &httpError{http.StatusConflict, CodeMachineIDLost, err.Error()}
 	case errors.Is(err, engine.ErrMachineIDOverflow):
 		return &httpError{http.StatusConflict, CodeMachineIDOverflow, err.Error()}
-	case errors.Is(err, engine.ErrInstanceInUse):
-		return &httpError{http.StatusConflict, CodeInstanceInUse, err.Error()}
 	case errors.Is(err, engine.ErrStoreReset):
 		return &httpError{http.StatusServiceUnavailable, CodeStoreReset, err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -133,74 +158,189 @@ func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 10*time.Second)
 }
 
+// machineRequest reads a MachineRequest and checks what every machine call
+// must: names in the grammar, a namespace the caller may use, not the
+// server's own instance.
+func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *caller, req *MachineRequest) *httpError {
+	if herr := readBody(w, r, req); herr != nil {
+		return herr
+	}
+	switch {
+	case !validName(req.Namespace):
+		return badRequest(CodeInvalidConfig, "namespace %s: %s", quoteBounded(req.Namespace), nameRule)
+	case !validName(req.Instance):
+		return badRequest(CodeInvalidConfig, "instance %s: %s", quoteBounded(req.Instance), nameRule)
+	case !c.namespaces.allows(req.Namespace):
+		return &httpError{http.StatusForbidden, CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace)}
+	case req.Namespace == s.cfg.Instance.Namespace && req.Instance == s.cfg.Instance.ID:
+		return &httpError{http.StatusForbidden, CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace)}
+	}
+	return nil
+}
+
+// checkTimestamp refuses a last timestamp that the next holder of the
+// machine ID could not wait out: negative, or further ahead of this
+// server's clock than MaxTimestampAhead.
+func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
+	if limit := now.Add(s.cfg.MaxTimestampAhead).UnixMilli(); ts < 0 || ts > limit {
+		return badRequest(CodeInvalidConfig, "last_timestamp %d: want a Unix millisecond time from 0 to %d, this server's clock plus %v",
+			ts, limit, s.cfg.MaxTimestampAhead)
+	}
+	return nil
+}
+
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
-	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
-		st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, time.Duration(req.SafeGuardMillis)*time.Millisecond)
-		return MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Holder: string(st.Holder),
-			ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds()}, err
-	})
-}
-
-func (s *Server) handleGuard(w http.ResponseWriter, r *http.Request) {
-	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
-		return struct{}{}, s.cfg.Proxy.Guard(ctx, req.instance(), req.state())
-	})
-}
-
-func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
-	s.machineCall(w, r, func(ctx context.Context, req MachineRequest) (any, error) {
-		return struct{}{}, s.cfg.Proxy.Revert(ctx, req.instance(), req.state())
-	})
-}
-
-// machineCall reads a MachineRequest, runs call on the store within the
-// proxy's time bound, and answers with call's result, or with the status
-// and code of its error.
-func (s *Server) machineCall(w http.ResponseWriter, r *http.Request, call func(context.Context, MachineRequest) (any, error)) {
+	c := callerOf(r)
 	var req MachineRequest
-	if herr := readBody(w, r, &req); herr != nil {
+	id, herr := s.distribute(w, r, c, &req)
+	s.audit("distribute", c, &req, id, herr)
+	if herr != nil {
 		herr.write(w)
-		return
+	}
+}
+
+func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, req *MachineRequest) (int64, *httpError) {
+	if herr := s.machineRequest(w, r, c, req); herr != nil {
+		return -1, herr
+	}
+	if req.SafeGuardMillis <= 0 || req.SafeGuardMillis > math.MaxInt64/int64(time.Millisecond) {
+		return -1, badRequest(CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
+	}
+	safeGuard := time.Duration(req.SafeGuardMillis) * time.Millisecond
+	// machine.Acquire refuses a lease that may issue alone for as long as
+	// the store's reset grace: past it, the holder has stopped.
+	alone := machine.ResetGraceOf(s.cfg.Proxy)
+	if alone <= 0 {
+		alone = safeGuard
+	}
+	quota := s.cfg.MaxMachinesPerToken
+	if c.machines > 0 {
+		quota = c.machines
+	}
+	cl, herr := s.leases.claim(c, quota, req.key(), req.Lease, req.Stable, alone, safeGuard, time.Now())
+	if herr != nil {
+		return -1, herr
 	}
 	ctx, cancel := proxyContext(r)
 	defer cancel()
-	resp, err := call(ctx, req)
+	st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, safeGuard)
+	s.leases.settle(cl, st, err, time.Now())
 	if err != nil {
-		proxyError(err).write(w)
-		return
+		return -1, proxyError(err)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+		ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds(), Lease: cl.secret})
+	return st.MachineID, nil
 }
 
-func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
-	var req SegmentRequest
-	if herr := readBody(w, r, &req); herr != nil {
+func (s *Server) handleGuard(w http.ResponseWriter, r *http.Request) {
+	s.leaseCall(w, r, "guard", s.cfg.Proxy.Guard)
+}
+
+func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
+	s.leaseCall(w, r, "revert", s.cfg.Proxy.Revert)
+}
+
+// leaseCall runs a guard or revert of a lease the caller holds on the
+// store, within the proxy's time bound.
+func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string, call func(context.Context, machine.Instance, machine.State) error) {
+	c := callerOf(r)
+	var req MachineRequest
+	herr := s.machineRequest(w, r, c, &req)
+	if herr == nil {
+		herr = s.checkTimestamp(req.LastTimestamp, time.Now())
+	}
+	var (
+		e      *lease
+		holder machine.Holder
+	)
+	if herr == nil {
+		e, holder, herr = s.leases.hold(c, req.key(), req.MachineID, req.Lease)
+	}
+	if herr == nil {
+		ctx, cancel := proxyContext(r)
+		st := req.state()
+		st.Holder = holder // the store's proof of the holding, kept here
+		err := call(ctx, req.instance(), st)
+		cancel()
+		s.leases.done(req.key(), e, action == "revert", err, time.Now())
+		if err != nil {
+			herr = proxyError(err)
+		}
+	}
+	s.audit(action, c, &req, req.MachineID, herr)
+	if herr != nil {
 		herr.write(w)
 		return
 	}
-	if !chainName.MatchString(req.Name) {
-		badRequest(CodeInvalidConfig, "segment name %.80q: %s", req.Name, chainNameRule).write(w)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// audit logs one line per lease action: who (the token's name; empty on a
+// server without tokens), which instance, which machine ID, and the
+// outcome. A guard that succeeds is a heartbeat, several a second per
+// holder: it is logged at debug level only.
+func (s *Server) audit(action string, c *caller, req *MachineRequest, id int64, herr *httpError) {
+	level, result := slog.LevelInfo, "ok"
+	switch {
+	case herr != nil:
+		level, result = slog.LevelWarn, herr.code
+	case action == "guard":
+		level = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), level, "idforge serve: proxy lease", "action", action, "token", c.name,
+		"namespace", boundedAttr(req.Namespace), "instance", boundedAttr(req.Instance), "stable", req.Stable, "machine_id", id, "result", result)
+}
+
+// boundedAttr keeps a refused, overlong name from filling a log line.
+func boundedAttr(v string) string {
+	if len(v) > 2*maxEcho {
+		return v[:2*maxEcho] + "..."
+	}
+	return v
+}
+
+func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
+	c := callerOf(r)
+	var req SegmentRequest
+	max, herr := s.segment(w, r, c, &req)
+	level, result := slog.LevelInfo, "ok"
+	if herr != nil {
+		level, result = slog.LevelWarn, herr.code
+	}
+	s.log.Log(context.Background(), level, "idforge serve: proxy segment", "token", c.name, "name", boundedAttr(req.Name),
+		"step", req.Step, "max_id", max, "result", result)
+	if herr != nil {
+		herr.write(w)
 		return
 	}
-	if !s.serves(req.Name) {
-		(&httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("segment %q is not served here", req.Name)}).write(w)
-		return
+	writeJSON(w, http.StatusOK, SegmentRange{MaxID: max})
+}
+
+func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req *SegmentRequest) (int64, *httpError) {
+	if herr := readBody(w, r, req); herr != nil {
+		return 0, herr
 	}
-	if req.Step <= 0 {
-		badRequest(CodeInvalidConfig, "step %d: want at least 1", req.Step).write(w)
-		return
+	switch {
+	case !validName(req.Name):
+		return 0, badRequest(CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
+	case !c.segments.allows(req.Name):
+		return 0, &httpError{http.StatusForbidden, CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
+	case req.Step <= 0 || req.Step > s.cfg.MaxStep:
+		return 0, badRequest(CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.MaxStep)
+	}
+	if herr := s.admit(req.Name); herr != nil {
+		return 0, herr
 	}
 	d, err := s.cfg.Proxy.Segment(req.Name)
 	if err != nil {
-		proxyError(err).write(w)
-		return
+		return 0, proxyError(err)
 	}
 	ctx, cancel := proxyContext(r)
 	defer cancel()
 	max, err := d.NextMaxID(ctx, req.Step)
 	if err != nil {
-		proxyError(err).write(w)
-		return
+		return 0, proxyError(err)
 	}
-	writeJSON(w, http.StatusOK, SegmentRange{MaxID: max})
+	return max, nil
 }

@@ -25,6 +25,39 @@
 // runs (a malformed request, no Host, headers over the server's limit, an
 // unknown Transfer-Encoding or HTTP version, an unmet Expect) gets
 // net/http's plain-text answer.
+//
+// # Threat model
+//
+// Callers are told apart by their bearer token ([Tokens]); a server without
+// tokens has one anonymous caller and should listen on loopback only.
+//
+//   - Anyone who can connect may call /healthz and /readyz, which say ok or
+//     not and nothing else: details go to token holders and to the log.
+//     Probes are answered outside every request limit, and readiness is
+//     cached (Config.ReadyInterval), so probes cannot load the store.
+//   - A token holder may draw IDs, decode, read the layout, the metrics and
+//     the state page. Its requests and connections are bounded per token
+//     and overall (Config.MaxInFlightPerToken, MaxConnsPerToken, MaxInFlight,
+//     MaxConns), so one token's flood leaves others served.
+//   - Through the proxy a token may only name the namespaces and segments the
+//     tokens file gives it. A machine-ID lease belongs to whoever
+//     distributed it: the answer carries a secret that its guard and revert
+//     must present, a second claimant of a live lease is refused, each
+//     token holds at most its quota of machine IDs, and the server's own
+//     lease is never reachable. Steps and timestamps are bounded
+//     (Config.MaxStep, MaxTimestampAhead), so no call can burn a sequence
+//     or poison a machine ID for its next holder. Every lease action is
+//     logged with the token's name.
+//   - A web page in a browser on the same machine holds no token: the server
+//     refuses requests with a foreign Origin or a cross-site
+//     Sec-Fetch-Site, POSTs without a JSON content type, and, without
+//     tokens, any Host but a loopback name or one of Config.AllowedHosts,
+//     which stops DNS rebinding.
+//
+// The proxy trusts a token holder with the IDs it draws: a caller that
+// breaks its own lease (issues after its lease lapsed) gets duplicates of
+// its own. It does not trust one caller with another's lease, namespace,
+// sequence or share of the server.
 package server
 
 import (
@@ -32,15 +65,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
@@ -49,7 +87,8 @@ const MaxCount = 10000
 
 // MaxChains bounds the distinct chain names a server without an allow-list
 // creates, so that callers cannot make it open an unbounded number of
-// sequences (each one a store row and a prefetch worker).
+// sequences (each one a store row and a prefetch worker). Proxy segment
+// names count against it too.
 const MaxChains = 256
 
 // Kinds of the registry the server draws from.
@@ -58,13 +97,48 @@ const (
 	KindChain     = "chain"
 )
 
-// chainNameRule says in words what chainName accepts.
-const chainNameRule = "want 1 to 64 of A-Z a-z 0-9 _ . : -, not starting with a dot"
+// nameRule says in words what validName accepts.
+const nameRule = "want 1 to 128 of A-Z a-z 0-9 _ . : / -, not starting with a dot or a slash"
 
-// chainName is what a chain name may look like: the store keeps it as a key.
-var chainName = regexp.MustCompile(`^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,63}$`)
+// nameRE is the one grammar of chain and segment names, namespaces and
+// instance IDs: the stores keep them as keys (of at most 128 bytes), logs
+// and the state page show them, and none may carry control, bidi or
+// other characters that would make two names look alike.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_:-][A-Za-z0-9_.:/-]{0,127}$`)
 
-// Config configures [New]. Provider and Layout are required.
+func validName(s string) bool { return nameRE.MatchString(s) }
+
+// maxEcho is the longest value a refusal quotes back; a longer one is not
+// quoted at all, so no message shows a value cut to look like another.
+const maxEcho = 64
+
+// quoteBounded quotes v for an error message, or says how long it was.
+func quoteBounded(v string) string {
+	if len(v) > maxEcho {
+		return fmt.Sprintf("(%d bytes, not shown)", len(v))
+	}
+	return strconv.Quote(v)
+}
+
+// Defaults of the Config fields whose zero value means a default.
+const (
+	// DefaultMaxInFlight is the default bound on concurrent requests: with
+	// MaxCount IDs an answer, it bounds the memory answers take to a few
+	// hundred MiB.
+	DefaultMaxInFlight = 1024
+
+	defaultMaxInFlightPerToken = 64
+	defaultMaxConns            = 4096
+	defaultMaxConnsPerToken    = 256
+	defaultMaxStep             = 100_000_000
+	defaultMaxTimestampAhead   = 2 * time.Second
+	defaultMaxMachinesPerToken = 256
+	defaultReadyInterval       = time.Second
+)
+
+// Config configures [New]. Provider and Layout are required; every other
+// field's zero value means its documented default, and a negative number
+// is refused with an error wrapping engine.ErrInvalidConfig that names it.
 type Config struct {
 	// Provider hands out the generators: kind "snowflake" (name "") and
 	// kind "chain" (one per name). An *idforge.Registry is one.
@@ -76,15 +150,28 @@ type Config struct {
 	LayoutName string
 	// MachineID reports the machine ID in use, -1 when none; optional.
 	MachineID func() int64
+	// Instance is the instance the server's own lease is held for: the proxy
+	// refuses every call that names it, so no caller can take, guard or
+	// give back the machine ID the server issues under.
+	Instance machine.Instance
 	// Chains, when not empty, is the list of chain names callers may draw
-	// from; any other name is 404. Empty admits any valid name, up to MaxChains.
+	// from, directly or as proxy segments; any other name is 404. Empty
+	// admits any valid name, up to MaxChains.
 	Chains []string
 	// Tokens, when not nil, requires "Authorization: Bearer <token>" on every
-	// route but /healthz and /readyz.
+	// route but /healthz and /readyz. [Server.SetTokens] replaces them.
 	Tokens *Tokens
+	// AllowedHosts are the host names (without port) requests may name in
+	// their Host header besides loopback ones. Empty: a server without
+	// tokens takes loopback names only (so that DNS rebinding cannot reach
+	// it from a browser), one with tokens any name.
+	AllowedHosts []string
 	// Ready reports whether the server can issue IDs (lease held, store
 	// answers); nil means always ready.
 	Ready func(ctx context.Context) error
+	// ReadyInterval is how long an answer of Ready is reused by /readyz
+	// (default 1 s), so that probes cannot load the store.
+	ReadyInterval time.Duration
 	// Metrics serves /metrics when not nil (for example
 	// promhttp.HandlerFor(registry, promhttp.HandlerOpts{})).
 	Metrics http.Handler
@@ -93,24 +180,99 @@ type Config struct {
 	// Proxy enables the /v1/proxy endpoints on this store when not nil.
 	Proxy ProxyStore
 	// MaxInFlight bounds the requests served at once; more get 429 at
-	// once rather than queue. 0 is DefaultMaxInFlight.
+	// once rather than queue. 0 is DefaultMaxInFlight. Probes do not count.
 	MaxInFlight int
-	// Logger receives recovered panics; nil is slog.Default().
+	// MaxInFlightPerToken bounds the requests of one token served at once
+	// (default 64), so that one caller cannot take all of MaxInFlight. A
+	// server without tokens has MaxInFlight alone.
+	MaxInFlightPerToken int
+	// MaxConns bounds the open connections (default 4096): one more is
+	// closed as soon as it is accepted. It holds with [NewHTTPServer]'s
+	// http.Server, which counts connections.
+	MaxConns int
+	// MaxConnsPerToken bounds the connections one token's requests arrive
+	// on (default 256): the request that would pass it gets 429 and its
+	// connection is closed. With NewHTTPServer only, like MaxConns.
+	MaxConnsPerToken int
+	// MaxStep is the largest step a proxy segment fetch may take (default
+	// 10^8), so that no call burns a sequence: a hungry chain asks for at
+	// most twice its prefetch distance in one fetch.
+	MaxStep int64
+	// MaxTimestampAhead is how far ahead of the server's clock a proxy
+	// guard or revert may put a machine ID's last timestamp (default 2 s:
+	// the lease's default reservation of 1 s and as much for clock skew).
+	// The next holder of the machine ID waits that timestamp out, and
+	// fails at once if it is further ahead than it can wait.
+	MaxTimestampAhead time.Duration
+	// MaxMachinesPerToken is the number of machine IDs one token may hold
+	// through the proxy at once (default 256), unless the tokens file gives
+	// it another (machines=N). A stable instance's ID counts even after
+	// its revert, as the store keeps it for the instance.
+	MaxMachinesPerToken int
+	// Logger receives recovered panics, readiness changes and the proxy's
+	// audit lines; nil is slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultMaxInFlight is the default bound on concurrent requests: with
-// MaxCount IDs an answer, it bounds the memory answers take to a few hundred MiB.
-const DefaultMaxInFlight = 1024
+// validate fills in the defaults and refuses negative limits.
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"MaxInFlight", &c.MaxInFlight, DefaultMaxInFlight},
+		{"MaxInFlightPerToken", &c.MaxInFlightPerToken, defaultMaxInFlightPerToken},
+		{"MaxConns", &c.MaxConns, defaultMaxConns},
+		{"MaxConnsPerToken", &c.MaxConnsPerToken, defaultMaxConnsPerToken},
+		{"MaxMachinesPerToken", &c.MaxMachinesPerToken, defaultMaxMachinesPerToken},
+	} {
+		if *f.v < 0 {
+			return fmt.Errorf("%w: server: Config.%s %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"MaxTimestampAhead", &c.MaxTimestampAhead, defaultMaxTimestampAhead},
+		{"ReadyInterval", &c.ReadyInterval, defaultReadyInterval},
+	} {
+		if *f.v < 0 {
+			return fmt.Errorf("%w: server: Config.%s %v: want 0 (the default, %v) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	switch {
+	case c.MaxStep < 0:
+		return fmt.Errorf("%w: server: Config.MaxStep %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, c.MaxStep, defaultMaxStep)
+	case c.MaxStep == 0:
+		c.MaxStep = defaultMaxStep
+	}
+	for _, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/:@ \t[]") {
+			return fmt.Errorf("%w: server: Config.AllowedHosts %s: want a host name without port", engine.ErrInvalidConfig, quoteBounded(h))
+		}
+	}
+	return nil
+}
 
 // Server is the HTTP handler of `idforge serve`. It is safe for concurrent use.
 type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	allowed map[string]bool
+	hosts   map[string]bool
 	log     *slog.Logger
 	started time.Time
 	fmts    formatters
+	tokens  atomic.Pointer[Tokens]
 
 	sfOnce sync.Once
 	sf     engine.Generator
@@ -120,10 +282,13 @@ type Server struct {
 	chains map[string]engine.Generator
 
 	inFlight atomic.Int64
+	limits   limits
+	ready    readiness
+	leases   leases
 }
 
-// New returns the server for cfg. A missing Provider or an invalid layout or
-// chain name wraps engine.ErrInvalidConfig.
+// New returns the server for cfg. A missing Provider, an invalid layout,
+// chain name or limit wraps engine.ErrInvalidConfig.
 func New(cfg Config) (*Server, error) {
 	if cfg.Provider == nil {
 		return nil, fmt.Errorf("%w: server: no Provider", engine.ErrInvalidConfig)
@@ -131,24 +296,42 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: server: %w", engine.ErrInvalidConfig, err)
 	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), chains: map[string]engine.Generator{}, fmts: newFormatters(cfg.Layout)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.cfg.MaxInFlight <= 0 {
-		s.cfg.MaxInFlight = DefaultMaxInFlight
-	}
+	s.tokens.Store(cfg.Tokens)
 	if len(cfg.Chains) > 0 {
 		s.allowed = map[string]bool{}
 		for _, c := range cfg.Chains {
-			if !chainName.MatchString(c) {
-				return nil, fmt.Errorf("%w: server: chain name %q: %s", engine.ErrInvalidConfig, c, chainNameRule)
+			if !validName(c) {
+				return nil, fmt.Errorf("%w: server: chain name %s: %s", engine.ErrInvalidConfig, quoteBounded(c), nameRule)
 			}
 			s.allowed[c] = true
 		}
 	}
+	s.hosts = map[string]bool{}
+	for _, h := range cfg.AllowedHosts {
+		s.hosts[strings.ToLower(h)] = true
+	}
+	s.limits.init()
+	s.leases.init()
 	s.routes()
 	return s, nil
+}
+
+// SetTokens replaces the tokens callers must present, at once for every
+// request that starts afterwards. nil is refused: a reload must not open
+// the server to everyone.
+func (s *Server) SetTokens(t *Tokens) error {
+	if t == nil {
+		return fmt.Errorf("%w: server: SetTokens(nil) would admit every request", engine.ErrInvalidConfig)
+	}
+	s.tokens.Store(t)
+	return nil
 }
 
 func (s *Server) routes() {
@@ -159,6 +342,8 @@ func (s *Server) routes() {
 	m.HandleFunc("/v1/ids/{chain}", getOnly(s.handleChain))
 	m.HandleFunc("GET /v1/decode/{id}", s.handleDecode)
 	m.HandleFunc("GET /v1/layout", s.handleLayout)
+	// Probes are answered in ServeHTTP; these patterns make the mux answer
+	// 405 to other methods.
 	m.HandleFunc("GET /healthz", s.handleHealth)
 	m.HandleFunc("GET /readyz", s.handleReady)
 	if s.cfg.Metrics != nil {
@@ -170,6 +355,12 @@ func (s *Server) routes() {
 	if s.cfg.Proxy != nil {
 		s.proxyRoutes()
 	}
+}
+
+// isProbe reports whether r is a health or readiness probe.
+func isProbe(r *http.Request) bool {
+	p := r.URL.Path
+	return (p == "/healthz" || p == "/readyz") && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // ServeHTTP routes the request. Requests no route takes get a JSON 404, or
@@ -185,6 +376,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "internal", "the server failed to answer this request")
 		}
 	}()
+	// Probes first: outside every limit, so that a flood never makes a
+	// liveness probe restart the process, and they say nothing that needs
+	// protecting.
+	if isProbe(r) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	tokens := s.tokens.Load()
+	if herr := s.checkSite(r, tokens == nil); herr != nil {
+		herr.write(w)
+		return
+	}
 	if n := s.inFlight.Add(1); n > int64(s.cfg.MaxInFlight) {
 		s.inFlight.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -192,10 +395,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.inFlight.Add(-1)
-	if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.cfg.Tokens.allow(r) {
+	c := tokens.lookup(r)
+	if c == nil && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="idforge"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")
 		return
+	}
+	if c != nil && c != anonymous { // without tokens, MaxInFlight is everyone's
+		cl, herr := s.limits.enter(w, r, c.name, s.cfg.MaxInFlightPerToken, s.cfg.MaxConnsPerToken)
+		if herr != nil {
+			herr.write(w)
+			return
+		}
+		defer cl.inFlight.Add(-1)
 	}
 	// The two hot routes skip the mux's second look-up.
 	if r.Method == http.MethodGet {
@@ -233,7 +445,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if strings.HasPrefix(pattern, "POST ") {
+		// A form or text/plain POST is what a web page may send without
+		// asking the server first (no CORS preflight).
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "a POST must carry Content-Type: application/json")
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// checkSite refuses what a web page in a browser could send: a foreign
+// Origin, a cross-site fetch, and, on a server without tokens, a Host
+// that is not this machine's (DNS rebinding) unless AllowedHosts has it.
+func (s *Server) checkSite(r *http.Request, tokenless bool) *httpError {
+	if (tokenless || len(s.hosts) > 0) && !s.hostAllowed(r.Host) {
+		return &httpError{http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %s is not served here: this server answers loopback names and its allowed hosts only",
+			quoteBounded(r.Host))}
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) || (u.Scheme != "http" && u.Scheme != "https") {
+			return &httpError{http.StatusForbidden, "cross_origin", fmt.Sprintf("Origin %s is not this server's: cross-site requests are refused", quoteBounded(o))}
+		}
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return &httpError{http.StatusForbidden, "cross_origin", "cross-site requests are refused (Sec-Fetch-Site)"}
+	}
+	return nil
+}
+
+// hostAllowed reports whether a Host header names this machine or one of
+// the allowed hosts.
+func (s *Server) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "localhost" || s.hosts[host] {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // cleanPath is the canonical form of the escaped path p, which the mux
@@ -285,22 +541,6 @@ func (s *statusOnly) WriteHeader(code int) {
 	}
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uptime_seconds": int64(time.Since(s.started).Seconds())})
-}
-
-func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "machine_id": s.machineID()})
-}
-
 func (s *Server) machineID() int64 {
 	if s.cfg.MachineID == nil {
 		return -1
@@ -317,34 +557,40 @@ func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
 // serves reports whether the allow-list, if any, admits chain name.
 func (s *Server) serves(name string) bool { return s.allowed == nil || s.allowed[name] }
 
+// admit checks a chain or proxy segment name and takes its slot among the
+// names this server serves, within the allow-list and MaxChains. A new
+// name takes its slot (a nil entry) before the Provider or the store is
+// asked, so concurrent first requests cannot pass the limit together.
+func (s *Server) admit(name string) *httpError {
+	if !validName(name) {
+		return &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
+	}
+	if !s.serves(name) {
+		return &httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("chain %q is not served here", name)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.chains[name]; ok {
+		return nil
+	}
+	if s.allowed == nil && len(s.chains) >= MaxChains {
+		return &httpError{http.StatusTooManyRequests, "too_many_chains", fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+	}
+	s.chains[name] = nil
+	return nil
+}
+
 // chain returns the chain generator for name, creating it through the
-// Provider on first use, within the allow-list and MaxChains. A new name
-// takes its slot (a nil entry) before the Provider is asked, so concurrent
-// first requests cannot pass the limit together.
+// Provider on first use (see admit).
 func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *httpError) {
 	s.mu.RLock()
-	g, ok := s.chains[name]
+	g := s.chains[name]
 	s.mu.RUnlock()
 	if g != nil {
 		return g, nil
 	}
-	if !ok {
-		if !chainName.MatchString(name) {
-			return nil, &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %q: %s", name, chainNameRule)}
-		}
-		if !s.serves(name) {
-			return nil, &httpError{http.StatusNotFound, "unknown_chain", fmt.Sprintf("chain %q is not served here", name)}
-		}
-		s.mu.Lock()
-		_, ok = s.chains[name]
-		if !ok && s.allowed == nil && len(s.chains) >= MaxChains {
-			s.mu.Unlock()
-			return nil, &httpError{http.StatusTooManyRequests, "too_many_chains", fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
-		}
-		if !ok {
-			s.chains[name] = nil
-		}
-		s.mu.Unlock()
+	if herr := s.admit(name); herr != nil {
+		return nil, herr
 	}
 	// The Provider makes one generator per name, however many ask at once.
 	g, err := s.cfg.Provider.Generator(ctx, KindChain, name)
@@ -386,9 +632,11 @@ func generatorError(err error) *httpError {
 // NewHTTPServer returns an http.Server for h on addr with the timeouts and
 // header limit `idforge serve` uses: 5 s to read the headers, 10 s for the
 // whole request, 30 s to write the answer, 2 min idle keep-alive, 16 KiB of
-// headers (net/http reads 4 KiB more before it answers 431).
+// headers (net/http reads 4 KiB more before it answers 431). When h is a
+// *Server, the http.Server counts connections for its MaxConns and
+// MaxConnsPerToken.
 func NewHTTPServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Addr:              addr,
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -397,4 +645,9 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 	}
+	if s, ok := h.(*Server); ok {
+		srv.ConnContext = s.limits.connContext
+		srv.ConnState = func(c net.Conn, st http.ConnState) { s.limits.connState(c, st, s.cfg.MaxConns) }
+	}
+	return srv
 }

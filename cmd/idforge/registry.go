@@ -13,9 +13,8 @@ import (
 
 // registrySettings are what serve configures of the registry.
 type registrySettings struct {
-	Namespace string
-	// Instance, when not empty, is a stable instance ID.
-	Instance string
+	// Instance is who holds the machine ID, in its namespace.
+	Instance machine.Instance
 	Layout   snowflake.Layout
 	Store    idforge.Store
 	Logger   *slog.Logger
@@ -31,10 +30,7 @@ type registry interface {
 // newRegistry builds the registry on the store: the one place that knows
 // the root's constructor.
 func newRegistry(ctx context.Context, s registrySettings) (registry, error) {
-	set := idforge.Settings{Namespace: s.Namespace, Layout: s.Layout, Store: s.Store, Logger: s.Logger}
-	if s.Instance != "" {
-		set.Instance = machine.Instance{Namespace: s.Namespace, ID: s.Instance, Stable: true}
-	}
+	set := idforge.Settings{Namespace: s.Instance.Namespace, Instance: s.Instance, Layout: s.Layout, Store: s.Store, Logger: s.Logger}
 	reg, err := idforge.New(ctx, set)
 	if err != nil {
 		return nil, err // not a nil *Registry in a non-nil interface

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server"
 	"github.com/idforge/idforge/server/statepage"
@@ -35,17 +36,18 @@ var serveEnv = []struct{ flag, env string }{
 	{"layout", "IDFORGE_LAYOUT"},
 	{"chains", "IDFORGE_CHAINS"},
 	{"tokens", "IDFORGE_TOKENS_FILE"},
+	{"allowed-hosts", "IDFORGE_ALLOWED_HOSTS"},
 	{"proxy", "IDFORGE_PROXY"},
 	{"shutdown-timeout", "IDFORGE_SHUTDOWN_TIMEOUT"},
 }
 
 // serveOptions are serve's parsed flags.
 type serveOptions struct {
-	addr, store, namespace, instance, chains, tokens string
-	layout                                           *enumFlag
-	proxy                                            *bool
-	shutdown                                         *time.Duration
-	fromEnv                                          map[string]string // flag name → the variable that set it
+	addr, store, namespace, instance, chains, tokens, hosts string
+	layout                                                  *enumFlag
+	proxy                                                   *bool
+	shutdown                                                *time.Duration
+	fromEnv                                                 map[string]string // flag name → the variable that set it
 }
 
 // source names what set flag name, as the user wrote it: -name, or the
@@ -67,7 +69,10 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 		"empty means a new host:pid instance every start [IDFORGE_INSTANCE]")
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
 	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from; empty admits any name, up to %d [IDFORGE_CHAINS]", server.MaxChains))
-	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token\" a line; required on every route but /healthz and /readyz [IDFORGE_TOKENS_FILE]")
+	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token [namespaces=a,b] [segments=a,b] [machines=N]\" a line, mode 600; "+
+		"required on every route but /healthz and /readyz; SIGHUP reloads it [IDFORGE_TOKENS_FILE]")
+	fs.StringVar(&o.hosts, "allowed-hosts", "", "comma-separated host `names` requests may name in Host besides loopback ones; "+
+		"without -tokens only these and loopback names are answered [IDFORGE_ALLOWED_HOSTS]")
 	o.proxy = parsedVar(fs, "proxy", false, strconv.ParseBool, "want true or false",
 		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
 	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, positiveDuration, "want a positive duration such as 10s",
@@ -82,7 +87,12 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return serve(ctx, o, stdout)
+		// SIGHUP reloads the tokens, from now on: its default would end
+		// the process without its shutdown, holding its machine ID.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		return serve(ctx, o, hup, stdout)
 	}
 }
 
@@ -122,10 +132,39 @@ func metricsHandler(col *metrics.Collector) http.Handler {
 	return promhttp.HandlerFor(r, promhttp.HandlerOpts{})
 }
 
+// splitList returns the non-empty, trimmed items of a comma-separated list.
+func splitList(s string) []string {
+	var items []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			items = append(items, v)
+		}
+	}
+	return items
+}
+
+// reloadTokens reads the tokens file again and hands it to h; a file that
+// cannot be read or parsed leaves the tokens in use as they are.
+func reloadTokens(h *server.Server, path string, log *slog.Logger) {
+	if path == "" {
+		log.Warn("idforge serve: SIGHUP: no tokens file to reload (serving without -tokens)")
+		return
+	}
+	t, err := server.ReadTokens(path)
+	if err == nil {
+		err = h.SetTokens(t)
+	}
+	if err != nil {
+		log.Error("idforge serve: SIGHUP: tokens not reloaded; the previous tokens stay in force", "err", err)
+		return
+	}
+	log.Info("idforge serve: tokens reloaded", "file", path, "tokens", t.Len())
+}
+
 // serve runs the service until ctx ends, then shuts down: stop accepting,
 // finish in-flight requests, close the registry (reverting the machine ID)
-// and the store.
-func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
+// and the store. Each value on hup reloads the tokens file.
+func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io.Writer) (err error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	var tokens *server.Tokens
 	if o.tokens != "" {
@@ -138,7 +177,8 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 			return usagef("-proxy on %s, beyond loopback, hands out machine IDs and segments to anyone who can connect: give -tokens", o.addr)
 		}
 		if tokens == nil {
-			log.Warn("idforge serve: listening beyond loopback without -tokens: anyone who can connect draws IDs", "addr", o.addr)
+			log.Warn("idforge serve: listening beyond loopback without -tokens: anyone who can connect draws IDs, "+
+				"if the request names a loopback host or one of -allowed-hosts", "addr", o.addr)
 		}
 	}
 	// Listen before taking a machine ID: a port in use or a bad address
@@ -148,12 +188,6 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 		return usagef("%s: %v", o.source("addr"), err)
 	}
 	defer ln.Close() // for the failures before Serve, which closes it otherwise
-	var chains []string
-	for c := range strings.SplitSeq(o.chains, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			chains = append(chains, c)
-		}
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
@@ -166,7 +200,15 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 
 	layout := layoutByName(o.layout.value)
 	col := metrics.New(metrics.Options{})
-	reg, err := newRegistry(ctx, registrySettings{Namespace: o.namespace, Instance: o.instance, Layout: layout, Logger: log, Store: col.Store(st.store)})
+	// The instance is chosen here, not in the registry, so the proxy can
+	// refuse to serve it to anyone else.
+	inst := machine.Instance{Namespace: o.namespace, ID: o.instance, Stable: true}
+	if o.instance == "" {
+		if inst, err = machine.HostInstance(o.namespace, 0); err != nil {
+			return err
+		}
+	}
+	reg, err := newRegistry(ctx, registrySettings{Instance: inst, Layout: layout, Logger: log, Store: col.Store(st.store)})
 	if err != nil {
 		return err
 	}
@@ -184,13 +226,15 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 		Provider: col.Provider(reg),
 		Metrics:  metricsHandler(col),
 		Page: statepage.New(statepage.Config{Collector: col, Namespace: o.namespace, LayoutName: o.layout.value,
-			Store: st.describe, Layout: layout, Logger: log}),
-		Layout:     layout,
-		LayoutName: o.layout.value,
-		MachineID:  reg.MachineID,
-		Chains:     chains,
-		Tokens:     tokens,
-		Logger:     log,
+			Store: st.public, Layout: layout, Logger: log}),
+		Layout:       layout,
+		LayoutName:   o.layout.value,
+		MachineID:    reg.MachineID,
+		Instance:     inst,
+		Chains:       splitList(o.chains),
+		Tokens:       tokens,
+		AllowedHosts: splitList(o.hosts),
+		Logger:       log,
 		Ready: func(ctx context.Context) error {
 			// A snowflake ID is free to draw, and drawing one asks the
 			// lease's fence whether the machine ID is still held.
@@ -222,10 +266,15 @@ func serve(ctx context.Context, o *serveOptions, stdout io.Writer) (err error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	for running := true; running; {
+		select {
+		case err := <-done:
+			return err
+		case <-hup:
+			reloadTokens(h, o.tokens, log)
+		case <-ctx.Done():
+			running = false
+		}
 	}
 	log.Info("idforge serve: shutting down: finishing in-flight requests, then giving the machine ID back")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *o.shutdown)

@@ -35,8 +35,26 @@ type serveProc struct {
 	cmd       *exec.Cmd
 	base      string
 	machineID int
-	stderr    *bytes.Buffer // read it once the process has exited
-	served    atomic.Int64  // IDs the test's clients drew from it
+	stderr    *lockedBuffer
+	served    atomic.Int64 // IDs the test's clients drew from it
+}
+
+// lockedBuffer is a bytes.Buffer a process writes to while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startProc runs bin serve on a free loopback port in dir (a fresh
@@ -50,7 +68,7 @@ func startProc(t *testing.T, bin, dir string, env []string, args ...string) *ser
 	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	p := &serveProc{cmd: cmd, stderr: new(bytes.Buffer)}
+	p := &serveProc{cmd: cmd, stderr: new(lockedBuffer)}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

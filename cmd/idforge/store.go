@@ -30,11 +30,13 @@ import (
 const defaultStoreFile = "idforge.db"
 
 // openedStore is the store serve runs on (the root store contract) with a
-// liveness probe for /readyz, a closer and a description for logs (with no
-// password in it).
+// liveness probe for /readyz, a closer, a description for logs (with no
+// password in it) and a shorter one for the state page (no address, no
+// path: what kind of store, and a SQLite file's name).
 type openedStore struct {
 	store    idforge.Store
 	describe string
+	public   string
 	ping     func(ctx context.Context) error
 	close    func() error
 }
@@ -97,6 +99,7 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 		return &openedStore{
 			store:    st,
 			describe: "redis " + opts.Addr,
+			public:   "redis",
 			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
 			close:    client.Close,
 		}, nil
@@ -141,8 +144,11 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) 
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
 	}
+	public := describe
 	if driver == "sqlite" {
-		if dir := filepath.Dir(strings.TrimPrefix(strings.SplitN(dsn, "?", 2)[0], "file:")); dir != "" {
+		file := strings.TrimPrefix(strings.SplitN(dsn, "?", 2)[0], "file:")
+		public = "sqlite " + filepath.Base(file)
+		if dir := filepath.Dir(file); dir != "" {
 			if _, err := os.Stat(dir); err != nil {
 				db.Close()
 				return nil, usagef("%s: %v", src, err)
@@ -162,6 +168,7 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) 
 	return &openedStore{
 		store:    st,
 		describe: describe,
+		public:   public,
 		ping:     db.PingContext,
 		close:    func() error { return errors.Join(st.Close(), db.Close()) },
 	}, nil

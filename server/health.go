@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// readyTimeout bounds one readiness check.
+const readyTimeout = 2 * time.Second
+
+// readiness caches the answer of Config.Ready, so that probes, however
+// many, check the lease and the store at most once per ReadyInterval.
+type readiness struct {
+	mu      sync.Mutex
+	at      time.Time     // when err was found; zero before the first check
+	err     error         // the last answer
+	running chan struct{} // closed when the check in progress ends; nil when none runs
+}
+
+// check returns Config.Ready's answer, at most ReadyInterval old. While a
+// check runs, callers get the previous answer rather than wait, except
+// before the first one.
+func (s *Server) check() error {
+	if s.cfg.Ready == nil {
+		return nil
+	}
+	rd := &s.ready
+	rd.mu.Lock()
+	if !rd.at.IsZero() && (time.Since(rd.at) < s.cfg.ReadyInterval || rd.running != nil) {
+		err := rd.err
+		rd.mu.Unlock()
+		return err
+	}
+	if ch := rd.running; ch != nil { // the first check runs: wait for it
+		rd.mu.Unlock()
+		<-ch
+		rd.mu.Lock()
+		defer rd.mu.Unlock()
+		return rd.err
+	}
+	ch := make(chan struct{})
+	rd.running = ch
+	rd.mu.Unlock()
+
+	err := s.runReady()
+	rd.mu.Lock()
+	prev, first := rd.err, rd.at.IsZero()
+	rd.at, rd.err, rd.running = time.Now(), err, nil
+	rd.mu.Unlock()
+	close(ch)
+	switch {
+	case err != nil && (prev == nil || prev.Error() != err.Error()):
+		s.log.Warn("idforge serve: not ready", "err", err)
+	case err == nil && prev != nil && !first:
+		s.log.Info("idforge serve: ready again")
+	}
+	return err
+}
+
+// runReady calls Config.Ready on a context of its own, so that a probe that
+// hangs up does not make the cached answer a failure; a panic is a failure.
+func (s *Server) runReady() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("readiness check panicked: %v", v)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	return s.cfg.Ready(ctx)
+}
+
+// detailed reports whether r may see details: a server with tokens shows
+// them to token holders; one without shows them to nobody, since anyone
+// who can connect is anonymous there.
+func (s *Server) detailed(r *http.Request) bool {
+	t := s.tokens.Load()
+	return t != nil && t.lookup(r) != nil
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	body := map[string]any{"status": "ok"}
+	if s.detailed(r) {
+		body["uptime_seconds"] = int64(time.Since(s.started).Seconds())
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	err, detailed := s.check(), s.detailed(r)
+	switch {
+	case err != nil && detailed:
+		writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "not ready")
+	case detailed:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "machine_id": s.machineID()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	}
+}
