@@ -317,8 +317,8 @@ func (u *upsert) restore(r *upsertRow) {
 	}
 }
 
-// conflictKey is a set of columns, one of which a conflict met: a row that
-// met it is looked up by the values it holds in them.
+// conflictKey is a unique key a conflict may have met: the row met is
+// looked up by the values the row meeting it holds in its columns.
 type conflictKey struct {
 	name   string
 	fields []*schema.Field // nil where the column is not the model's
@@ -349,19 +349,9 @@ func (u *upsert) conflictKeys(db *gorm.DB, oc clause.OnConflict, target []*schem
 		return nil, fmt.Errorf("%w: model %s: a row met a conflict, and the plugin finds the row it met by the conflict columns: "+
 			"name them in clause.OnConflict.Columns (OnConstraint, or no target, does not say which they are)", ErrUpsertRow, model)
 	}
-	indexes, err := uniqueIndexes(db, u.stmt.Table)
+	keys, err := u.uniqueIndexes(db)
 	if err != nil {
 		return nil, fmt.Errorf("idplugin: model %s: reading the unique indexes of %s: %w", model, u.stmt.Table, err)
-	}
-	keys := make([]conflictKey, 0, len(indexes))
-	for _, ix := range indexes {
-		k := conflictKey{name: ix.name, fields: make([]*schema.Field, len(ix.columns))}
-		for i, c := range ix.columns {
-			if c.Valid {
-				k.fields[i] = u.plan.schema.LookUpField(c.String)
-			}
-		}
-		keys = append(keys, k)
 	}
 	return keys, nil
 }
@@ -396,40 +386,39 @@ func (mp *modelPlan) keyValue(id uint64) any {
 	return int64(id)
 }
 
-type uniqueIndex struct {
-	name    string
-	columns []sql.NullString // NULL: an expression
-}
-
-// uniqueIndexes reads the unique indexes of table from MySQL's catalog,
-// rather than from the model, which may not declare them all.
-func uniqueIndexes(db *gorm.DB, table string) ([]uniqueIndex, error) {
-	schemaName, name, qualified := strings.Cut(table, ".")
-	q := "SELECT index_name, column_name FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND non_unique = 0 ORDER BY index_name, seq_in_index"
-	args := []any{table}
-	if qualified {
+// uniqueIndexes reads the unique indexes of the table from MySQL's
+// catalog, rather than from the model, which may not declare them all.
+func (u *upsert) uniqueIndexes(db *gorm.DB) ([]conflictKey, error) {
+	q := "SELECT index_name, column_name FROM information_schema.statistics " +
+		"WHERE table_schema = DATABASE() AND table_name = ? AND non_unique = 0 ORDER BY index_name, seq_in_index"
+	args := []any{u.stmt.Table}
+	if schemaName, table, ok := strings.Cut(u.stmt.Table, "."); ok {
 		q = strings.Replace(q, "DATABASE()", "?", 1)
-		args = []any{schemaName, name}
+		args = []any{schemaName, table}
 	}
 	rows, err := session(db).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []uniqueIndex
+	var keys []conflictKey
 	for rows.Next() {
-		var ix string
-		var col sql.NullString
-		if err := rows.Scan(&ix, &col); err != nil {
+		var name string
+		var col sql.NullString // NULL: an expression
+		if err := rows.Scan(&name, &col); err != nil {
 			return nil, err
 		}
-		if len(out) == 0 || out[len(out)-1].name != ix {
-			out = append(out, uniqueIndex{name: ix})
+		if len(keys) == 0 || keys[len(keys)-1].name != name {
+			keys = append(keys, conflictKey{name: name})
 		}
-		last := &out[len(out)-1]
-		last.columns = append(last.columns, col)
+		var f *schema.Field
+		if col.Valid {
+			f = u.plan.schema.LookUpField(col.String)
+		}
+		last := &keys[len(keys)-1]
+		last.fields = append(last.fields, f)
 	}
-	return out, rows.Err()
+	return keys, rows.Err()
 }
 
 // branch is one SELECT of a look-up: the rows of the table holding the
@@ -448,8 +437,8 @@ type branch struct {
 func (u *upsert) lookup(db *gorm.DB, pending []*upsertRow, keys []conflictKey) error {
 	model := u.plan.schema.Name
 	var branches []branch
+	searched := make([][]string, len(pending)) // per row of pending, the keys it is looked up by
 	for i, r := range pending {
-		n := 0
 		for k := range keys {
 			key := &keys[k]
 			if key.value == nil && u.plan.drewAny(r, key.fields) {
@@ -461,40 +450,63 @@ func (u *upsert) lookup(db *gorm.DB, pending []*upsertRow, keys []conflictKey) e
 					ErrUpsertRow, model, r.at, key.name, u.stmt.Table)
 			}
 			branches = append(branches, branch{at: i, r: r, key: key})
-			n++
+			searched[i] = append(searched[i], key.name)
 		}
-		if n == 0 {
+		if len(searched[i]) == 0 {
 			return fmt.Errorf("%w: model %s: row %d met a conflict, on no unique key that the plugin can look up (%s hold values it drew)",
 				ErrUpsertRow, model, r.at, keyNames(keys))
 		}
 	}
-	found := make([][][]reflect.Value, len(pending)) // per row of pending, the rows of the table it matches
+	// Per row of pending, the rows of the table it matches by their key,
+	// with the keys it matches them through.
+	found := make([]map[any]*match, len(pending))
 	for start := 0; start < len(branches); start += lookupBranches {
 		part := branches[start:min(start+lookupBranches, len(branches))]
-		if err := u.query(db, part, func(b branch, values []reflect.Value) { found[b.at] = append(found[b.at], values) }); err != nil {
+		err := u.query(db, part, func(b branch, values []reflect.Value) {
+			if found[b.at] == nil {
+				found[b.at] = map[any]*match{}
+			}
+			k := deref(values[slices.Index(u.plan.cols, u.plan.key)].Interface())
+			m := found[b.at][k]
+			if m == nil {
+				m = &match{values: values}
+				found[b.at][k] = m
+			}
+			m.keys = append(m.keys, b.key.name)
+		})
+		if err != nil {
 			return err
 		}
 	}
-	keyAt := slices.Index(u.plan.cols, u.plan.key)
 	for i, r := range pending {
-		// One row of the table may match through several keys.
-		matches := slices.CompactFunc(found[i], func(a, b []reflect.Value) bool {
-			return deref(a[keyAt].Interface()) == deref(b[keyAt].Interface())
-		})
-		switch len(matches) {
+		switch len(found[i]) {
 		case 1:
-			u.copyIn(r, matches[0])
+			for _, m := range found[i] {
+				u.copyIn(r, m.values)
+			}
 		case 0:
 			return fmt.Errorf("%w: model %s: row %d met a conflict, but no row of %s holds its values in %s after the upsert "+
 				"(does DoUpdates change them?): the struct would hold a key that is not in the table",
-				ErrUpsertRow, model, r.at, u.stmt.Table, keyNames(keys))
+				ErrUpsertRow, model, r.at, u.stmt.Table, strings.Join(searched[i], " or "))
 		default:
-			return fmt.Errorf("%w: model %s: row %d met a conflict, and %d rows of %s hold its values in different unique keys (%s): "+
+			var by []string
+			for _, m := range found[i] {
+				by = append(by, strings.Join(m.keys, ", "))
+			}
+			slices.Sort(by)
+			return fmt.Errorf("%w: model %s: row %d met a conflict, and %d rows of %s hold its values, by different unique keys (%s): "+
 				"MySQL/MariaDB updates one of them and the plugin cannot tell which; create such a row on its own, so that the database says which "+
-				"(with an integer key)", ErrUpsertRow, model, r.at, len(matches), u.stmt.Table, keyNames(keys))
+				"(with an integer key)", ErrUpsertRow, model, r.at, len(found[i]), u.stmt.Table, strings.Join(by, "; "))
 		}
 	}
 	return nil
+}
+
+// match is a row of the table a look-up found: its values, and the keys it
+// was found by.
+type match struct {
+	values []reflect.Value
+	keys   []string
 }
 
 // query runs one look-up: a SELECT per branch, joined with UNION ALL and

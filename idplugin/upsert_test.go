@@ -350,6 +350,23 @@ func TestUpsertFindsRowsBeyondTheModelOnAllDatabases(t *testing.T) {
 				t.Fatalf("skus %+v, stored before %+v", skus, old)
 			}
 
+			// A partial unique index: the row met is the one its condition holds.
+			if d.Name != "mariadb" {
+				if err := db.Exec("CREATE UNIQUE INDEX sku_live ON skus (hits) WHERE code LIKE 'live%'").Error; err != nil {
+					t.Fatal(err)
+				}
+				live := []Sku{{Code: "old", Hits: 7}, {Code: "live1", Hits: 7}}
+				if err := db.Create(&live).Error; err != nil {
+					t.Fatal(err)
+				}
+				onLive := clause.OnConflict{Columns: []clause.Column{{Name: "hits"}}, TargetWhere: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "code LIKE 'live%'"}}},
+					DoUpdates: clause.Assignments(map[string]any{"code": "live2"})}
+				again := Sku{Code: "live3", Hits: 7}
+				if err := db.Clauses(onLive).Create(&again).Error; err != nil || again.ID != live[1].ID {
+					t.Fatalf("partial index: key %d, the live row's %d (%v)", again.ID, live[1].ID, err)
+				}
+			}
+
 			first := Slug{Name: "s"}
 			if err := db.Create(&first).Error; err != nil {
 				t.Fatal(err)
@@ -417,6 +434,16 @@ func TestUpsertErrorsOnAllDatabases(t *testing.T) {
 				if err := db.Where("hits = 1").First(&met).Error; err != nil || met.ID != one.ID {
 					t.Fatalf("single row holds key %d; the row updated: %+v (%v)", one.ID, met, err)
 				}
+				if err := db.Model(&Account{}).Where("1 = 1").Update("hits", 0).Error; err != nil {
+					t.Fatal(err)
+				}
+				// A unique index on a column the model does not map: the
+				// plugin cannot look a row up by it.
+				if err := db.Exec("ALTER TABLE accounts ADD COLUMN ext varchar(8) NOT NULL DEFAULT '', ADD UNIQUE INDEX ext_unique (ext, email)").Error; err != nil {
+					t.Fatal(err)
+				}
+				batch := []Account{{Name: "a", Email: "a2@", Hits: 1}, {Name: "m", Email: "m@", Hits: 1}}
+				refused("unmapped column", db.Clauses(clause.OnConflict{DoUpdates: hits}).Create(&batch).Error, "does not map")
 			case "sqlite":
 				// No conflict target: no columns to find the row met by.
 				a := Account{Name: "a", Email: "z@", Hits: 1}
