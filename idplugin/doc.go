@@ -58,9 +58,40 @@
 // IDs back into maps. A map created through db.Table with no model is left
 // alone: GORM has no schema to read tags from.
 //
-// With clause.OnConflict on a column other than the ID, a row that already
-// exists keeps its stored ID while the struct holds the newly drawn one:
-// reload it if you need the stored one.
+// # Upserts
+//
+// With clause.OnConflict, each struct ends up with the key of its row in the
+// table, as GORM gives an auto-increment key, so that children created next
+// go under a key that exists. A row inserted keeps the key the plugin drew;
+// one that meets a conflict takes the key of the row it met, and that row's
+// values for the other fields the plugin fills (UpdateAll, DoUpdates). With
+// DoNothing it ends as GORM leaves an auto-increment key: unset, the drawn
+// values taken back, on SQLite, PostgreSQL and MySQL without RETURNING; the
+// key of the row met on MariaDB 10.5+, where GORM writes DoNothing as
+// key = key and RETURNING answers with that row. Keys set before the create
+// (by you or by [Fill]) are left as GORM leaves them.
+//
+// The plugin reads keys back inside the create's transaction, and only when
+// a row may have met a conflict: it asks which drawn keys are in the table,
+// then finds the rows the others met by clause.OnConflict.Columns (SQLite,
+// PostgreSQL) or by the table's unique indexes (MySQL/MariaDB, where any of
+// them counts). It reads nothing for upserts on the key and DoNothing that
+// inserts every row (SQLite, PostgreSQL), nor for upserts without a conflict
+// on MySQL/MariaDB with an integer key: there it adds
+// key = IF(LAST_INSERT_ID(...), key, key) to ON DUPLICATE KEY UPDATE, so the
+// INSERT says whether a row met a conflict, and for a single row which. The
+// upserts GORM runs to save associations cost nothing more.
+//
+// When a row meets a conflict and the plugin cannot tell which row it met,
+// the create fails with an error wrapping [ErrUpsertRow] that says what to
+// do, and rolls back: UpdateAll or DoUpdates without Columns (OnConstraint,
+// or no target) on SQLite and PostgreSQL; on MySQL/MariaDB, a row of a batch
+// (or with a string key) whose values different rows hold in different
+// unique indexes, or that met an index on an expression or on a column the
+// model does not map; a DoUpdates that changes the conflict columns. A row
+// that OnConflict.Where keeps from updating still gets the key of the row it
+// met. With SkipDefaultTransaction the keys are read after the INSERT is
+// committed, which an error cannot undo.
 //
 // # Errors
 //

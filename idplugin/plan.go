@@ -20,8 +20,15 @@ import (
 type modelPlan struct {
 	schema *schema.Schema
 	filler *idgen.Filler
-	// fields are GORM's fields of the filler's targets, in the same order.
+	// fields are GORM's fields of the filler's targets, in the same order,
+	// and ids the targets' fields.
 	fields []*schema.Field
+	ids    []*idgen.Field
+	// cols are the indexes of the fields that are columns.
+	cols []int
+	// key is the index of the primary key among fields, when the model has
+	// a single-column key the plugin fills; -1 otherwise.
+	key int
 	// hooks: the model has create or save hooks, which may create copies.
 	hooks bool
 }
@@ -55,10 +62,17 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema) (*mode
 	if err != nil {
 		return nil, err
 	}
-	mp := &modelPlan{schema: s, filler: filler, fields: fields,
+	mp := &modelPlan{schema: s, filler: filler, fields: fields, key: -1,
 		hooks: s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave}
 	var desc []string
 	for i, sf := range fields {
+		mp.ids = append(mp.ids, targets[i].Field)
+		if sf.DBName != "" {
+			mp.cols = append(mp.cols, i)
+		}
+		if len(s.PrimaryFields) == 1 && sf == s.PrimaryFields[0] {
+			mp.key = i
+		}
 		d := targets[i].Name + " <- " + targets[i].Spec.String()
 		if turnOffAutoIncrement(s, sf) {
 			d += " (auto-increment off)"

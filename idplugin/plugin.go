@@ -98,9 +98,11 @@ func New(opts ...Option) *Plugin {
 // Name implements gorm.Plugin.
 func (p *Plugin) Name() string { return PluginName }
 
-// Initialize implements gorm.Plugin: it registers the create callbacks, the
+// Initialize implements gorm.Plugin: it registers the create callbacks: the
 // one that fills IDs ahead of GORM's BeforeCreate hooks and of gorm:create,
-// and one after the AfterCreate hooks.
+// one after gorm:create that reads back the keys of rows an upsert met,
+// before the associations saved after the row take its key, and one after
+// the AfterCreate hooks.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	if v := reflect.ValueOf(p.cfg.registry); p.cfg.registry == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		reg, err := idforge.Default()
@@ -115,6 +117,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	create := db.Callback().Create()
 	return errors.Join(
 		create.Before("gorm:before_create").Register(callbackName, p.create),
+		create.After("gorm:create").Before("gorm:save_after_associations").Register(upsertCallbackName, p.upserted),
 		create.After("gorm:after_create").Register(endCallbackName, p.end),
 	)
 }
@@ -133,6 +136,10 @@ func (p *Plugin) create(db *gorm.DB) {
 		db.AddError(err) // a model without idgen fields: GORM's own behaviour, untouched
 		return
 	}
+	var up *upsert
+	if _, ok := stmt.Clauses["ON CONFLICT"]; ok {
+		up = plan.beginUpsert(ctx, stmt) // before the fill: which values it draws
+	}
 	if err := plan.fill(ctx, stmt.Dest, stmt.ReflectValue); err != nil {
 		db.AddError(err)
 		return
@@ -147,6 +154,10 @@ func (p *Plugin) create(db *gorm.DB) {
 			return
 		}
 	}
+	if up != nil {
+		up.prepare()
+		stmt.Settings.Store(upsertKey{}, up)
+	}
 	if plan.hooks && !stmt.SkipHooks {
 		plan.enterHooks(stmt)
 	}
@@ -155,26 +166,42 @@ func (p *Plugin) create(db *gorm.DB) {
 // fill fills dest, whose rows are of the plan's schema; rv is dest with
 // pointers followed, as GORM's Statement.ReflectValue.
 func (mp *modelPlan) fill(ctx context.Context, dest any, rv reflect.Value) error {
-	switch m := dest.(type) {
-	case map[string]any:
-		return mp.fillMap(ctx, m)
-	case *map[string]any:
-		return mp.fillMap(ctx, *m)
-	case []map[string]any:
-		return mp.fillMaps(ctx, m)
-	case *[]map[string]any:
-		return mp.fillMaps(ctx, *m)
+	ms, ok := mapsOf(dest)
+	if !ok {
+		return gormerr.InvalidData(mp.filler.Fill(ctx, rv))
 	}
-	return gormerr.InvalidData(mp.filler.Fill(ctx, rv))
-}
-
-func (mp *modelPlan) fillMaps(ctx context.Context, ms []map[string]any) error {
 	for _, m := range ms {
 		if err := mp.fillMap(ctx, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// mapsOf returns the maps of a create of maps, as GORM takes them.
+func mapsOf(dest any) ([]map[string]any, bool) {
+	switch m := dest.(type) {
+	case map[string]any:
+		return []map[string]any{m}, true
+	case *map[string]any:
+		return []map[string]any{*m}, true
+	case []map[string]any:
+		return m, true
+	case *[]map[string]any:
+		return *m, true
+	}
+	return nil, false
+}
+
+// mapKey is the key under which m holds sf: its column name, or its field
+// name when m uses that, as GORM reads maps.
+func mapKey(m map[string]any, sf *schema.Field) string {
+	if _, ok := m[sf.DBName]; !ok {
+		if _, ok := m[sf.Name]; ok {
+			return sf.Name
+		}
+	}
+	return sf.DBName
 }
 
 // fillMap fills a tagged column the map names with a zero value, and adds one
@@ -187,14 +214,8 @@ func (mp *modelPlan) fillMap(ctx context.Context, m map[string]any) error {
 		if sf.DBName == "" {
 			continue // not a column: nothing to insert
 		}
-		key := sf.DBName
-		cur, ok := m[key]
-		if !ok {
-			if cur, ok = m[sf.Name]; ok {
-				key = sf.Name
-			}
-		}
-		if ok && !isZero(cur) {
+		key := mapKey(m, sf)
+		if cur, ok := m[key]; ok && !isZero(cur) {
 			continue
 		}
 		v := reflect.New(sf.FieldType).Elem()

@@ -21,6 +21,12 @@
 // SQL that draws its ID when the statement runs. Only zero values (0, "",
 // nil pointers) are filled: a set ID is kept.
 //
+// The helpers run the SQL they are given and offer no upsert of their own:
+// in an INSERT with ON CONFLICT or ON DUPLICATE KEY UPDATE, a row that meets
+// a conflict is not inserted and keeps the ID drawn for it, which is not its
+// row's; read the key back by the conflict columns, as the GORM plugin does
+// for its upserts.
+//
 // Without a registry (New(nil)) the helper uses idforge.Default(): kind
 // "snowflake" on machine.Default()'s machine ID (safe for a single instance
 // unless IDFORGE_MACHINE_ID is set per instance). Chains ("chain",
