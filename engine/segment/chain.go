@@ -133,8 +133,7 @@ func NewChain(d Distributor, opts ...Option) (*Chain, error) {
 func (c *Chain) NextID(ctx context.Context) (int64, error) {
 	if c.fence != nil {
 		if err := c.fence.check(c.cfg.name); err != nil {
-			c.signal()
-			return 0, err
+			return c.fenced(ctx, err)
 		}
 	}
 	s := c.head.Load()
@@ -203,6 +202,40 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 			storeErr := c.lastErr
 			c.mu.Unlock()
 			return 0, &ExhaustedError{Name: c.cfg.name, Waited: time.Since(start), Store: storeErr, Cause: context.Cause(ctx)}
+		}
+	}
+}
+
+// fenced waits, as a caller of a dry chain does, until the store confirms
+// the IDs the chain holds (a fetch, or another operation of the store) and
+// then serves one; when ctx or MaxWait ends first it returns the fence's
+// error.
+func (c *Chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if c.cfg.maxWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.maxWait, c.maxWaitErr)
+		defer cancel()
+	}
+	// Confirmations that are not fetches close no channel: look again now
+	// and then.
+	tick := time.NewTicker(max(c.fence.window/8, time.Millisecond))
+	defer tick.Stop()
+	for {
+		c.mu.Lock()
+		ready := c.ready
+		c.mu.Unlock()
+		if c.closed.Load() || c.fence.check(c.cfg.name) == nil {
+			return c.NextID(ctx)
+		}
+		c.signal()
+		select {
+		case <-ready:
+		case <-tick.C:
+		case <-ctx.Done():
+			return 0, fenceErr
 		}
 	}
 }

@@ -94,9 +94,9 @@ type Settings struct {
 	// FetchTimeout bounds one store call (default [DefaultFetchTimeout]).
 	FetchTimeout time.Duration
 	// Fence, when positive, stops serving the IDs already held once the
-	// store has not confirmed them for that long: NextID then fails with an
-	// error wrapping engine.ErrStoreUnavailable until the store answers
-	// again. A process cut off from a store that is wiped meanwhile would
+	// store has not confirmed them for that long: NextID then waits, as on
+	// a dry chain, for the store to answer, and fails with an error
+	// wrapping engine.ErrStoreUnavailable when ctx or MaxWait ends first. A process cut off from a store that is wiped meanwhile would
 	// otherwise go on serving ranges a newcomer may be handed again; with a
 	// Fence shorter than the store's reset grace it stops before the
 	// newcomer starts. The store confirms with each fetch, and on

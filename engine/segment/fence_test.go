@@ -1,0 +1,98 @@
+package segment_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
+)
+
+// confirming is a fake store whose other operations (a lease's heartbeats)
+// confirm it at times the test sets, as engine/sqlstore's and
+// engine/redisstore's distributors report.
+type confirming struct {
+	*segmenttest.Fake
+	at atomic.Int64 // Unix ns
+}
+
+func (c *confirming) Confirmed() time.Time { return time.Unix(0, c.at.Load()) }
+
+// TestChainFence: with a Fence, a chain cut off from its store stops
+// serving the IDs it holds once the store has not confirmed them for the
+// Fence, serves them again when the store confirms (a heartbeat of the
+// same store counts), and an idle chain confirms with a fetch of its own.
+func TestChainFence(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	d := &confirming{Fake: segmenttest.NewFake()}
+	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second, Clock: clk})
+	first, err := c.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetDown(true)
+	clk.Advance(900 * time.Millisecond)
+	if _, err := c.NextID(ctx); err != nil {
+		t.Fatalf("within the Fence: %v", err)
+	}
+	clk.Advance(200 * time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond) // bounds the wait for a store that stays down
+	_, err = c.NextID(short)
+	cancel()
+	if !errors.Is(err, engine.ErrStoreUnavailable) || c.Stats().Ahead == 0 {
+		t.Fatalf("past the Fence, store down: %v with %d IDs held; want ErrStoreUnavailable while holding IDs", err, c.Stats().Ahead)
+	}
+	d.at.Store(clk.Now().UnixNano()) // a heartbeat got through
+	id, err := c.NextID(ctx)
+	if err != nil || id <= first {
+		t.Fatalf("after the store confirmed: %d, %v; want an ID above %d", id, err, first)
+	}
+	// Idle and up: the chain confirms by itself before the Fence runs out.
+	d.SetDown(false)
+	clk.Advance(700 * time.Millisecond)
+	calls := d.Calls()
+	eventually(t, "an idle chain's confirming fetch", func() bool { return d.Calls() > calls })
+	clk.Advance(500 * time.Millisecond)
+	if _, err := c.NextID(ctx); err != nil {
+		t.Fatalf("an idle chain whose store is up: %v", err)
+	}
+}
+
+// TestGeneratorFence: a generator past its Fence drops what it holds and
+// serves from a new segment when the store answers; while it does not, it
+// refuses naming the Fence.
+func TestGeneratorFence(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	d := segmenttest.NewFake()
+	g, err := segment.New(d, segment.Settings{Step: 100, Fence: time.Second, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := g.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetDown(true)
+	clk.Advance(2 * time.Second)
+	if _, err := g.NextID(ctx); !errors.Is(err, engine.ErrStoreUnavailable) || !errors.Is(err, engine.ErrSegmentExhausted) {
+		t.Fatalf("past the Fence, store down: %v; want ErrStoreUnavailable", err)
+	}
+	d.SetDown(false)
+	id, err := g.NextID(ctx)
+	if err != nil || id <= first+99 {
+		t.Fatalf("past the Fence, store up: %d, %v; want an ID of a new segment, above %d", id, err, first+99)
+	}
+}
+
+func TestFenceSetting(t *testing.T) {
+	if err := (segment.Settings{Fence: -time.Second}).Validate(); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("a negative Fence: %v; want ErrInvalidConfig", err)
+	}
+}
