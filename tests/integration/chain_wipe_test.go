@@ -87,9 +87,14 @@ func startWriter(db *gorm.DB, newRow func() any, id func(any) int64) *writer {
 			case <-time.After(2 * time.Millisecond):
 			}
 			row := newRow()
+			// The key first, outside the insert's transaction: a writer
+			// waiting on a fenced chain must not hold the file's write lock.
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			err := db.WithContext(ctx).Create(row).Error
+			err := idplugin.Fill(db.WithContext(ctx), row)
 			cancel()
+			if err == nil {
+				_ = db.Create(row).Error // a key the other process also drew fails here
+			}
 			w.mu.Lock()
 			if n := id(row); n != 0 {
 				w.ids, w.at = append(w.ids, n), append(w.at, time.Now())
