@@ -58,6 +58,22 @@
 // IDs back into maps. A map created through db.Table with no model is left
 // alone: GORM has no schema to read tags from.
 //
+// # Floors
+//
+// A store found without an epoch may have been wiped after handing out IDs,
+// so it starts a chain it does not know only above a Floor (see
+// engine.Floor and idforge.Registry.AddFloor). When the plugin first sees a
+// model, before it draws the model's first ID, it gives an idforge
+// registry one Floor per column it fills from a chain: the largest key in
+// the model's table (integers as they are, decimal strings as numbers,
+// padded radix strings byte by byte), 0 while the table does not exist. A
+// chain whose rows also live in tables the plugin does not see (a table
+// named with db.Table, another service's) needs a Floor of your own for
+// them. The Floor reads through the *gorm.DB the plugin is registered on,
+// on a connection of its own: with SQLite, do not limit the pool to one
+// connection, or call [Prepare] before the first Create, so that the first
+// read does not wait for the connection a Create's transaction holds.
+//
 // # Upserts
 //
 // With clause.OnConflict, each struct ends up with the key of its row in the
