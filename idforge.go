@@ -165,10 +165,10 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f := s.Chain.Fence; f > 0 && f > r.sf.Lease().Reservation() {
+	if f, res := s.Chain.Fence, r.sf.Lease().Reservation(); f > 0 && f > res {
 		r.sf.Close()
 		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v: chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
-			engine.ErrInvalidConfig, f, r.sf.Lease().Reservation())
+			engine.ErrInvalidConfig, f, res)
 	}
 	r.Registry = engine.NewRegistry()
 	if err := r.Register(KindSnowflake, "", r.sf); err != nil {

@@ -143,6 +143,34 @@ func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
 	}
 }
 
+// TestChainFenceLongerThanReservationRefused: a chain Fence longer than
+// the lease's reservation would serve held IDs after snowflake IDs stop,
+// past what the store's reset grace covers.
+func TestChainFenceLongerThanReservationRefused(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg, err := idforge.New(t.Context(), idforge.Settings{Store: st, Chain: segment.Settings{Fence: 2 * time.Second}})
+	if err == nil {
+		reg.Close()
+	}
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Chain.Fence 2s") || !strings.Contains(err.Error(), "reservation 1s") {
+		t.Fatalf("New with a 2 s Fence = %v; want ErrInvalidConfig naming the Fence and the reservation", err)
+	}
+	reg, err = idforge.New(t.Context(), idforge.Settings{Store: st, Chain: segment.Settings{Fence: time.Second}})
+	if err != nil {
+		t.Fatalf("New with a Fence of the reservation: %v", err)
+	}
+	reg.Close()
+}
+
 func TestNewRejectsBadLayout(t *testing.T) {
 	bad := snowflake.Default
 	bad.SequenceBits = 40
