@@ -1,7 +1,7 @@
 // Package idforge wires the engine into a ready [Registry]: a snowflake
 // generator on a machine ID the library leases (and guards), and a segment
 // chain per name drawn from a shared store. The GORM plugin (idplugin) and
-// the sqlx helper (idsqlx) draw their IDs from such a registry.
+// the sqlx helper (sqlhook) draw their IDs from such a registry.
 //
 //	st, _ := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true})
 //	// (run `idforge store init` once on a new store, or give Floors: see AddFloor)

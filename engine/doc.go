@@ -4,6 +4,6 @@
 //
 // engine imports only the standard library. Concrete generators live below it
 // (engine/snowflake, engine/segment), stores beside them (engine/sqlstore,
-// engine/redisstore), and integrations (idplugin, idsqlx, sharding) import
+// engine/redisstore), and integrations (gormplugin, sqlhook, sharding) import
 // engine, never the other way round.
 package engine

@@ -9,7 +9,7 @@ import (
 
 // DefaultBatchSize is how many rows one INSERT statement of a repository
 // carries unless [Settings.BatchSize] says otherwise: the batch default of
-// the whole library (idsqlx.DefaultBatchSize is the same), small enough for
+// the whole library (sqlhook.DefaultBatchSize is the same), small enough for
 // every database's limit on bind parameters with a dozen columns.
 const DefaultBatchSize = idgen.DefaultBatchSize
 
@@ -47,7 +47,7 @@ var ErrNotFound = errors.New("sharding: no row with that key")
 
 // ErrInvalidData is wrapped by a repository's errors about the rows given
 // to Create rather than its configuration: a nil row (a nil pointer, a nil
-// element of a []*T). It is idsqlx.ErrInvalidData, the error of the fillers.
+// element of a []*T). It is sqlhook.ErrInvalidData, the error of the fillers.
 var ErrInvalidData = idgen.ErrInvalidData
 
 // ShardError reports a failed insert into one shard. The shards before it,

@@ -29,7 +29,7 @@ const maxSamples = 1 << 21
 // ID for the whole group.
 //
 // Every variant is called the way the library calls a generator: through
-// the engine.Generator interface (the registry, the GORM plugin and idsqlx
+// the engine.Generator interface (the registry, the GORM plugin and sqlhook
 // hold one). The atomic baseline is a type whose NextID is the bare
 // atomic.Int64.Add, so both sides pay the same interface call and the
 // difference is the chain's own work. (Calling c.NextID as a method value

@@ -1,5 +1,5 @@
 // Package testreg builds the registry the integration tests of idplugin,
-// idsqlx and sharding draw IDs from.
+// sqlhook and sharding draw IDs from.
 package testreg
 
 import (

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/shardgorm"
 )

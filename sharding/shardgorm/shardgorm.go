@@ -27,7 +27,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/gormerr"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"

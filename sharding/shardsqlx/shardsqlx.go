@@ -10,7 +10,7 @@
 //
 //   - sqlx has no hook to fill IDs, so [New] takes the engine.Provider
 //     (an idforge registry) the IDs are drawn from, through an
-//     [idsqlx.Helper];
+//     [sqlhook.Helper];
 //   - sqlx has no model, so there is no Migrate: create the tables with
 //     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
 //     the statements of Create and Find are written from the struct's `db`
@@ -30,7 +30,7 @@ import (
 	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/idsqlx"
+	"github.com/idforge/idforge/sqlhook"
 	"github.com/idforge/idforge/internal/sqlxbatch"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
@@ -41,7 +41,7 @@ import (
 // concurrent use.
 type Repository struct {
 	base  *repo.Base[sqlx.DB]
-	ids   *idsqlx.Helper
+	ids   *sqlhook.Helper
 	types sync.Map // reflect.Type -> *rowType
 }
 
@@ -57,7 +57,7 @@ func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.
 	if err != nil {
 		return nil, err
 	}
-	return &Repository{base: b, ids: idsqlx.New(p)}, nil
+	return &Repository{base: b, ids: sqlhook.New(p)}, nil
 }
 
 // Router returns the repository's router.
@@ -133,7 +133,7 @@ func plainName(s string) bool {
 // routes every row, and inserts each shard's rows into its database and
 // table, one transaction per shard, in multi-row INSERTs of the configured
 // batch size (fewer rows when the placeholders would pass
-// idsqlx.MaxPlaceholders).
+// sqlhook.MaxPlaceholders).
 //
 // The statement is written from the struct: every column sqlx maps at the
 // top level (a `db` tag, or the lower-cased field name; `db:"-"` leaves a
@@ -163,7 +163,7 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 }
 
 // insert writes one shard's rows (part is a []*T, their IDs filled by
-// Create) in statements of at most the batch size, as idsqlx's InsertBatch
+// Create) in statements of at most the batch size, as sqlhook's InsertBatch
 // does but without filling them again, in a transaction when there is more
 // than one row.
 func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any) error {

@@ -1,4 +1,4 @@
-package idsqlx
+package sqlhook
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 //	_, err := db.ExecContext(ctx, db.Rebind("INSERT INTO orders (id, customer) VALUES (?, ?)"), id, "ada")
 //	n, err := id.ID() // the ID the row got
 //
-// A Value prints as what it draws from (idsqlx.Next("chain", "order")),
+// A Value prints as what it draws from (sqlhook.Next("chain", "order")),
 // never its internals.
 type Value struct {
 	ctx        context.Context
@@ -78,7 +78,7 @@ func (v *Value) ID() (int64, error) {
 // String names what the Value draws from, so that drivers and loggers that
 // print their arguments show that and not the Value's internals.
 func (v *Value) String() string {
-	return fmt.Sprintf("idsqlx.Next(%q, %q)", v.kind, v.name)
+	return fmt.Sprintf("sqlhook.Next(%q, %q)", v.kind, v.name)
 }
 
 // GoString is [Value.String], for %#v.

@@ -1,4 +1,4 @@
-package idsqlx_test
+package sqlhook_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/idsqlx"
+	"github.com/idforge/idforge/sqlhook"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/internal/testreg"
 )
@@ -105,7 +105,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			ids := idsqlx.New(newRegistry(t))
+			ids := sqlhook.New(newRegistry(t))
 			db := d.x
 			want := map[int64]Row{}
 			keep := func(rs ...*Row) {
@@ -147,8 +147,8 @@ func TestInsertOnAllDatabases(t *testing.T) {
 			// chunk, which must be split under MaxPlaceholders. SQLite is spared
 			// the last: its driver binds huge statements slowly (40 s under -race).
 			cases := []struct{ rows, batch int }{{2500, 1000}, {1200, 0}, {14000, 14000}}
-			if idsqlx.DefaultBatchSize != 1000 {
-				t.Fatalf("DefaultBatchSize %d, want the library's 1,000", idsqlx.DefaultBatchSize)
+			if sqlhook.DefaultBatchSize != 1000 {
+				t.Fatalf("DefaultBatchSize %d, want the library's 1,000", sqlhook.DefaultBatchSize)
 			}
 			if d.Name == "sqlite" {
 				cases = cases[:2]
@@ -192,7 +192,7 @@ func TestInsertOnAllDatabases(t *testing.T) {
 				t.Fatal(err)
 			}
 			mapID, _ := mid.ID()
-			mapU, _ := m["u"].(*idsqlx.Value).ID()
+			mapU, _ := m["u"].(*sqlhook.Value).ID()
 			want[mapID] = Row{ID: mapID, U: uint64(mapU), E: 7, Code: "map", Name: "map"}
 
 			checkTable(t, db, want)
@@ -219,7 +219,7 @@ type UnknownKind struct {
 func TestFillErrors(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)
-	ids := idsqlx.New(reg)
+	ids := sqlhook.New(reg)
 	cases := []struct {
 		v    any
 		is   error
@@ -231,11 +231,11 @@ func TestFillErrors(t *testing.T) {
 		{&KeyTypo{}, engine.ErrInvalidConfig, `model KeyTypo field ID: tag key "idgn" looks like a misspelt "idgen"`},
 		{Row{}, engine.ErrInvalidConfig, "pass a pointer"},
 		{[2]Row{}, engine.ErrInvalidConfig, "pass a pointer"},
-		{(*Row)(nil), idsqlx.ErrInvalidData, "nil *idsqlx_test.Row"},
-		{[]*Row{{}, nil}, idsqlx.ErrInvalidData, "element 1 of []*idsqlx_test.Row is nil"},
+		{(*Row)(nil), sqlhook.ErrInvalidData, "nil *sqlhook_test.Row"},
+		{[]*Row{{}, nil}, sqlhook.ErrInvalidData, "element 1 of []*sqlhook_test.Row is nil"},
 		{map[string]any{}, engine.ErrInvalidConfig, "cannot fill"},
 		{&[]int64{1}, engine.ErrInvalidConfig, "cannot fill"},
-		{nil, idsqlx.ErrInvalidData, "nil value"},
+		{nil, sqlhook.ErrInvalidData, "nil value"},
 	}
 	for _, c := range cases {
 		for attempt := range 2 {
@@ -262,12 +262,12 @@ func TestInsertBatchWantsRows(t *testing.T) {
 	d := testdb.SQLite(t)
 	db := sqlx.NewDb(d.Open(t), d.Driver)
 	createTable(t, d, db)
-	ids := idsqlx.New(newRegistry(t))
+	ids := sqlhook.New(newRegistry(t))
 	one := &Row{Name: "one"}
 	for _, c := range []struct {
 		v  any
 		is error
-	}{{one, engine.ErrInvalidConfig}, {&one, engine.ErrInvalidConfig}, {nil, idsqlx.ErrInvalidData}, {(*[]Row)(nil), idsqlx.ErrInvalidData}} {
+	}{{one, engine.ErrInvalidConfig}, {&one, engine.ErrInvalidConfig}, {nil, sqlhook.ErrInvalidData}, {(*[]Row)(nil), sqlhook.ErrInvalidData}} {
 		if n, err := ids.InsertBatch(ctx, db, insertRow, c.v, 0); !errors.Is(err, c.is) || n != 0 {
 			t.Errorf("InsertBatch(%T) = %d, %v; want %v", c.v, n, err, c.is)
 		}
@@ -280,7 +280,7 @@ func TestInsertBatchWantsRows(t *testing.T) {
 func TestFillKeepsSetValues(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)
-	ids := idsqlx.New(reg)
+	ids := sqlhook.New(reg)
 	rows := []Row{{ID: 5, Code: "x"}, {}}
 	if err := ids.Fill(ctx, rows); err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestValue(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	ids := idsqlx.New(reg)
+	ids := sqlhook.New(reg)
 	v := ids.Next(ctx, "count", "")
 	a, err1 := v.Value()
 	b, err2 := v.Value()
@@ -317,13 +317,13 @@ func TestValue(t *testing.T) {
 	if got, _ := early.Value(); got != int64(2) {
 		t.Fatalf("the statement used %v, not the ID read before", got)
 	}
-	for _, v := range []*idsqlx.Value{ids.Next(ctx, "broken", ""), ids.Next(ctx, "nope", "")} {
+	for _, v := range []*sqlhook.Value{ids.Next(ctx, "broken", ""), ids.Next(ctx, "nope", "")} {
 		if _, err := v.Value(); err == nil {
 			t.Error("Value without a working generator succeeded")
 		}
 	}
 	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
-		if got := fmt.Sprintf(format, v); got != `idsqlx.Next("count", "")` {
+		if got := fmt.Sprintf(format, v); got != `sqlhook.Next("count", "")` {
 			t.Errorf("Sprintf(%q, value) = %s", format, got)
 		}
 	}
@@ -334,7 +334,7 @@ func TestValue(t *testing.T) {
 	if err := reg2.Register("ctx", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) { seen = ctx.Err(); return 1, nil })); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := idsqlx.New(reg2).Next(ctxDone, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
+	if _, err := sqlhook.New(reg2).Next(ctxDone, "ctx", "").Value(); err != nil || !errors.Is(seen, context.Canceled) {
 		t.Fatalf("NextContext: the generator saw %v (%v)", seen, err)
 	}
 }
@@ -345,7 +345,7 @@ func TestValueErrorOnAllDatabases(t *testing.T) {
 	if err := reg.Register("broken", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })); err != nil {
 		t.Fatal(err)
 	}
-	ids, ctx := idsqlx.New(reg), context.Background()
+	ids, ctx := sqlhook.New(reg), context.Background()
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			v := ids.Next(ctx, "broken", "")
@@ -355,7 +355,7 @@ func TestValueErrorOnAllDatabases(t *testing.T) {
 			}
 			// Drivers print their arguments (pgx: "unable to encode %v"): a Value
 			// shows what it draws from, never its context or its sync.Once.
-			for _, internal := range []string{"once", "ctx:", "&idsqlx.Value{", "0x"} {
+			for _, internal := range []string{"once", "ctx:", "&sqlhook.Value{", "0x"} {
 				if strings.Contains(err.Error(), internal) {
 					t.Fatalf("the error shows the Value's internals (%q): %v", internal, err)
 				}
@@ -375,7 +375,7 @@ func TestConcurrentInsertsOnAllDatabases(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range openAll(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			ids := idsqlx.New(newRegistry(t))
+			ids := sqlhook.New(newRegistry(t))
 			rows := make([][]Row, workers)
 			errs := make([]error, workers)
 			var start, wg sync.WaitGroup
@@ -428,7 +428,7 @@ type SnowflakeOnly struct {
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
 	t.Setenv(machine.MachineIDEnv, "5")
-	ctx, def := context.Background(), idsqlx.New(nil)
+	ctx, def := context.Background(), sqlhook.New(nil)
 	var r SnowflakeOnly
 	if err := def.Fill(context.Background(), &r); err != nil {
 		t.Fatal(err)
@@ -448,11 +448,11 @@ func TestDefaultRegistry(t *testing.T) {
 	if err := def.Fill(ctx, &Row{}); !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), hint) || !strings.Contains(err.Error(), "model Row field U") {
 		t.Fatalf("kind chain is not in the default registry: %v", err)
 	}
-	if _, err := def.Next(ctx, "chain", "order").ID(); !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), hint) || !strings.Contains(err.Error(), `idsqlx.Next("chain", "order")`) {
+	if _, err := def.Next(ctx, "chain", "order").ID(); !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), hint) || !strings.Contains(err.Error(), `sqlhook.Next("chain", "order")`) {
 		t.Fatalf("Next on kind chain of the default registry: %v", err)
 	}
 	// A typed nil registry is no registry, not a panic.
-	if err := idsqlx.New((*engine.Registry)(nil)).Fill(ctx, &SnowflakeOnly{}); err != nil {
+	if err := sqlhook.New((*engine.Registry)(nil)).Fill(ctx, &SnowflakeOnly{}); err != nil {
 		t.Fatalf("typed nil registry: %v", err)
 	}
 

@@ -12,7 +12,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/testdb"
 )
 

@@ -1,4 +1,4 @@
-package idsqlx_test
+package sqlhook_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/idsqlx"
+	"github.com/idforge/idforge/sqlhook"
 )
 
 type Order struct {
@@ -39,7 +39,7 @@ func Example() {
 	db.MustExec(`CREATE TABLE orders (id BIGINT PRIMARY KEY, code VARCHAR(16) NOT NULL UNIQUE, customer TEXT NOT NULL)`)
 	db.MustExec(`CREATE TABLE items (id BIGINT PRIMARY KEY, order_id BIGINT NOT NULL, sku TEXT NOT NULL)`)
 
-	ids := idsqlx.New(reg) // one helper per registry, shared
+	ids := sqlhook.New(reg) // one helper per registry, shared
 	const insert = `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`
 
 	// One row: the IDs are written back into the struct.
@@ -48,7 +48,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// Many rows: multi-row INSERTs of up to idsqlx.DefaultBatchSize rows each.
+	// Many rows: multi-row INSERTs of up to sqlhook.DefaultBatchSize rows each.
 	batch := []Order{{Customer: "bob"}, {Customer: "cy"}, {ID: 7, Code: "pinned", Customer: "dee"}}
 	n, err := ids.InsertBatch(ctx, db, insert, batch, 0)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 )
 
 type Owner struct {

@@ -1,4 +1,4 @@
-// Package idsqlx gives rows inserted through github.com/jmoiron/sqlx their
+// Package sqlhook gives rows inserted through github.com/jmoiron/sqlx their
 // IDs before the insert, from the same `idgen` struct tags the GORM plugin
 // reads:
 //
@@ -8,7 +8,7 @@
 //		Customer string `db:"customer"`
 //	}
 //
-//	ids := idsqlx.New(reg) // reg from idforge.New; nil means idforge.Default()
+//	ids := sqlhook.New(reg) // reg from idforge.New; nil means idforge.Default()
 //	o := Order{Customer: "ada"}
 //	_, err := ids.Insert(ctx, db, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
 //	// o.ID and o.Code are set
@@ -35,7 +35,7 @@
 // IDs are filled at the struct level, not in a database/sql driver wrapper,
 // because a driver sees only argument values and could not write the IDs
 // back into the caller's structs.
-package idsqlx
+package sqlhook
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func (h *Helper) provider() (engine.Provider, error) {
 	}
 	def, err := idforge.Default()
 	if err != nil {
-		return nil, fmt.Errorf("idsqlx: the default registry: %w", err)
+		return nil, fmt.Errorf("sqlhook: the default registry: %w", err)
 	}
 	return def.Registry, nil
 }
@@ -195,14 +195,14 @@ func (h *Helper) Insert(ctx context.Context, db sqlx.ExtContext, query string, a
 func (h *Helper) InsertBatch(ctx context.Context, db sqlx.ExtContext, query string, rows any, batchSize int) (int64, error) {
 	rv := reflect.Indirect(reflect.ValueOf(rows))
 	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array && k != reflect.Invalid { // Fill reports a nil
-		return 0, fmt.Errorf("%w: idsqlx: InsertBatch takes a slice of rows, not a %T (Insert inserts one)", engine.ErrInvalidConfig, rows)
+		return 0, fmt.Errorf("%w: sqlhook: InsertBatch takes a slice of rows, not a %T (Insert inserts one)", engine.ErrInvalidConfig, rows)
 	}
 	if err := h.Fill(ctx, rows); err != nil {
 		return 0, err
 	}
 	total, err := sqlxbatch.Insert(ctx, db, query, rv, batchSize)
 	if err != nil {
-		return total, fmt.Errorf("idsqlx: %w", err)
+		return total, fmt.Errorf("sqlhook: %w", err)
 	}
 	return total, nil
 }

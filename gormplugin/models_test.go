@@ -11,7 +11,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 )
 
 type I64Row struct {

@@ -1,8 +1,11 @@
 // Package idplugin is the idforge plugin for GORM: it gives rows their IDs
 // before they are inserted, from struct tags, with no round trip and no
 // auto-increment, the same way on SQLite, MySQL/MariaDB and PostgreSQL.
+// Its folder is gormplugin and its name idplugin, so that one import makes
+// db.Use(idplugin.New()) read as written. It imports GORM, the root
+// package idforge and the engine, never the other integrations.
 //
-//	import "github.com/idforge/idforge/idplugin"
+//	import "github.com/idforge/idforge/gormplugin"
 //
 //	type Order struct {
 //		ID    int64  `idgen:"snowflake"`
