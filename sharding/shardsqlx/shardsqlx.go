@@ -30,10 +30,10 @@ import (
 	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/sqlhook"
 	"github.com/idforge/idforge/internal/sqlxbatch"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
+	"github.com/idforge/idforge/sqlhook"
 )
 
 // Repository is a sharded repository over sqlx: one *sqlx.DB per database of
