@@ -2,7 +2,6 @@ package idplugin
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"gorm.io/gorm/utils"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 )
 
@@ -103,16 +103,30 @@ func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
 	if _, seen := p.floors.LoadOrStore(k, true); seen {
 		return
 	}
-	sess := db.Session(&gorm.Session{NewDB: true})
-	quote := (&gorm.Statement{DB: sess}).Quote
-	floor := f.Floor(db.Dialector.Name(), quote(table), quote(column), func(ctx context.Context, q string, dest *sql.NullString) error {
-		tx := sess.WithContext(ctx)
-		if !tx.Migrator().HasTable(table) {
-			return nil
+	idgen.AddFloor(p.cfg.registry, f.Spec.Name, gormids.Floor(db, table, idgen.Column{Field: f, Name: column}))
+}
+
+func init() { gormids.Sequences = sequences }
+
+// sequences is [gormids.Sequences]: shardgorm reads the floors of the
+// columns the plugin fills in every shard's table, and gives them to the
+// registry the plugin draws from.
+func sequences(db *gorm.DB, s *schema.Schema) (engine.Provider, []idgen.Column, error) {
+	p, err := pluginOf(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	targets, fields, err := p.targets(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cols []idgen.Column
+	for i, t := range targets {
+		if idgen.Sequence(t.Spec.Kind) && fields[i].DBName != "" {
+			cols = append(cols, idgen.Column{Field: t.Field, Name: fields[i].DBName})
 		}
-		return tx.Raw(q).Row().Scan(dest)
-	})
-	idgen.AddFloor(p.cfg.registry, f.Spec.Name, floor)
+	}
+	return p.cfg.registry, cols, nil
 }
 
 // targets lists the fields of s the plugin fills, with GORM's fields for

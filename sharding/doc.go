@@ -33,6 +33,17 @@
 // every shard (ForEach, Exec), with the same verbs and the same [Settings];
 // this package holds what they share and imports neither ORM.
 //
+// Columns filled from a store's sequences ("chain", "segment") stay above
+// what every shard holds when the store forgets them (wiped, or never
+// initialised): before a model's first ID is drawn, a repository gives the
+// registry the model's engine.Floor over every shard, the largest ID of its
+// sequence columns in every table of every database the router lists (a
+// table not created yet counts as 0), where the GORM plugin alone would
+// read the model's own table. A router that cannot list its shards (an
+// [IntervalRouter] without Start and End) gets a Floor answering
+// engine.ErrNoFloor instead, so a store that forgot the sequence refuses it
+// until the store has a Floor of its own that reads every table.
+//
 // Shard counts are bounded ([MaxDatabases], [MaxTables], [MaxShards]): a
 // router lists every shard, and an absurd count is a configuration error,
 // not a process out of memory.

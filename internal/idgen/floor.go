@@ -15,6 +15,13 @@ import (
 // store forgets them.
 func Sequence(kind string) bool { return kind == "chain" || kind == "segment" }
 
+// Column is a field that receives IDs and the table column it is stored
+// in: what a Floor of the field's sequence reads.
+type Column struct {
+	Field *Field
+	Name  string // the column's name, unquoted
+}
+
 // Query runs a statement that returns one value and scans it into dest.
 type Query func(ctx context.Context, query string, dest *sql.NullString) error
 

@@ -14,6 +14,9 @@
 //     model: run the CREATE TABLE through Exec);
 //   - [Repository.Scope] selects a shard's table on a *gorm.DB the caller
 //     already holds, GORM's way of reusing a query.
+//
+// Columns filled from a store's sequence ("chain", "segment") get a Floor
+// over every shard: see [New].
 package shardgorm
 
 import (
@@ -29,6 +32,8 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/gormerr"
+	"github.com/idforge/idforge/internal/gormids"
+	"github.com/idforge/idforge/internal/idgen"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
 )
@@ -46,8 +51,20 @@ type Repository struct {
 // each database filling the ID columns alike. A missing plugin, a count of
 // databases the router does not use, or an option out of range is an error
 // wrapping engine.ErrInvalidConfig.
+//
+// The IDs are drawn from the registry of the first database's plugin. Before
+// a model's first Create or Migrate, the repository gives that registry the
+// Floor of every sequence ("chain", "segment") the model's columns draw
+// from: the largest ID of those columns over every table of every database
+// the router lists (a table not created yet counts as 0), so a store that
+// forgot the sequence restarts it above every shard. A router that cannot
+// list its shards (an interval router without Start and End) gets a Floor
+// answering engine.ErrNoFloor instead: such a store refuses the sequence
+// until it has a Floor of its own (sqlstore or redisstore Settings.Floor)
+// that reads every table; the registry's AddFloor cannot override it.
 func New(r sharding.Router, dbs []*gorm.DB, opts ...sharding.Option) (*Repository, error) {
-	b, err := repo.New("shardgorm.New", r, dbs, opts)
+	g := &Repository{}
+	b, err := repo.New("shardgorm.New", r, dbs, opts, repo.Floors[gorm.DB]{Sequences: g.sequences, Table: tableFloor})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +74,25 @@ func New(r sharding.Router, dbs []*gorm.DB, opts ...sharding.Option) (*Repositor
 				engine.ErrInvalidConfig, i)
 		}
 	}
-	return &Repository{base: b}, nil
+	g.base = b
+	return g, nil
+}
+
+// sequences is [repo.Floors.Sequences]: the columns the first database's
+// plugin fills from a sequence, and its registry.
+func (g *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Column, error) {
+	db := g.base.DBs[0]
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(reflect.New(elem).Interface()); err != nil {
+		return nil, nil, err
+	}
+	return gormids.Sequences(db, stmt.Schema)
+}
+
+// tableFloor is [repo.Floors.Table], names quoted as the repository's GORM
+// statements quote them.
+func tableFloor(db *gorm.DB, s sharding.Shard, c idgen.Column) engine.Floor {
+	return gormids.Floor(db, s.TableName, c)
 }
 
 // Router returns the repository's router.
@@ -177,6 +212,15 @@ func (g *Repository) Exec(ctx context.Context, query string, args ...any) error 
 // (idplugin.Prepare), so tag errors show here and the ID columns the plugin
 // fills are plain BIGINT, not auto-increment.
 func (g *Repository) Migrate(ctx context.Context, model any) error {
+	// Preparing binds the model's generators, whose chains fetch at once.
+	if t := reflect.TypeOf(model); t != nil {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if err := g.base.AddFloors(t); err != nil {
+			return err
+		}
+	}
 	return g.ForEach(ctx, func(_ sharding.Shard, db *gorm.DB) error {
 		if err := idplugin.Prepare(db, model); err != nil {
 			return err

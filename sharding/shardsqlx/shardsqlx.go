@@ -15,6 +15,9 @@
 //     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
 //     the statements of Create and Find are written from the struct's `db`
 //     columns (see [Repository.Create]).
+//
+// Columns filled from a store's sequence ("chain", "segment") get a Floor
+// over every shard, as with GORM: see [New].
 package shardsqlx
 
 import (
@@ -23,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,6 +34,7 @@ import (
 	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/idgen"
 	"github.com/idforge/idforge/internal/sqlxbatch"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
@@ -41,6 +46,7 @@ import (
 // concurrent use.
 type Repository struct {
 	base  *repo.Base[sqlx.DB]
+	p     engine.Provider
 	ids   *sqlhook.Helper
 	types sync.Map // reflect.Type -> *rowType
 }
@@ -49,15 +55,29 @@ type Repository struct {
 // router, drawing IDs from p (an idforge registry). A nil provider, a count
 // of databases the router does not use, or an option out of range is an
 // error wrapping engine.ErrInvalidConfig.
+//
+// Before a struct type's first Create, the repository gives p (when it
+// takes floors, as an idforge registry does) the Floor of every sequence
+// ("chain", "segment") the struct's columns draw from: the largest ID of
+// those columns over every table of every database the router lists (a
+// table not created yet counts as 0), read with SQL for each database's
+// driver ("mysql"; "pgx" or "postgres"; "sqlite" or "sqlite3"), so a store
+// that forgot the sequence restarts it above every shard. A router that
+// cannot list its shards (an interval router without Start and End) gets a
+// Floor answering engine.ErrNoFloor instead: such a store refuses the
+// sequence until it has a Floor of its own (sqlstore or redisstore
+// Settings.Floor) that reads every table; p's AddFloor cannot override it.
 func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (*Repository, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: shardsqlx.New needs the provider IDs are drawn from (an idforge registry)", engine.ErrInvalidConfig)
 	}
-	b, err := repo.New("shardsqlx.New", r, dbs, opts)
+	x := &Repository{p: p, ids: sqlhook.New(p)}
+	b, err := repo.New("shardsqlx.New", r, dbs, opts, repo.Floors[sqlx.DB]{Sequences: x.sequences, Table: tableFloor})
 	if err != nil {
 		return nil, err
 	}
-	return &Repository{base: b, ids: sqlhook.New(p)}, nil
+	x.base = b
+	return x, nil
 }
 
 // Router returns the repository's router.
@@ -66,6 +86,7 @@ func (x *Repository) Router() sharding.Router { return x.base.Router }
 // rowType is what the repository knows of one struct type: its columns, the
 // shard key and its statements.
 type rowType struct {
+	cols   []*reflectx.FieldInfo
 	key    *reflectx.FieldInfo
 	insert string // with {table}
 	find   string // with {table} and one '?'
@@ -77,6 +98,7 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 		return rt.(*rowType), nil
 	}
 	sm := x.base.DBs[0].Mapper.TypeMap(elem)
+	rt := &rowType{}
 	var cols []string
 	for _, fi := range sm.Index {
 		// Columns are the fields sqlx maps at the top level, directly or
@@ -88,9 +110,9 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 			return nil, fmt.Errorf("%w: %s: column %q (db tag of %s): use letters, digits and '_' only",
 				engine.ErrInvalidConfig, elem, fi.Path, fi.Field.Name)
 		}
+		rt.cols = append(rt.cols, fi)
 		cols = append(cols, fi.Path)
 	}
-	rt := &rowType{}
 	keyName := x.base.Settings.ShardKey
 	if keyName == "" {
 		keyName = "id"
@@ -116,6 +138,86 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 		" WHERE " + rt.key.Path + " = ?"
 	cached, _ := x.types.LoadOrStore(elem, rt)
 	return cached.(*rowType), nil
+}
+
+// sequences is [repo.Floors.Sequences]: the columns of elem whose tagged
+// fields draw from a sequence.
+func (x *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Column, error) {
+	plan, err := idgen.NewPlan(elem)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := x.rowTypeOf(elem)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cols []idgen.Column
+	for _, t := range plan.Fields {
+		if !idgen.Sequence(t.Spec.Kind) {
+			continue
+		}
+		// A field left out of the columns (`db:"-"`) has no floor to read.
+		i := slices.IndexFunc(rt.cols, func(fi *reflectx.FieldInfo) bool { return slices.Equal(fi.Index, t.Index) })
+		if i >= 0 {
+			cols = append(cols, idgen.Column{Field: t.Field, Name: rt.cols[i].Path})
+		}
+	}
+	return x.p, cols, nil
+}
+
+// tableFloor is [repo.Floors.Table]. Table and column are written unquoted,
+// as the repository's own statements write them, so that the floor reads
+// the tables the rows went to (PostgreSQL folds unquoted names to lower
+// case, and a dotted name is schema and table).
+func tableFloor(db *sqlx.DB, s sharding.Shard, c idgen.Column) engine.Floor {
+	dialect := dialectOf(db.DriverName())
+	return c.Field.Floor(dialect, s.TableName, c.Name, func(ctx context.Context, q string, dest *sql.NullString) error {
+		if ok, err := hasTable(ctx, db, dialect, s.TableName); err != nil || !ok {
+			return err // nil: no table yet, 0
+		}
+		return db.QueryRowContext(ctx, q).Scan(dest)
+	})
+}
+
+// dialectOf maps a database/sql driver name to the dialect of
+// idgen.Field.Floor. Another driver's name is kept: its integer keys are
+// read with plain SQL, and the Floor of its string keys answers
+// engine.ErrNoFloor naming it.
+func dialectOf(driver string) string {
+	switch driver {
+	case "mysql":
+		return "mysql"
+	case "pgx", "pgx/v5", "postgres":
+		return "postgres"
+	case "sqlite", "sqlite3":
+		return "sqlite"
+	}
+	return driver
+}
+
+// hasTable reports whether table, named as an unquoted statement names it,
+// exists on db.
+func hasTable(ctx context.Context, db *sqlx.DB, dialect, table string) (bool, error) {
+	var n int
+	var err error
+	schema, name, dotted := strings.Cut(table, ".")
+	switch {
+	case dialect == "postgres":
+		// to_regclass resolves the name as a statement would: folded,
+		// through the search path or the schema given.
+		err = db.GetContext(ctx, &n, "SELECT COUNT(to_regclass($1))", table)
+	case dialect == "mysql" && dotted:
+		err = db.GetContext(ctx, &n, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", schema, name)
+	case dialect == "mysql":
+		err = db.GetContext(ctx, &n, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", table)
+	case dialect == "sqlite" && dotted:
+		err = db.GetContext(ctx, &n, "SELECT COUNT(*) FROM "+schema+".sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", name)
+	case dialect == "sqlite":
+		err = db.GetContext(ctx, &n, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", table)
+	default:
+		return true, nil // unknown: read it, and fail if it is missing
+	}
+	return n > 0, err
 }
 
 // plainName accepts column names that need no quoting.

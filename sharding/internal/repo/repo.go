@@ -1,8 +1,9 @@
 // Package repo is what the GORM and sqlx sharded repositories share: option
 // resolution, the checks of a router against the databases given, routing a
-// batch of rows and splitting it by shard, the fan-out over every shard, and
-// the errors that name a shard. The ORM-specific parts (filling IDs, reading
-// the shard key, the statements) are passed in as functions.
+// batch of rows and splitting it by shard, the fan-out over every shard, the
+// Floors of the sequences over every shard, and the errors that name a
+// shard. The ORM-specific parts (filling IDs, reading the shard key, the
+// statements) are passed in as functions.
 package repo
 
 import (
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
@@ -24,11 +26,27 @@ type Base[DB any] struct {
 	Router   sharding.Router
 	DBs      []*DB
 	Settings sharding.Settings
+
+	floors  Floors[DB]
+	floorMu sync.Mutex // held while a row type's floors are added
+	floored sync.Map   // reflect.Type -> true: row types whose floors were added
+}
+
+// Floors is what the Floors of a row type's sequences need from the ORM.
+type Floors[DB any] struct {
+	// Sequences returns the registry the IDs of elem's rows are drawn from
+	// and elem's columns that take IDs from a sequence; an error in elem's
+	// tags is the one filling the rows would return.
+	Sequences func(elem reflect.Type) (engine.Provider, []idgen.Column, error)
+	// Table returns the Floor of c's sequence in shard s's table, read
+	// through db: the largest ID in c's column, 0 while the table does not
+	// exist.
+	Table func(db *DB, s sharding.Shard, c idgen.Column) engine.Floor
 }
 
 // New checks the router, the databases and the options; pkg names the
 // constructor in errors ("shardgorm.New").
-func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Option) (*Base[DB], error) {
+func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Option, floors Floors[DB]) (*Base[DB], error) {
 	var s sharding.Settings
 	for _, o := range opts {
 		if o != nil {
@@ -65,7 +83,7 @@ func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Optio
 				engine.ErrInvalidConfig, pkg, want, len(dbs))
 		}
 	}
-	return &Base[DB]{Router: r, DBs: dbs, Settings: s}, nil
+	return &Base[DB]{Router: r, DBs: dbs, Settings: s, floors: floors}, nil
 }
 
 // Route returns the shard of id and its database.
@@ -92,15 +110,110 @@ func (b *Base[DB]) ForEach(ctx context.Context, fn func(s sharding.Shard, db *DB
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if s.Database < 0 || s.Database >= len(b.DBs) {
-			return fmt.Errorf("%w: shard %s is in database %d, but only %d databases were given",
-				engine.ErrInvalidConfig, s, s.Database, len(b.DBs))
+		db, err := b.shardDB(s)
+		if err != nil {
+			return err
 		}
-		if err := fn(s, b.DBs[s.Database]); err != nil {
+		if err := fn(s, db); err != nil {
 			return fmt.Errorf("sharding: shard %s: %w", s, err)
 		}
 	}
 	return nil
+}
+
+// shardDB returns the database of a shard the router listed.
+func (b *Base[DB]) shardDB(s sharding.Shard) (*DB, error) {
+	if s.Database < 0 || s.Database >= len(b.DBs) {
+		return nil, fmt.Errorf("%w: shard %s is in database %d, but only %d databases were given",
+			engine.ErrInvalidConfig, s, s.Database, len(b.DBs))
+	}
+	return b.DBs[s.Database], nil
+}
+
+// AddFloors gives the registry of elem's rows the Floor of every sequence
+// their columns draw from, once per row type: the largest ID of the
+// sequence's columns over every table of every database the router lists,
+// so a store that forgot the sequence restarts it above every shard, not
+// above the one table a GORM plugin sees. Create calls it before filling
+// the rows; call it before anything else can draw elem's first ID (binding
+// its generators builds the chain whose first fetch asks the floors).
+//
+// A router that cannot list its shards (an interval router without an End)
+// gets a Floor answering an error wrapping engine.ErrNoFloor instead: a
+// store that forgot the sequence refuses it rather than restart it below
+// the IDs the shards hold.
+func (b *Base[DB]) AddFloors(elem reflect.Type) error {
+	if _, ok := b.floored.Load(elem); ok {
+		return nil
+	}
+	// Held until the floors are added, so no concurrent Create of elem
+	// draws an ID before them.
+	b.floorMu.Lock()
+	defer b.floorMu.Unlock()
+	if _, ok := b.floored.Load(elem); ok {
+		return nil
+	}
+	p, cols, err := b.floors.Sequences(elem)
+	if err != nil {
+		return err
+	}
+	var names []string
+	bySeq := map[string][]idgen.Column{}
+	for _, c := range cols {
+		name := c.Field.Spec.Name
+		if bySeq[name] == nil {
+			names = append(names, name)
+		}
+		bySeq[name] = append(bySeq[name], c)
+	}
+	for _, name := range names {
+		f, err := b.floor(idgen.ModelName(elem), name, bySeq[name])
+		if err != nil {
+			return err
+		}
+		idgen.AddFloor(p, name, f)
+	}
+	b.floored.Store(elem, true)
+	return nil
+}
+
+// floor is the Floor of the sequence name over every shard: the largest ID
+// in cols of every shard's table.
+func (b *Base[DB]) floor(model, name string, cols []idgen.Column) (engine.Floor, error) {
+	shards, err := b.Router.Shards()
+	if err != nil {
+		// Registry.AddFloor cannot lift this refusal (the registry fails on
+		// any floor's error); a store's own Floor is asked beside it.
+		refusal := fmt.Errorf("%w: sharding: model %s: sequence %q: the router cannot list its shards, so nothing reads the largest ID they hold: "+
+			"bound the router, or give the store a Floor (sqlstore or redisstore Settings.Floor) that reads the largest %q ID of every table (%v)",
+			engine.ErrNoFloor, model, name, name, err)
+		return func(context.Context, string) (int64, error) { return 0, refusal }, nil
+	}
+	type part struct {
+		shard sharding.Shard
+		floor engine.Floor
+	}
+	var parts []part
+	for _, s := range shards {
+		db, err := b.shardDB(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cols {
+			parts = append(parts, part{s, b.floors.Table(db, s, c)})
+		}
+	}
+	return func(ctx context.Context, name string) (int64, error) {
+		var top int64
+		for _, p := range parts {
+			n, err := p.floor(ctx, name)
+			if err != nil {
+				return 0, fmt.Errorf("sharding: shard %s: %w", p.shard, err)
+			}
+			top = max(top, n)
+		}
+		return top, nil
+	}, nil
 }
 
 // Exec runs query, which must name the table {table}, in every shard
@@ -152,8 +265,9 @@ type Rows[DB any] struct {
 }
 
 // Create fills the IDs of value (a pointer to a struct, or a slice or array
-// of structs or of pointers), routes every row by its shard key, and inserts
-// each shard's rows, by database then table. A nil row wraps
+// of structs or of pointers), after adding the Floors of its row type
+// ([Base.AddFloors]), routes every row by its shard key, and inserts each
+// shard's rows, by database then table. A nil row wraps
 // [sharding.ErrInvalidData]; a failed shard is a *[sharding.ShardError].
 func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	rows, elem, err := rowsOf(value)
@@ -162,6 +276,9 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	}
 	key, err := orm.Key(elem)
 	if err != nil {
+		return err
+	}
+	if err := b.AddFloors(elem); err != nil {
 		return err
 	}
 	if err := orm.Fill(value); err != nil {

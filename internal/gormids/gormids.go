@@ -1,0 +1,40 @@
+// Package gormids is what the GORM integrations (idplugin, shardgorm) share
+// about the columns the idforge plugin fills: the Floor of a sequence in
+// one table, and which columns of a model a plugin fills from its
+// sequences, which shardgorm needs and the plugin does not export.
+package gormids
+
+import (
+	"context"
+	"database/sql"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/idgen"
+)
+
+// Sequences returns the registry of the idforge plugin registered on db and
+// the columns of s that plugin fills from a sequence ("chain", "segment"),
+// as its first Create of s would find them; an error for a db without the
+// plugin, or for s's tags, as that Create would give. Package idplugin sets
+// it when it is loaded.
+var Sequences func(db *gorm.DB, s *schema.Schema) (engine.Provider, []idgen.Column, error)
+
+// Floor returns the Floor of c's sequence in table on db: the largest ID in
+// c's column (names quoted for db's dialect), 0 while the table does not
+// exist. It is nil when c does not draw from a sequence.
+func Floor(db *gorm.DB, table string, c idgen.Column) engine.Floor {
+	sess := db.Session(&gorm.Session{NewDB: true})
+	quote := (&gorm.Statement{DB: sess}).Quote
+	return c.Field.Floor(db.Dialector.Name(), quote(table), quote(c.Name), func(ctx context.Context, q string, dest *sql.NullString) error {
+		tx := sess.WithContext(ctx)
+		if tx.Migrator().HasTable(table) {
+			return tx.Raw(q).Scan(dest).Error
+		}
+		// HasTable answers false when its own query fails too: the table
+		// counts as missing (0) only on a database that answers.
+		return tx.Exec("SELECT 1").Error
+	})
+}
