@@ -32,7 +32,7 @@ type Course struct {
 	CreatedAt time.Time
 }
 
-func openGorm(t *testing.T, d testdb.DB, reg *engine.Registry) *gorm.DB {
+func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
 	t.Helper()
 	var dial gorm.Dialector
 	switch d.Name {
@@ -309,4 +309,53 @@ func TestGormExec(t *testing.T) {
 			t.Errorf("row %d after Exec: %+v, %v", c.ID, got, err)
 		}
 	}
+}
+
+type Lecture struct {
+	ID   int64  `gorm:"primaryKey" idgen:"chain,name=lecture"`
+	Name string `gorm:"size:64;not null"`
+}
+
+type Invoice struct {
+	ID     int64 `gorm:"primaryKey" idgen:"snowflake"`
+	Number int64 `idgen:"segment,name=invoice"`
+}
+
+// A store that forgot the lecture sequence restarts it above every shard.
+func TestGormFloors(t *testing.T) {
+	shardtest.FloorHarness[gorm.DB]{
+		Open: func(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB { return openGorm(t, d, reg) },
+		New: func(t *testing.T, r sharding.Router, dbs []*gorm.DB, _ engine.Provider) shardtest.Repository[gorm.DB] {
+			repo, err := shardgorm.New(r, dbs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return repo
+		},
+		Migrate: func(ctx context.Context, repo shardtest.Repository[gorm.DB]) error {
+			return repo.(*shardgorm.Repository).Migrate(ctx, &Lecture{})
+		},
+		Exec: func(db *gorm.DB, query string) error { return db.Exec(query).Error },
+		IDs: func(db *gorm.DB, query string) ([]int64, error) {
+			var ids []int64
+			return ids, db.Raw(query).Scan(&ids).Error
+		},
+		Lectures: func(ctx context.Context, repo shardtest.Repository[gorm.DB], n int) ([]int64, error) {
+			rows := make([]Lecture, n)
+			for i := range rows {
+				rows[i].Name = fmt.Sprint("lecture ", i)
+			}
+			err := repo.Create(ctx, rows)
+			ids := make([]int64, n)
+			for i, l := range rows {
+				ids[i] = l.ID
+			}
+			return ids, err
+		},
+		Invoice: func(ctx context.Context, repo shardtest.Repository[gorm.DB]) (int64, error) {
+			var in Invoice
+			err := repo.Create(ctx, &in)
+			return in.Number, err
+		},
+	}.Run(t)
 }

@@ -373,3 +373,49 @@ func TestSqlxCreateFillsOnce(t *testing.T) {
 		t.Errorf("stored %v, %v; want %v", stored, err, byID)
 	}
 }
+
+type lecture struct {
+	ID   int64  `db:"id" idgen:"chain,name=lecture"`
+	Name string `db:"name"`
+}
+
+type invoice struct {
+	ID     int64 `db:"id" idgen:"snowflake"`
+	Number int64 `db:"number" idgen:"segment,name=invoice"`
+}
+
+// A store that forgot the lecture sequence restarts it above every shard.
+func TestSqlxFloors(t *testing.T) {
+	shardtest.FloorHarness[sqlx.DB]{
+		Open: func(t *testing.T, d testdb.DB, _ engine.Provider) *sqlx.DB { return sqlx.NewDb(d.Open(t), d.Driver) },
+		New: func(t *testing.T, r sharding.Router, dbs []*sqlx.DB, reg engine.Provider) shardtest.Repository[sqlx.DB] {
+			repo, err := shardsqlx.New(r, reg, dbs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return repo
+		},
+		Exec: func(db *sqlx.DB, query string) error { _, err := db.Exec(query); return err },
+		IDs: func(db *sqlx.DB, query string) ([]int64, error) {
+			var ids []int64
+			return ids, db.Select(&ids, query)
+		},
+		Lectures: func(ctx context.Context, repo shardtest.Repository[sqlx.DB], n int) ([]int64, error) {
+			rows := make([]lecture, n)
+			for i := range rows {
+				rows[i].Name = fmt.Sprint("lecture ", i)
+			}
+			err := repo.Create(ctx, rows)
+			ids := make([]int64, n)
+			for i, l := range rows {
+				ids[i] = l.ID
+			}
+			return ids, err
+		},
+		Invoice: func(ctx context.Context, repo shardtest.Repository[sqlx.DB]) (int64, error) {
+			var in invoice
+			err := repo.Create(ctx, &in)
+			return in.Number, err
+		},
+	}.Run(t)
+}
