@@ -87,7 +87,7 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		d.s.epoch.Confirm(sent)
 		return maxID, nil
 	case "nofloor":
-		return 0, storeepoch.NoFloorError(d.s.name, d.name)
+		return 0, storeepoch.NoFloorError(d.s.name, d.name, d.mark.Why())
 	case "reset":
 		return 0, d.s.reset(ctx, token, r.str(1), what)
 	case "behind":

@@ -130,7 +130,7 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		case found && attempt > 0:
 			return 0, d.s.unavailable(what, fmt.Errorf("the row matched no fetch (counter %d, floor %d)", counter, floor))
 		case !found && !storeepoch.BrandNew(token):
-			return 0, storeepoch.NoFloorError(d.s.name, d.name)
+			return 0, storeepoch.NoFloorError(d.s.name, d.name, d.mark.Why())
 		case !found:
 			if _, err := d.s.seg.create.exec(ctx, d.name, d.s.cfg.Start, d.s.nowMillis(), token); err != nil {
 				return 0, d.s.unavailable(fmt.Sprintf("segment %q: creating it", d.name), err)

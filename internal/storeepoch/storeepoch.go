@@ -279,6 +279,15 @@ func (s *State) Reseed(ctx context.Context, raise RaiseFunc) error {
 type FloorMark struct {
 	mu    sync.Mutex
 	token string
+	why   error // the Floor's last engine.ErrNoFloor answer, for the refusal
+}
+
+// Why returns the Floor's last answer wrapping engine.ErrNoFloor, nil if
+// it gave none.
+func (m *FloorMark) Why() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.why
 }
 
 func (m *FloorMark) done(token string) bool {
@@ -298,10 +307,21 @@ func (s *State) ApplyFloor(ctx context.Context, token, name string, floor engine
 	if floor == nil || mark.done(token) {
 		return nil
 	}
-	least, ok, err := Least(ctx, floor, name, start)
+	least, ok, err := Least(ctx, func(ctx context.Context, name string) (int64, error) {
+		n, err := floor(ctx, name)
+		if errors.Is(err, engine.ErrNoFloor) {
+			mark.mu.Lock()
+			mark.why = err
+			mark.mu.Unlock()
+		}
+		return n, err
+	}, name, start)
 	if err != nil || !ok {
 		return err
 	}
+	mark.mu.Lock()
+	mark.why = nil
+	mark.mu.Unlock()
 	if err := raise(ctx, token, name, least); err != nil {
 		return fmt.Errorf("%w: raising the counter to the Floor's %d: %w", engine.ErrStoreUnavailable, least, err)
 	}
@@ -380,11 +400,16 @@ func Floors(floors ...engine.Floor) engine.Floor {
 }
 
 // NoFloorError is the refusal of a store (named store) to create the
-// missing sequence name under an epoch that is not brand-new without a Floor.
-func NoFloorError(store, name string) error {
-	return fmt.Errorf("%s: segment %q: %w: the store has no counter for it and was not initialised as brand-new, "+
+// missing sequence name under an epoch that is not brand-new without a Floor;
+// why is the Floor's own ErrNoFloor answer, if it gave one.
+func NoFloorError(store, name string, why error) error {
+	err := fmt.Errorf("%s: segment %q: %w: the store has no counter for it and was not initialised as brand-new, "+
 		"so it may have been wiped after handing out IDs; give a Floor that reads where the data ends "+
 		"(the GORM plugin and the sharding repositories derive one from the tagged columns; "+
 		"stores take Settings.Floor), or, if this store never handed out IDs, run `idforge store init`",
 		store, name, engine.ErrNoFloor)
+	if why != nil {
+		return fmt.Errorf("%w (the Floor: %v)", err, why)
+	}
+	return err
 }
