@@ -17,7 +17,7 @@ import (
 	"github.com/idforge/idforge/internal/testdb"
 )
 
-// The features of issue 12 on every database: Select/Omit, gorm.Model,
+// Everyday GORM usage on every database: Select/Omit, gorm.Model,
 // hooks that copy rows, bad rows, and models the plugin does not own.
 
 type Shop struct {

@@ -217,7 +217,7 @@ type Summary struct {
 	PageSplits      *float64  `json:"page_splits,omitempty"`
 }
 
-// Check is one of issue 13's targets evaluated on the medians.
+// Check is one of the benchmark's targets evaluated on the medians.
 type Check struct {
 	What   string  `json:"what"`
 	Value  float64 `json:"value"`
@@ -485,7 +485,7 @@ func median(v []float64) float64 {
 	}
 }
 
-// checks evaluates issue 13's targets for the variants present. Sizes are
+// checks evaluates the benchmark's targets for the variants present. Sizes are
 // compared as ratios of their medians (they barely move from rep to rep).
 // Rows/s are compared rep by rep: the variants of one rep run one after
 // the other, so a ratio within a rep cancels the machine's drift between

@@ -451,7 +451,7 @@ func TestConcurrentIDsAreDistinct(t *testing.T) {
 		opts                   []Option
 		goroutines, perRoutine int
 	}{
-		// The brief's load: most IDs race for the last numbers of a tick.
+		// The heaviest load: most IDs race for the last numbers of a tick.
 		{"default", 1000, nil, 16, 250_000},
 		// 512 IDs per millisecond: ticks run out all the time.
 		{"jssafe", 7, []Option{WithLayout(JSSafe)}, 8, 20_000},

@@ -86,7 +86,7 @@ func main() { engine.NoSuchThing() }
 }
 
 // TestOldOverridesDoNotCompile: the v0.1 options that let a caller reach past
-// the root's composition (issue 10) are gone, so these programs no longer
+// the root's composition are gone, so these programs no longer
 // build. The same contradictions through Settings are refused at run time
 // (the root package's tests).
 func TestOldOverridesDoNotCompile(t *testing.T) {

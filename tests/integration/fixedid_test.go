@@ -69,7 +69,7 @@ func TestFixedMachineIDKillClockBack(t *testing.T) {
 	}
 	const step = -50 * time.Millisecond
 	full := pace{Burst: 256} // as fast as it can
-	// 50 ms is the step. With it the first New after the restart is
+	// 50 ms is a typical NTP step. With it the first New after the restart is
 	// refused only when it lands within about 40 ms of its predecessor's last
 	// heartbeat; 500 ms makes it refused nearly always (the predecessor's
 	// reservation is then more than Reservation + clock.DefaultMaxBackwards

@@ -22,7 +22,7 @@ import (
 //   - later: started 700 ms after the restart, drawing like slow.
 //
 // Volatile: the Redis runs without persistence and is restarted with
-// SHUTDOWN NOSAVE, so it comes back empty (issue 11's reproduction: before
+// SHUTDOWN NOSAVE, so it comes back empty (the failure this reproduces: before
 // the store epoch, late was handed machine ID 0 and chain ranges from 1 on,
 // while fast and slow still used both). Durable: the Redis runs with AOF and
 // appendfsync always, is killed with kill -9 and restarted from its AOF.
