@@ -140,8 +140,11 @@ func kill9(t *testing.T, bin, store string) {
 		failed      int
 	}
 	results := make([]result, 4)
+	var drawn [2]atomic.Int64 // snowflake, chain IDs drawn
 	stop := make(chan struct{})
+	stopLoad := sync.OnceFunc(func() { close(stop) })
 	var wg sync.WaitGroup
+	t.Cleanup(func() { stopLoad(); wg.Wait() }) // when a wait below fails
 	httpc := &http.Client{Timeout: 5 * time.Second}
 	for c := range 4 {
 		wg.Go(func() {
@@ -156,9 +159,9 @@ func kill9(t *testing.T, bin, store string) {
 				if (c+i)%2 == 0 {
 					p = procA.Load()
 				}
-				path, dst := "/v1/ids?count=100", &r.snow
+				path, dst, kind := "/v1/ids?count=100", &r.snow, 0
 				if i%2 == 1 {
-					path, dst = "/v1/ids/"+chain+"?count=100", &r.chain
+					path, dst, kind = "/v1/ids/"+chain+"?count=100", &r.chain, 1
 				}
 				res, err := httpc.Get(p.base + path)
 				if err != nil {
@@ -175,10 +178,21 @@ func kill9(t *testing.T, bin, store string) {
 				}
 				*dst = append(*dst, v.IDs...)
 				p.served.Add(int64(len(v.IDs)))
+				drawn[kind].Add(int64(len(v.IDs)))
 			}
 		})
 	}
-	time.Sleep(time.Second)
+	// Wait for the load on both servers, however slow the machine: the
+	// checks below need IDs from each, and of each kind.
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("still waiting after a minute until %s", what)
+			}
+		}
+	}
+	until("both servers serve IDs", func() bool { return a.served.Load() >= 1000 && b.served.Load() >= 1000 })
 	if err := a.cmd.Process.Kill(); err != nil { // kill -9
 		t.Fatal(err)
 	}
@@ -186,8 +200,10 @@ func kill9(t *testing.T, bin, store string) {
 	time.Sleep(300 * time.Millisecond)
 	a2 := startProc(t, bin, "", nil, args...)
 	procA.Store(a2)
-	time.Sleep(time.Second)
-	close(stop)
+	until("the restarted server serves IDs", func() bool {
+		return a2.served.Load() >= 1000 && drawn[0].Load() >= 1000 && drawn[1].Load() >= 1000
+	})
+	stopLoad()
 	wg.Wait()
 
 	for _, p := range []*serveProc{a2, b} {

@@ -282,7 +282,18 @@ func TestServeSIGTERM(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// SIGTERM once answers flow, so some are in flight when it lands.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := answered
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no answer from the server within a minute")
+		}
+	}
 	a.cmd.Process.Signal(syscall.SIGTERM)
 	err := a.cmd.Wait()
 	close(stopLoad)

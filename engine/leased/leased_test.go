@@ -198,14 +198,20 @@ func TestResetCarriesLastTick(t *testing.T) {
 }
 
 // hangingGuard is a store whose Guard stops answering (a dropped
-// connection) once hang is set: it returns only when its ctx ends.
+// connection) once hang is set: it tells hanging, then returns only when
+// its ctx ends.
 type hangingGuard struct {
 	*machinetest.Memory
-	hang *atomic.Bool
+	hang    *atomic.Bool
+	hanging chan struct{}
 }
 
 func (d hangingGuard) Guard(ctx context.Context, in machine.Instance, st machine.State) error {
 	if d.hang.Load() {
+		select {
+		case d.hanging <- struct{}{}:
+		default:
+		}
 		<-ctx.Done()
 		return engine.ErrStoreUnavailable
 	}
@@ -215,17 +221,30 @@ func (d hangingGuard) Guard(ctx context.Context, in machine.Instance, st machine
 // When the lease has lapsed, NextID probes the store with a Heartbeat, which
 // first takes the lease's mutex: the scheduled heartbeat may hold it for its
 // whole Guard call. A caller with a 50 ms deadline must still get its answer
-// by its deadline.
+// by its deadline. A fake clock moves the lease from valid to lapsed, so the
+// order of events does not hang on the machine's speed.
 func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	clk.ManualSleep = true
 	var hang atomic.Bool
-	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Memory: machinetest.NewMemory(nil), hang: &hang},
-		Instance: inst("a"), Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second, Reservation: -1}})
-	began := time.Now()
+	hanging := make(chan struct{}, 1)
+	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Memory: machinetest.NewMemory(nil), hang: &hang, hanging: hanging},
+		Instance: inst("a"), Clock: clk, Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second, Reservation: -1}})
 	next(t, sf)
 	hang.Store(true)
-	// The lease is valid for 1.2 s (safe-guard 1.5 s less the 0.3 s margin);
-	// the scheduled heartbeat starts at 1 s and hangs until 2 s.
-	time.Sleep(time.Until(began.Add(1350 * time.Millisecond)))
+	// The scheduled heartbeat, due at 1 s, hangs in Guard holding the
+	// lease's mutex (until its own 1 s deadline, on the real clock).
+	for clk.Sleeps() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Advance(time.Second)
+	select {
+	case <-hanging:
+	case <-time.After(time.Minute):
+		t.Fatal("the scheduled heartbeat did not call Guard")
+	}
+	// Past the lease's window: the safe-guard 1.5 s less the 0.3 s margin.
+	clk.Advance(350 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := sf.NextID(ctx)
