@@ -233,6 +233,12 @@ func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 			return h.gen.NextID(ctx)
 		}
 		if h.lease.Err() == nil {
+			// Asked again, now that the lease knows the store did not
+			// answer, the refusal says so (and carries herr).
+			id, err := h.gen.NextID(ctx)
+			if err == nil || errors.Is(err, engine.ErrStoreUnavailable) {
+				return id, err
+			}
 			return 0, errors.Join(err, herr)
 		}
 	}

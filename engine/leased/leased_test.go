@@ -3,6 +3,7 @@ package leased_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -251,6 +252,51 @@ func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, engine.ErrMachineIDLost) {
 		t.Fatalf("NextID with a 50ms deadline on a lapsed lease and a hanging store: %v; "+
 			"want the lapse and the caller's deadline", err)
+	}
+}
+
+// awayGuard fails every Guard while away is set, as a store that cannot be
+// reached.
+type awayGuard struct {
+	*machinetest.Memory
+	away *atomic.Bool
+}
+
+func (d awayGuard) Guard(ctx context.Context, in machine.Instance, st machine.State) error {
+	if d.away.Load() {
+		return fmt.Errorf("%w: dial tcp 10.0.0.1:3306: connection refused", engine.ErrStoreUnavailable)
+	}
+	return d.Memory.Guard(ctx, in, st)
+}
+
+// With the store unreachable past the reservation, NextID refuses saying
+// that the store cannot be reached and the machine ID may have been taken,
+// not that it was lost; once the store answers, IDs flow again.
+func TestRefusalWhileStoreAwaySaysSo(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	clk.ManualSleep = true
+	var away atomic.Bool
+	sf := newSF(t, leased.Settings{Distributor: awayGuard{Memory: machinetest.NewMemory(nil), away: &away},
+		Instance: inst("a"), Clock: clk})
+	next(t, sf)
+	away.Store(true)
+	clk.Advance(2 * time.Second) // past the default reservation, 1 s
+	_, err := sf.NextID(context.Background())
+	if !errors.Is(err, engine.ErrStoreUnavailable) || !errors.Is(err, engine.ErrMachineIDLost) {
+		t.Fatalf("NextID with the store away past the reservation: %v; want ErrStoreUnavailable (and ErrMachineIDLost, a lapse)", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"the store has not answered", "another instance may have taken the ID", "connection refused"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, engine.ErrMachineIDLost.Error()) {
+		t.Errorf("the refusal %q claims the machine ID was lost", msg)
+	}
+	away.Store(false)
+	if id := next(t, sf); id <= 0 || sf.Lost() != 0 {
+		t.Fatalf("after the store came back: ID %d, %d leases lost; want an ID on the same lease", id, sf.Lost())
 	}
 }
 

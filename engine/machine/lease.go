@@ -12,6 +12,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/internal/outage"
 )
 
 // Lease defaults. The heartbeat is short because every heartbeat also
@@ -74,7 +75,9 @@ type Settings struct {
 	// heartbeat goroutine sleeps on the clock.
 	Clock clock.Clock
 	// Logger receives heartbeat failures, recovery and loss (default
-	// slog.Default()).
+	// slog.Default()). A store outage logs one warning when it starts, a
+	// summary at most every 10 s while it lasts and one line with its
+	// length when it ends, however often the heartbeat retries.
 	Logger *slog.Logger
 	// TimestampSource returns the newest Unix millisecond timestamp the
 	// generator has used, such as a snowflake generator's LastTimestamp.
@@ -278,7 +281,8 @@ func (c config) checkClock(ctx context.Context, d Distributor, inst Instance) er
 //
 // Transient heartbeat errors (store down) are logged and retried every
 // quarter interval; the lease stays valid until the window above runs out,
-// then Check fails until a heartbeat succeeds again. A heartbeat that finds
+// then Check fails until a heartbeat succeeds again, saying that the store
+// cannot be reached (so another instance may have taken the ID meanwhile). A heartbeat that finds
 // the ID taken over ends the lease for good: Check, Heartbeat and Err report
 // engine.ErrMachineIDLost and Lost is closed; acquire a new lease (and build
 // a new generator) to go on.
@@ -295,6 +299,11 @@ type Lease struct {
 	validUntil atomic.Int64
 	end        atomic.Pointer[ending]
 	lost       chan struct{}
+	// away is the heartbeats' failure while the store does not answer
+	// them, nil once one succeeds: Check's refusals say so.
+	away atomic.Pointer[storeAway]
+	// outage logs the heartbeat goroutine's failures; owned by it.
+	outage outage.Log
 
 	// mu serialises Guard and Revert calls, so the store receives this
 	// lease's timestamps in order.
@@ -308,6 +317,25 @@ type Lease struct {
 }
 
 type ending struct{ err error }
+
+// storeAway is a run of heartbeats the store did not answer.
+type storeAway struct {
+	since time.Time // when the first of them started
+	err   error     // the last one's error
+}
+
+// unreachableError is Check's refusal while the store cannot be reached.
+// The lease lapsed, so it matches engine.ErrMachineIDLost as any lapse
+// does, and the heartbeat's error (engine.ErrStoreUnavailable, a
+// timeout); its text says what is known: the store is away, so the
+// machine ID may have been taken, not that it was.
+type unreachableError struct {
+	msg   string
+	store error
+}
+
+func (e *unreachableError) Error() string   { return e.msg }
+func (e *unreachableError) Unwrap() []error { return []error{engine.ErrMachineIDLost, e.store} }
 
 // Acquire distributes a machine ID for inst from d and starts heartbeating
 // it. ctx bounds the distribution only; the heartbeat runs until Close.
@@ -368,6 +396,8 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 		stop:      stop,
 		done:      make(chan struct{}),
 	}
+	l.outage = outage.Log{Logger: l.log, Still: "idforge: machine ID heartbeats still failing",
+		End: "idforge: machine ID heartbeat recovered"}
 	l.validUntil.Store(start + l.window())
 	if err := hold(l, start); err != nil {
 		stop()
@@ -421,7 +451,9 @@ func (l *Lease) State() State { return l.state }
 // Check returns nil while IDs with the Unix millisecond timestamp unixMilli
 // may be issued under the leased machine ID. Otherwise it returns an error
 // wrapping engine.ErrMachineIDLost (the ID was taken over, or no heartbeat
-// confirmed it recently enough) or engine.ErrClosed (after Close). Pass
+// confirmed it recently enough) or engine.ErrClosed (after Close). While
+// heartbeats fail because the store cannot be reached, the refusal says
+// so and wraps the heartbeat's error too (engine.ErrStoreUnavailable). Pass
 // timestamps from the clock given to [WithClock]. It is the snowflake
 // generator's Fence: one atomic load, no lock, no allocation while valid.
 func (l *Lease) Check(unixMilli int64) error {
@@ -435,6 +467,9 @@ func (l *Lease) refuse(unixMilli int64) error {
 	if e := l.end.Load(); e != nil {
 		return e.err
 	}
+	if a := l.away.Load(); a != nil {
+		return l.unreachable(a, unixMilli)
+	}
 	if l.cfg.reserve > 0 {
 		return fmt.Errorf("%w: machine: machine ID %d of %s is reserved in the store only up to %s, before the timestamp %s: "+
 			"refusing until a heartbeat reserves more", engine.ErrMachineIDLost, l.state.MachineID, l.inst,
@@ -445,6 +480,21 @@ func (l *Lease) refuse(unixMilli int64) error {
 		"past the safe-guard %v less the skew margin %v another instance may have reclaimed it: refusing until a heartbeat succeeds",
 		engine.ErrMachineIDLost, l.state.MachineID, l.inst, fmtMilli(confirmed),
 		time.Duration(unixMilli-confirmed)*time.Millisecond, fmtMilli(unixMilli), l.cfg.safeGuard, l.cfg.margin)
+}
+
+// unreachable is the refusal of unixMilli while the store does not answer
+// the heartbeats.
+func (l *Lease) unreachable(a *storeAway, unixMilli int64) error {
+	var held string
+	if l.cfg.reserve > 0 {
+		held = fmt.Sprintf("it is reserved only up to %s, before the timestamp %s", fmtMilli(l.validUntil.Load()-1), fmtMilli(unixMilli))
+	} else {
+		held = fmt.Sprintf("it was last confirmed at %s, past the safe-guard %v less the skew margin %v before the timestamp %s",
+			fmtMilli(l.validUntil.Load()-l.window()), l.cfg.safeGuard, l.cfg.margin, fmtMilli(unixMilli))
+	}
+	return &unreachableError{store: a.err, msg: fmt.Sprintf("machine: the store has not answered the heartbeats of machine ID %d of %s since %s, "+
+		"so another instance may have taken the ID: %s; refusing until a heartbeat reaches the store: %v",
+		l.state.MachineID, l.inst, fmtTime(a.since), held, a.err)}
 }
 
 func fmtMilli(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
@@ -477,11 +527,13 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 	if e := l.end.Load(); e != nil {
 		return e.err
 	}
-	start := l.cfg.clock.Now().UnixMilli()
+	began := l.cfg.clock.Now()
+	start := began.UnixMilli()
 	sent := l.newest(start + l.cfg.reserve.Milliseconds())
 	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: sent, Holder: l.state.Holder})
 	switch {
 	case err == nil:
+		l.away.Store(nil)
 		until := start + l.window()
 		if l.cfg.reserve > 0 {
 			until = min(until, sent+1)
@@ -502,7 +554,16 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 		l.log.Error("idforge: the store was reset; IDs under this machine ID are refused", "err", err)
 		return l.Err()
 	default:
-		return fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, l.inst, err)
+		err = fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, l.inst, err)
+		// A caller that gave up says nothing of the store; a timeout does.
+		if !errors.Is(err, context.Canceled) {
+			since := began
+			if a := l.away.Load(); a != nil {
+				since = a.since
+			}
+			l.away.Store(&storeAway{since: since, err: err})
+		}
+		return err
 	}
 }
 
@@ -526,7 +587,7 @@ func (l *Lease) endWith(err error) {
 
 func (l *Lease) run(ctx context.Context) {
 	defer close(l.done)
-	wait, failing := l.cfg.heartbeat, false
+	wait := l.cfg.heartbeat
 	for {
 		if l.cfg.clock.Sleep(ctx, wait) != nil {
 			return
@@ -538,15 +599,14 @@ func (l *Lease) run(ctx context.Context) {
 		case ctx.Err() != nil, l.end.Load() != nil:
 			return // closed, or lost (Heartbeat logged it)
 		case err == nil:
-			if failing {
-				l.log.Info("idforge: machine ID heartbeat recovered")
-			}
-			wait, failing = l.cfg.heartbeat, false
+			l.outage.Recovered(l.cfg.clock.Now())
+			wait = l.cfg.heartbeat
 		default:
 			// Retry sooner: each miss brings the lapse of the lease closer.
-			wait, failing = l.cfg.heartbeat/4, true
-			l.log.Warn("idforge: machine ID heartbeat failed; IDs are refused from valid_until on unless one succeeds",
-				"err", err, "valid_until", fmtMilli(l.validUntil.Load()))
+			wait = l.cfg.heartbeat / 4
+			l.outage.Failed(l.cfg.clock.Now(), slog.LevelWarn,
+				"idforge: machine ID heartbeat failed; IDs are refused from valid_until on unless one succeeds",
+				err, "valid_until", fmtMilli(l.validUntil.Load()))
 		}
 	}
 }

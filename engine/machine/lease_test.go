@@ -337,6 +337,114 @@ func TestLeaseTransientErrors(t *testing.T) {
 	}
 }
 
+// logCounter is a slog.Handler counting records by level and message.
+type logCounter struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (c *logCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *logCounter) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *logCounter) WithGroup(string) slog.Handler            { return c }
+func (c *logCounter) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	c.recs = append(c.recs, r)
+	c.mu.Unlock()
+	return nil
+}
+
+// lines returns "LEVEL message" of every record so far, and forgets them.
+func (c *logCounter) lines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, r := range c.recs {
+		out = append(out, r.Level.String()+" "+r.Message)
+	}
+	c.recs = nil
+	return out
+}
+
+// A store outage is logged once when it starts, summarised at most every
+// 10 s, and once with its length when it ends, however often the heartbeat
+// retries (every 62.5 ms here); meanwhile Check's refusals say that the
+// store cannot be reached, not that the machine ID was lost.
+func TestLeaseOutageLogging(t *testing.T) {
+	clk := newTestClock()
+	p := &probe{Distributor: machinetest.NewMemory(clk)}
+	logs := &logCounter{}
+	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithHeartbeat(250*time.Millisecond),
+		machine.WithReservation(time.Second), machine.WithLogger(slog.New(logs)))
+	logs.lines() // the acquisition's
+
+	p.down.Store(true)
+	outage := func(d time.Duration) {
+		t.Helper()
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			clk.beat(t)
+		}
+	}
+	began := clk.Now()
+	outage(6 * time.Second)
+	const (
+		failed    = "WARN idforge: machine ID heartbeat failed; IDs are refused from valid_until on unless one succeeds"
+		still     = "WARN idforge: machine ID heartbeats still failing"
+		recovered = "INFO idforge: machine ID heartbeat recovered"
+	)
+	if got := logs.lines(); len(got) != 1 || got[0] != failed {
+		t.Fatalf("6 s of failed heartbeats logged %q; want one %q", got, failed)
+	}
+	err := l.Check(clk.ms())
+	if !errors.Is(err, engine.ErrMachineIDLost) || !errors.Is(err, engine.ErrStoreUnavailable) {
+		t.Fatalf("Check with the store away past the reservation = %v; want ErrMachineIDLost and ErrStoreUnavailable", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"the store has not answered the heartbeats", "since " + began.UTC().Format("2006-01-02T15:04:05"),
+		"another instance may have taken the ID", "probe: store down"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, engine.ErrMachineIDLost.Error()) {
+		t.Errorf("the refusal %q claims the machine ID was lost", msg)
+	}
+
+	outage(29 * time.Second) // 35 s in all: summaries at 10, 20 and 30 s
+	if got := logs.lines(); len(got) != 3 || got[0] != still || got[2] != still {
+		t.Fatalf("35 s of failed heartbeats logged, after the first line, %q; want 3 × %q", got, still)
+	}
+	p.down.Store(false)
+	clk.beat(t)
+	logs.mu.Lock()
+	var length time.Duration
+	if len(logs.recs) == 1 {
+		logs.recs[0].Attrs(func(a slog.Attr) bool {
+			if a.Key == "outage" {
+				length = a.Value.Duration()
+			}
+			return true
+		})
+	}
+	logs.mu.Unlock()
+	if got := logs.lines(); len(got) != 1 || got[0] != recovered {
+		t.Fatalf("the recovery logged %q; want one %q", got, recovered)
+	}
+	if want := (clk.Now().Sub(began) - 250*time.Millisecond).Round(time.Millisecond); length != want {
+		t.Errorf("the recovery says the outage lasted %v; want %v (from the first failed heartbeat)", length, want)
+	}
+	if err := l.Check(clk.ms()); err != nil {
+		t.Fatalf("Check after the recovery: %v", err)
+	}
+
+	// A lapse without a failed heartbeat (a stalled process) says nothing
+	// of the store.
+	clk.Advance(2 * time.Second)
+	if err := l.Check(clk.ms()); !errors.Is(err, engine.ErrMachineIDLost) || errors.Is(err, engine.ErrStoreUnavailable) ||
+		strings.Contains(err.Error(), "not answered") {
+		t.Errorf("Check past the reservation without a failed heartbeat = %v; want a lapse that does not blame the store", err)
+	}
+}
+
 // After a restart behind the clock the first heartbeat, sent before the
 // generator issued anything, must not store a timestamp older than the one
 // the lease was distributed with.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/outage"
 )
 
 // Chain is the lock-free segment chain. It holds a
@@ -39,11 +41,16 @@ import (
 //     the distance.
 //   - A failed fetch is retried with a jittered backoff from 10 ms doubling
 //     up to the prefetch period (at most 1 s); meanwhile callers are served
-//     from what the chain holds.
+//     from what the chain holds. An outage is logged when it starts, at
+//     most every 10 s while it lasts and when it ends, with its length.
 //
 // When the chain runs dry NextID waits for the worker until ctx ends (or
 // [Settings].MaxWait passes) and returns an [*ExhaustedError] naming the store's
-// last error. IDs are strictly increasing per Chain and never repeated: a
+// last error. A store that refuses the sequence outright (an error wrapping
+// engine.ErrInvalidConfig, engine.ErrUnknownGenerator, engine.ErrNoFloor or
+// engine.ErrIDOverflow, and not engine.ErrStoreUnavailable) is no outage to
+// wait out: a dry chain then fails at once with that error, while the
+// worker keeps asking, in case the store's configuration changes. IDs are strictly increasing per Chain and never repeated: a
 // distributor answer that goes backwards or overlaps is refused
 // ([ErrInvalidRange]). Close the chain to stop the worker.
 type Chain struct {
@@ -71,8 +78,9 @@ type Chain struct {
 	discarded atomic.Int64
 
 	mu      sync.Mutex
-	ready   chan struct{} // closed and replaced when a segment is appended, and at Close
+	ready   chan struct{} // closed and replaced when a segment is appended, on a refusal, and at Close
 	lastErr error         // the last failed fetch, nil once the store answers again
+	refused bool          // lastErr is a refusal (see refusal): a dry chain fails at once
 
 	// Owned by the worker goroutine.
 	tail        *seg
@@ -82,7 +90,7 @@ type Chain struct {
 	lastAdjust  time.Time
 	backoff     time.Duration
 	retryAt     time.Time
-	failedAt    time.Time
+	outage      outage.Log
 }
 
 var (
@@ -110,6 +118,8 @@ func NewChain(d Distributor, opts ...Option) (*Chain, error) {
 		ready:      make(chan struct{}),
 		tail:       root,
 		fence:      newFence(cfg.fence, cfg.clock, d),
+		outage: outage.Log{Logger: cfg.logger.With("name", cfg.name),
+			Still: "segment: store still failing", End: "segment: store answered again"},
 	}
 	c.head.Store(root)
 	c.distance.Store(cfg.safeDistance)
@@ -120,7 +130,9 @@ func NewChain(d Distributor, opts ...Option) (*Chain, error) {
 // NextID returns the next ID. When IDs are ready (the common case) it costs
 // an atomic add and ignores ctx. When none are, it waits for the prefetch
 // worker until ctx ends or [Settings].MaxWait passes and then returns an
-// [*ExhaustedError]. After Close it returns an error wrapping engine.ErrClosed.
+// [*ExhaustedError]; when the store refused the sequence, it returns that
+// error at once, as an *ExhaustedError without a Cause. After Close it
+// returns an error wrapping engine.ErrClosed.
 //
 // The fast path is three loads, the add and one compare; everything else
 // (moving the head, which also wakes the worker, and waiting) is in slow.
@@ -177,10 +189,17 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 		// Take the channel before looking again: a segment appended after
 		// the look closes this channel.
 		c.mu.Lock()
-		ready := c.ready
+		ready, refused, storeErr := c.ready, c.refused, c.lastErr
 		c.mu.Unlock()
 		if c.closed.Load() || s.next.Load() != nil {
 			continue
+		}
+		if refused {
+			var waited time.Duration
+			if !start.IsZero() {
+				waited = time.Since(start)
+			}
+			return 0, &ExhaustedError{Name: c.cfg.name, Waited: waited, Store: storeErr}
 		}
 		if start.IsZero() {
 			start = time.Now()
@@ -279,7 +298,7 @@ func (c *Chain) Discard(cause error) {
 	c.discarded.Add(dropped)
 	// Callers that now wait for a fetch are told why, until one succeeds.
 	c.mu.Lock()
-	c.lastErr = cause
+	c.lastErr, c.refused = cause, false
 	c.mu.Unlock()
 	c.healthy.Store(false)
 	c.signal()
@@ -449,27 +468,50 @@ func (c *Chain) fetch(ctx context.Context, size, target int64) error {
 	return nil
 }
 
+// refusal reports whether err is the store refusing the sequence outright
+// rather than failing: a configuration it rejects, a sequence it does not
+// serve or has no floor for, one at the end of its range. Waiting for the
+// next retry would not help the caller.
+func refusal(err error) bool {
+	if errors.Is(err, engine.ErrStoreUnavailable) {
+		return false
+	}
+	for _, target := range []error{engine.ErrInvalidConfig, engine.ErrUnknownGenerator, engine.ErrNoFloor, engine.ErrIDOverflow} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Chain) fail(err error) {
 	c.failures.Add(1)
 	if errors.Is(err, engine.ErrStoreReset) {
 		c.Discard(err)
 	}
+	refused := refusal(err)
 	c.mu.Lock()
 	c.lastErr = err
+	c.refused = refused
+	if refused { // wake the callers waiting: they fail now, not at MaxWait
+		close(c.ready)
+		c.ready = make(chan struct{})
+	}
 	c.mu.Unlock()
-	log := c.cfg.logger.With("name", c.cfg.name, "err", err)
 	maxBackoff := min(c.cfg.period, time.Second)
+	now := c.cfg.clock.Now()
 	switch {
 	case errors.Is(err, ErrInvalidRange):
-		log.Error("segment: distributor returned a range that could repeat IDs; dropped it")
-	case c.backoff == 0:
-		log.Warn("segment: store failed; serving prefetched IDs and retrying", "ahead", c.end.Load()-c.position())
+		c.cfg.logger.Error("segment: distributor returned a range that could repeat IDs; dropped it", "name", c.cfg.name, "err", err)
+	case refused:
+		c.outage.Failed(now, slog.LevelError, "segment: the store refuses the sequence; NextID fails at once on a dry chain while it does",
+			err, "ahead", c.end.Load()-c.position())
 	default:
-		log.Debug("segment: store still failing", "retry_in", c.backoff)
+		c.outage.Failed(now, slog.LevelWarn, "segment: store failed; serving prefetched IDs and retrying",
+			err, "ahead", c.end.Load()-c.position())
 	}
 	if c.backoff == 0 {
 		c.backoff = min(10*time.Millisecond, maxBackoff)
-		c.failedAt = time.Now()
 	} else {
 		c.backoff = min(2*c.backoff, maxBackoff)
 	}
@@ -482,15 +524,13 @@ func (c *Chain) fail(err error) {
 }
 
 func (c *Chain) recovered() {
-	if c.backoff > 0 {
-		c.cfg.logger.Info("segment: store answered again", "name", c.cfg.name,
-			"outage", time.Since(c.failedAt).Round(time.Millisecond))
-	}
+	c.outage.Recovered(c.cfg.clock.Now())
 	c.healthy.Store(true)
 	c.backoff = 0
 	c.retryAt = time.Time{}
 	c.mu.Lock()
 	c.lastErr = nil
+	c.refused = false
 	c.mu.Unlock()
 }
 

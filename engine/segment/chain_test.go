@@ -3,6 +3,7 @@ package segment_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
@@ -279,6 +280,139 @@ func TestChainOutagesUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	distinct(t, ids...)
+}
+
+// A store that refuses the sequence (here: a server that does not serve
+// it) is no outage: NextID fails at once with the refusal instead of
+// waiting MaxWait for a retry, and IDs flow once the store accepts it.
+func TestChainRefusalFailsAtOnce(t *testing.T) {
+	var accept atomic.Bool
+	var max atomic.Int64
+	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+		if !accept.Load() {
+			return 0, fmt.Errorf("%w: proxystore: chain \"other\" is not served here", engine.ErrUnknownGenerator)
+		}
+		return max.Add(step), nil
+	})
+	logs := &logCounter{}
+	c := newChain(t, d, segment.WithName("other"), segment.WithPrefetchPeriod(time.Millisecond),
+		segment.WithLogger(slog.New(logs)))
+	for range 3 { // the first caller waits for the first fetch; the others find the refusal
+		_, err := c.NextID(context.Background())
+		if !errors.Is(err, engine.ErrUnknownGenerator) || !errors.Is(err, engine.ErrSegmentExhausted) ||
+			errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not served here") {
+			t.Fatalf("NextID on a refused sequence: %v; want the refusal at once, not after MaxWait", err)
+		}
+	}
+	eventually(t, "the worker asks again", func() bool { return c.Stats().Failures >= 3 })
+	if got := logs.count(slog.LevelError, "refuses the sequence"); got != 1 {
+		t.Errorf("the refusal was logged %d times at level ERROR, want once: %q", got, logs.lines())
+	}
+	if got := logs.count(slog.LevelWarn, ""); got != 0 {
+		t.Errorf("the refusal was logged as an outage: %q", logs.lines())
+	}
+	accept.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eventually(t, "IDs flow once the store accepts the sequence", func() bool {
+		_, err := c.NextID(ctx)
+		return err == nil
+	})
+}
+
+// logCounter is a slog.Handler keeping every record, to count them.
+type logCounter struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCounter) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logCounter) WithGroup(string) slog.Handler            { return l }
+func (l *logCounter) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+	return nil
+}
+
+// count returns how many records of level hold msg in their message.
+func (l *logCounter) count(level slog.Level, msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.recs {
+		if r.Level == level && strings.Contains(r.Message, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *logCounter) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.recs {
+		out = append(out, r.Level.String()+" "+r.Message)
+	}
+	return out
+}
+
+// A store outage is logged once when it starts, summarised at most every
+// 10 s of the chain's clock, and once with its length when it ends,
+// however many retries it took. The clock is a fake moved one second per
+// failed retry: the counts do not hang on the machine's speed.
+func TestChainOutageLogging(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	f := segmenttest.NewFake()
+	logs := &logCounter{}
+	c := newChain(t, f, segment.WithClock(clk), segment.WithStep(10), segment.WithPrefetchPeriod(time.Millisecond),
+		segment.WithLogger(slog.New(logs)))
+	if _, err := c.NextID(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.SetDown(true)
+	failures := c.Stats().Failures
+	// Drain the chain, so that the worker wants to fetch: from then on it
+	// retries every period (1 ms of real time).
+	eventually(t, "the worker finds the store down", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_, _ = c.NextID(ctx)
+		return c.Stats().Failures > failures
+	})
+	began := clk.Now()
+	for range 25 {
+		failures := c.Stats().Failures
+		clk.Advance(time.Second)
+		eventually(t, "the worker retries", func() bool { return c.Stats().Failures > failures })
+	}
+	f.SetDown(false)
+	eventually(t, "the worker recovers", func() bool { return c.Stats().LastError == nil })
+	warn := logs.count(slog.LevelWarn, "store failed")
+	still := logs.count(slog.LevelWarn, "store still failing")
+	ends := logs.count(slog.LevelInfo, "store answered again")
+	// The recovery came between 25 and 26 s after the start, on the fake
+	// clock: two summaries, at 10 and 20 s.
+	if warn != 1 || still != 2 || ends != 1 {
+		t.Fatalf("%d failed retries over 25 s logged %q; want one start, 2 summaries, one end",
+			c.Stats().Failures-failures, logs.lines())
+	}
+	logs.mu.Lock()
+	var length time.Duration
+	for _, r := range logs.recs {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "outage" {
+				length = a.Value.Duration()
+			}
+			return true
+		})
+	}
+	logs.mu.Unlock()
+	if want := clk.Now().Sub(began); length != want {
+		t.Errorf("the end line says the outage lasted %v, want %v", length, want)
+	}
 }
 
 func TestChainMaxWait(t *testing.T) {
