@@ -11,8 +11,11 @@
 // Segment) and passes the same contract suites as the SQL and Redis stores.
 // Errors keep their meaning across the wire: they wrap the same engine
 // sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInvalidConfig,
-// ErrStoreReset), and a server that cannot be reached or answers garbage
-// gives engine.ErrStoreUnavailable.
+// ErrStoreReset, ErrNoFloor), a segment the server does not serve (not on
+// its -chains list, or past its MaxChains) gives engine.ErrUnknownGenerator,
+// and a server that cannot be reached or answers garbage gives
+// engine.ErrStoreUnavailable. A segment chain fails at once on the
+// refusals and rides out only the outages.
 //
 // The server's store waits its reset grace (2 s by default) after a reset
 // before it hands out again, so a client cut off from the server must stop
@@ -161,9 +164,13 @@ func sentinel(ctx context.Context, status int, code string) error {
 		return engine.ErrInstanceInUse
 	case server.CodeNoFloor:
 		return engine.ErrNoFloor
-	case server.CodeForbidden:
+	case server.CodeForbidden, server.CodeBadChain:
 		return engine.ErrInvalidConfig
-	case "unauthorized":
+	case server.CodeUnknownChain, server.CodeTooManyChains:
+		// The server does not serve the sequence: a refusal, not an
+		// outage, so a chain fails at once instead of retrying.
+		return engine.ErrUnknownGenerator
+	case server.CodeUnauthorized:
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
 	return engine.ErrStoreUnavailable

@@ -58,12 +58,15 @@ func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distribut
 	return f, nil
 }
 
-// serveProxy runs a proxy-enabled server on st and returns a proxy store
-// talking to it.
-func serveProxy(t *testing.T, st server.ProxyStore, token string) *proxystore.Store {
+// serveProxy runs a proxy-enabled server on st, configured further by
+// opts, and returns a proxy store talking to it.
+func serveProxy(t *testing.T, st server.ProxyStore, token string, opts ...func(*server.Config)) *proxystore.Store {
 	t.Helper()
 	// The contract's large step (2^40) is above the server's default bound.
 	cfg := server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default, Proxy: st, MaxStep: 1 << 41}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if token != "" {
 		toks, err := server.ParseTokens(strings.NewReader("client " + token + " namespaces=* segments=*\n"))
 		if err != nil {
@@ -178,6 +181,43 @@ func TestTokensAndErrors(t *testing.T) {
 	for _, u := range []string{"", "ftp://x", "http://", "::"} {
 		if _, err := proxystore.New(proxystore.Settings{URL: u}); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("New(%q): %v", u, err)
+		}
+	}
+}
+
+// A chain the server does not serve (`serve -chains order,invoice`, asked
+// for "other") is a refusal, not a store outage: NextID returns it at once,
+// wrapping engine.ErrUnknownGenerator, instead of retrying until MaxWait.
+// A name the server cannot take is refused the same way.
+func TestRefusedChainFailsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	segs := &memSegments{}
+	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "",
+		func(c *server.Config) { c.Chains = []string{"order", "invoice"} })
+	d, err := ps.Segment("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NextMaxID(ctx, 10); !errors.Is(err, engine.ErrUnknownGenerator) || errors.Is(err, engine.ErrStoreUnavailable) ||
+		!strings.Contains(err.Error(), "not served here") {
+		t.Fatalf("NextMaxID of a chain the server does not serve: %v; want ErrUnknownGenerator and the server's words", err)
+	}
+
+	reg, err := idforge.New(ctx, idforge.Settings{Store: ps, Namespace: "svc", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	if _, err := reg.NextID(ctx, idforge.KindChain, "order"); err != nil {
+		t.Fatalf("a chain the server serves: %v", err)
+	}
+	// No deadline but the chain's MaxWait (10 s): only an immediate answer
+	// leaves context.DeadlineExceeded out of the error.
+	for _, name := range []string{"other", "other", "invoice-2026"} {
+		_, err := reg.NextID(ctx, idforge.KindChain, name)
+		if !errors.Is(err, engine.ErrUnknownGenerator) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), name) {
+			t.Fatalf("NextID of chain %q, refused by the server: %v; want ErrUnknownGenerator at once, naming the chain", name, err)
 		}
 	}
 }
