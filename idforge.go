@@ -253,11 +253,18 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 	default:
 		dist = machine.Default()
 	}
-	if s.StateDir == "" && !machine.Remembers(dist) {
+	defaulted := s.StateDir == "" && !machine.Remembers(dist)
+	if defaulted {
 		s.StateDir = machine.DefaultStateDir()
 	}
 	if s.StateDir != "" && s.StateDir != stateDirOff {
 		if err := os.MkdirAll(s.StateDir, 0o755); err != nil {
+			if defaulted && os.Getenv(machine.StateDirEnv) == "" {
+				// Nobody chose the directory: say how to choose one.
+				return nil, bad("the default state directory %q cannot hold the local state file: %v; "+
+					"set %s=/path/to/dir (or Settings.StateDir) to a writable directory on a volume that outlives the process, "+
+					"or %s=%s to run without a state file", s.StateDir, err, machine.StateDirEnv, machine.StateDirEnv, stateDirOff)
+			}
 			return nil, bad("StateDir %q cannot hold the local state file: %v; give it (or %s) a writable directory on a volume that outlives the process, "+
 				"or set it to %q to run without a state file", s.StateDir, err, machine.StateDirEnv, stateDirOff)
 		}

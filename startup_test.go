@@ -96,8 +96,36 @@ func TestUnwritableStateDir(t *testing.T) {
 	if err == nil {
 		reg.Close()
 	}
-	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "/proc/") || !strings.Contains(err.Error(), `"off"`) {
-		t.Fatalf("StateDir /proc: New = %v; want ErrStoreUnavailable naming the file and the \"off\" remedy", err)
+	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "/proc/") || !strings.Contains(err.Error(), `"off"`) ||
+		!strings.Contains(err.Error(), machine.StateDirEnv) {
+		t.Fatalf("StateDir /proc: New = %v; want ErrStoreUnavailable naming the file, %s and the \"off\" remedy", err, machine.StateDirEnv)
+	}
+	t.Logf("refusal: %v", err)
+}
+
+// TestUnwritableHomeStateDir: the default registry's settings (no StateDir,
+// no store) with a home directory that cannot hold the default state
+// directory fail New with an error that says how to set IDFORGE_STATE_DIR.
+func TestUnwritableHomeStateDir(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the user cache directory comes from $HOME on Linux only")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(file, "home") // below a file: unwritable to root too
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv(machine.StateDirEnv, "")
+	t.Setenv(machine.MachineIDEnv, "9")
+	reg, err := idforge.New(context.Background(), idforge.Settings{}) // what idforge.Default builds
+	if err == nil {
+		reg.Close()
+	}
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), home) ||
+		!strings.Contains(err.Error(), machine.StateDirEnv+"=/path/to/dir") || !strings.Contains(err.Error(), machine.StateDirEnv+"=off") {
+		t.Fatalf("HOME below a file: New = %v; want ErrInvalidConfig naming the directory and how to set %s", err, machine.StateDirEnv)
 	}
 	t.Logf("refusal: %v", err)
 }
