@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/idforge/idforge/internal/outage"
 )
 
 // readyTimeout bounds one readiness check.
@@ -18,6 +21,10 @@ type readiness struct {
 	at      time.Time     // when err was found; zero before the first check
 	err     error         // the last answer
 	running chan struct{} // closed when the check in progress ends; nil when none runs
+	// outage logs a run of failed checks once when it starts, at most
+	// every 10 s while it lasts and once when it ends, however often
+	// probes ask and however the error's text changes.
+	outage outage.Log
 }
 
 // check returns Config.Ready's answer, at most ReadyInterval old. While a
@@ -47,16 +54,15 @@ func (s *Server) check() error {
 
 	err := s.runReady()
 	rd.mu.Lock()
-	prev, first := rd.err, rd.at.IsZero()
-	rd.at, rd.err, rd.running = time.Now(), err, nil
+	now := time.Now()
+	rd.at, rd.err, rd.running = now, err, nil
+	if err != nil {
+		rd.outage.Failed(now, slog.LevelWarn, "idforge serve: not ready", err)
+	} else {
+		rd.outage.Recovered(now)
+	}
 	rd.mu.Unlock()
 	close(ch)
-	switch {
-	case err != nil && (prev == nil || prev.Error() != err.Error()):
-		s.log.Warn("idforge serve: not ready", "err", err)
-	case err == nil && prev != nil && !first:
-		s.log.Info("idforge serve: ready again")
-	}
 	return err
 }
 

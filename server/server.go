@@ -80,6 +80,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/outage"
 )
 
 // MaxCount is the largest ?count= one request may ask for.
@@ -303,6 +304,7 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.ready.outage = outage.Log{Logger: s.log, Still: "idforge serve: still not ready", End: "idforge serve: ready again"}
 	s.tokens.Store(cfg.Tokens)
 	if len(cfg.Chains) > 0 {
 		s.allowed = map[string]bool{}

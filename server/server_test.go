@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -307,6 +308,60 @@ func TestLayoutHealthReady(t *testing.T) {
 	notReady = true
 	if res, body := do(t, s, "GET", "/readyz"); res.StatusCode != 503 || !strings.Contains(body, "not_ready") {
 		t.Fatalf("readyz when not ready: %d %s", res.StatusCode, body)
+	}
+}
+
+// countHandler is a slog.Handler counting records by "LEVEL message".
+type countHandler struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.n[r.Level.String()+" "+r.Message]++
+	h.mu.Unlock()
+	return nil
+}
+
+// A store outage seen by readiness checks is logged once when it starts
+// and once when it ends, however many probes ask and however the error's
+// text changes from check to check (a lease's refusal names the time).
+func TestReadinessOutageLoggedOnce(t *testing.T) {
+	logs := &countHandler{n: map[string]int{}}
+	var checks atomic.Int64
+	var down atomic.Bool
+	s := newTestServer(t, func(c *Config) {
+		c.Logger = slog.New(logs)
+		c.ReadyInterval = time.Nanosecond // every probe checks
+		c.Ready = func(context.Context) error {
+			if n := checks.Add(1); down.Load() {
+				return fmt.Errorf("%w: check %d", engine.ErrStoreUnavailable, n)
+			}
+			return nil
+		}
+	})
+	probe := func(want int) {
+		t.Helper()
+		if res, body := do(t, s, "GET", "/readyz"); res.StatusCode != want {
+			t.Fatalf("readyz: %d %s, want %d", res.StatusCode, body, want)
+		}
+	}
+	probe(200)
+	down.Store(true)
+	for range 50 {
+		probe(503)
+	}
+	down.Store(false)
+	probe(200)
+	probe(200)
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if logs.n["WARN idforge serve: not ready"] != 1 || logs.n["INFO idforge serve: ready again"] != 1 {
+		t.Fatalf("%d failed checks logged %v; want one not ready and one ready again", checks.Load(), logs.n)
 	}
 }
 
