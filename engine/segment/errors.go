@@ -29,8 +29,8 @@ func checkRange(prevMax, max, size int64) error {
 }
 
 // ExhaustedError is returned by NextID when no ID is ready and none could be
-// fetched: the chain ran dry and its wait ended, or the [Generator]'s refill
-// failed. It matches engine.ErrSegmentExhausted, the store's error (so
+// fetched: the chain ran dry and its wait ended or its store refuses the
+// sequence, or the [Generator]'s refill failed. It matches engine.ErrSegmentExhausted, the store's error (so
 // engine.ErrStoreUnavailable when the store wraps it) and the cause that
 // ended the wait (context.DeadlineExceeded, context.Canceled) with
 // [errors.Is].
@@ -43,7 +43,8 @@ type ExhaustedError struct {
 	// slow, or a fetch is still on its way).
 	Store error
 	// Cause is what ended the wait: ctx's cause, or a context.DeadlineExceeded
-	// naming [Settings].MaxWait. Nil when a refill failed without waiting.
+	// naming [Settings].MaxWait. Nil when a refill failed without waiting,
+	// or a [Chain]'s store refused the sequence (see [Chain]).
 	Cause error
 }
 

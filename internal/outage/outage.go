@@ -61,6 +61,3 @@ func (o *Log) Recovered(now time.Time, attrs ...any) bool {
 	o.start, o.failures, o.unsaid = time.Time{}, 0, 0
 	return true
 }
-
-// On reports whether an outage is on.
-func (o *Log) On() bool { return !o.start.IsZero() }
