@@ -356,7 +356,7 @@ func Example() {
 }
 
 // TestSchema: `idforge schema` prints the golden DDL file of the SQL store
-// for each dialect (engine/sqlstore/ddl), byte for byte, with the tables
+// for each dialect (schema/ddl), byte for byte, with the tables
 // renamed by -prefix.
 func TestSchema(t *testing.T) {
 	for _, tc := range []struct{ dialect, file, prefix string }{
@@ -365,7 +365,7 @@ func TestSchema(t *testing.T) {
 		{"postgres", "postgres", "billing_"},
 		{"sqlite", "sqlite", ""},
 	} {
-		golden, err := os.ReadFile(filepath.Join("..", "..", "engine", "sqlstore", "ddl", tc.file+".sql"))
+		golden, err := os.ReadFile(filepath.Join("..", "..", "schema", "ddl", tc.file+".sql"))
 		if err != nil {
 			t.Fatal(err)
 		}

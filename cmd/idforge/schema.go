@@ -5,21 +5,21 @@ import (
 	"flag"
 	"io"
 
-	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/schema"
 )
 
 func setupSchema(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
 	dialect := fs.String("dialect", "mysql", "SQL `dialect`: mysql (also MariaDB), postgres or sqlite")
-	prefix := fs.String("prefix", sqlstore.DefaultTablePrefix, "table name `prefix`")
+	prefix := fs.String("prefix", schema.DefaultTablePrefix, "table name `prefix`")
 	return func(_ context.Context, args []string, stdout io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}
-		d, err := sqlstore.ParseDialect(*dialect)
+		d, err := schema.ParseDialect(*dialect)
 		if err != nil {
 			return err
 		}
-		ddl, err := sqlstore.DDL(d, *prefix)
+		ddl, err := schema.DDL(d, *prefix)
 		if err != nil {
 			return err
 		}

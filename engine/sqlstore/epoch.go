@@ -6,6 +6,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/schema"
 )
 
 type metaStmts struct {
@@ -23,7 +24,7 @@ func newMetaStmts(s *Store) metaStmts {
 		rows  = `SELECT (SELECT COUNT(*) FROM {seg}) + (SELECT COUNT(*) FROM {machine})`
 	)
 	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise)), rows: s.stmt(rows)}
-	if s.cfg.Dialect == MySQL {
+	if s.cfg.Dialect == schema.MySQL {
 		ms.create = s.stmt("INSERT IGNORE " + create)
 	} else {
 		ms.create = s.stmt("INSERT " + create + " ON CONFLICT (name) DO NOTHING")
@@ -122,8 +123,8 @@ func (s *Store) reset(ctx context.Context, seen, current, what string) error {
 }
 
 // greatest renders {greatest}: the two-argument maximum of the dialect.
-func greatest(d Dialect, src string) string {
-	if d == SQLite {
+func greatest(d schema.Dialect, src string) string {
+	if d == schema.SQLite {
 		return replaceAll(src, "{greatest}", "MAX") // SQLite's scalar max
 	}
 	return replaceAll(src, "{greatest}", "GREATEST")

@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/schema"
 )
 
 const (
@@ -114,10 +115,10 @@ WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6 AND holder = $8 AN
 	}
 	ms := machineStmts{next: stmt(next, ""), guard: stmt(guard, ""), revert: stmt(revert, ""), holderOf: stmt(holderOf, "")}
 	switch s.cfg.Dialect {
-	case MySQL:
+	case schema.MySQL:
 		ms.claim, ms.claimed, ms.insert = stmt(claimMySQL, `holder <> $10`), stmt(claimed, ""), stmt(insertMySQL, "")
 		ms.serverTime = stmt(`SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))`, "")
-	case Postgres:
+	case schema.Postgres:
 		ms.claim, ms.insert = stmt(claimPostgres, live), stmt(insertReturning, "")
 		ms.serverTime = stmt(`SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)`, "")
 	default:
@@ -275,7 +276,7 @@ func (s *Store) claim(ctx context.Context, c claim, bound int64) (got claimed, o
 	ms := s.mach
 	args := []any{c.inst.Namespace, c.inst.ID, c.inst.Stable, c.now, c.cutoff, c.limit, c.token, c.live, bound, string(c.holder)}
 	var holder sql.NullString
-	if s.cfg.Dialect != MySQL {
+	if s.cfg.Dialect != schema.MySQL {
 		ok, err = ms.claim.queryRow(ctx, []any{&got.id, &got.prev, &got.last, &holder}, args...)
 		got.holder = machine.Holder(holder.String)
 		return got, ok, err
@@ -310,7 +311,7 @@ func (s *Store) insertNext(ctx context.Context, c claim) (st machine.State, ok, 
 	inst := c.inst
 	st.Holder = c.holder
 	var next int64
-	if s.cfg.Dialect != MySQL {
+	if s.cfg.Dialect != schema.MySQL {
 		ok, err = ms.insert.queryRow(ctx, []any{&st.MachineID}, inst.Namespace, inst.ID, inst.Stable, c.now, c.limit, c.token, string(c.holder))
 		if err != nil || ok {
 			return st, ok, false, err

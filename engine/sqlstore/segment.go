@@ -10,6 +10,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/schema"
 )
 
 // maxName is the length of the name and namespace columns, in bytes (the
@@ -42,7 +43,7 @@ SELECT $1, $2, 0, $3, $3 FROM {meta} WHERE name = 'epoch' AND value = $4`
 SELECT CAST($1 AS VARCHAR(128)), CAST($2 AS BIGINT), 0, CAST($3 AS BIGINT), CAST($3 AS BIGINT)
 FROM {meta} WHERE name = 'epoch' AND value = $4 ON CONFLICT (name) DO NOTHING`
 	)
-	if s.cfg.Dialect == MySQL {
+	if s.cfg.Dialect == schema.MySQL {
 		return segmentStmts{advance: s.stmt(lastInsertID), create: s.stmt(insertMySQL), read: s.stmt(read)}
 	}
 	return segmentStmts{advance: s.stmt(returning), create: s.stmt(insert), read: s.stmt(read)}
@@ -143,7 +144,7 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 func (d *segmentDistributor) advance(ctx context.Context, step, floor int64, token string) (maxID int64, ok bool, err error) {
 	st := d.s.seg.advance
 	args := []any{step, d.s.nowMillis(), d.name, math.MaxInt64 - step, floor, token}
-	if d.s.cfg.Dialect != MySQL {
+	if d.s.cfg.Dialect != schema.MySQL {
 		ok, err = st.queryRow(ctx, []any{&maxID}, args...)
 		return maxID, ok, err
 	}

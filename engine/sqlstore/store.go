@@ -1,6 +1,6 @@
 // Package sqlstore keeps segment sequences and machine-ID assignments in an
 // SQL database through database/sql: MySQL/MariaDB, PostgreSQL and SQLite
-// (3.35 or later). [DDL] gives the tables' CREATE statements per dialect
+// (3.35 or later). schema.DDL gives the tables' CREATE statements per dialect
 // (`idforge schema` prints them); [Settings.CreateTables] creates them.
 //
 // A [Store] binds a *sql.DB to its dialect. It implements
@@ -78,6 +78,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/schema"
 )
 
 // DefaultResetGrace is how long a store waits, after its epoch was created,
@@ -90,8 +91,8 @@ type Settings struct {
 	// Dialect is the database's SQL dialect; 0 detects it from the driver's
 	// type, or by asking the server when the driver is hidden behind a
 	// wrapper.
-	Dialect Dialect
-	// TablePrefix starts the table names (default [DefaultTablePrefix]): a
+	Dialect schema.Dialect
+	// TablePrefix starts the table names (default schema.DefaultTablePrefix): a
 	// plain identifier of at most 40 bytes.
 	TablePrefix string
 	// Start is where segment sequences created on first use begin: the
@@ -164,7 +165,7 @@ type optionFunc func(*Settings)
 func (f optionFunc) apply(s *Settings) { f(s) }
 
 // WithDialect sets [Settings.Dialect].
-func WithDialect(d Dialect) Option { return optionFunc(func(s *Settings) { s.Dialect = d }) }
+func WithDialect(d schema.Dialect) Option { return optionFunc(func(s *Settings) { s.Dialect = d }) }
 
 // WithTablePrefix sets [Settings.TablePrefix].
 func WithTablePrefix(prefix string) Option {
@@ -202,7 +203,7 @@ var minSQLite = [3]int{3, 35, 0}
 type Store struct {
 	db     *sql.DB
 	cfg    Settings
-	tables tables
+	tables schema.Tables
 	name   string // "sqlstore (<dialect>) <prefix>*", the context of every error
 	stmts  []*stmt
 	seg    segmentStmts
@@ -254,28 +255,28 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
 	}
-	if cfg.Dialect != 0 && !cfg.Dialect.valid() {
-		return nil, fmt.Errorf("%w %v", errUnknownDialect, cfg.Dialect)
+	if cfg.Dialect != 0 && !cfg.Dialect.Valid() {
+		return nil, fmt.Errorf("%w: sqlstore: unknown SQL dialect %v", engine.ErrInvalidConfig, cfg.Dialect)
 	}
-	t, err := newTables(cfg.TablePrefix)
+	t, err := schema.NewTables(cfg.TablePrefix)
 	if err != nil {
 		return nil, err
 	}
-	cfg.TablePrefix = t.prefix
+	cfg.TablePrefix = t.Prefix()
 	if cfg.Dialect == 0 {
-		if cfg.Dialect, err = DetectDialect(ctx, db); err != nil {
+		if cfg.Dialect, err = schema.Detect(ctx, db); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
 		}
 	}
-	s := &Store{db: db, cfg: cfg, tables: t, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, t.prefix)}
-	if cfg.Dialect == SQLite {
+	s := &Store{db: db, cfg: cfg, tables: t, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, t.Prefix())}
+	if cfg.Dialect == schema.SQLite {
 		s.one = make(chan struct{}, 1)
 		if err := s.checkSQLite(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.CreateTables {
-		if err := t.ensure(ctx, db, cfg.Dialect); err != nil {
+		if err := t.Ensure(ctx, db, cfg.Dialect); err != nil {
 			return nil, s.unavailable("creating the tables", err)
 		}
 	}
@@ -288,7 +289,7 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if err := t.addHolder(ctx, db, cfg.Dialect); err != nil {
+	if err := t.Migrate(ctx, db, cfg.Dialect); err != nil {
 		s.Close()
 		return nil, s.unavailable("upgrading the machine table", err)
 	}
@@ -359,10 +360,10 @@ func sqliteBusy(err error) bool {
 func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // Dialect returns the store's SQL dialect.
-func (s *Store) Dialect() Dialect { return s.cfg.Dialect }
+func (s *Store) Dialect() schema.Dialect { return s.cfg.Dialect }
 
 // TablePrefix returns the prefix of the store's table names.
-func (s *Store) TablePrefix() string { return s.tables.prefix }
+func (s *Store) TablePrefix() string { return s.tables.Prefix() }
 
 // Epoch returns the epoch token the store works under: "<Unix ms of its
 // creation>.<random hex>".
@@ -423,12 +424,12 @@ var (
 // names and {epoch $n} for the check that the epoch token is $n.
 func (s *Store) stmt(src string) *stmt {
 	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
-	src = strings.NewReplacer("{seg}", s.tables.segment(), "{machine}", s.tables.machine(), "{meta}", s.tables.meta()).Replace(src)
+	src = strings.NewReplacer("{seg}", s.tables.Segment(), "{machine}", s.tables.Machine(), "{meta}", s.tables.Meta()).Replace(src)
 	st := &stmt{db: s.db, one: s.one}
 	switch s.cfg.Dialect {
-	case Postgres:
+	case schema.Postgres:
 		st.query = src
-	case SQLite:
+	case schema.SQLite:
 		// ?NNN binds argument NNN in every SQLite driver; $NNN does not.
 		st.query = placeholder.ReplaceAllString(src, "?$1")
 	default:

@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/schema"
 )
 
 // hiddenDriver hides the real driver's type, as instrumentation wrappers do.
@@ -27,7 +28,7 @@ func hiddenDB(t *testing.T, d testdb.DB) *sql.DB {
 func TestOpenDetectsDialect(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		want, err := sqlstore.ParseDialect(d.Driver)
+		want, err := schema.ParseDialect(d.Driver)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestInvalidOptions(t *testing.T) {
 	for name, opt := range map[string]sqlstore.Option{
 		"prefix":  sqlstore.WithTablePrefix("app-"),
 		"start":   sqlstore.WithStart(-1),
-		"dialect": sqlstore.WithDialect(sqlstore.Dialect(9)),
+		"dialect": sqlstore.WithDialect(schema.Dialect(9)),
 	} {
 		if _, err := sqlstore.Open(ctx, db, opt); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("%s: Open err = %v; want ErrInvalidConfig", name, err)

@@ -1,4 +1,10 @@
-package sqlstore
+// Package schema owns the tables of the SQL store: their DDL per dialect
+// (MySQL/MariaDB, PostgreSQL, SQLite), the dialects and how to tell them
+// from a driver or a server, Ensure to create the tables and Migrate to
+// bring older ones up to date. engine/sqlstore runs its statements on these
+// tables and `idforge schema` prints the DDL. It imports only the standard
+// library and the engine's errors.
+package schema
 
 import (
 	"context"
@@ -23,30 +29,49 @@ const DefaultTablePrefix = "idforge_"
 // PostgreSQL's 63-byte identifiers.
 const maxPrefix = 40
 
-// tables names the store's tables: a prefix followed by "segment",
-// "machine" and "meta".
-type tables struct{ prefix string }
+// Tables names the store's tables: a prefix followed by "segment",
+// "machine" and "meta". The zero value has the default prefix.
+type Tables struct{ prefix string }
 
-func newTables(prefix string) (tables, error) {
+// NewTables returns the tables named with prefix ("" for
+// [DefaultTablePrefix]): a plain identifier (letters, digits and '_', not
+// starting with a digit) of at most 40 bytes, since it is written into SQL
+// unquoted; anything else is an error wrapping engine.ErrInvalidConfig.
+func NewTables(prefix string) (Tables, error) {
 	if prefix == "" {
-		return tables{DefaultTablePrefix}, nil
+		return Tables{DefaultTablePrefix}, nil
 	}
 	if len(prefix) > maxPrefix {
-		return tables{}, fmt.Errorf("%w: sqlstore: table prefix %q: want at most %d bytes", engine.ErrInvalidConfig, prefix, maxPrefix)
+		return Tables{}, fmt.Errorf("%w: schema: table prefix %q: want at most %d bytes", engine.ErrInvalidConfig, prefix, maxPrefix)
 	}
 	for i, r := range prefix {
 		ok := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9'
 		if !ok {
-			return tables{}, fmt.Errorf("%w: sqlstore: table prefix %q: only letters, digits and '_', not starting with a digit",
+			return Tables{}, fmt.Errorf("%w: schema: table prefix %q: only letters, digits and '_', not starting with a digit",
 				engine.ErrInvalidConfig, prefix)
 		}
 	}
-	return tables{prefix}, nil
+	return Tables{prefix}, nil
 }
 
-func (t tables) segment() string { return t.prefix + "segment" }
-func (t tables) machine() string { return t.prefix + "machine" }
-func (t tables) meta() string    { return t.prefix + "meta" }
+// Prefix returns the prefix of the table names.
+func (t Tables) Prefix() string { return t.orDefault().prefix }
+
+// Segment returns the segment table's name.
+func (t Tables) Segment() string { return t.Prefix() + "segment" }
+
+// Machine returns the machine-ID table's name.
+func (t Tables) Machine() string { return t.Prefix() + "machine" }
+
+// Meta returns the meta table's name (the store's epoch).
+func (t Tables) Meta() string { return t.Prefix() + "meta" }
+
+func (t Tables) orDefault() Tables {
+	if t.prefix == "" {
+		return Tables{DefaultTablePrefix}
+	}
+	return t
+}
 
 // DDL returns the commented CREATE TABLE statements of the store's tables
 // for d, with tablePrefix ("" for [DefaultTablePrefix]) starting their
@@ -55,28 +80,28 @@ func (t tables) meta() string    { return t.prefix + "meta" }
 // since it is written into SQL unquoted; a bad prefix or dialect is an error
 // wrapping engine.ErrInvalidConfig.
 func DDL(d Dialect, tablePrefix string) (string, error) {
-	t, err := newTables(tablePrefix)
+	t, err := NewTables(tablePrefix)
 	if err != nil {
 		return "", err
 	}
 	return t.ddl(d)
 }
 
-func (t tables) ddl(d Dialect) (string, error) {
-	if !d.valid() {
+func (t Tables) ddl(d Dialect) (string, error) {
+	if !d.Valid() {
 		return "", fmt.Errorf("%w %v", errUnknownDialect, d)
 	}
 	b, err := ddlFiles.ReadFile("ddl/" + d.String() + ".sql")
 	if err != nil {
-		return "", fmt.Errorf("sqlstore: %w", err) // every valid dialect is embedded; TestDDL covers them
+		return "", fmt.Errorf("schema: %w", err) // every valid dialect is embedded; TestDDL covers them
 	}
-	return strings.ReplaceAll(string(b), DefaultTablePrefix, t.prefix), nil
+	return strings.ReplaceAll(string(b), DefaultTablePrefix, t.Prefix()), nil
 }
 
-// statements returns the DDL for d split into single statements without
+// Statements returns the DDL for d split into single statements without
 // comments, ready for one Exec each (drivers need not allow several
 // statements per Exec).
-func (t tables) statements(d Dialect) ([]string, error) {
+func (t Tables) Statements(d Dialect) ([]string, error) {
 	ddl, err := t.ddl(d)
 	if err != nil {
 		return nil, err
@@ -101,12 +126,12 @@ func (t tables) statements(d Dialect) ([]string, error) {
 // existence check and one then fails on the catalog's unique index.
 const advisoryLockKey = 0x1df0_26e0_5c4e_3a01
 
-// ensure creates the tables if they do not exist. It is safe to run from
-// several processes at once: MySQL/MariaDB and SQLite serialize CREATE
-// TABLE IF NOT EXISTS themselves (SQLite needs a busy timeout), on
+// Ensure creates the tables for dialect d if they do not exist. It is safe
+// to run from several processes at once: MySQL/MariaDB and SQLite serialize
+// CREATE TABLE IF NOT EXISTS themselves (SQLite needs a busy timeout), on
 // PostgreSQL the statements run in one transaction under an advisory lock.
-func (t tables) ensure(ctx context.Context, db *sql.DB, d Dialect) error {
-	stmts, err := t.statements(d)
+func (t Tables) Ensure(ctx context.Context, db *sql.DB, d Dialect) error {
+	stmts, err := t.Statements(d)
 	if err != nil {
 		return err
 	}
@@ -134,13 +159,13 @@ func (t tables) ensure(ctx context.Context, db *sql.DB, d Dialect) error {
 	return tx.Commit()
 }
 
-// addHolder adds the holder column to a machine table created by a DDL from
-// before it existed, taking the column's definition from the current DDL.
-// Several processes may run it at once: one ALTER wins, and the others find
-// the column there.
-func (t tables) addHolder(ctx context.Context, db *sql.DB, d Dialect) error {
+// Migrate brings tables created by an older DDL up to this one: it adds the
+// machine table's holder column, taking its definition from the current
+// DDL. Several processes may run it at once: one ALTER wins, and the others
+// find the column there.
+func (t Tables) Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 	has := func() bool {
-		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.machine()+" WHERE 1 = 0")
+		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.Machine()+" WHERE 1 = 0")
 		if err != nil {
 			return false
 		}
@@ -149,7 +174,7 @@ func (t tables) addHolder(ctx context.Context, db *sql.DB, d Dialect) error {
 	if has() {
 		return nil
 	}
-	stmts, err := t.statements(d)
+	stmts, err := t.Statements(d)
 	if err != nil {
 		return err
 	}
@@ -159,7 +184,7 @@ func (t tables) addHolder(ctx context.Context, db *sql.DB, d Dialect) error {
 			column = strings.TrimSuffix(def, ",")
 		}
 	}
-	alter := "ALTER TABLE " + t.machine() + " ADD COLUMN " + column
+	alter := "ALTER TABLE " + t.Machine() + " ADD COLUMN " + column
 	if _, err := db.ExecContext(ctx, alter); err != nil && !has() {
 		return fmt.Errorf("the machine table lacks the holder column and adding it failed; run %q: %w", alter, err)
 	}

@@ -1,4 +1,4 @@
-package sqlstore
+package schema
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // errUnknownDialect is wrapped, with engine.ErrInvalidConfig, by every
 // error about a dialect name or a database whose dialect could not be told.
-var errUnknownDialect = fmt.Errorf("%w: sqlstore: unknown SQL dialect", engine.ErrInvalidConfig)
+var errUnknownDialect = fmt.Errorf("%w: schema: unknown SQL dialect", engine.ErrInvalidConfig)
 
 // Dialect is an SQL dialect the ID tables exist for.
 type Dialect int
@@ -44,7 +44,8 @@ func (d Dialect) String() string {
 	return fmt.Sprintf("Dialect(%d)", int(d))
 }
 
-func (d Dialect) valid() bool { return d >= MySQL && d <= SQLite }
+// Valid reports whether d is one of [Dialects].
+func (d Dialect) Valid() bool { return d >= MySQL && d <= SQLite }
 
 // ParseDialect maps a dialect or driver name to its Dialect, ignoring case:
 // mysql and mariadb; postgres, postgresql and pgx; sqlite and sqlite3.
@@ -91,10 +92,10 @@ func typeDialect(pkgPath, name string) (Dialect, error) {
 	return 0, fmt.Errorf("%w: driver %s", errUnknownDialect, id)
 }
 
-// DetectDialect tells db's dialect: from the driver's type when it is a known one,
+// Detect tells db's dialect: from the driver's type when it is a known one,
 // otherwise by asking the server (version() answers on PostgreSQL and
 // MySQL/MariaDB, sqlite_version() on SQLite).
-func DetectDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
+func Detect(ctx context.Context, db *sql.DB) (Dialect, error) {
 	d, err := driverDialect(db.Driver())
 	if err == nil {
 		return d, nil
