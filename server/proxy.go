@@ -13,6 +13,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
 )
 
@@ -25,75 +26,6 @@ type ProxyStore interface {
 
 // maxProxyBody bounds a proxy request's body.
 const maxProxyBody = 4 << 10
-
-// MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
-// reads MachineBits and SafeGuardMillis, and Lease when the caller asks
-// again for an instance it holds; Guard and Revert read MachineID,
-// LastTimestamp and Lease.
-type MachineRequest struct {
-	Namespace       string `json:"namespace"`
-	Instance        string `json:"instance"`
-	Stable          bool   `json:"stable,omitempty"`
-	MachineBits     int    `json:"machine_bits,omitempty"`
-	SafeGuardMillis int64  `json:"safe_guard_ms,omitempty"`
-	MachineID       int64  `json:"machine_id,omitempty"`
-	LastTimestamp   int64  `json:"last_timestamp,omitempty"`
-	Lease           string `json:"lease,omitempty"`
-}
-
-// MachineState is the answer of /v1/proxy/machines/distribute.
-// ResetGraceMillis is the store's reset grace (machine.ResetGraceOf), so a
-// client's machine.Acquire can check its lease against it. Lease is the
-// lease's secret: its guards and reverts must present it, and only the
-// caller that was handed it may.
-type MachineState struct {
-	MachineID        int64  `json:"machine_id"`
-	LastTimestamp    int64  `json:"last_timestamp"`
-	ResetGraceMillis int64  `json:"reset_grace_ms,omitempty"`
-	Lease            string `json:"lease,omitempty"`
-}
-
-// SegmentRequest is the body of /v1/proxy/segments/next.
-type SegmentRequest struct {
-	Name string `json:"name"`
-	Step int64  `json:"step"`
-}
-
-// SegmentRange is the answer of /v1/proxy/segments/next: the caller owns
-// (MaxID-step, MaxID].
-type SegmentRange struct {
-	MaxID int64 `json:"max_id"`
-}
-
-// Error codes of the proxy endpoints, which package proxystore maps back to
-// the engine's sentinel errors.
-const (
-	CodeInvalidConfig     = "invalid_config"
-	CodeMachineIDLost     = "machine_id_lost"
-	CodeMachineIDOverflow = "machine_id_overflow"
-	CodeStoreUnavailable  = "store_unavailable"
-	CodeStoreReset        = "store_reset"
-	CodeTimeout           = "timeout"
-	// CodeForbidden: the token may not name that namespace or segment, or
-	// the instance is the server's own.
-	CodeForbidden = "forbidden"
-	// CodeInstanceInUse: another process holds a live lease of the instance.
-	CodeInstanceInUse = "instance_in_use"
-	// CodeNoFloor: the store has no counter for the sequence and no Floor
-	// for it (engine.ErrNoFloor).
-	CodeNoFloor = "no_floor"
-	// CodeQuota: the token holds its quota of machine IDs.
-	CodeQuota = "quota"
-	// CodeBadChain: the chain or segment name is not a valid name.
-	CodeBadChain = "bad_chain"
-	// CodeUnknownChain: the name is not on the server's allow-list (-chains).
-	CodeUnknownChain = "unknown_chain"
-	// CodeTooManyChains: the server serves MaxChains names already and
-	// has no allow-list.
-	CodeTooManyChains = "too_many_chains"
-	// CodeUnauthorized: the server wants a token and got none it knows.
-	CodeUnauthorized = "unauthorized"
-)
 
 func (s *Server) proxyRoutes() {
 	s.mux.HandleFunc("POST /v1/proxy/machines/distribute", s.handleDistribute)
@@ -129,36 +61,37 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
 	return nil
 }
 
-func (m MachineRequest) instance() machine.Instance {
+// instanceOf is the instance a machine request names.
+func instanceOf(m *proxystore.MachineRequest) machine.Instance {
 	return machine.Instance{Namespace: m.Namespace, ID: m.Instance, Stable: m.Stable}
 }
 
-// state is the machine state the request names.
-func (m MachineRequest) state() machine.State {
+// stateOf is the machine state a machine request names.
+func stateOf(m *proxystore.MachineRequest) machine.State {
 	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp}
 }
 
-func (m MachineRequest) key() leaseKey { return leaseKey{m.Namespace, m.Instance} }
+func keyOf(m *proxystore.MachineRequest) leaseKey { return leaseKey{m.Namespace, m.Instance} }
 
 // proxyError maps a store error to a status and a code proxystore reads back.
 func proxyError(err error) *httpError {
 	switch {
 	case errors.Is(err, engine.ErrInvalidConfig):
-		return &httpError{http.StatusBadRequest, CodeInvalidConfig, err.Error()}
+		return &httpError{http.StatusBadRequest, proxystore.CodeInvalidConfig, err.Error()}
 	case errors.Is(err, engine.ErrInstanceInUse):
-		return &httpError{http.StatusConflict, CodeInstanceInUse, err.Error()}
+		return &httpError{http.StatusConflict, proxystore.CodeInstanceInUse, err.Error()}
 	case errors.Is(err, engine.ErrNoFloor):
-		return &httpError{http.StatusConflict, CodeNoFloor, err.Error()}
+		return &httpError{http.StatusConflict, proxystore.CodeNoFloor, err.Error()}
 	case errors.Is(err, engine.ErrMachineIDLost):
-		return &httpError{http.StatusConflict, CodeMachineIDLost, err.Error()}
+		return &httpError{http.StatusConflict, proxystore.CodeMachineIDLost, err.Error()}
 	case errors.Is(err, engine.ErrMachineIDOverflow):
-		return &httpError{http.StatusConflict, CodeMachineIDOverflow, err.Error()}
+		return &httpError{http.StatusConflict, proxystore.CodeMachineIDOverflow, err.Error()}
 	case errors.Is(err, engine.ErrStoreReset):
-		return &httpError{http.StatusServiceUnavailable, CodeStoreReset, err.Error()}
+		return &httpError{http.StatusServiceUnavailable, proxystore.CodeStoreReset, err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &httpError{http.StatusServiceUnavailable, CodeTimeout, err.Error()}
+		return &httpError{http.StatusServiceUnavailable, proxystore.CodeTimeout, err.Error()}
 	default:
-		return &httpError{http.StatusServiceUnavailable, CodeStoreUnavailable, err.Error()}
+		return &httpError{http.StatusServiceUnavailable, proxystore.CodeStoreUnavailable, err.Error()}
 	}
 }
 
@@ -170,19 +103,19 @@ func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
 // machineRequest reads a MachineRequest and checks what every machine call
 // must: names in the grammar, a namespace the caller may use, not the
 // server's own instance.
-func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *caller, req *MachineRequest) *httpError {
+func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *caller, req *proxystore.MachineRequest) *httpError {
 	if herr := readBody(w, r, req); herr != nil {
 		return herr
 	}
 	switch {
 	case !validName(req.Namespace):
-		return badRequest(CodeInvalidConfig, "namespace %s: %s", quoteBounded(req.Namespace), nameRule)
+		return badRequest(proxystore.CodeInvalidConfig, "namespace %s: %s", quoteBounded(req.Namespace), nameRule)
 	case !validName(req.Instance):
-		return badRequest(CodeInvalidConfig, "instance %s: %s", quoteBounded(req.Instance), nameRule)
+		return badRequest(proxystore.CodeInvalidConfig, "instance %s: %s", quoteBounded(req.Instance), nameRule)
 	case !c.namespaces.allows(req.Namespace):
-		return &httpError{http.StatusForbidden, CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace)}
+		return &httpError{http.StatusForbidden, proxystore.CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace)}
 	case req.Namespace == s.cfg.Instance.Namespace && req.Instance == s.cfg.Instance.ID:
-		return &httpError{http.StatusForbidden, CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace)}
+		return &httpError{http.StatusForbidden, proxystore.CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace)}
 	}
 	return nil
 }
@@ -192,7 +125,7 @@ func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *calle
 // server's clock than MaxTimestampAhead.
 func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
 	if limit := now.Add(s.cfg.MaxTimestampAhead).UnixMilli(); ts < 0 || ts > limit {
-		return badRequest(CodeInvalidConfig, "last_timestamp %d: want a Unix millisecond time from 0 to %d, this server's clock plus %v",
+		return badRequest(proxystore.CodeInvalidConfig, "last_timestamp %d: want a Unix millisecond time from 0 to %d, this server's clock plus %v",
 			ts, limit, s.cfg.MaxTimestampAhead)
 	}
 	return nil
@@ -200,7 +133,7 @@ func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
 
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
-	var req MachineRequest
+	var req proxystore.MachineRequest
 	id, herr := s.distribute(w, r, c, &req)
 	s.audit("distribute", c, &req, id, herr)
 	if herr != nil {
@@ -208,12 +141,12 @@ func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, req *MachineRequest) (int64, *httpError) {
+func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, req *proxystore.MachineRequest) (int64, *httpError) {
 	if herr := s.machineRequest(w, r, c, req); herr != nil {
 		return -1, herr
 	}
 	if req.SafeGuardMillis <= 0 || req.SafeGuardMillis > math.MaxInt64/int64(time.Millisecond) {
-		return -1, badRequest(CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
+		return -1, badRequest(proxystore.CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
 	}
 	safeGuard := time.Duration(req.SafeGuardMillis) * time.Millisecond
 	// machine.Acquire refuses a lease that may issue alone for as long as
@@ -226,18 +159,18 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	if c.machines > 0 {
 		quota = c.machines
 	}
-	cl, herr := s.leases.claim(c, quota, req.key(), req.Lease, req.Stable, alone, safeGuard, time.Now())
+	cl, herr := s.leases.claim(c, quota, keyOf(req), req.Lease, req.Stable, alone, safeGuard, time.Now())
 	if herr != nil {
 		return -1, herr
 	}
 	ctx, cancel := proxyContext(r)
 	defer cancel()
-	st, err := s.cfg.Proxy.Distribute(ctx, req.instance(), req.MachineBits, safeGuard)
+	st, err := s.cfg.Proxy.Distribute(ctx, instanceOf(req), req.MachineBits, safeGuard)
 	s.leases.settle(cl, st, err, time.Now())
 	if err != nil {
 		return -1, proxyError(err)
 	}
-	writeJSON(w, http.StatusOK, MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+	writeJSON(w, http.StatusOK, proxystore.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
 		ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds(), Lease: cl.secret})
 	return st.MachineID, nil
 }
@@ -254,7 +187,7 @@ func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
 // store, within the proxy's time bound.
 func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string, call func(context.Context, machine.Instance, machine.State) error) {
 	c := callerOf(r)
-	var req MachineRequest
+	var req proxystore.MachineRequest
 	herr := s.machineRequest(w, r, c, &req)
 	if herr == nil {
 		herr = s.checkTimestamp(req.LastTimestamp, time.Now())
@@ -264,15 +197,15 @@ func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string
 		holder machine.Holder
 	)
 	if herr == nil {
-		e, holder, herr = s.leases.hold(c, req.key(), req.MachineID, req.Lease)
+		e, holder, herr = s.leases.hold(c, keyOf(&req), req.MachineID, req.Lease)
 	}
 	if herr == nil {
 		ctx, cancel := proxyContext(r)
-		st := req.state()
+		st := stateOf(&req)
 		st.Holder = holder // the store's proof of the holding, kept here
-		err := call(ctx, req.instance(), st)
+		err := call(ctx, instanceOf(&req), st)
 		cancel()
-		s.leases.done(req.key(), e, action == "revert", err, time.Now())
+		s.leases.done(keyOf(&req), e, action == "revert", err, time.Now())
 		if err != nil {
 			herr = proxyError(err)
 		}
@@ -289,7 +222,7 @@ func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string
 // server without tokens), which instance, which machine ID, and the
 // outcome. A guard that succeeds is a heartbeat, several a second per
 // holder: it is logged at debug level only.
-func (s *Server) audit(action string, c *caller, req *MachineRequest, id int64, herr *httpError) {
+func (s *Server) audit(action string, c *caller, req *proxystore.MachineRequest, id int64, herr *httpError) {
 	level, result := slog.LevelInfo, "ok"
 	switch {
 	case herr != nil:
@@ -311,7 +244,7 @@ func boundedAttr(v string) string {
 
 func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
-	var req SegmentRequest
+	var req proxystore.SegmentRequest
 	max, herr := s.segment(w, r, c, &req)
 	level, result := slog.LevelInfo, "ok"
 	if herr != nil {
@@ -323,20 +256,20 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, SegmentRange{MaxID: max})
+	writeJSON(w, http.StatusOK, proxystore.SegmentRange{MaxID: max})
 }
 
-func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req *SegmentRequest) (int64, *httpError) {
+func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req *proxystore.SegmentRequest) (int64, *httpError) {
 	if herr := readBody(w, r, req); herr != nil {
 		return 0, herr
 	}
 	switch {
 	case !validName(req.Name):
-		return 0, badRequest(CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
+		return 0, badRequest(proxystore.CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
 	case !c.segments.allows(req.Name):
-		return 0, &httpError{http.StatusForbidden, CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
+		return 0, &httpError{http.StatusForbidden, proxystore.CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
 	case req.Step <= 0 || req.Step > s.cfg.MaxStep:
-		return 0, badRequest(CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.MaxStep)
+		return 0, badRequest(proxystore.CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.MaxStep)
 	}
 	if herr := s.admit(req.Name); herr != nil {
 		return 0, herr

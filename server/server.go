@@ -79,6 +79,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/outage"
 )
@@ -400,7 +401,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := tokens.lookup(r)
 	if c == nil && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="idforge"`)
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid \"Authorization: Bearer <token>\" header is required")
+		writeError(w, http.StatusUnauthorized, proxystore.CodeUnauthorized, "a valid \"Authorization: Bearer <token>\" header is required")
 		return
 	}
 	if c != nil && c != anonymous { // without tokens, MaxInFlight is everyone's
@@ -565,10 +566,10 @@ func (s *Server) serves(name string) bool { return s.allowed == nil || s.allowed
 // asked, so concurrent first requests cannot pass the limit together.
 func (s *Server) admit(name string) *httpError {
 	if !validName(name) {
-		return &httpError{http.StatusBadRequest, CodeBadChain, fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
+		return &httpError{http.StatusBadRequest, proxystore.CodeBadChain, fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
 	}
 	if !s.serves(name) {
-		return &httpError{http.StatusNotFound, CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name)}
+		return &httpError{http.StatusNotFound, proxystore.CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -576,7 +577,7 @@ func (s *Server) admit(name string) *httpError {
 		return nil
 	}
 	if s.allowed == nil && len(s.chains) >= MaxChains {
-		return &httpError{http.StatusTooManyRequests, CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+		return &httpError{http.StatusTooManyRequests, proxystore.CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
 	}
 	s.chains[name] = nil
 	return nil

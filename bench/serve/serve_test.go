@@ -36,7 +36,7 @@ import (
 
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/proxystore"
+	"github.com/idforge/idforge/engine/proxystore"
 )
 
 // deadline bounds every sub-benchmark, whatever b.N asks for.

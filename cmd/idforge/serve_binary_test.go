@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/proxystore"
+	"github.com/idforge/idforge/engine/proxystore"
 )
 
 // writeTokens writes a tokens file of mode 600 in dir.

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/proxystore"
 )
 
 var listening = regexp.MustCompile(`listening on (http://\S+) \(machine ID (\d+)`)

@@ -29,7 +29,7 @@
 // secret with the machine ID (machine.State.Holder), which its guards and
 // reverts present; the server refuses them from anyone else, and refuses a
 // second process claiming an instance whose lease is live. The token must be allowed the
-// namespaces and segments the Store uses (see server.ReadTokens).
+// namespaces and segments the Store uses (see the server package's ReadTokens).
 package proxystore
 
 import (
@@ -49,7 +49,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/server"
 )
 
 // Settings configure [New]. URL is required.
@@ -146,31 +145,31 @@ func (s *Store) call(ctx context.Context, path string, body, out any) error {
 // sentinel maps a proxy error code back to the engine's sentinel.
 func sentinel(ctx context.Context, status int, code string) error {
 	switch code {
-	case server.CodeInvalidConfig:
+	case CodeInvalidConfig:
 		return engine.ErrInvalidConfig
-	case server.CodeMachineIDLost:
+	case CodeMachineIDLost:
 		return engine.ErrMachineIDLost
-	case server.CodeMachineIDOverflow:
+	case CodeMachineIDOverflow:
 		return engine.ErrMachineIDOverflow
-	case server.CodeStoreReset:
+	case CodeStoreReset:
 		return engine.ErrStoreReset
-	case server.CodeTimeout:
+	case CodeTimeout:
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-	case server.CodeQuota:
+	case CodeQuota:
 		return engine.ErrMachineIDOverflow
-	case server.CodeInstanceInUse:
+	case CodeInstanceInUse:
 		return engine.ErrInstanceInUse
-	case server.CodeNoFloor:
+	case CodeNoFloor:
 		return engine.ErrNoFloor
-	case server.CodeForbidden, server.CodeBadChain:
+	case CodeForbidden, CodeBadChain:
 		return engine.ErrInvalidConfig
-	case server.CodeUnknownChain, server.CodeTooManyChains:
+	case CodeUnknownChain, CodeTooManyChains:
 		// The server does not serve the sequence: a refusal, not an
 		// outage, so a chain fails at once instead of retrying.
 		return engine.ErrUnknownGenerator
-	case server.CodeUnauthorized:
+	case CodeUnauthorized:
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
 	return engine.ErrStoreUnavailable
@@ -181,8 +180,8 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
-	var out server.MachineState
-	err := s.call(ctx, "/v1/proxy/machines/distribute", server.MachineRequest{
+	var out MachineState
+	err := s.call(ctx, "/v1/proxy/machines/distribute", MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(),
 	}, &out)
@@ -210,7 +209,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 }
 
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
-	return s.call(ctx, path, server.MachineRequest{
+	return s.call(ctx, path, MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Lease: string(st.Holder),
 	}, &struct{}{})
@@ -239,8 +238,8 @@ func (d *Segment) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: proxystore: step %d: want at least 1", engine.ErrInvalidConfig, step)
 	}
-	var out server.SegmentRange
-	if err := d.s.call(ctx, "/v1/proxy/segments/next", server.SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
+	var out SegmentRange
+	if err := d.s.call(ctx, "/v1/proxy/segments/next", SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
 		return 0, err
 	}
 	return out.MaxID, nil

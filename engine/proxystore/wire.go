@@ -1,0 +1,73 @@
+package proxystore
+
+// The wire types of the /v1/proxy endpoints of `idforge serve`, declared once
+// for both sides: the server decodes what this package's Store sends.
+
+// MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
+// reads MachineBits and SafeGuardMillis, and Lease when the caller asks
+// again for an instance it holds; Guard and Revert read MachineID,
+// LastTimestamp and Lease.
+type MachineRequest struct {
+	Namespace       string `json:"namespace"`
+	Instance        string `json:"instance"`
+	Stable          bool   `json:"stable,omitempty"`
+	MachineBits     int    `json:"machine_bits,omitempty"`
+	SafeGuardMillis int64  `json:"safe_guard_ms,omitempty"`
+	MachineID       int64  `json:"machine_id,omitempty"`
+	LastTimestamp   int64  `json:"last_timestamp,omitempty"`
+	Lease           string `json:"lease,omitempty"`
+}
+
+// MachineState is the answer of /v1/proxy/machines/distribute.
+// ResetGraceMillis is the store's reset grace (machine.ResetGraceOf), so a
+// client's machine.Acquire can check its lease against it. Lease is the
+// lease's secret: its guards and reverts must present it, and only the
+// caller that was handed it may.
+type MachineState struct {
+	MachineID        int64  `json:"machine_id"`
+	LastTimestamp    int64  `json:"last_timestamp"`
+	ResetGraceMillis int64  `json:"reset_grace_ms,omitempty"`
+	Lease            string `json:"lease,omitempty"`
+}
+
+// SegmentRequest is the body of /v1/proxy/segments/next.
+type SegmentRequest struct {
+	Name string `json:"name"`
+	Step int64  `json:"step"`
+}
+
+// SegmentRange is the answer of /v1/proxy/segments/next: the caller owns
+// (MaxID-step, MaxID].
+type SegmentRange struct {
+	MaxID int64 `json:"max_id"`
+}
+
+// Error codes of the proxy endpoints, which package proxystore maps back to
+// the engine's sentinel errors.
+const (
+	CodeInvalidConfig     = "invalid_config"
+	CodeMachineIDLost     = "machine_id_lost"
+	CodeMachineIDOverflow = "machine_id_overflow"
+	CodeStoreUnavailable  = "store_unavailable"
+	CodeStoreReset        = "store_reset"
+	CodeTimeout           = "timeout"
+	// CodeForbidden: the token may not name that namespace or segment, or
+	// the instance is the server's own.
+	CodeForbidden = "forbidden"
+	// CodeInstanceInUse: another process holds a live lease of the instance.
+	CodeInstanceInUse = "instance_in_use"
+	// CodeNoFloor: the store has no counter for the sequence and no Floor
+	// for it (engine.ErrNoFloor).
+	CodeNoFloor = "no_floor"
+	// CodeQuota: the token holds its quota of machine IDs.
+	CodeQuota = "quota"
+	// CodeBadChain: the chain or segment name is not a valid name.
+	CodeBadChain = "bad_chain"
+	// CodeUnknownChain: the name is not on the server's allow-list (-chains).
+	CodeUnknownChain = "unknown_chain"
+	// CodeTooManyChains: the server serves MaxChains names already and
+	// has no allow-list.
+	CodeTooManyChains = "too_many_chains"
+	// CodeUnauthorized: the server wants a token and got none it knows.
+	CodeUnauthorized = "unauthorized"
+)
