@@ -34,9 +34,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/proxystore"
 )
 
 // deadline bounds every sub-benchmark, whatever b.N asks for.
