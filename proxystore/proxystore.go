@@ -164,13 +164,13 @@ func sentinel(ctx context.Context, status int, code string) error {
 		return engine.ErrInstanceInUse
 	case server.CodeNoFloor:
 		return engine.ErrNoFloor
-	case server.CodeForbidden, server.CodeBadChain:
+	case server.CodeForbidden:
 		return engine.ErrInvalidConfig
 	case server.CodeUnknownChain, server.CodeTooManyChains:
 		// The server does not serve the sequence: a refusal, not an
 		// outage, so a chain fails at once instead of retrying.
 		return engine.ErrUnknownGenerator
-	case server.CodeUnauthorized:
+	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
 	return engine.ErrStoreUnavailable
