@@ -401,7 +401,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := tokens.lookup(r)
 	if c == nil && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="idforge"`)
-		writeError(w, http.StatusUnauthorized, proxystore.CodeUnauthorized, "a valid \"Authorization: Bearer <token>\" header is required")
+		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")
 		return
 	}
 	if c != nil && c != anonymous { // without tokens, MaxInFlight is everyone's
@@ -566,7 +566,7 @@ func (s *Server) serves(name string) bool { return s.allowed == nil || s.allowed
 // asked, so concurrent first requests cannot pass the limit together.
 func (s *Server) admit(name string) *httpError {
 	if !validName(name) {
-		return &httpError{http.StatusBadRequest, proxystore.CodeBadChain, fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
+		return &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
 	}
 	if !s.serves(name) {
 		return &httpError{http.StatusNotFound, proxystore.CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name)}

@@ -163,13 +163,13 @@ func sentinel(ctx context.Context, status int, code string) error {
 		return engine.ErrInstanceInUse
 	case CodeNoFloor:
 		return engine.ErrNoFloor
-	case CodeForbidden, CodeBadChain:
+	case CodeForbidden:
 		return engine.ErrInvalidConfig
 	case CodeUnknownChain, CodeTooManyChains:
 		// The server does not serve the sequence: a refusal, not an
 		// outage, so a chain fails at once instead of retrying.
 		return engine.ErrUnknownGenerator
-	case CodeUnauthorized:
+	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
 	return engine.ErrStoreUnavailable

@@ -61,13 +61,9 @@ const (
 	CodeNoFloor = "no_floor"
 	// CodeQuota: the token holds its quota of machine IDs.
 	CodeQuota = "quota"
-	// CodeBadChain: the chain or segment name is not a valid name.
-	CodeBadChain = "bad_chain"
 	// CodeUnknownChain: the name is not on the server's allow-list (-chains).
 	CodeUnknownChain = "unknown_chain"
 	// CodeTooManyChains: the server serves MaxChains names already and
 	// has no allow-list.
 	CodeTooManyChains = "too_many_chains"
-	// CodeUnauthorized: the server wants a token and got none it knows.
-	CodeUnauthorized = "unauthorized"
 )

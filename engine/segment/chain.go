@@ -228,7 +228,7 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 // fenced waits, as a caller of a dry chain does, until the store confirms
 // the IDs the chain holds (a fetch, or another operation of the store) and
 // then serves one; when ctx or MaxWait ends first it returns the fence's
-// error.
+// error, and when the store refuses the sequence, that at once.
 func (c *Chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -244,10 +244,13 @@ func (c *Chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
 	defer tick.Stop()
 	for {
 		c.mu.Lock()
-		ready := c.ready
+		ready, refused, storeErr := c.ready, c.refused, c.lastErr
 		c.mu.Unlock()
 		if c.closed.Load() || c.fence.check(c.cfg.name) == nil {
 			return c.NextID(ctx)
+		}
+		if refused {
+			return 0, fmt.Errorf("%w; the store refuses the sequence: %w", fenceErr, storeErr)
 		}
 		c.signal()
 		select {

@@ -3,6 +3,7 @@ package segment_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,6 +62,32 @@ func TestChainFence(t *testing.T) {
 	clk.Advance(500 * time.Millisecond)
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatalf("an idle chain whose store is up: %v", err)
+	}
+}
+
+// A fenced chain whose store answers, refusing the sequence, returns the
+// refusal at once rather than waiting MaxWait for a confirmation that the
+// refusal will not bring.
+func TestChainFenceRefusal(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	var refuse atomic.Bool
+	var max atomic.Int64
+	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+		if refuse.Load() {
+			return 0, fmt.Errorf("%w: sequence %q has no floor", engine.ErrNoFloor, "order")
+		}
+		return max.Add(step), nil
+	})
+	c := newChain(t, d, segment.Settings{Name: "order", Step: 100, Fence: time.Second, Clock: clk})
+	if _, err := c.NextID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refuse.Store(true)
+	clk.Advance(2 * time.Second)
+	_, err := c.NextID(ctx) // no deadline but MaxWait, 10 s
+	if !errors.Is(err, engine.ErrNoFloor) || !errors.Is(err, engine.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past the Fence, the store refusing: %v; want the fence's error and the refusal at once", err)
 	}
 }
 
