@@ -21,6 +21,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/schema"
 )
 
 // backend is what one run uses on the servers: a fresh database for the rows
@@ -180,6 +181,43 @@ func (b *backend) prepare(ctx context.Context) error {
 		return fmt.Errorf("create the store's tables: %w", err)
 	}
 	return st.Close()
+}
+
+// wipe empties the store, as a careless operator or a restore of an empty
+// backup would, and returns how many rows or keys it deleted: for Redis
+// every key of the run's own server (FLUSHALL), for the SQL stores every
+// row of idforge's tables. The epoch goes first: a process that finds it
+// gone creates a new one and writes nothing under it until the reset grace
+// has passed, long after the other tables are empty.
+func (b *backend) wipe(ctx context.Context) (int64, error) {
+	if b.store == "redis" {
+		c := redis.NewClient(&redis.Options{Addr: b.redis.Addr(), MaxRetries: -1})
+		defer c.Close()
+		n, err := c.DBSize(ctx).Result()
+		if err != nil {
+			return 0, fmt.Errorf("DBSIZE: %w", err)
+		}
+		return n, c.FlushAll(ctx).Err()
+	}
+	db, err := b.rows.open() // the store's tables are in the rows' database
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	var t schema.Tables // the default names, as the workers use
+	for _, table := range []string{t.Meta(), t.Machine(), t.Segment()} {
+		res, err := db.ExecContext(ctx, "DELETE FROM "+table)
+		if err != nil {
+			return n, fmt.Errorf("empty %s: %w", table, err)
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
 }
 
 func (r rowsConfig) open() (*sql.DB, error) {

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/faultproxy"
 	"github.com/idforge/idforge/internal/testdb"
 )
@@ -26,8 +26,12 @@ import (
 // host clock back while it was down: only the lease's time reservation
 // (-reserve) keeps the restart off its predecessor's milliseconds (see
 // README.md). store_reset empties the store mid-run by restarting the run's
-// own Redis without persistence; only -store redis has it.
-var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause", "store_reset"}
+// own Redis without persistence; only -store redis has it. partition_wipe
+// wipes the store while some workers are cut off from it and starts a
+// newcomer on it: only the chains' Fence (-fence) keeps the cut-off workers
+// from serving IDs the newcomer is handed again.
+var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause",
+	"store_reset", "partition_wipe"}
 
 // faultsFor returns the fault kinds the store supports, in faultKinds order.
 func faultsFor(store string) []string {
@@ -56,24 +60,34 @@ const (
 	overlap        = time.Second      // a woken worker and its intruder run side by side
 )
 
+// resetGrace is how long a store waits after a new epoch before it hands
+// anything out: redisstore's and sqlstore's defaults, which the workers use.
+const resetGrace = sqlstore.DefaultResetGrace
+
 // moveTimeout bounds how long a worker woken after a pause may take to leave
 // its reclaimed machine ID and issue again. It is short, not a recovery
 // timeout, because under -break fence it is how long the woken worker and
 // the intruder issue under the same machine ID.
 func moveTimeout(safeGuard time.Duration) time.Duration { return safeGuard + 5*time.Second }
 
-// proc is one worker process: a regular worker in a slot, or an intruder.
+// proc is one worker process: a regular worker in a slot, an intruder or a
+// newcomer.
 type proc struct {
-	id    int64
-	slot  int // -1 for an intruder
-	name  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan struct{} // closed once it exited and its output was read
+	id       int64
+	slot     int // -1 for an intruder or a newcomer
+	newcomer bool
+	name     string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	done     chan struct{} // closed once it exited and its output was read
+	// proxy carries its store connections, so that faults can cut it off
+	// alone or with the others.
+	proxy *faultproxy.Proxy
 
 	// Guarded by driver.mu.
-	machine    int64 // -1 until reported
-	lastBatch  map[string]int64
+	machine    int64            // -1 until reported
+	lastBatch  map[string]int64 // by generator: the start of its last batch, unix ms
+	refusedAt  map[string]int64 // by generator: when its last refusing call began to refuse, unix ms
 	commits    map[string]int
 	pending    map[int64]pendingBatch
 	exited     bool
@@ -122,6 +136,10 @@ type fault struct {
 	start   time.Time
 	stopped time.Time // pause: when the worker was stopped and resumed
 	resumed time.Time
+	// partition_wipe: the workers cut off, and the chain IDs they and the
+	// newcomer announced since the cut.
+	cut              []*proc
+	cutRuns, newRuns []idRun
 }
 
 func (f *fault) affects(p *proc) bool { return f.procs == nil || slices.Contains(f.procs, p) }
@@ -138,7 +156,6 @@ type driver struct {
 	stderr io.Writer
 	exe    string
 	be     *backend
-	proxy  *faultproxy.Proxy
 	rng    *rand.Rand
 	ns     string
 
@@ -151,12 +168,19 @@ type driver struct {
 	unavail  map[string]map[string]time.Duration // fault kind → generator → longest
 	outside  map[string]time.Duration            // generator → longest outside any fault
 	refusals map[string]int64
-	active   *fault
-	samples  []dupSample
-	problems []string
-	restarts int
-	reclaims int
-	moves    int
+	// refusalsBy counts refusals by fault kind and class, attributed as
+	// unavailability is.
+	refusalsBy map[string]map[string]int64
+	active     *fault
+	samples    []dupSample
+	problems   []string
+	restarts   int
+	reclaims   int
+	moves      int
+	newcomers  int
+	// overlaps counts chain IDs that a worker cut off by partition_wipe
+	// announced after the cut and the newcomer announced too.
+	overlaps int64
 }
 
 func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
@@ -173,6 +197,8 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 		unavail:  map[string]map[string]time.Duration{},
 		outside:  map[string]time.Duration{},
 		refusals: map[string]int64{},
+
+		refusalsBy: map[string]map[string]int64{},
 	}
 	for _, g := range generators {
 		d.gens[g] = &genStats{}
@@ -216,11 +242,6 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 		d.logf("setup: %v", err)
 		return exitSetup
 	}
-	if d.proxy, err = faultproxy.Start(d.be.storeAddr); err != nil {
-		d.logf("setup: fault proxy: %v", err)
-		return exitSetup
-	}
-	defer d.proxy.Close()
 
 	start := time.Now()
 	for slot := range c.workers {
@@ -275,28 +296,46 @@ func (d *driver) problem(format string, args ...any) {
 	d.problemLocked(format, args...)
 }
 
-// spawn starts a worker in slot, or with target >= 0 an intruder that
-// reclaims that machine ID.
+// spawn starts a worker in slot; with slot -1, an intruder that reclaims
+// the machine ID target, or with target -1 too a newcomer.
 func (d *driver) spawn(slot int, target int64) (*proc, error) { return d.spawnAt(slot, target, 0) }
 
-// spawnAt starts a process whose clock is offset from the system clock.
+// spawnAt starts a process whose clock is offset from the system clock,
+// with a fault proxy of its own between it and the store.
 func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, error) {
 	d.mu.Lock()
 	d.nextProc++
 	id := d.nextProc
 	d.mu.Unlock()
 	name := fmt.Sprintf("slot-%d", slot)
-	if target >= 0 {
+	switch {
+	case target >= 0:
 		name = "intruder"
+	case slot < 0:
+		name = "newcomer"
+	}
+	px, err := faultproxy.Start(d.be.storeAddr)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: fault proxy: %w", name, err)
 	}
 	wc := workerConfig{
 		Proc: id, Instance: name, Target: target,
-		Store: d.cfg.store, StoreDSN: d.be.storeDSN(d.proxy.Addr()), RedisPrefix: d.be.redisPrefix,
+		Store: d.cfg.store, StoreDSN: d.be.storeDSN(px.Addr()), RedisPrefix: d.be.redisPrefix,
 		Rows: d.be.rows, Namespace: d.ns,
-		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, Reserve: d.cfg.reserve, MaxBackwards: d.cfg.maxBackwards,
-		Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
+		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, Reserve: d.cfg.reserve, Fence: d.cfg.fence,
+		MaxBackwards: d.cfg.maxBackwards, Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
 		ClockOffset: offset,
 	}
+	p, err := d.start(wc, slot, px)
+	if err != nil {
+		px.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// start runs the process wc describes, its store connections through px.
+func (d *driver) start(wc workerConfig, slot int, px *faultproxy.Proxy) (*proc, error) {
 	js, err := json.Marshal(wc)
 	if err != nil {
 		return nil, err
@@ -316,11 +355,12 @@ func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, e
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, err
 	}
 	p := &proc{
-		id: id, slot: slot, name: fmt.Sprintf("%s#%d", name, id), cmd: cmd, stdin: stdin, done: make(chan struct{}),
-		machine: -1, lastBatch: map[string]int64{}, commits: map[string]int{}, pending: map[int64]pendingBatch{},
+		id: wc.Proc, slot: slot, newcomer: slot < 0 && wc.Target < 0, name: fmt.Sprintf("%s#%d", wc.Instance, wc.Proc),
+		cmd: cmd, stdin: stdin, done: make(chan struct{}), proxy: px,
+		machine: -1, lastBatch: map[string]int64{}, refusedAt: map[string]int64{}, commits: map[string]int{}, pending: map[int64]pendingBatch{},
 	}
 	d.mu.Lock()
 	d.procs = append(d.procs, p)
@@ -366,6 +406,7 @@ func (d *driver) read(p *proc, stdout, stderr io.Reader) {
 	}
 	wg.Wait()
 	werr := p.cmd.Wait()
+	p.proxy.Close()
 	d.mu.Lock()
 	p.exited = true
 	for _, b := range p.pending {
@@ -403,6 +444,14 @@ func (d *driver) handle(p *proc, ev event) {
 		if ev.gen == genSnowflake {
 			p.noteTicks(ev.runs)
 		}
+		if f := d.active; f != nil && ev.gen == genChain {
+			switch {
+			case p.newcomer:
+				f.newRuns = append(f.newRuns, ev.runs...)
+			case slices.Contains(f.cut, p):
+				f.cutRuns = append(f.cutRuns, ev.runs...)
+			}
+		}
 	case evCommit:
 		b, ok := p.pending[ev.seq]
 		if !ok {
@@ -418,6 +467,8 @@ func (d *driver) handle(p *proc, ev event) {
 		if len(d.samples) < 20 {
 			d.samples = append(d.samples, d.sample(p, ev))
 		}
+	case evRefused:
+		p.refusedAt[ev.gen] = ev.at.UnixMilli()
 	case evUnavail:
 		for c, n := range ev.refusals {
 			d.refusals[c] += int64(n)
@@ -431,6 +482,14 @@ func (d *driver) handle(p *proc, ev event) {
 				dur -= max(0, minTime(end, f.resumed).Sub(maxTime(ev.at, f.stopped)))
 			}
 			d.noteUnavail(f.kind, ev.gen, dur)
+			by := d.refusalsBy[f.kind]
+			if by == nil {
+				by = map[string]int64{}
+				d.refusalsBy[f.kind] = by
+			}
+			for c, n := range ev.refusals {
+				by[c] += int64(n)
+			}
 		} else if ev.dur > d.outside[ev.gen] {
 			d.outside[ev.gen] = ev.dur
 		}
@@ -557,6 +616,8 @@ func (d *driver) inject(ctx context.Context, kind string) {
 		d.cut(ctx)
 	case "store_reset":
 		d.reset(ctx)
+	case "partition_wipe":
+		d.partition(ctx)
 	case "pause":
 		d.pause(ctx)
 	default:
@@ -566,6 +627,15 @@ func (d *driver) inject(ctx context.Context, kind string) {
 
 // pick returns a random live worker, nil if none is left.
 func (d *driver) pick() *proc {
+	if ps := d.pickSome(1); ps != nil {
+		return ps[0]
+	}
+	return nil
+}
+
+// pickSome returns n random live workers, or all of them if fewer are
+// left; nil if none is.
+func (d *driver) pickSome(n int) []*proc {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var live []*proc
@@ -578,7 +648,8 @@ func (d *driver) pick() *proc {
 		d.problemLocked("no live worker left to inject a fault into")
 		return nil
 	}
-	return live[d.rng.IntN(len(live))]
+	d.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	return live[:min(n, len(live))]
 }
 
 func (d *driver) begin(kind string, procs ...*proc) *fault {
@@ -673,11 +744,109 @@ func (d *driver) stepClock(ctx context.Context, kind string, step time.Duration)
 func (d *driver) cut(ctx context.Context) {
 	d.begin("store_cut")
 	defer d.end()
-	d.proxy.Cut()
+	restore := d.cutOff(nil)
 	d.sleep(ctx, d.cfg.safeGuard/2+time.Duration(d.rng.Float64()*float64(d.cfg.safeGuard)))
-	d.proxy.Restore()
+	restore()
 	back := time.Now()
 	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the store came back", back)
+}
+
+// cutOff cuts procs (every live process when nil) off from the store: it
+// closes their store connections and refuses new ones until the returned
+// function restores them.
+func (d *driver) cutOff(procs []*proc) (restore func()) {
+	if procs == nil {
+		d.mu.Lock()
+		for _, p := range d.procs {
+			if !p.exited {
+				procs = append(procs, p)
+			}
+		}
+		d.mu.Unlock()
+	}
+	for _, p := range procs {
+		p.proxy.Cut()
+	}
+	return func() {
+		for _, p := range procs {
+			p.proxy.Restore()
+		}
+	}
+}
+
+// partition cuts one or more workers off from the store (up to half of
+// them, at least one), wipes the store meanwhile and starts a newcomer on
+// it. The workers still connected see the wipe as a store reset. The
+// cut-off ones cannot: their leases stop snowflake IDs when the reservation
+// runs out, and their chains' Fence (at most the reservation) stops chain
+// IDs, both before the newcomer's reset grace ends, so the newcomer,
+// starting above the Floor it reads from the rows, is handed none of the
+// IDs they served. The cut heals once the newcomer issued and inserted and
+// every cut-off chain refused. Chain IDs announced by both a cut-off worker
+// and the newcomer are counted (overlaps): -break partition, without the
+// Fence, shows them, its chains refusing only once they used up what they
+// held.
+func (d *driver) partition(ctx context.Context) {
+	cut := d.pickSome(1 + d.rng.IntN(max(1, d.cfg.workers/2)))
+	if cut == nil {
+		return
+	}
+	f := d.begin("partition_wipe") // every worker: the wipe reaches them all
+	defer d.end()
+	names := make([]string, len(cut))
+	for i, p := range cut {
+		names[i] = p.name
+	}
+	d.mu.Lock()
+	f.cut = cut
+	d.mu.Unlock()
+	cutAt := time.Now()
+	restore := d.cutOff(cut)
+	n, err := d.be.wipe(ctx)
+	switch {
+	case err != nil:
+		restore()
+		d.problem("partition_wipe: wiping the store: %v", err)
+		return
+	case n == 0:
+		d.problem("partition_wipe: the store held nothing to wipe")
+	}
+	wiped := time.Now()
+	d.logf("partition_wipe: %s cut off, the store wiped (%d rows or keys)", strings.Join(names, ", "), n)
+	nc, err := d.spawn(-1, -1)
+	if err != nil {
+		restore()
+		d.problem("partition_wipe: %v", err)
+		return
+	}
+	if d.await(ctx, recoverTimeout+resetGrace, nc.name+" issues and inserts on the wiped store", func() bool { return nc.recovered(wiped) }) {
+		d.mu.Lock()
+		d.newcomers++
+		d.mu.Unlock()
+	}
+	d.await(ctx, recoverTimeout, strings.Join(names, ", ")+" cut off stop serving chain IDs", func() bool {
+		for _, p := range cut {
+			if !p.exited && p.refusedAt[genChain] < cutAt.UnixMilli() {
+				return false
+			}
+		}
+		return true
+	})
+	restore()
+	back := time.Now()
+	d.logf("partition_wipe: the cut healed %v after the wipe", back.Sub(wiped).Round(time.Millisecond))
+	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the partition healed", back)
+	d.sleep(ctx, overlap) // the healed workers and the newcomer side by side
+	d.retire(nc)
+	d.mu.Lock()
+	cutRuns, _ := union(f.cutRuns)
+	newRuns, _ := union(f.newRuns)
+	both := intersection(cutRuns, newRuns)
+	d.overlaps += both
+	d.mu.Unlock()
+	if both > 0 {
+		d.logf("partition_wipe: %d chain IDs announced by a cut-off worker and by %s", both, nc.name)
+	}
 }
 
 // reset empties the store: the run's own Redis is stopped with SHUTDOWN
@@ -689,9 +858,9 @@ func (d *driver) cut(ctx context.Context) {
 func (d *driver) reset(ctx context.Context) {
 	d.begin("store_reset")
 	defer d.end()
-	d.proxy.Cut()
+	restore := d.cutOff(nil)
 	before, after, err := resetRedis(ctx, d.be.redis)
-	d.proxy.Restore()
+	restore()
 	switch {
 	case err != nil:
 		d.problem("store_reset: restarting Redis: %v", err)
@@ -703,7 +872,7 @@ func (d *driver) reset(ctx context.Context) {
 	// Workers go on issuing until a heartbeat sees the reset, then stop for
 	// the store's reset grace after the new epoch: wait for batches begun
 	// after both, so that the fault's unavailability is counted as its own.
-	back := time.Now().Add(redisstore.DefaultResetGrace + d.cfg.heartbeat)
+	back := time.Now().Add(resetGrace + d.cfg.heartbeat)
 	d.await(ctx, recoverTimeout+time.Until(back), "every worker issues again after the store was reset and its reset grace", func() bool {
 		for _, p := range d.slots {
 			if !p.recovered(back) {

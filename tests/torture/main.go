@@ -4,10 +4,11 @@
 // for machine IDs and segments; each inserts rows keyed by snowflake IDs and
 // by segment-chain IDs into tables with a primary key, as fast as it can,
 // while the driver kills and restarts workers (kill -9), steps their clocks
-// back, cuts the store off through a TCP proxy and pauses workers past the
-// machine-ID safe-guard so that an intruder reclaims their machine IDs. At
-// the end it reads every row back and compares it with what the workers
-// acknowledged.
+// back, cuts the store off through TCP proxies, pauses workers past the
+// machine-ID safe-guard so that an intruder reclaims their machine IDs, and
+// wipes the store while some workers are cut off from it and a newcomer
+// starts on it. At the end it reads every row back and compares it with
+// what the workers acknowledged.
 //
 //	go run ./tests/torture -store postgres -duration 30m -json
 //
@@ -53,6 +54,7 @@ type config struct {
 	safeGuard    time.Duration
 	heartbeat    time.Duration
 	reserve      time.Duration
+	fence        time.Duration // resolved from -fence
 	maxBackwards time.Duration
 	batch        int
 	rate         int
@@ -70,6 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	var c config
 	var faults string
+	var fence fenceFlag
 	fs.StringVar(&c.store, "store", "postgres", "shared store for machine IDs and segments: postgres, mariadb or redis (rows go to PostgreSQL for redis)")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long to run; the first round of faults always completes")
 	fs.IntVar(&c.workers, "workers", 6, "worker processes")
@@ -77,6 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&c.safeGuard, "safeguard", 3*time.Second, "machine-ID safe-guard duration")
 	fs.DurationVar(&c.heartbeat, "heartbeat", 300*time.Millisecond, "machine-ID heartbeat interval")
 	fs.DurationVar(&c.reserve, "reserve", time.Second, "machine-ID time reservation (machine.WithReservation): each heartbeat reserves this far ahead, so a restart after kill -9 cannot reuse its predecessor's milliseconds even with the clock stepped back; 0 turns it off (then kill_clock_back fails)")
+	fs.Var(&fence, "fence", "every worker's chain Fence (segment.Settings.Fence), at most -reserve: auto is -reserve when partition_wipe is injected, else 0 (off)")
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
@@ -87,7 +91,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&c.verbose, "v", false, "forward the workers' logs to stderr")
 	fs.BoolVar(&c.keep, "keep", false, "keep the database (and Redis keys) after the run")
-	fs.StringVar(&c.brk, "break", "", "test only: run a deliberately broken worker (machine, fence or clock) to show the checks catch it")
+	fs.StringVar(&c.brk, "break", "", "test only: run a deliberately broken worker (machine, fence, clock or partition) to show the checks catch it")
 	worker := fs.String("worker", "", "internal: run as a worker with this JSON configuration")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: torture -store postgres|mariadb|redis [-duration 30m] [-workers 6] [-json] [flags]\n\n")
@@ -111,6 +115,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var err error
 	if c.faults, err = parseFaults(faults, c.store); err == nil {
 		err = c.validate()
+	}
+	if err == nil {
+		c.fence, err = fence.resolve(&c)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "torture: %v\n", err)
@@ -168,4 +175,57 @@ func parseFaults(s, store string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// fenceFlag is -fence: a duration, or auto (its zero value).
+type fenceFlag struct {
+	d     time.Duration
+	given bool // a duration, not auto
+}
+
+func (f *fenceFlag) String() string {
+	if !f.given {
+		return "auto"
+	}
+	return f.d.String()
+}
+
+func (f *fenceFlag) Set(s string) error {
+	if s == "auto" {
+		*f = fenceFlag{}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f = fenceFlag{d: d, given: true}
+	return nil
+}
+
+// resolve returns the fence the workers run with: auto is the reservation
+// when partition_wipe is injected, else off. partition_wipe needs it on: a
+// worker cut off from the store that is wiped would go on serving the chain
+// ranges it held, which a newcomer is handed again; -break partition runs
+// exactly that, so it needs it off.
+func (f fenceFlag) resolve(c *config) (time.Duration, error) {
+	wipes := slices.Contains(c.faults, "partition_wipe") && c.brk != "partition"
+	d := f.d
+	if !f.given && wipes {
+		d = c.reserve
+	}
+	switch {
+	case d < 0 || d > c.reserve:
+		return 0, fmt.Errorf("-fence %v: want 0 (off) up to -reserve %v: a chain must not serve held IDs after snowflake IDs stop", d, c.reserve)
+	case c.brk == "partition" && d != 0:
+		return 0, fmt.Errorf("-fence %v: -break partition runs the chains without the fence", d)
+	case wipes && d == 0:
+		off := "-fence 0"
+		if !f.given {
+			off = "-reserve 0 (the fence is at most the reservation)"
+		}
+		return 0, fmt.Errorf("%s with partition_wipe: workers cut off from the wiped store would serve chain IDs a newcomer gets again; "+
+			"-break partition runs that on purpose", off)
+	}
+	return d, nil
 }

@@ -23,6 +23,7 @@ import (
 //	C <seq> <duplicates>                        batch seq committed (acknowledged)
 //	D <gen> <id> <other proc> <other batch>     a duplicate: id was already inserted by that batch
 //	U <gen> <start unix ms> <µs> <class>=<n>,…  NextID was unavailable that long (refusals by class, or -)
+//	R <gen> <unix ms>                           NextID refused, the first time in a call (a U line follows)
 //
 // The driver writes commands to a worker's stdin:
 //
@@ -35,6 +36,7 @@ const (
 	evCommit    = 'C'
 	evDuplicate = 'D'
 	evUnavail   = 'U'
+	evRefused   = 'R'
 )
 
 // Generators under test and the table each one's rows go to.
@@ -130,6 +132,8 @@ func (e *emitter) unavailable(gen string, start time.Time, d time.Duration, refu
 	e.line("%c %s %d %d %s", evUnavail, gen, start.UnixMilli(), d.Microseconds(), classes)
 }
 
+func (e *emitter) refused(gen string, t time.Time) { e.line("%c %s %d", evRefused, gen, t.UnixMilli()) }
+
 // event is one parsed worker line.
 type event struct {
 	kind     byte
@@ -153,7 +157,7 @@ func parseEvent(line string) (event, error) {
 	}
 	ev := event{kind: f[0][0]}
 	args := f[1:]
-	want := map[byte]int{evMachine: 2, evStart: 2, evCommit: 2, evDuplicate: 4, evUnavail: 4}[ev.kind]
+	want := map[byte]int{evMachine: 2, evStart: 2, evCommit: 2, evDuplicate: 4, evUnavail: 4, evRefused: 2}[ev.kind]
 	if ev.kind == evBatch {
 		want = 3 // and the IDs
 	}
@@ -197,6 +201,11 @@ func parseEvent(line string) (event, error) {
 		ev.gen = args[0]
 		if v, err = ints(args[1:]...); err == nil {
 			ev.id, ev.proc, ev.seq = v[0], v[1], v[2]
+		}
+	case evRefused:
+		ev.gen = args[0]
+		if v, err = ints(args[1]); err == nil {
+			ev.at = time.UnixMilli(v[0])
 		}
 	case evUnavail:
 		ev.gen = args[0]

@@ -52,9 +52,16 @@ type report struct {
 	MaxUnavailableByGenerator     map[string]map[string]int64 `json:"max_unavailable_ms_by_generator"`
 	MaxUnavailableOutsideFaultsMS map[string]int64            `json:"max_unavailable_outside_faults_ms"`
 	Refusals                      map[string]int64            `json:"refusals"`
+	RefusalsByFault               map[string]map[string]int64 `json:"refusals_by_fault"`
 	Restarts                      int                         `json:"restarts"`
 	Reclaims                      int                         `json:"reclaims"`
 	Moves                         int                         `json:"moves"`
+	Newcomers                     int                         `json:"newcomers"`
+
+	// PartitionOverlaps counts chain IDs that a worker cut off by
+	// partition_wipe announced after the cut and that the newcomer on the
+	// wiped store announced too. Must be 0.
+	PartitionOverlaps int64 `json:"partition_overlaps"`
 
 	DuplicateSamples []dupSample `json:"duplicate_samples,omitempty"`
 	Problems         []string    `json:"problems"`
@@ -119,8 +126,8 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 		IDsIssued: map[string]int64{}, IDsPerSecond: map[string]float64{}, Tables: map[string]*tableReport{},
 		Faults: map[string]int{}, MaxUnavailableMS: map[string]int64{},
 		MaxUnavailableByGenerator: map[string]map[string]int64{}, MaxUnavailableOutsideFaultsMS: map[string]int64{},
-		Refusals: d.refusals, Restarts: d.restarts, Reclaims: d.reclaims, Moves: d.moves,
-		DuplicateSamples: d.samples,
+		Refusals: d.refusals, RefusalsByFault: d.refusalsBy, Restarts: d.restarts, Reclaims: d.reclaims, Moves: d.moves,
+		Newcomers: d.newcomers, PartitionOverlaps: d.overlaps, DuplicateSamples: d.samples,
 	}
 	var total int64
 	for _, gen := range generators {
@@ -166,7 +173,7 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 	}
 	r.Problems = append([]string{}, d.problems...)
 	r.OK = r.Duplicates == 0 && r.AckedTwice == 0 && r.TickOverlaps == 0 && r.RowsLost == 0 && r.RowsUnexplained == 0 &&
-		len(r.Problems) == 0
+		r.PartitionOverlaps == 0 && len(r.Problems) == 0
 	return r
 }
 
@@ -272,6 +279,20 @@ func union(runs []idRun) (out []idRun, repeated int64) {
 	return out, repeated
 }
 
+// intersection counts the IDs that two lists of sorted disjoint runs share.
+func intersection(a, b []idRun) int64 {
+	var n int64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		n += max(0, min(a[i].end(), b[j].end())-max(a[i].first, b[j].first))
+		if a[i].end() < b[j].end() {
+			i++
+		} else {
+			j++
+		}
+	}
+	return n
+}
+
 // cursor answers membership for ascending IDs in sorted disjoint runs.
 type cursor struct {
 	runs []idRun
@@ -304,29 +325,26 @@ func (r *report) print(w io.Writer) {
 		r.RowsInFlight, r.RowsInFlightFound, r.RowsUnexplained, r.Duplicates, r.AckedTwice)
 	tw.Flush()
 
-	fmt.Fprintf(tw, "fault\tinjected\tlongest unavailable: snowflake\tchain\n")
+	fmt.Fprintf(tw, "fault\tinjected\tlongest unavailable: snowflake\tchain\trefusals\n")
 	for _, k := range faultKinds {
 		n, ok := r.Faults[k]
 		if !ok {
 			continue
 		}
 		u := r.MaxUnavailableByGenerator[k]
-		fmt.Fprintf(tw, "%s\t%d\t%d ms\t%d ms\n", k, n, u[genSnowflake], u[genChain])
+		fmt.Fprintf(tw, "%s\t%d\t%d ms\t%d ms\t%s\n", k, n, u[genSnowflake], u[genChain], refusalList(r.RefusalsByFault[k]))
 	}
 	o := r.MaxUnavailableOutsideFaultsMS
 	fmt.Fprintf(tw, "(outside faults)\t\t%d ms\t%d ms\n", o[genSnowflake], o[genChain])
 	tw.Flush()
 
-	var refusals []string
-	for _, c := range slices.Sorted(maps.Keys(r.Refusals)) {
-		refusals = append(refusals, fmt.Sprintf("%s %d", c, r.Refusals[c]))
-	}
-	if len(refusals) == 0 {
-		refusals = []string{"none"}
-	}
-	fmt.Fprintf(w, "\nrefused NextID calls: %s\n", strings.Join(refusals, ", "))
+	fmt.Fprintf(w, "\nrefused NextID calls: %s\n", refusalList(r.Refusals))
 	fmt.Fprintf(w, "machine IDs: %d restarts after kill -9, %d reclaimed by intruders, %d moves to a new ID\n",
 		r.Restarts, r.Reclaims, r.Moves)
+	if n := r.Faults["partition_wipe"]; n > 0 {
+		fmt.Fprintf(w, "partition_wipe: %d newcomers on the wiped store, %d chain IDs announced by a cut-off worker and the newcomer\n",
+			r.Newcomers, r.PartitionOverlaps)
+	}
 	fmt.Fprintf(w, "tick overlaps (two processes, one machine ID, one millisecond): %d\n", r.TickOverlaps)
 	for _, s := range r.TickOverlapSamples {
 		fmt.Fprintf(w, "  %s\n", s)
@@ -342,4 +360,16 @@ func (r *report) print(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "RESULT: FAIL")
 	}
+}
+
+// refusalList renders refusal counts by class, "none" without any.
+func refusalList(m map[string]int64) string {
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s %d", c, m[c]))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }

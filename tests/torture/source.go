@@ -32,8 +32,11 @@ const chainName = "torture"
 //     the safe-guard goes on issuing under the ID an intruder reclaimed;
 //   - clock: a clock step back too long to wait out is not refused: the
 //     generator starts over, forgetting the last timestamp it used, as if the
-//     clock-backwards check were removed.
-var breakModes = []string{"", "machine", "fence", "clock"}
+//     clock-backwards check were removed;
+//   - partition: the chains run without their Fence (the driver passes
+//     none), so a worker cut off from a store that partition_wipe empties
+//     goes on serving the ranges it held, which the newcomer is handed again.
+var breakModes = []string{"", "machine", "fence", "clock", "partition"}
 
 // brokenMachineID is the machine ID every worker shares under -break machine.
 const brokenMachineID = 1
@@ -60,9 +63,9 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		machine.WithClock(w.clk), machine.WithLogger(w.log), machine.WithReservation(w.cfg.Reserve),
 	}
 	sfOpts := []snowflake.Option{snowflake.WithClock(w.clk), snowflake.WithMaxBackwards(w.cfg.MaxBackwards)}
-	chainOpts := []segment.Option{segment.WithMaxWait(chainMaxWait), segment.WithLogger(w.log)}
+	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
-		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chainOpts)
+		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chain)
 	}
 	reserve := w.cfg.Reserve
 	st := w.store
@@ -79,7 +82,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		Clock:        w.clk,
 		MaxBackwards: w.cfg.MaxBackwards,
 		Lease:        machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Reservation: reserve},
-		Chain:        segment.Settings{MaxWait: chainMaxWait},
+		Chain:        chain,
 		Logger:       w.log,
 	}
 	if w.cfg.Break == "machine" {
@@ -123,7 +126,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 // openBroken builds the -break fence and -break clock sources by hand: a
 // machine-ID lease, a snowflake generator on its ID and a segment chain.
 func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts []machine.Option,
-	sfOpts []snowflake.Option, chainOpts []segment.Option) (*source, error) {
+	sfOpts []snowflake.Option, chain segment.Settings) (*source, error) {
 	b := &brokenSnowflake{forget: w.cfg.Break == "clock"}
 	lease, err := machine.Acquire(ctx, w.store, inst, append(leaseOpts,
 		machine.WithTimestampSource(func() int64 {
@@ -150,7 +153,10 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 		lease.Close()
 		return nil, err
 	}
-	ch, err := segment.NewChain(d, append([]segment.Option{segment.WithName(chainName)}, chainOpts...)...)
+	// What idforge.New sets on its chains: the fence then reads the clock
+	// the store dates its confirmations with.
+	chain.Name, chain.Clock, chain.Logger = chainName, w.clk, w.log
+	ch, err := segment.NewChain(d, chain)
 	if err != nil {
 		lease.Close()
 		return nil, err

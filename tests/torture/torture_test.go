@@ -123,7 +123,8 @@ func torture(t *testing.T, args ...string) (*report, int) {
 		t.Fatalf("more than one JSON value on stdout (next: %v)", err)
 	}
 	for _, k := range []string{"ids_issued", "duplicates", "rows_acked", "rows_found", "rows_lost", "faults",
-		"max_unavailable_ms", "ids_per_second", "seed", "store", "duration", "rows_in_flight_found", "tick_overlaps"} {
+		"max_unavailable_ms", "ids_per_second", "seed", "store", "duration", "rows_in_flight_found", "tick_overlaps",
+		"refusals_by_fault", "partition_overlaps"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("report lacks the key %q", k)
 		}
@@ -146,7 +147,8 @@ func seedArgs(t *testing.T) []string {
 // no ID twice, lose no acknowledged row, inject every fault kind the store
 // supports (Redis also store_reset: its own Redis emptied and restarted
 // mid-run), and show the library reacting as designed (long clock steps
-// refused, reclaimed machine IDs left, killed workers restarted).
+// refused, reclaimed machine IDs left, killed workers restarted, chains cut
+// off from a wiped store stopped by their Fence).
 func TestTorture(t *testing.T) {
 	for _, store := range []string{"postgres", "mariadb", "redis"} {
 		t.Run(store, func(t *testing.T) {
@@ -188,6 +190,19 @@ func TestTorture(t *testing.T) {
 			}
 			if kills := rep.Faults["kill"] + rep.Faults["kill_clock_back"]; rep.Restarts != kills {
 				t.Errorf("%d kills, %d restarts", kills, rep.Restarts)
+			}
+			// The driver heals a partition only once every cut-off chain
+			// refused, and the cut outlasts the Fence by the reset grace
+			// the newcomer waits: its refusals must be there.
+			wipes := rep.RefusalsByFault["partition_wipe"]
+			t.Logf("partition_wipe: %d newcomers, refusals %v, longest unavailable %d ms, %d chain IDs served by both sides",
+				rep.Newcomers, wipes, rep.MaxUnavailableMS["partition_wipe"], rep.PartitionOverlaps)
+			if rep.Newcomers != rep.Faults["partition_wipe"] || rep.PartitionOverlaps != 0 {
+				t.Errorf("%d partition_wipe faults, %d newcomers, %d chain IDs served by a cut-off worker and the newcomer",
+					rep.Faults["partition_wipe"], rep.Newcomers, rep.PartitionOverlaps)
+			}
+			if wipes["store_unavailable"] == 0 || wipes["no_floor"] != 0 {
+				t.Errorf("partition_wipe refusals %v: want store_unavailable (the Fence) and no no_floor (every worker has a Floor)", wipes)
 			}
 		})
 	}
@@ -252,6 +267,58 @@ func TestBrokenBuildsAreCaught(t *testing.T) {
 			}
 		})
 	}
+	for _, store := range []string{"postgres", "mariadb", "redis"} {
+		t.Run("partition/"+store, func(t *testing.T) { partitionControl(t, store) })
+	}
+}
+
+// partitionRun is the -break partition control's run: one worker, which so
+// holds the newest chain range when it is cut off, at a rate low enough
+// that what it holds lasts past the newcomer's reset grace.
+var partitionRun = []string{"-workers", "1", "-faults", "partition_wipe", "-duration", "1s", "-warmup", "1s", "-rate", "500"}
+
+// partitionAttempts bounds the control's runs: whether the cut-off worker
+// still serves when the newcomer starts depends on how much it held.
+const partitionAttempts = 3
+
+// partitionControl runs partition_wipe with chains without their Fence on
+// store (each store is wiped its own way) until the driver counts chain IDs
+// that the cut-off worker served after the cut and the newcomer was handed
+// too, then checks that the database saw them as duplicates.
+func partitionControl(t *testing.T, store string) {
+	requireServers(t, store)
+	var rep *report
+	var code int
+	for attempt := 1; ; attempt++ {
+		rep, code = torture(t, slices.Concat([]string{"-store", store, "-break", "partition"}, partitionRun, seedArgs(t))...)
+		if rep.PartitionOverlaps > 0 {
+			break
+		}
+		if attempt == partitionAttempts {
+			t.Fatalf("-break partition: the cut-off worker and the newcomer served no chain ID in common in %d runs: the control shows nothing", attempt)
+		}
+		t.Logf("attempt %d: no chain ID served by both sides (the cut-off worker held too little); again", attempt)
+	}
+	chain := rep.Tables[genChain]
+	t.Logf("-break partition: %d chain IDs served by the cut-off worker and the newcomer; %d duplicates (%d acknowledged twice), e.g. %v",
+		rep.PartitionOverlaps, chain.Duplicates, chain.AckedTwice, rep.DuplicateSamples[:min(2, len(rep.DuplicateSamples))])
+	// No worker is killed: both sides insert and acknowledge each such ID.
+	if chain.Duplicates == 0 || chain.AckedTwice < rep.PartitionOverlaps {
+		t.Errorf("%d chain IDs served by both sides, yet %d duplicates and %d acknowledged twice", rep.PartitionOverlaps, chain.Duplicates, chain.AckedTwice)
+	}
+	if code != exitFailed || rep.OK {
+		t.Errorf("exit status %d, ok %v; want %d and false", code, rep.OK, exitFailed)
+	}
+	// Only the chains lost their fence: the leases' reservations still stop
+	// the cut-off worker's snowflake IDs before the newcomer's first.
+	if rep.Tables[genSnowflake].Duplicates != 0 || rep.TickOverlaps != 0 || rep.RowsLost != 0 {
+		t.Errorf("snowflake duplicates %d, tick overlaps %d, rows lost %d; want none", rep.Tables[genSnowflake].Duplicates, rep.TickOverlaps, rep.RowsLost)
+	}
+	for _, s := range rep.DuplicateSamples {
+		if s.Generator != genChain || !strings.HasPrefix(s.By, "newcomer") && !strings.HasPrefix(s.Already, "newcomer") {
+			t.Errorf("duplicate %v is not a chain ID of the newcomer and the cut-off worker", s)
+		}
+	}
 }
 
 func TestRunsRoundTrip(t *testing.T) {
@@ -302,6 +369,7 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "sqlite"}, {"-workers", "0"}, {"-faults", "kill,flood"}, {"-break", "everything"}, {"-warmup", "-1s"},
 		{"-safeguard", "1s", "-heartbeat", "900ms"}, {"extra"}, {"-store", "postgres", "-faults", "store_reset"},
+		{"-fence", "soon"}, {"-fence", "2s"}, {"-fence", "0"}, {"-reserve", "0"}, {"-break", "partition", "-fence", "500ms"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(context.Background(), args, nil, io.Discard, &stderr); code != exitSetup || stderr.Len() == 0 {

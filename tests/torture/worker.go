@@ -37,6 +37,7 @@ type workerConfig struct {
 	SafeGuard    time.Duration
 	Heartbeat    time.Duration
 	Reserve      time.Duration
+	Fence        time.Duration // the chain's segment.Settings.Fence; 0: off
 	MaxBackwards time.Duration
 	Batch        int
 	Rate         int
@@ -240,7 +241,13 @@ func (w *worker) reclaim(ctx context.Context) (*source, []*source, error) {
 	}
 }
 
-// load draws batches of IDs from g and inserts them until ctx ends.
+// load draws batches of IDs from g and inserts them until ctx ends. A batch
+// ends when it is full, or early when g refuses: the IDs gathered so far are
+// inserted before the worker waits, as an application stores what it was
+// handed before it stalls. A chain stopped by its Fence, cut off from a store
+// that is then wiped, must have its last IDs in the table before a newcomer
+// reads its Floor there; held back in a batch until the store came back,
+// they could be handed to the newcomer too.
 func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error {
 	table := tableOf(gen)
 	interval := time.Duration(0)
@@ -249,12 +256,24 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error
 	}
 	first := true
 	for ctx.Err() == nil {
-		start := time.Now()
+		begun := time.Now()
+		start := begun // of the IDs not inserted yet
 		ids := make([]int64, 0, w.cfg.Batch)
+		flush := func() error {
+			if len(ids) == 0 {
+				return nil
+			}
+			err := w.submit(gen, table, start, ids)
+			ids, start = ids[:0], time.Now()
+			return err
+		}
 		for len(ids) < w.cfg.Batch {
-			id, err := w.next(ctx, gen, g)
-			if err != nil {
+			id, err := w.next(ctx, gen, g, flush)
+			switch {
+			case err != nil && ctx.Err() != nil:
 				return nil // quitting: the batch was never announced, drop it
+			case err != nil:
+				return err
 			}
 			if first {
 				w.out.start(gen, time.Now())
@@ -265,29 +284,39 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error
 				w.clk.apply()
 			}
 		}
-		seq := w.seq.Add(1)
-		w.out.batch(seq, gen, start, ids)
-		dups, err := w.insert(table, gen, ids, seq)
-		if err != nil {
-			return fmt.Errorf("insert batch %d into %s: %w", seq, table, err)
-		}
-		w.out.commit(seq, dups)
-		if gen == genSnowflake {
-			if m := w.src.machineID(); m != w.machine {
-				w.machine = m
-				w.out.machine(m)
-			}
+		if err := flush(); err != nil {
+			return err
 		}
 		if interval > 0 {
-			clock.System.Sleep(ctx, time.Until(start.Add(interval)))
+			clock.System.Sleep(ctx, time.Until(begun.Add(interval)))
+		}
+	}
+	return nil
+}
+
+// submit announces a batch begun at start, inserts it and acknowledges it.
+func (w *worker) submit(gen, table string, start time.Time, ids []int64) error {
+	seq := w.seq.Add(1)
+	w.out.batch(seq, gen, start, ids)
+	dups, err := w.insert(table, gen, ids, seq)
+	if err != nil {
+		return fmt.Errorf("insert batch %d into %s: %w", seq, table, err)
+	}
+	w.out.commit(seq, dups)
+	if gen == genSnowflake {
+		if m := w.src.machineID(); m != w.machine {
+			w.machine = m
+			w.out.machine(m)
 		}
 	}
 	return nil
 }
 
 // next returns an ID from g, retrying while g refuses, and reports a call
-// that took a millisecond or more, or met refusals, as unavailability.
-func (w *worker) next(ctx context.Context, gen string, g engine.Generator) (int64, error) {
+// that took a millisecond or more, or met refusals, as unavailability. At
+// the first refusal it calls refused (to insert the partial batch) before
+// it waits; an error from refused ends the call.
+func (w *worker) next(ctx context.Context, gen string, g engine.Generator, refused func() error) (int64, error) {
 	start := time.Now()
 	var refusals map[string]int
 	for {
@@ -304,6 +333,10 @@ func (w *worker) next(ctx context.Context, gen string, g engine.Generator) (int6
 		if refusals == nil {
 			refusals = map[string]int{}
 			w.log.Warn("generator refuses", "gen", gen, "err", err)
+			w.out.refused(gen, time.Now())
+			if ferr := refused(); ferr != nil {
+				return 0, ferr
+			}
 		}
 		refusals[metrics.Reason(err)]++
 		if err := clock.System.Sleep(ctx, retryDelay); err != nil {
