@@ -196,9 +196,7 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 		faults:   map[string]int{},
 		unavail:  map[string]map[string]time.Duration{},
 		outside:  map[string]time.Duration{},
-		refusals: map[string]int64{},
-
-		refusalsBy: map[string]map[string]int64{},
+		refusals: map[string]int64{}, refusalsBy: map[string]map[string]int64{},
 	}
 	for _, g := range generators {
 		d.gens[g] = &genStats{}
@@ -326,7 +324,7 @@ func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, e
 		MaxBackwards: d.cfg.maxBackwards, Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
 		ClockOffset: offset,
 	}
-	p, err := d.start(wc, slot, px)
+	p, err := d.launch(wc, slot, px)
 	if err != nil {
 		px.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -334,8 +332,8 @@ func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, e
 	return p, nil
 }
 
-// start runs the process wc describes, its store connections through px.
-func (d *driver) start(wc workerConfig, slot int, px *faultproxy.Proxy) (*proc, error) {
+// launch runs the process wc describes, its store connections through px.
+func (d *driver) launch(wc workerConfig, slot int, px *faultproxy.Proxy) (*proc, error) {
 	js, err := json.Marshal(wc)
 	if err != nil {
 		return nil, err

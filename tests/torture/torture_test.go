@@ -338,7 +338,12 @@ func TestRunsRoundTrip(t *testing.T) {
 		!slices.Equal(ev.runs, want) || countRuns(ev.runs) != int64(len(ids)) {
 		t.Fatalf("line %q parsed to %+v", b.String(), ev)
 	}
-	for _, bad := range []string{"B 1 snowflake 5 7:0", "B 1 nope 5 7", "C 1", "X 1 2", "U chain 1 2 clock=x", ""} {
+	b.Reset()
+	newEmitter(&b).refused(genChain, time.UnixMilli(1234))
+	if ev, err := parseEvent(strings.TrimSuffix(b.String(), "\n")); err != nil || ev.kind != evRefused || ev.gen != genChain || ev.at.UnixMilli() != 1234 {
+		t.Fatalf("line %q parsed to %+v, %v", b.String(), ev, err)
+	}
+	for _, bad := range []string{"B 1 snowflake 5 7:0", "B 1 nope 5 7", "C 1", "X 1 2", "U chain 1 2 clock=x", "R chain", "R chain 1 2", ""} {
 		if _, err := parseEvent(bad); err == nil {
 			t.Errorf("parseEvent(%q) accepted", bad)
 		}
@@ -346,7 +351,8 @@ func TestRunsRoundTrip(t *testing.T) {
 }
 
 // The read-back comparison in miniature: union counts IDs acknowledged more
-// than once, cursor finds ascending IDs in the merged runs.
+// than once, cursor finds ascending IDs in the merged runs, intersection
+// counts the IDs two sets of runs share.
 func TestUnionAndCursor(t *testing.T) {
 	runs, repeated := union([]idRun{{10, 5}, {1, 3}, {12, 5}, {4, 1}, {30, 1}, {30, 1}})
 	// 1..4 adjacent, 10..14 and 12..16 overlap by 3, 30 twice.
@@ -362,6 +368,10 @@ func TestUnionAndCursor(t *testing.T) {
 	}
 	if want := []int64{1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 16, 30}; !slices.Equal(found, want) {
 		t.Fatalf("cursor found %v, want %v", found, want)
+	}
+	// partition_overlaps: 3..4, 10 and 14..16 are in both.
+	if n := intersection(runs, []idRun{{3, 2}, {8, 3}, {14, 10}}); n != 6 {
+		t.Fatalf("intersection = %d, want 6", n)
 	}
 }
 
