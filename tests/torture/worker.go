@@ -51,9 +51,13 @@ type workerConfig struct {
 // Generators in a worker are retried this often while they refuse.
 const retryDelay = 5 * time.Millisecond
 
-// chainMaxWait bounds a chain's wait for IDs while the store is away, so the
-// refusals show up (and are counted) instead of one long blocked call.
-const chainMaxWait = 500 * time.Millisecond
+// chainMaxWait bounds a chain's wait for IDs while the store is away or its
+// Fence withholds them, so the refusals show up (and are counted) instead of
+// one long blocked call. It is short because the IDs of a partial batch wait
+// for the first refusal to be inserted (see load): a chain cut off from a
+// wiped store must have them in the rows before a newcomer reads its Floor,
+// at least the reset grace less the Fence (1 s) after its last confirmation.
+const chainMaxWait = 100 * time.Millisecond
 
 // offsetClock is the worker's clock: the system clock plus an offset the
 // driver sets, standing for a host clock that NTP steps back and forth.
@@ -242,12 +246,12 @@ func (w *worker) reclaim(ctx context.Context) (*source, []*source, error) {
 }
 
 // load draws batches of IDs from g and inserts them until ctx ends. A batch
-// ends when it is full, or early when g refuses: the IDs gathered so far are
-// inserted before the worker waits, as an application stores what it was
-// handed before it stalls. A chain stopped by its Fence, cut off from a store
-// that is then wiped, must have its last IDs in the table before a newcomer
-// reads its Floor there; held back in a batch until the store came back,
-// they could be handed to the newcomer too.
+// ends when it is full, or early at g's first refusal: the IDs gathered so
+// far are inserted before the worker retries, as an application stores what
+// it was handed before it stalls. A chain stopped by its Fence, cut off from
+// a store that is then wiped, must have its last IDs in the table before a
+// newcomer reads its Floor there; held back in a batch until the store came
+// back, they could be handed to the newcomer too.
 func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error {
 	table := tableOf(gen)
 	interval := time.Duration(0)
