@@ -29,7 +29,8 @@ import (
 // own Redis without persistence; only -store redis has it. partition_wipe
 // wipes the store while some workers are cut off from it and starts a
 // newcomer on it: only the chains' Fence (-fence) keeps the cut-off workers
-// from serving IDs the newcomer is handed again.
+// from serving IDs the newcomer, or a worker still connected, is handed
+// again.
 var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause",
 	"store_reset", "partition_wipe"}
 
@@ -73,13 +74,12 @@ func moveTimeout(safeGuard time.Duration) time.Duration { return safeGuard + 5*t
 // proc is one worker process: a regular worker in a slot, an intruder or a
 // newcomer.
 type proc struct {
-	id       int64
-	slot     int // -1 for an intruder or a newcomer
-	newcomer bool
-	name     string
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	done     chan struct{} // closed once it exited and its output was read
+	id    int64
+	slot  int // -1 for an intruder or a newcomer
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{} // closed once it exited and its output was read
 	// proxy carries its store connections, so that faults can cut it off
 	// alone or with the others.
 	proxy *faultproxy.Proxy
@@ -136,10 +136,10 @@ type fault struct {
 	start   time.Time
 	stopped time.Time // pause: when the worker was stopped and resumed
 	resumed time.Time
-	// partition_wipe: the workers cut off, and the chain IDs they and the
-	// newcomer announced since the cut.
-	cut              []*proc
-	cutRuns, newRuns []idRun
+	// partition_wipe: the workers cut off, and the chain IDs each process
+	// announced since the cut.
+	cut   []*proc
+	chain map[*proc][]idRun
 }
 
 func (f *fault) affects(p *proc) bool { return f.procs == nil || slices.Contains(f.procs, p) }
@@ -179,7 +179,7 @@ type driver struct {
 	moves      int
 	newcomers  int
 	// overlaps counts chain IDs that a worker cut off by partition_wipe
-	// announced after the cut and the newcomer announced too.
+	// announced after the cut and another process announced too.
 	overlaps int64
 }
 
@@ -356,7 +356,7 @@ func (d *driver) launch(wc workerConfig, slot int, px *faultproxy.Proxy) (*proc,
 		return nil, err
 	}
 	p := &proc{
-		id: wc.Proc, slot: slot, newcomer: slot < 0 && wc.Target < 0, name: fmt.Sprintf("%s#%d", wc.Instance, wc.Proc),
+		id: wc.Proc, slot: slot, name: fmt.Sprintf("%s#%d", wc.Instance, wc.Proc),
 		cmd: cmd, stdin: stdin, done: make(chan struct{}), proxy: px,
 		machine: -1, lastBatch: map[string]int64{}, refusedAt: map[string]int64{}, commits: map[string]int{}, pending: map[int64]pendingBatch{},
 	}
@@ -442,13 +442,8 @@ func (d *driver) handle(p *proc, ev event) {
 		if ev.gen == genSnowflake {
 			p.noteTicks(ev.runs)
 		}
-		if f := d.active; f != nil && ev.gen == genChain {
-			switch {
-			case p.newcomer:
-				f.newRuns = append(f.newRuns, ev.runs...)
-			case slices.Contains(f.cut, p):
-				f.cutRuns = append(f.cutRuns, ev.runs...)
-			}
+		if f := d.active; f != nil && f.chain != nil && ev.gen == genChain {
+			f.chain[p] = append(f.chain[p], ev.runs...)
 		}
 	case evCommit:
 		b, ok := p.pending[ev.seq]
@@ -777,13 +772,13 @@ func (d *driver) cutOff(procs []*proc) (restore func()) {
 // it. The workers still connected see the wipe as a store reset. The
 // cut-off ones cannot: their leases stop snowflake IDs when the reservation
 // runs out, and their chains' Fence (at most the reservation) stops chain
-// IDs, both before the newcomer's reset grace ends, so the newcomer,
-// starting above the Floor it reads from the rows, is handed none of the
+// IDs, both before the newcomer's reset grace ends, so no process of the
+// new epoch, starting above the Floor it reads from the rows, is handed the
 // IDs they served. The cut heals once the newcomer issued and inserted and
-// every cut-off chain refused. Chain IDs announced by both a cut-off worker
-// and the newcomer are counted (overlaps): -break partition, without the
-// Fence, shows them, its chains refusing only once they used up what they
-// held.
+// every cut-off chain refused. Chain IDs that a cut-off worker announced
+// after the cut and another process announced too are counted (overlaps):
+// -break partition, without the Fence, shows them, its chains refusing only
+// once they used up what they held.
 func (d *driver) partition(ctx context.Context) {
 	cut := d.pickSome(1 + d.rng.IntN(max(1, d.cfg.workers/2)))
 	if cut == nil {
@@ -796,7 +791,7 @@ func (d *driver) partition(ctx context.Context) {
 		names[i] = p.name
 	}
 	d.mu.Lock()
-	f.cut = cut
+	f.cut, f.chain = cut, map[*proc][]idRun{}
 	d.mu.Unlock()
 	cutAt := time.Now()
 	restore := d.cutOff(cut)
@@ -837,13 +832,20 @@ func (d *driver) partition(ctx context.Context) {
 	d.sleep(ctx, overlap) // the healed workers and the newcomer side by side
 	d.retire(nc)
 	d.mu.Lock()
-	cutRuns, _ := union(f.cutRuns)
-	newRuns, _ := union(f.newRuns)
-	both := intersection(cutRuns, newRuns)
-	d.overlaps += both
-	d.mu.Unlock()
-	if both > 0 {
-		d.logf("partition_wipe: %d chain IDs announced by a cut-off worker and by %s", both, nc.name)
+	defer d.mu.Unlock()
+	for _, p := range cut {
+		var others []idRun
+		for q, runs := range f.chain {
+			if q != p {
+				others = append(others, runs...)
+			}
+		}
+		mine, _ := union(f.chain[p])
+		others, _ = union(others)
+		if both := intersection(mine, others); both > 0 {
+			d.overlaps += both
+			d.logf("partition_wipe: %d chain IDs announced by %s, cut off, and by another process", both, p.name)
+		}
 	}
 }
 

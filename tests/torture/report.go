@@ -59,8 +59,9 @@ type report struct {
 	Newcomers                     int                         `json:"newcomers"`
 
 	// PartitionOverlaps counts chain IDs that a worker cut off by
-	// partition_wipe announced after the cut and that the newcomer on the
-	// wiped store announced too. Must be 0.
+	// partition_wipe announced after the cut and that another process (the
+	// newcomer on the wiped store, a worker still connected) announced too
+	// while the fault lasted. Must be 0.
 	PartitionOverlaps int64 `json:"partition_overlaps"`
 
 	DuplicateSamples []dupSample `json:"duplicate_samples,omitempty"`
@@ -342,7 +343,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "machine IDs: %d restarts after kill -9, %d reclaimed by intruders, %d moves to a new ID\n",
 		r.Restarts, r.Reclaims, r.Moves)
 	if n := r.Faults["partition_wipe"]; n > 0 {
-		fmt.Fprintf(w, "partition_wipe: %d newcomers on the wiped store, %d chain IDs announced by a cut-off worker and the newcomer\n",
+		fmt.Fprintf(w, "partition_wipe: %d newcomers on the wiped store, %d chain IDs announced by a cut-off worker and another process\n",
 			r.Newcomers, r.PartitionOverlaps)
 	}
 	fmt.Fprintf(w, "tick overlaps (two processes, one machine ID, one millisecond): %d\n", r.TickOverlaps)

@@ -195,10 +195,10 @@ func TestTorture(t *testing.T) {
 			// refused, and the cut outlasts the Fence by the reset grace
 			// the newcomer waits: its refusals must be there.
 			wipes := rep.RefusalsByFault["partition_wipe"]
-			t.Logf("partition_wipe: %d newcomers, refusals %v, longest unavailable %d ms, %d chain IDs served by both sides",
+			t.Logf("partition_wipe: %d newcomers, refusals %v, longest unavailable %d ms, %d chain IDs served by a cut-off worker and another",
 				rep.Newcomers, wipes, rep.MaxUnavailableMS["partition_wipe"], rep.PartitionOverlaps)
 			if rep.Newcomers != rep.Faults["partition_wipe"] || rep.PartitionOverlaps != 0 {
-				t.Errorf("%d partition_wipe faults, %d newcomers, %d chain IDs served by a cut-off worker and the newcomer",
+				t.Errorf("%d partition_wipe faults, %d newcomers, %d chain IDs served by a cut-off worker and another process",
 					rep.Faults["partition_wipe"], rep.Newcomers, rep.PartitionOverlaps)
 			}
 			if wipes["store_unavailable"] == 0 || wipes["no_floor"] != 0 {
