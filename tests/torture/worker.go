@@ -54,9 +54,10 @@ const retryDelay = 5 * time.Millisecond
 // chainMaxWait bounds a chain's wait for IDs while the store is away or its
 // Fence withholds them, so the refusals show up (and are counted) instead of
 // one long blocked call. It is short because the IDs of a partial batch wait
-// for the first refusal to be inserted (see load): a chain cut off from a
-// wiped store must have them in the rows before a newcomer reads its Floor,
-// at least the reset grace less the Fence (1 s) after its last confirmation.
+// for the first refusal to be inserted (see load): those of a chain cut off
+// from a wiped store must be in the rows before a newcomer reads its Floor
+// there, no sooner than the reset grace less the Fence (1 s) after the
+// chain stopped serving.
 const chainMaxWait = 100 * time.Millisecond
 
 // offsetClock is the worker's clock: the system clock plus an offset the
@@ -318,8 +319,8 @@ func (w *worker) submit(gen, table string, start time.Time, ids []int64) error {
 
 // next returns an ID from g, retrying while g refuses, and reports a call
 // that took a millisecond or more, or met refusals, as unavailability. At
-// the first refusal it calls refused (to insert the partial batch) before
-// it waits; an error from refused ends the call.
+// the first refusal it reports it (R line) and calls refused (to insert the
+// partial batch) before it retries; an error from refused ends the call.
 func (w *worker) next(ctx context.Context, gen string, g engine.Generator, refused func() error) (int64, error) {
 	start := time.Now()
 	var refusals map[string]int
