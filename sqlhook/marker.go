@@ -1,0 +1,236 @@
+package sqlhook
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+)
+
+// ErrNotHooked is the error of a marker that reached a driver without the
+// plugin: the database was not opened through [Open] or [Wrap], or a helper
+// converted the marker itself before the statement ran.
+var ErrNotHooked = errors.New("sqlhook: a marker reached the driver without the plugin")
+
+// Marker stands for an ID in a statement's arguments; make one with [Next].
+// Through the plugin each execution of a statement replaces it with an ID
+// drawn for that execution, and the marker then reports that ID. It is
+// safe for concurrent use, but a marker shared by statements running at the
+// same time reports only one of their IDs: give each its own.
+type Marker struct {
+	kind, name string
+
+	mu sync.Mutex
+	id int64
+	// spare is an ID drawn for an attempt the driver did not run
+	// (driver.ErrSkip, driver.ErrBadConn): the next execution through the
+	// same hook takes it instead of drawing, so a retry draws nothing.
+	spare     int64
+	spareFrom *hook
+}
+
+// Next returns a marker for an ID of kind and name ("" for the kind's
+// shared default), usable as any argument of any statement run through the
+// plugin:
+//
+//	id := sqlhook.Next("snowflake", "")
+//	res, err := db.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", id, "ada")
+//	n, _ := res.LastInsertId() // == id.ID(), on every driver
+//
+// Every execution draws a new ID; one marker given twice to one statement
+// stands for one ID in both places.
+func Next(kind, name string) *Marker { return &Marker{kind: kind, name: name} }
+
+// ID returns the ID drawn for the marker's latest execution, 0 before the
+// first.
+func (m *Marker) ID() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.id
+}
+
+// Value implements driver.Valuer so that a marker that reaches a driver
+// without the plugin fails the statement, with an error wrapping
+// [ErrNotHooked], instead of inserting a zero or an ID from a registry
+// nobody chose. Through the plugin it is never called.
+func (m *Marker) Value() (driver.Value, error) {
+	return nil, fmt.Errorf("%w: %s was converted outside sqlhook: open the database with sqlhook.Open or sql.OpenDB(sqlhook.Wrap(...)); "+
+		"helpers that convert arguments themselves (sqlx.In) cannot take a marker", ErrNotHooked, m)
+}
+
+// String names what the marker draws from, for loggers that print
+// arguments.
+func (m *Marker) String() string {
+	if m == nil {
+		return "sqlhook.Next(nil)"
+	}
+	return fmt.Sprintf("sqlhook.Next(%q, %q)", m.kind, m.name)
+}
+
+// take returns the ID of m for one execution: the spare an attempt that
+// did not run left for h, else a new one.
+func (h *hook) take(ctx context.Context, m *Marker) (int64, error) {
+	m.mu.Lock()
+	if m.spareFrom == h {
+		id := m.spare
+		m.id, m.spareFrom = id, nil
+		m.mu.Unlock()
+		return id, nil
+	}
+	m.mu.Unlock()
+	p, err := h.provider()
+	if err != nil {
+		return 0, err
+	}
+	g, err := p.Generator(ctx, m.kind, m.name)
+	if err != nil {
+		return 0, fmt.Errorf("sqlhook: %s: %w%s", m, err, storeHint(m.kind, err))
+	}
+	id, err := g.NextID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlhook: %s: %w", m, err)
+	}
+	m.mu.Lock()
+	m.id = id
+	m.mu.Unlock()
+	return id, nil
+}
+
+// giveBack keeps id, which no statement used, for m's next execution
+// through h.
+func (h *hook) giveBack(m *Marker, id int64) {
+	m.mu.Lock()
+	if m.spareFrom == nil {
+		m.spare, m.spareFrom = id, h
+	}
+	m.mu.Unlock()
+}
+
+func storeHint(kind string, err error) string {
+	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != idforge.KindChain && kind != idforge.KindSegment) {
+		return ""
+	}
+	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st})) in sqlhook.Settings.Registry: "+
+		"the default registry, used when none is given, has only \"snowflake\"", kind)
+}
+
+// drawn is one marker of an execution and the ID it got.
+type drawn struct {
+	m  *Marker
+	id int64
+}
+
+// draws are the IDs one execution drew, first the first marker's. The
+// first few live in buf, so that draws stays on the stack.
+type draws struct {
+	h    *hook
+	n    int
+	buf  [4]drawn
+	more []drawn
+}
+
+func (d *draws) at(i int) *drawn {
+	if i < len(d.buf) {
+		return &d.buf[i]
+	}
+	return &d.more[i-len(d.buf)]
+}
+
+func (d *draws) add(g drawn) {
+	if d.n < len(d.buf) {
+		d.buf[d.n] = g
+	} else {
+		d.more = append(d.more, g)
+	}
+	d.n++
+}
+
+// hasMarker reports whether args hold a marker: statements without one
+// pass through untouched.
+func hasMarker(args []driver.NamedValue) bool {
+	for i := range args {
+		if _, ok := args[i].Value.(*Marker); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// replace puts an ID in place of every marker in args (a slice database/sql
+// builds for each attempt, so it is ours to change), one per marker.
+func (d *draws) replace(ctx context.Context, args []driver.NamedValue) error {
+	for i := range args {
+		m, ok := args[i].Value.(*Marker)
+		if !ok {
+			continue
+		}
+		if m == nil {
+			d.undo()
+			return fmt.Errorf("%w: argument %d is a nil *sqlhook.Marker: make markers with sqlhook.Next", engine.ErrInvalidConfig, args[i].Ordinal)
+		}
+		id, seen := int64(0), false
+		for j := range d.n {
+			if g := d.at(j); g.m == m {
+				id, seen = g.id, true
+				break
+			}
+		}
+		if !seen {
+			var err error
+			if id, err = d.h.take(ctx, m); err != nil {
+				d.undo()
+				return err
+			}
+			d.add(drawn{m, id})
+		}
+		args[i].Value = id
+	}
+	return nil
+}
+
+// undo gives back every ID drawn: the statement was not run.
+func (d *draws) undo() {
+	for j := range d.n {
+		g := d.at(j)
+		d.h.giveBack(g.m, g.id)
+	}
+	d.n, d.more = 0, nil
+}
+
+// settle gives the IDs back when the driver says the attempt did not run
+// (database/sql then retries it, through Prepare or on another
+// connection), and otherwise answers LastInsertId with the first ID.
+func (d *draws) settle(res driver.Result, err error) (driver.Result, error) {
+	if err != nil {
+		if notRun(err) {
+			d.undo()
+		}
+		return res, err
+	}
+	return result{Result: res, id: d.buf[0].id}, nil
+}
+
+// notRun reports whether err says the driver did not send the statement.
+func notRun(err error) bool {
+	return errors.Is(err, driver.ErrSkip) || errors.Is(err, driver.ErrBadConn)
+}
+
+// result answers LastInsertId with the ID drawn for the execution's first
+// marker, on drivers that have no LastInsertId of their own too.
+type result struct {
+	driver.Result
+	id int64
+}
+
+func (r result) LastInsertId() (int64, error) { return r.id, nil }
+
+func (r result) RowsAffected() (int64, error) {
+	if r.Result == nil { // a driver that answered neither a result nor an error
+		return 0, errors.New("sqlhook: the driver returned no result")
+	}
+	return r.Result.RowsAffected()
+}
