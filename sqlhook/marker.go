@@ -26,10 +26,11 @@ type Marker struct {
 
 	mu sync.Mutex
 	id int64
-	// spare is an ID drawn for an attempt the driver did not run
-	// (driver.ErrSkip, driver.ErrBadConn): the next execution through the
-	// same hook takes it instead of drawing, so a retry draws nothing.
-	spare     int64
+	// spare is an ID (an int64, boxed once) drawn for an attempt the
+	// driver did not run (driver.ErrSkip, driver.ErrBadConn): the next
+	// execution through the same hook takes it instead of drawing, so a
+	// retry draws nothing.
+	spare     driver.Value
 	spareFrom *hook
 }
 
@@ -71,28 +72,28 @@ func (m *Marker) String() string {
 	return fmt.Sprintf("sqlhook.Next(%q, %q)", m.kind, m.name)
 }
 
-// take returns the ID of m for one execution: the spare an attempt that
-// did not run left for h, else a new one.
-func (h *hook) take(ctx context.Context, m *Marker) (int64, error) {
+// take returns the ID of m for one execution, as the int64 a driver
+// takes: the spare an attempt that did not run left for h, else a new one.
+func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
 	m.mu.Lock()
 	if m.spareFrom == h {
-		id := m.spare
-		m.id, m.spareFrom = id, nil
+		v := m.spare
+		m.id, m.spare, m.spareFrom = v.(int64), nil, nil
 		m.mu.Unlock()
-		return id, nil
+		return v, nil
 	}
 	m.mu.Unlock()
 	p, err := h.provider()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	g, err := p.Generator(ctx, m.kind, m.name)
 	if err != nil {
-		return 0, fmt.Errorf("sqlhook: %s: %w%s", m, err, storeHint(m.kind, err))
+		return nil, fmt.Errorf("sqlhook: %s: %w%s", m, err, storeHint(m.kind, err))
 	}
 	id, err := g.NextID(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sqlhook: %s: %w", m, err)
+		return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
 	}
 	m.mu.Lock()
 	m.id = id
@@ -100,12 +101,12 @@ func (h *hook) take(ctx context.Context, m *Marker) (int64, error) {
 	return id, nil
 }
 
-// giveBack keeps id, which no statement used, for m's next execution
+// giveBack keeps v, an ID no statement used, for m's next execution
 // through h.
-func (h *hook) giveBack(m *Marker, id int64) {
+func (h *hook) giveBack(m *Marker, v driver.Value) {
 	m.mu.Lock()
 	if m.spareFrom == nil {
-		m.spare, m.spareFrom = id, h
+		m.spare, m.spareFrom = v, h
 	}
 	m.mu.Unlock()
 }
@@ -118,10 +119,10 @@ func storeHint(kind string, err error) string {
 		"the default registry, used when none is given, has only \"snowflake\"", kind)
 }
 
-// drawn is one marker of an execution and the ID it got.
+// drawn is one marker of an execution and the ID it got, an int64.
 type drawn struct {
-	m  *Marker
-	id int64
+	m *Marker
+	v driver.Value
 }
 
 // draws are the IDs one execution drew, first the first marker's. The
@@ -172,22 +173,22 @@ func (d *draws) replace(ctx context.Context, args []driver.NamedValue) error {
 			d.undo()
 			return fmt.Errorf("%w: argument %d is a nil *sqlhook.Marker: make markers with sqlhook.Next", engine.ErrInvalidConfig, args[i].Ordinal)
 		}
-		id, seen := int64(0), false
+		var v driver.Value
 		for j := range d.n {
 			if g := d.at(j); g.m == m {
-				id, seen = g.id, true
+				v = g.v
 				break
 			}
 		}
-		if !seen {
+		if v == nil {
 			var err error
-			if id, err = d.h.take(ctx, m); err != nil {
+			if v, err = d.h.take(ctx, m); err != nil {
 				d.undo()
 				return err
 			}
-			d.add(drawn{m, id})
+			d.add(drawn{m, v})
 		}
-		args[i].Value = id
+		args[i].Value = v
 	}
 	return nil
 }
@@ -196,7 +197,7 @@ func (d *draws) replace(ctx context.Context, args []driver.NamedValue) error {
 func (d *draws) undo() {
 	for j := range d.n {
 		g := d.at(j)
-		d.h.giveBack(g.m, g.id)
+		d.h.giveBack(g.m, g.v)
 	}
 	d.n, d.more = 0, nil
 }
@@ -211,7 +212,7 @@ func (d *draws) settle(res driver.Result, err error) (driver.Result, error) {
 		}
 		return res, err
 	}
-	return result{Result: res, id: d.buf[0].id}, nil
+	return result{Result: res, id: d.buf[0].v.(int64)}, nil
 }
 
 // notRun reports whether err says the driver did not send the statement.
