@@ -131,5 +131,16 @@
 // cached schema (unless the field says autoIncrement explicitly), so inserts
 // carry the ID and PostgreSQL needs no RETURNING. Call [Prepare] before
 // AutoMigrate to have the columns created as plain BIGINT rather than
-// AUTO_INCREMENT, BIGSERIAL or AUTOINCREMENT.
+// AUTO_INCREMENT, BIGSERIAL or AUTOINCREMENT: GORM's migrator has no hook
+// through which the plugin could tell it.
+//
+// When the plugin first sees a model whose key it fills in a column that
+// numbers rows itself (AUTO_INCREMENT, IDENTITY, a nextval default,
+// AUTOINCREMENT: AutoMigrate ran before Prepare, or the table predates the
+// plugin), it logs a warning through GORM's logger (or [WithLogger]'s),
+// once per table, naming the model and idplugin.Prepare. It reads the
+// column from the database's catalogue, on the connection of the statement
+// that first meets the model. Such tables keep working: the row gets the
+// plugin's ID and the counter goes unused, so a table migrated from
+// AUTO_INCREMENT keys on purpose needs nothing more.
 package idplugin

@@ -65,6 +65,7 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema) (*mode
 	mp := &modelPlan{schema: s, filler: filler, fields: fields, key: -1,
 		hooks: s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave}
 	var desc []string
+	var implied []*schema.Field // keys GORM took for auto-increment
 	for i, sf := range fields {
 		mp.ids = append(mp.ids, targets[i].Field)
 		if sf.DBName != "" {
@@ -76,12 +77,14 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema) (*mode
 		d := targets[i].Name + " <- " + targets[i].Spec.String()
 		if turnOffAutoIncrement(s, sf) {
 			d += " (auto-increment off)"
+			implied = append(implied, sf)
 		}
 		desc = append(desc, d)
 	}
 	if len(desc) > 0 {
 		p.logger(db).Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
 	}
+	p.warnAutoIncrement(ctx, db, s, implied)
 	p.plans.Store(s, planResult{plan: mp})
 	return mp, nil
 }

@@ -62,8 +62,8 @@ func WithDefaultGenerator(kind, name string) Option {
 func WithGormModelAutoIncrement() Option { return func(c *config) { c.modelAuto = true } }
 
 // WithLogger sets where the plugin says, at Info level, which fields of a
-// model it fills when it first sees the model. The default is the *gorm.DB's
-// logger.
+// model it fills when it first sees the model, and warns of keys in
+// auto-incrementing columns. The default is the *gorm.DB's logger.
 func WithLogger(l logger.Interface) Option { return func(c *config) { c.logger = l } }
 
 // Plugin fills ID fields on create. Make one with [New] and register it with
@@ -72,10 +72,11 @@ func WithLogger(l logger.Interface) Option { return func(c *config) { c.logger =
 type Plugin struct {
 	cfg config
 
-	plans  sync.Map   // *schema.Schema -> planResult
-	byType sync.Map   // reflect.Type -> *modelPlan, for Fill of structs
-	floors sync.Map   // floorKey -> true: floors given to the registry
-	mu     sync.Mutex // serializes first sight: planning mutates GORM's cached schema
+	plans      sync.Map   // *schema.Schema -> planResult
+	byType     sync.Map   // reflect.Type -> *modelPlan, for Fill of structs
+	floors     sync.Map   // floorKey -> true: floors given to the registry
+	autoWarned sync.Map   // autoKey -> true: auto-increment columns warned about
+	mu         sync.Mutex // serializes first sight: planning mutates GORM's cached schema
 }
 
 type planResult struct {
