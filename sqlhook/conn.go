@@ -72,7 +72,6 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 
 func (c *conn) Close() error { return c.base.Close() }
 
-//nolint:staticcheck // driver.Conn requires Begin
 func (c *conn) Begin() (driver.Tx, error) { return c.base.Begin() }
 
 // BeginTx returns the base transaction itself: statements in a transaction
@@ -88,7 +87,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if opts.ReadOnly {
 		return nil, errors.New("sql: driver does not support read-only transactions")
 	}
-	tx, err := c.base.Begin() //nolint:staticcheck
+	tx, err := c.base.Begin()
 	if err == nil && ctx.Done() != nil {
 		select {
 		default:
@@ -102,9 +101,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	ec, _ := c.base.(driver.ExecerContext)
-	var ex driver.Execer //nolint:staticcheck
+	var ex driver.Execer
 	if ec == nil {
-		if ex, _ = c.base.(driver.Execer); ex == nil { //nolint:staticcheck
+		if ex, _ = c.base.(driver.Execer); ex == nil {
 			return nil, driver.ErrSkip // database/sql prepares the statement
 		}
 	}
@@ -130,13 +129,13 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	qc, _ := c.base.(driver.QueryerContext)
-	var q driver.Queryer //nolint:staticcheck
+	var q driver.Queryer
 	if qc == nil {
-		if q, _ = c.base.(driver.Queryer); q == nil { //nolint:staticcheck
+		if q, _ = c.base.(driver.Queryer); q == nil {
 			return nil, driver.ErrSkip
 		}
 	}
-	query1 := func() (driver.Rows, error) {
+	run := func() (driver.Rows, error) {
 		if qc != nil {
 			return qc.QueryContext(ctx, query, args)
 		}
@@ -147,13 +146,13 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return q.Query(query, dargs)
 	}
 	if !hasMarker(args) {
-		return query1()
+		return run()
 	}
 	d := draws{h: c.h}
 	if err := d.replace(ctx, args); err != nil {
 		return nil, err
 	}
-	rows, err := query1()
+	rows, err := run()
 	if err != nil && notRun(err) {
 		d.undo()
 	}
@@ -225,7 +224,7 @@ func (c *conn) wrapStmt(si driver.Stmt) driver.Stmt {
 	}
 	// database/sql asks the statement for ColumnConverter: show it only
 	// where the base has one. A one-pointer struct boxes without allocating.
-	if _, ok := si.(driver.ColumnConverter); ok { //nolint:staticcheck
+	if _, ok := si.(driver.ColumnConverter); ok {
 		return ccStmt{s}
 	}
 	return s
@@ -271,7 +270,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		if err != nil {
 			return nil, err
 		}
-		return s.base.Exec(dargs) //nolint:staticcheck
+		return s.base.Exec(dargs)
 	}
 	if !hasMarker(args) {
 		return exec()
@@ -292,7 +291,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		if err != nil {
 			return nil, err
 		}
-		return s.base.Query(dargs) //nolint:staticcheck
+		return s.base.Query(dargs)
 	}
 	if !hasMarker(args) {
 		return query()
@@ -324,7 +323,7 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 type ccStmt struct{ *stmt }
 
 func (s ccStmt) ColumnConverter(idx int) driver.ValueConverter {
-	return s.base.(driver.ColumnConverter).ColumnConverter(idx) //nolint:staticcheck
+	return s.base.(driver.ColumnConverter).ColumnConverter(idx)
 }
 
 func named(args []driver.Value) []driver.NamedValue {
