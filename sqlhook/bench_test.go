@@ -130,6 +130,25 @@ func benchExec(b *testing.B, open benchTarget) {
 	})
 }
 
+// benchNoop opens a driver that runs nothing (the test's fake, answering
+// ExecContext, or driver.ErrSkip with skip), so that what remains is
+// database/sql's work and the plugin's.
+func benchNoop(skip bool) benchTarget {
+	return func(b *testing.B, reg engine.Provider) (*sql.DB, *sql.DB) {
+		bare := sql.OpenDB(&fake{full: true, skip: skip, discard: true})
+		hooked := sql.OpenDB(sqlhook.Wrap(&fake{full: true, skip: skip, discard: true}, sqlhook.Settings{Registry: reg}))
+		b.Cleanup(func() { bare.Close(); hooked.Close() })
+		return bare, hooked
+	}
+}
+
+// BenchmarkExecNoop isolates the plugin's own cost per Exec: the driver
+// runs nothing, on the ExecContext path and on the ErrSkip path.
+func BenchmarkExecNoop(b *testing.B) {
+	b.Run("exec", func(b *testing.B) { benchExec(b, benchNoop(false)) })
+	b.Run("prepare", func(b *testing.B) { benchExec(b, benchNoop(true)) })
+}
+
 // BenchmarkExecSQLite inserts one row per Exec into SQLite in memory.
 func BenchmarkExecSQLite(b *testing.B) { benchExec(b, benchSQLite) }
 

@@ -15,6 +15,19 @@ type conn struct {
 	base driver.Conn
 	h    *hook
 
+	// The base connection's optional interfaces, looked up once; nil
+	// where it lacks one.
+	pc     driver.ConnPrepareContext
+	bt     driver.ConnBeginTx
+	ec     driver.ExecerContext
+	ex     driver.Execer
+	qc     driver.QueryerContext
+	q      driver.Queryer
+	nvc    driver.NamedValueChecker
+	pinger driver.Pinger
+	rs     driver.SessionResetter
+	val    driver.Validator
+
 	// st is the wrapper of the connection's statements while none is
 	// open: database/sql prepares a statement for each Exec a driver
 	// answers with driver.ErrSkip (MySQL without interpolateParams), and
@@ -35,7 +48,20 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-func newConn(base driver.Conn, h *hook) *conn { return &conn{base: base, h: h} }
+func newConn(base driver.Conn, h *hook) *conn {
+	c := &conn{base: base, h: h}
+	c.pc, _ = base.(driver.ConnPrepareContext)
+	c.bt, _ = base.(driver.ConnBeginTx)
+	c.ec, _ = base.(driver.ExecerContext)
+	c.ex, _ = base.(driver.Execer)
+	c.qc, _ = base.(driver.QueryerContext)
+	c.q, _ = base.(driver.Queryer)
+	c.nvc, _ = base.(driver.NamedValueChecker)
+	c.pinger, _ = base.(driver.Pinger)
+	c.rs, _ = base.(driver.SessionResetter)
+	c.val, _ = base.(driver.Validator)
+	return c
+}
 
 // Raw returns the base driver's connection, for sql.Conn.Raw users (pgx's
 // *stdlib.Conn for CopyFrom), under the name XSAM/otelsql gives it.
@@ -50,8 +76,8 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if pc, ok := c.base.(driver.ConnPrepareContext); ok {
-		si, err := pc.PrepareContext(ctx, query)
+	if c.pc != nil {
+		si, err := c.pc.PrepareContext(ctx, query)
 		if err != nil {
 			return nil, err
 		}
@@ -77,8 +103,8 @@ func (c *conn) Begin() (driver.Tx, error) { return c.base.Begin() }
 // BeginTx returns the base transaction itself: statements in a transaction
 // run on its connection, through this wrapper.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if bt, ok := c.base.(driver.ConnBeginTx); ok {
-		return bt.BeginTx(ctx, opts)
+	if c.bt != nil {
+		return c.bt.BeginTx(ctx, opts)
 	}
 	// What database/sql does for a connection without BeginTx.
 	if opts.Isolation != driver.IsolationLevel(0) {
@@ -100,22 +126,18 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	ec, _ := c.base.(driver.ExecerContext)
-	var ex driver.Execer
-	if ec == nil {
-		if ex, _ = c.base.(driver.Execer); ex == nil {
-			return nil, driver.ErrSkip // database/sql prepares the statement
-		}
+	if c.ec == nil && c.ex == nil {
+		return nil, driver.ErrSkip // database/sql prepares the statement
 	}
 	exec := func() (driver.Result, error) {
-		if ec != nil {
-			return ec.ExecContext(ctx, query, args)
+		if c.ec != nil {
+			return c.ec.ExecContext(ctx, query, args)
 		}
 		dargs, err := values(ctx, args)
 		if err != nil {
 			return nil, err
 		}
-		return ex.Exec(query, dargs)
+		return c.ex.Exec(query, dargs)
 	}
 	if !hasMarker(args) {
 		return exec()
@@ -128,22 +150,18 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	qc, _ := c.base.(driver.QueryerContext)
-	var q driver.Queryer
-	if qc == nil {
-		if q, _ = c.base.(driver.Queryer); q == nil {
-			return nil, driver.ErrSkip
-		}
+	if c.qc == nil && c.q == nil {
+		return nil, driver.ErrSkip
 	}
 	run := func() (driver.Rows, error) {
-		if qc != nil {
-			return qc.QueryContext(ctx, query, args)
+		if c.qc != nil {
+			return c.qc.QueryContext(ctx, query, args)
 		}
 		dargs, err := values(ctx, args)
 		if err != nil {
 			return nil, err
 		}
-		return q.Query(query, dargs)
+		return c.q.Query(query, dargs)
 	}
 	if !hasMarker(args) {
 		return run()
@@ -160,22 +178,22 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 }
 
 func (c *conn) Ping(ctx context.Context) error {
-	if p, ok := c.base.(driver.Pinger); ok {
-		return p.Ping(ctx)
+	if c.pinger != nil {
+		return c.pinger.Ping(ctx)
 	}
 	return nil
 }
 
 func (c *conn) ResetSession(ctx context.Context) error {
-	if r, ok := c.base.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
+	if c.rs != nil {
+		return c.rs.ResetSession(ctx)
 	}
 	return nil
 }
 
 func (c *conn) IsValid() bool {
-	if v, ok := c.base.(driver.Validator); ok {
-		return v.IsValid()
+	if c.val != nil {
+		return c.val.IsValid()
 	}
 	return true
 }
@@ -189,8 +207,8 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 	if _, ok := nv.Value.(*Marker); ok {
 		return nil
 	}
-	if nvc, ok := c.base.(driver.NamedValueChecker); ok {
-		return nvc.CheckNamedValue(nv)
+	if c.nvc != nil {
+		return c.nvc.CheckNamedValue(nv)
 	}
 	return driver.ErrSkip
 }
@@ -219,6 +237,9 @@ func (c *conn) wrapStmt(si driver.Stmt) driver.Stmt {
 		s = &stmt{}
 	}
 	*s = stmt{base: si, c: c}
+	s.ec, _ = si.(driver.StmtExecContext)
+	s.qc, _ = si.(driver.StmtQueryContext)
+	s.nvc, _ = si.(driver.NamedValueChecker)
 	if s == &c.st {
 		c.stOpen = true
 	}
@@ -234,6 +255,9 @@ func (c *conn) wrapStmt(si driver.Stmt) driver.Stmt {
 type stmt struct {
 	base driver.Stmt
 	c    *conn
+	ec   driver.StmtExecContext
+	qc   driver.StmtQueryContext
+	nvc  driver.NamedValueChecker
 }
 
 var (
@@ -263,8 +287,8 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	exec := func() (driver.Result, error) {
-		if ec, ok := s.base.(driver.StmtExecContext); ok {
-			return ec.ExecContext(ctx, args)
+		if s.ec != nil {
+			return s.ec.ExecContext(ctx, args)
 		}
 		dargs, err := values(ctx, args)
 		if err != nil {
@@ -284,8 +308,8 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	query := func() (driver.Rows, error) {
-		if qc, ok := s.base.(driver.StmtQueryContext); ok {
-			return qc.QueryContext(ctx, args)
+		if s.qc != nil {
+			return s.qc.QueryContext(ctx, args)
 		}
 		dargs, err := values(ctx, args)
 		if err != nil {
@@ -313,8 +337,8 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if _, ok := nv.Value.(*Marker); ok {
 		return nil
 	}
-	if nvc, ok := s.base.(driver.NamedValueChecker); ok {
-		return nvc.CheckNamedValue(nv)
+	if s.nvc != nil {
+		return s.nvc.CheckNamedValue(nv)
 	}
 	return s.c.CheckNamedValue(nv)
 }
