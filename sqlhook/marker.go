@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
@@ -24,12 +25,14 @@ var ErrNotHooked = errors.New("sqlhook: a marker reached the driver without the 
 type Marker struct {
 	kind, name string
 
-	mu sync.Mutex
-	id int64
+	id atomic.Int64
+
 	// spare is an ID (an int64, boxed once) drawn for an attempt the
 	// driver did not run (driver.ErrSkip, driver.ErrBadConn): the next
 	// execution through the same hook takes it instead of drawing, so a
-	// retry draws nothing.
+	// retry draws nothing. hasSpare lets the usual draw skip the lock.
+	hasSpare  atomic.Bool
+	mu        sync.Mutex
 	spare     driver.Value
 	spareFrom *hook
 }
@@ -48,11 +51,7 @@ func Next(kind, name string) *Marker { return &Marker{kind: kind, name: name} }
 
 // ID returns the ID drawn for the marker's latest execution, 0 before the
 // first.
-func (m *Marker) ID() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.id
-}
+func (m *Marker) ID() int64 { return m.id.Load() }
 
 // Value implements driver.Valuer so that a marker that reaches a driver
 // without the plugin fails the statement, with an error wrapping
@@ -75,14 +74,18 @@ func (m *Marker) String() string {
 // take returns the ID of m for one execution, as the int64 a driver
 // takes: the spare an attempt that did not run left for h, else a new one.
 func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
-	m.mu.Lock()
-	if m.spareFrom == h {
-		v := m.spare
-		m.id, m.spare, m.spareFrom = v.(int64), nil, nil
+	if m.hasSpare.Load() {
+		m.mu.Lock()
+		if m.spareFrom == h {
+			v := m.spare
+			m.spare, m.spareFrom = nil, nil
+			m.hasSpare.Store(false)
+			m.id.Store(v.(int64))
+			m.mu.Unlock()
+			return v, nil
+		}
 		m.mu.Unlock()
-		return v, nil
 	}
-	m.mu.Unlock()
 	p, err := h.provider()
 	if err != nil {
 		return nil, err
@@ -95,9 +98,7 @@ func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
 	}
-	m.mu.Lock()
-	m.id = id
-	m.mu.Unlock()
+	m.id.Store(id)
 	return id, nil
 }
 
@@ -107,6 +108,7 @@ func (h *hook) giveBack(m *Marker, v driver.Value) {
 	m.mu.Lock()
 	if m.spareFrom == nil {
 		m.spare, m.spareFrom = v, h
+		m.hasSpare.Store(true)
 	}
 	m.mu.Unlock()
 }
