@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm/logger"
 
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/testdb"
 )
 

@@ -1,6 +1,9 @@
-// Package sqlhook is the idforge plugin for database/sql: a driver wrapper
-// that puts freshly drawn IDs into hand-written statements, for plain
-// database/sql, sqlx, sqlc and GORM users alike.
+// Package sqlhook is idforge for database/sql, sqlx and sqlc users, in two
+// parts: a driver plugin that puts freshly drawn IDs into the arguments of
+// any statement, and sqlx helpers that fill the tagged ID fields of structs
+// (see "The sqlx helpers" below).
+//
+// # The driver plugin
 //
 //	db, err := sqlhook.Open("pgx", dsn, sqlhook.Settings{Registry: reg}) // or sql.OpenDB(sqlhook.Wrap(connector, s))
 //	id := sqlhook.Next("snowflake", "")
@@ -58,8 +61,8 @@
 //
 // sqlx: wrap the *sql.DB, sqlx.NewDb(db, "pgx"), and pass markers as
 // arguments (also in NamedExec structs and maps); use Rebind for the
-// placeholders. To fill the IDs of structs, use idsqlx: a driver sees only
-// argument values and cannot write IDs back into structs.
+// placeholders. To fill the IDs of structs, use the helpers below: a driver
+// sees only argument values and cannot write IDs back into structs.
 //
 // GORM: give GORM the wrapped *sql.DB as its connection
 // (gorm.Open(mysql.New(mysql.Config{Conn: db})), postgres.New with Conn)
@@ -76,4 +79,45 @@
 // The registry is resolved at the first marker; Settings{} draws from
 // idforge.Default(), which registers "snowflake" only. Kinds "chain" and
 // "segment" need a registry built with a store.
+//
+// # The sqlx helpers
+//
+// [New] returns a [Helper] that gives rows inserted through
+// github.com/jmoiron/sqlx their IDs before the insert, from the same `idgen`
+// struct tags the GORM plugin reads:
+//
+//	type Order struct {
+//		ID       int64  `db:"id" idgen:"snowflake"`
+//		Code     string `db:"code" idgen:"chain,name=order,format=radix62"`
+//		Customer string `db:"customer"`
+//	}
+//
+//	ids := sqlhook.New(reg) // reg from idforge.New; nil means idforge.Default()
+//	o := Order{Customer: "ada"}
+//	_, err := ids.Insert(ctx, db, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
+//	// o.ID and o.Code are set
+//
+// A [Helper] draws from one engine.Provider (a registry) and caches, per
+// struct type, the fields it fills and their generators. [Helper.Fill] fills
+// a struct or a slice without inserting; [Helper.Insert] and
+// [Helper.InsertBatch] fill and then run sqlx's NamedExecContext, the batch
+// as multi-row INSERTs; [Helper.Next] is a driver.Valuer for hand-written
+// SQL that draws its ID when the statement runs, once, on any database,
+// with or without the driver plugin. Only zero values (0, "", nil pointers)
+// are filled: a set ID is kept.
+//
+// The helpers run the SQL they are given and offer no upsert of their own:
+// in an INSERT with ON CONFLICT or ON DUPLICATE KEY UPDATE, a row that meets
+// a conflict is not inserted and keeps the ID drawn for it, which is not its
+// row's; read the key back by the conflict columns, as the GORM plugin does
+// for its upserts.
+//
+// Without a registry (New(nil)) the helper uses idforge.Default(): kind
+// "snowflake" on machine.Default()'s machine ID (safe for a single instance
+// unless IDFORGE_MACHINE_ID is set per instance). Chains ("chain",
+// "segment") need a registry built with a store.
+//
+// The helpers fill IDs at the struct level because the driver plugin sees
+// only argument values and could not write the IDs back into the caller's
+// structs; the plugin, in turn, needs no struct and answers LastInsertId.
 package sqlhook

@@ -15,7 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
-	"github.com/idforge/idforge/idplugin"
+	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/internal/testreg"
 	"github.com/idforge/idforge/sqlhook"

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sqlhook"
 )
@@ -259,9 +261,11 @@ func TestDrawErrors(t *testing.T) {
 	}
 }
 
-// TestDefaultRegistry: Settings{} draws from idforge.Default().
-func TestDefaultRegistry(t *testing.T) {
-	t.Setenv("IDFORGE_STATE_DIR", "off")
+// TestOpenDefaultRegistry: Settings{} draws from idforge.Default(), which
+// reads IDFORGE_MACHINE_ID once per process: the same machine ID as the
+// helpers' TestDefaultRegistry, whichever runs first.
+func TestOpenDefaultRegistry(t *testing.T) {
+	t.Setenv(machine.MachineIDEnv, "5")
 	d := testdb.SQLite(t)
 	db, err := sqlhook.Open(d.Driver, d.DSN, sqlhook.Settings{})
 	if err != nil {
@@ -272,6 +276,9 @@ func TestDefaultRegistry(t *testing.T) {
 	var got int64
 	if err := db.QueryRow("SELECT ?", n).Scan(&got); err != nil || got == 0 || got != n.ID() {
 		t.Errorf("default registry: %d, %v; marker %d", got, err, n.ID())
+	}
+	if parts, err := snowflake.Default.Decode(got); err != nil || parts.Machine != 5 {
+		t.Errorf("ID %d: %+v, %v; want machine 5, from idforge.Default()", got, parts, err)
 	}
 }
 

@@ -1,40 +1,5 @@
-// Package sqlhook gives rows inserted through github.com/jmoiron/sqlx their
-// IDs before the insert, from the same `idgen` struct tags the GORM plugin
-// reads:
-//
-//	type Order struct {
-//		ID       int64  `db:"id" idgen:"snowflake"`
-//		Code     string `db:"code" idgen:"chain,name=order,format=radix62"`
-//		Customer string `db:"customer"`
-//	}
-//
-//	ids := sqlhook.New(reg) // reg from idforge.New; nil means idforge.Default()
-//	o := Order{Customer: "ada"}
-//	_, err := ids.Insert(ctx, db, `INSERT INTO orders (id, code, customer) VALUES (:id, :code, :customer)`, &o)
-//	// o.ID and o.Code are set
-//
-// A [Helper] draws from one engine.Provider (a registry) and caches, per
-// struct type, the fields it fills and their generators. [Helper.Fill] fills
-// a struct or a slice without inserting; [Helper.Insert] and
-// [Helper.InsertBatch] fill and then run sqlx's NamedExecContext, the batch
-// as multi-row INSERTs; [Helper.Next] is a driver.Valuer for hand-written
-// SQL that draws its ID when the statement runs. Only zero values (0, "",
-// nil pointers) are filled: a set ID is kept.
-//
-// The helpers run the SQL they are given and offer no upsert of their own:
-// in an INSERT with ON CONFLICT or ON DUPLICATE KEY UPDATE, a row that meets
-// a conflict is not inserted and keeps the ID drawn for it, which is not its
-// row's; read the key back by the conflict columns, as the GORM plugin does
-// for its upserts.
-//
-// Without a registry (New(nil)) the helper uses idforge.Default(): kind
-// "snowflake" on machine.Default()'s machine ID (safe for a single instance
-// unless IDFORGE_MACHINE_ID is set per instance). Chains ("chain",
-// "segment") need a registry built with a store.
-//
-// IDs are filled at the struct level, not in a database/sql driver wrapper,
-// because a driver sees only argument values and could not write the IDs
-// back into the caller's structs.
+// The sqlx helpers; the package documentation is in doc.go.
+
 package sqlhook
 
 import (
