@@ -2,6 +2,7 @@ package idplugin_test
 
 import (
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -98,6 +99,21 @@ func TestDerivedFloor(t *testing.T) {
 			}
 			if n, err := strconv.ParseInt(dec.ID, 10, 64); err != nil || n <= 100 {
 				t.Errorf("decimal key %q: %v; want above 100", dec.ID, err)
+			}
+
+			// The store is wiped: the Floor is asked again, long after the
+			// transaction of the Create that first asked it ended.
+			for _, table := range []string{"idforge_meta", "idforge_segment"} {
+				if _, err := ids.ExecContext(t.Context(), "DELETE FROM "+table); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// As the registry does when the lease's heartbeat sees the
+			// wipe: the chain drops what it held and fetches anew.
+			reg.Chains()["floor_int"].Discard(errors.New("the store was wiped"))
+			var again floorInt
+			if err := db.Create(&again).Error; err != nil || again.ID <= i.ID {
+				t.Errorf("integer key after the store was wiped: %d, %v; want above %d", again.ID, err, i.ID)
 			}
 		})
 	}

@@ -26,7 +26,14 @@ var Sequences func(db *gorm.DB, s *schema.Schema) (engine.Provider, []idgen.Colu
 // c's column (names quoted for db's dialect), 0 while the table does not
 // exist. It is nil when c does not draw from a sequence.
 func Floor(db *gorm.DB, table string, c idgen.Column) engine.Floor {
-	sess := db.Session(&gorm.Session{NewDB: true})
+	// A statement of its own (a Context makes Session clone it) on the pool,
+	// not on the transaction db may be in: a Floor is asked again after
+	// every store reset, long after that transaction ended, and from the
+	// chain's own goroutine.
+	sess := db.Session(&gorm.Session{NewDB: true, Context: context.Background()})
+	if pool := db.Config.ConnPool; pool != nil {
+		sess.Statement.ConnPool = pool
+	}
 	quote := (&gorm.Statement{DB: sess}).Quote
 	return c.Field.Floor(db.Dialector.Name(), quote(table), quote(c.Name), func(ctx context.Context, q string, dest *sql.NullString) error {
 		tx := sess.WithContext(ctx)
