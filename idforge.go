@@ -8,8 +8,9 @@
 //	reg, err := idforge.New(ctx, idforge.Settings{Store: st, Namespace: "orders"})
 //	defer reg.Close() // gives the machine ID back, stops prefetch workers
 //
-// Registered kinds: "snowflake" (the shared default, name ""), and with a
-// store "chain" (a lock-free segment chain per name) and "segment" (a
+// Registered kinds: "snowflake" (the shared default, name ""), "uuidv7"
+// (RFC 9562 version 7 UUIDs, name "": see engine.UUIDGeneratorOf), and with
+// a store "chain" (a lock-free segment chain per name) and "segment" (a
 // synchronous single-segment generator per name).
 //
 // The registry owns what must agree between its parts: the layout decides
@@ -38,6 +39,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
 )
 
 // Kinds registered by [New]: the first element of an `idgen` struct tag.
@@ -45,6 +47,10 @@ const (
 	KindSnowflake = "snowflake"
 	KindChain     = "chain"
 	KindSegment   = "segment"
+	// KindUUIDv7 gives 128-bit UUIDs, not int64 IDs: draw them with
+	// engine.UUIDGeneratorOf (the GORM plugin and the sqlx helper fill
+	// uuid.UUID and string fields with them).
+	KindUUIDv7 = "uuidv7"
 )
 
 // DefaultNamespace is the namespace of a registry given none.
@@ -171,7 +177,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 			engine.ErrInvalidConfig, f, res)
 	}
 	r.Registry = engine.NewRegistry()
-	if err := r.Register(KindSnowflake, "", r.sf); err != nil {
+	if err := errors.Join(r.Register(KindSnowflake, "", r.sf), r.Register(KindUUIDv7, "", uuidv7.New(s.Clock))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
@@ -375,8 +381,8 @@ var (
 // sqlx helper use when given none, built on first use with Settings{}: a
 // snowflake generator on machine.Default() (IDFORGE_MACHINE_ID, a
 // StatefulSet ordinal, else machine 0 — safe for one instance only), with a
-// local state file in machine.DefaultStateDir(). It has no store, so no
-// "chain" or "segment" kind. Services with several replicas should call
+// local state file in machine.DefaultStateDir(), and "uuidv7". It has no
+// store, so no "chain" or "segment" kind. Services with several replicas should call
 // [New] with a store instead.
 func Default() (*Registry, error) {
 	defaultOnce.Do(func() { defaultReg, defaultErr = New(context.Background(), Settings{}) })
