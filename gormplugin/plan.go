@@ -102,11 +102,12 @@ func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
 	if !idgen.Sequence(f.Spec.Kind) || table == "" || column == "" {
 		return
 	}
-	k := floorKey{db.Config, table, column, f.Spec.Name}
+	name := f.FloorName()
+	k := floorKey{db.Config, table, column, name}
 	if _, seen := p.floors.LoadOrStore(k, true); seen {
 		return
 	}
-	idgen.AddFloor(p.cfg.registry, f.Spec.Name, gormids.Floor(db, table, idgen.Column{Field: f, Name: column}))
+	idgen.AddFloor(p.cfg.registry, name, gormids.Floor(db, table, idgen.Column{Field: f, Name: column}))
 }
 
 func init() { gormids.Sequences = sequences }
