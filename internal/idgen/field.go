@@ -129,6 +129,15 @@ func (f *Field) datedFormat() (*Field, error) {
 	return f, nil
 }
 
+// DatedLen is the length of every string of the field's dated format, 0
+// when it has none.
+func (f *Field) DatedLen() int {
+	if f.dated == nil {
+		return 0
+	}
+	return f.dated.Len()
+}
+
 // Dated asks p for the dated chain name in format, as an idforge registry
 // built with a store makes them (idforge.Registry.Dated). A provider that
 // makes none wraps [engine.ErrUnknownGenerator].
