@@ -44,6 +44,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/idgen"
 )
 
 // Options configures [New]. The zero value works.
@@ -265,6 +266,12 @@ func (p provider) Generator(ctx context.Context, kind, name string) (engine.Gene
 		return nil, err
 	}
 	return p.c.Generator(kind, name, g), nil
+}
+
+// Dated hands out p's dated chains, when p makes them (an
+// *idforge.Registry with a store does); their chains are counted by Watch.
+func (p provider) Dated(name, format string) (engine.StringGenerator, error) {
+	return idgen.Dated(p.p, name, format)
 }
 
 // Generator returns g counted under kind and name. Asking again for the same
