@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"gorm.io/gorm"
@@ -303,7 +304,8 @@ func Fill(db *gorm.DB, value any) error {
 // BIGINT for integer keys) and creates write to them accordingly; a model
 // Prepare did not see first keeps GORM's types unless its gorm tag names
 // one. For a table named with db.Table(name), prepare on that same
-// db.Table(name). It needs the plugin registered on db.
+// db.Table(name) (which prepares the model's own schema too, the one
+// Create uses). It needs the plugin registered on db.
 func Prepare(db *gorm.DB, models ...any) error {
 	p, err := pluginOf(db)
 	if err != nil {
@@ -327,13 +329,15 @@ func Prepare(db *gorm.DB, models ...any) error {
 	}
 	for _, m := range models {
 		// AutoMigrate under db.Table(name) works on a schema cached for that
-		// table name: prepare that one.
-		stmt := &gorm.Statement{DB: db}
-		if err := stmt.ParseWithSpecialTableName(m, db.Statement.Table); err != nil {
-			errs = append(errs, err)
-			continue
+		// table name, Create on the model's own: prepare both.
+		for _, table := range slices.Compact([]string{db.Statement.Table, ""}) {
+			stmt := &gorm.Statement{DB: db}
+			if err := stmt.ParseWithSpecialTableName(m, table); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			walk(stmt.Schema)
 		}
-		walk(stmt.Schema)
 	}
 	return errors.Join(errs...)
 }
