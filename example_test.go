@@ -49,7 +49,7 @@ func ExampleNew() {
 	p, _ := snowflake.Default.Decode(id)
 	fmt.Println("snowflake on machine", p.Machine, "=", reg.MachineID())
 	// Output:
-	// [chain segment snowflake]
+	// [chain segment snowflake uuidv7]
 	// chain 1
 	// chain 2
 	// chain 3

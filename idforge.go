@@ -8,8 +8,9 @@
 //	reg, err := idforge.New(ctx, idforge.Settings{Store: st, Namespace: "orders"})
 //	defer reg.Close() // gives the machine ID back, stops prefetch workers
 //
-// Registered kinds: "snowflake" (the shared default, name ""), and with a
-// store "chain" (a lock-free segment chain per name) and "segment" (a
+// Registered kinds: "snowflake" (the shared default, name ""), "uuidv7"
+// (RFC 9562 version 7 UUIDs, name "": see engine.UUIDGeneratorOf), and with
+// a store "chain" (a lock-free segment chain per name) and "segment" (a
 // synchronous single-segment generator per name).
 //
 // The registry owns what must agree between its parts: the layout decides
@@ -29,6 +30,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
 )
 
 // Kinds registered by [New]: the first element of an `idgen` struct tag.
@@ -45,6 +48,10 @@ const (
 	KindSnowflake = "snowflake"
 	KindChain     = "chain"
 	KindSegment   = "segment"
+	// KindUUIDv7 gives 128-bit UUIDs, not int64 IDs: draw them with
+	// engine.UUIDGeneratorOf (the GORM plugin and the sqlx helper fill
+	// uuid.UUID and string fields with them).
+	KindUUIDv7 = "uuidv7"
 )
 
 // DefaultNamespace is the namespace of a registry given none.
@@ -120,6 +127,9 @@ type Settings struct {
 	Chain segment.Settings
 	// Logger receives lease and chain events (default slog.Default()).
 	Logger *slog.Logger
+	// Zone is the time zone whose days, months and years dated chains
+	// count in (see [Registry.Dated]; default UTC).
+	Zone *time.Location
 }
 
 // Registry is the engine.Registry New builds, plus what a running service
@@ -130,9 +140,17 @@ type Registry struct {
 	*engine.Registry
 	sf *leased.Snowflake
 
+	// What dated chains are built with (see Dated); store is nil without one.
+	store Store
+	chain segment.Settings
+	clock clock.Clock
+	zone  *time.Location
+
 	mu     sync.Mutex
 	held   []discarder               // every chain and segment generator built, for a store reset
 	floors map[string][]engine.Floor // by sequence name, see AddFloor
+	series map[string]*series        // dated chains, by name and period
+	closed bool
 }
 
 // discarder is a generator that holds IDs drawn from the store and can drop
@@ -151,7 +169,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{}
+	r := &Registry{store: s.Store, chain: s.Chain, clock: s.Clock, zone: s.Zone}
 	r.sf, err = leased.New(ctx, leased.Settings{
 		Distributor:  dist,
 		Instance:     s.Instance,
@@ -171,7 +189,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 			engine.ErrInvalidConfig, f, res)
 	}
 	r.Registry = engine.NewRegistry()
-	if err := r.Register(KindSnowflake, "", r.sf); err != nil {
+	if err := errors.Join(r.Register(KindSnowflake, "", r.sf), r.Register(KindUUIDv7, "", uuidv7.New(s.Clock))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
@@ -210,6 +228,9 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default()
+	}
+	if s.Zone == nil {
+		s.Zone = time.UTC
 	}
 	switch {
 	case s.Namespace == "":
@@ -278,20 +299,27 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 func (r *Registry) segmentFactory(st Store, cs segment.Settings,
 	build func(segment.Distributor, segment.Settings) (discarder, error)) engine.Factory {
 	return func(ctx context.Context, name string) (engine.Generator, error) {
-		d, err := st.Segment(name, r.floor)
-		if err != nil {
-			return nil, err
-		}
-		cs.Name = name
-		g, err := build(d, cs)
-		if err != nil {
-			return nil, err
-		}
-		r.mu.Lock()
-		r.held = append(r.held, g)
-		r.mu.Unlock()
-		return g, nil
+		return r.sequence(st, cs, name, build)
 	}
+}
+
+// sequence builds the generator of the sequence name on st and holds it
+// for a store reset.
+func (r *Registry) sequence(st Store, cs segment.Settings, name string,
+	build func(segment.Distributor, segment.Settings) (discarder, error)) (discarder, error) {
+	d, err := st.Segment(name, r.floor)
+	if err != nil {
+		return nil, err
+	}
+	cs.Name = name
+	g, err := build(d, cs)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.held = append(r.held, g)
+	r.mu.Unlock()
+	return g, nil
 }
 
 // AddFloor adds f to the floors of the sequence name: where that
@@ -302,6 +330,11 @@ func (r *Registry) segmentFactory(st Store, cs segment.Settings,
 // sharding repositories add one per table that takes IDs from the sequence;
 // add your own for tables they do not see. Floors added after the counter
 // was created count from the next store reset on.
+//
+// A name ending in '*' adds f to every sequence whose name starts with what
+// comes before it, and f is called with that sequence's name: "invoice:*"
+// answers for each period of the dated chain invoice ("invoice:20261125",
+// see [Registry.Dated]).
 func (r *Registry) AddFloor(name string, f engine.Floor) {
 	if f == nil {
 		return
@@ -319,6 +352,11 @@ func (r *Registry) AddFloor(name string, f engine.Floor) {
 func (r *Registry) floor(ctx context.Context, name string) (int64, error) {
 	r.mu.Lock()
 	floors := slices.Clone(r.floors[name])
+	for k, fs := range r.floors {
+		if prefix, ok := strings.CutSuffix(k, "*"); ok && strings.HasPrefix(name, prefix) && k != name {
+			floors = append(floors, fs...)
+		}
+	}
 	r.mu.Unlock()
 	if len(floors) == 0 {
 		return 0, engine.ErrNoFloor
@@ -375,8 +413,8 @@ var (
 // sqlx helper use when given none, built on first use with Settings{}: a
 // snowflake generator on machine.Default() (IDFORGE_MACHINE_ID, a
 // StatefulSet ordinal, else machine 0 — safe for one instance only), with a
-// local state file in machine.DefaultStateDir(). It has no store, so no
-// "chain" or "segment" kind. Services with several replicas should call
+// local state file in machine.DefaultStateDir(), and "uuidv7". It has no
+// store, so no "chain" or "segment" kind. Services with several replicas should call
 // [New] with a store instead.
 func Default() (*Registry, error) {
 	defaultOnce.Do(func() { defaultReg, defaultErr = New(context.Background(), Settings{}) })

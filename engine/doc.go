@@ -2,7 +2,8 @@
 // agrees on: [Generator], [StringGenerator], the named [Registry], the [ID]
 // type and the sentinel errors.
 //
-// engine imports only the standard library. Concrete generators live below it
+// engine imports only the standard library (and internal/radix, which shares
+// the radix digits with engine/convert). Concrete generators live below it
 // (engine/snowflake, engine/segment), stores beside them (engine/sqlstore,
 // engine/redisstore), and integrations (gormplugin, sqlhook, sharding) import
 // engine, never the other way round.

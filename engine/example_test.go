@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
 )
 
 // An ID travels through JSON as a string, so a JavaScript client keeps every
@@ -59,4 +61,24 @@ func ExampleRegistry() {
 	// Output:
 	// 1 5001 5002
 	// idforge: unknown generator: "segment" (registered kinds: [chain snowflake])
+}
+
+// An ID explains itself under its layout, and has the radix forms idforge
+// writes (padded base 62 and 36, which sort like the IDs) and
+// bwmarrin/snowflake's base 58.
+func ExampleID_Decompose() {
+	id := engine.ID(916018378039128106)
+	p, err := id.Decompose(snowflake.Default)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(p.Time.Format(time.RFC3339Nano), "machine", p.Machine, "sequence", p.Sequence)
+	fmt.Println(id.Base62(), id.Base36(), id.Base58())
+	back, _ := engine.ParseBase58(id.Base58())
+	fmt.Println(back == id)
+	// Output:
+	// 2026-11-25T09:30:00.123Z machine 7 sequence 42
+	// 15fNBENQBFy 06yjhexhauh4a 38jSnuRKmw7
+	// true
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 )
 
@@ -21,6 +22,37 @@ type Generator interface {
 // answer. An error wrapping [ErrNoFloor] means the Floor knows nothing of the
 // name; any other error fails the fetch that asked.
 type Floor func(ctx context.Context, name string) (int64, error)
+
+// UUIDGenerator hands out 128-bit IDs: RFC 9562 UUIDs as their 16 bytes,
+// which convert to a uuid.UUID (github.com/google/uuid) as they are. The
+// registry kind "uuidv7" (engine/uuidv7) is one. A [Provider] hands out
+// engine.Generator values, so a UUID generator is also a Generator whose
+// NextID refuses (128 bits do not fit an int64); [UUIDGeneratorOf] looks
+// one up by kind and name, as a database/sql marker or any integration
+// holding a Provider does.
+type UUIDGenerator interface {
+	NextUUID(ctx context.Context) ([16]byte, error)
+}
+
+// UUIDGeneratorOf returns p's generator for kind and name as a
+// [UUIDGenerator]:
+//
+//	g, err := engine.UUIDGeneratorOf(ctx, reg, "uuidv7", "")
+//	u, err := g.NextUUID(ctx) // uuid.UUID(u) for github.com/google/uuid
+//
+// A generator of int64 IDs under that kind and name is an error wrapping
+// [ErrInvalidConfig]; p's own errors are returned as they are.
+func UUIDGeneratorOf(ctx context.Context, p Provider, kind, name string) (UUIDGenerator, error) {
+	g, err := p.Generator(ctx, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := g.(UUIDGenerator)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind \"uuidv7\" gives UUIDs)", ErrInvalidConfig, genKey{kind, name})
+	}
+	return u, nil
+}
 
 // StringGenerator hands out unique IDs already formatted as strings
 // (radix-62, prefixed, friendly snowflake form...).

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/idforge/idforge/internal/radix"
 )
 
 // ID is an int64 identifier that travels safely through JSON: it marshals as a
@@ -22,6 +25,125 @@ func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
 
 // IsZero reports whether the ID is unset.
 func (id ID) IsZero() bool { return id == 0 }
+
+// Parts is a snowflake ID taken apart by its bit layout: when it was made,
+// by which machine, and its place among that machine's IDs of the tick.
+type Parts struct {
+	ID       int64
+	Time     time.Time // start of the tick, UTC
+	Tick     int64     // units since the epoch
+	Machine  int64
+	Sequence int64
+}
+
+// Decoder takes IDs of one bit layout apart: snowflake.Layout is one. IDs it
+// cannot hold are errors wrapping [ErrInvalidID].
+type Decoder interface {
+	Decode(id int64) (Parts, error)
+}
+
+// Decompose returns the ID's time, machine and sequence under the layout l,
+// as sonyflake's Decompose and bwmarrin/snowflake's Time, Node and Step do
+// under their fixed layouts:
+//
+//	p, err := id.Decompose(snowflake.Default) // p.Time, p.Machine, p.Sequence
+//
+// Any integer in the layout's range decodes, a chain ID too: only a
+// snowflake ID's parts mean anything.
+func (id ID) Decompose(l Decoder) (Parts, error) { return l.Decode(int64(id)) }
+
+// Base62 returns the ID in base 62 (0-9A-Za-z), zero-padded to 11 digits so
+// that the strings of non-negative IDs sort like the IDs: the radix62 form
+// of the `idgen` tags, `idforge serve` and engine/convert, which reads it
+// back.
+func (id ID) Base62() string { return id.radix(62, radix.Alphabet62, 11) }
+
+// Base36 returns the ID in base 36 (0-9a-z), zero-padded to 13 digits so
+// that the strings sort like the IDs: the radix36 form of the `idgen` tags,
+// `idforge serve` and engine/convert, which reads it back.
+// bwmarrin/snowflake's Base36 is strconv.FormatInt(id, 36), the same digits
+// without the leading zeros.
+func (id ID) Base36() string { return id.radix(36, radix.Alphabet36, 13) }
+
+// Base58 returns the ID in bwmarrin/snowflake's base 58 (Flickr's alphabet,
+// lower case before upper case, no padding): the same string as that
+// library's ID.Base58, for data written with it. These strings do not sort
+// like the IDs; [ParseBase58] reads them back.
+func (id ID) Base58() string { return id.radix(58, radix.Alphabet58, 0) }
+
+// radix writes the ID in base, padded to width digits; negative IDs get a
+// leading '-', as strconv writes them.
+func (id ID) radix(base uint64, alphabet string, width int) string {
+	var tmp radix.Buffer
+	u := uint64(id)
+	var b [1 + len(tmp)]byte
+	n := 0
+	if id < 0 {
+		b[0], n = '-', 1
+		u = -u // also right for math.MinInt64: 1<<63
+	}
+	var i int
+	switch base { // constant bases: see radix.Digits
+	case 62:
+		i = radix.Digits(&tmp, u, 62, alphabet)
+	case 36:
+		i = radix.Digits(&tmp, u, 36, alphabet)
+	default:
+		i = radix.Digits(&tmp, u, 58, alphabet)
+	}
+	for k := len(tmp) - i; k < width; k++ {
+		b[n] = '0'
+		n++
+	}
+	n += copy(b[n:], tmp[i:])
+	return string(b[:n])
+}
+
+// ParseBase58 reads the base-58 form of [ID.Base58] (and of
+// bwmarrin/snowflake's ParseBase58). Other bytes, an empty string and a
+// value outside the int64 range are errors wrapping [ErrInvalidID].
+func ParseBase58(s string) (ID, error) {
+	digits, neg := s, false
+	if len(digits) > 1 && digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	if digits == "" {
+		return 0, fmt.Errorf("%w: base58 %.80q: no digits", ErrInvalidID, s)
+	}
+	limit := uint64(1<<63 - 1)
+	if neg {
+		limit++
+	}
+	var v uint64
+	for i := range len(digits) {
+		d := base58Digits[digits[i]]
+		switch {
+		case d < 0:
+			return 0, fmt.Errorf("%w: base58 %.80q: byte %q at %d is not a base-58 digit", ErrInvalidID, s, digits[i], i)
+		case v > (limit-uint64(d))/58:
+			return 0, fmt.Errorf("%w: base58 %.80q: outside the 64-bit range", ErrInvalidID, s)
+		}
+		v = v*58 + uint64(d)
+	}
+	if neg {
+		if v == 0 {
+			return 0, fmt.Errorf("%w: base58 %.80q: negative zero", ErrInvalidID, s)
+		}
+		return ID(-int64(v)), nil // v may be 1<<63: -int64 wraps to MinInt64, as wanted
+	}
+	return ID(v), nil
+}
+
+// base58Digits maps a byte to its base-58 digit, -1 for other bytes.
+var base58Digits = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i := range len(radix.Alphabet58) {
+		t[radix.Alphabet58[i]] = int8(i)
+	}
+	return t
+}()
 
 // ParseID reads the decimal form written by [ID.String].
 func ParseID(s string) (ID, error) {

@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/engine/snowflake"
 )
 
 // Above 2^53 a float64 (a JavaScript number) can no longer hold every integer.
@@ -199,5 +202,66 @@ func TestIDUnmarshalJSONEscapedString(t *testing.T) {
 	var id engine.ID
 	if err := json.Unmarshal([]byte(`"\u0031\u0032"`), &id); err != nil || id != 12 {
 		t.Fatalf(`"\u0031\u0032" = %d, %v; want 12`, id, err)
+	}
+}
+
+// The radix forms of an ID are the padded strings engine/convert writes and
+// reads, and base 58 round-trips, at the edges of the int64 range too.
+func TestIDRadixForms(t *testing.T) {
+	r62, err := convert.NewRadix62(convert.Padded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r36, err := convert.NewRadix36(convert.Padded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, 1, 57, 58, 61, 62, 3363, above53, 1453462497305210880, math.MaxInt64, -1, -58, math.MinInt64} {
+		id := engine.ID(n)
+		if got, want := id.Base62(), r62.Format(n); got != want {
+			t.Errorf("ID(%d).Base62() = %q, want %q", n, got, want)
+		}
+		if got, want := id.Base36(), r36.Format(n); got != want {
+			t.Errorf("ID(%d).Base36() = %q, want %q", n, got, want)
+		}
+		if n >= 0 {
+			if got, want := strings.TrimLeft(id.Base36(), "0"), strconv.FormatInt(n, 36); got != want && !(n == 0 && got == "") {
+				t.Errorf("ID(%d).Base36() without its padding = %q, want strconv's %q", n, got, want)
+			}
+		}
+		s := id.Base58()
+		back, err := engine.ParseBase58(s)
+		if err != nil || back != id {
+			t.Errorf("ParseBase58(ID(%d).Base58() = %q) = %d, %v", n, s, back, err)
+		}
+	}
+	// bwmarrin/snowflake's form (the bench module checks it against that
+	// library): 58 is "21", and the alphabet has no 0, O, I or l.
+	if got := engine.ID(58).Base58(); got != "21" {
+		t.Errorf("ID(58).Base58() = %q, want \"21\"", got)
+	}
+	for _, bad := range []string{"", "-", "-1-", "0", "O", "I", "l", "1 ", "-1", "zzzzzzzzzzzzz"} {
+		if bad == "-1" {
+			continue // a valid negative: -0 is the refusal
+		}
+		if _, err := engine.ParseBase58(bad); !errors.Is(err, engine.ErrInvalidID) {
+			t.Errorf("ParseBase58(%q): err = %v, want ErrInvalidID", bad, err)
+		}
+	}
+}
+
+// Decompose takes an ID apart under a layout, as the layout's Decode does.
+func TestIDDecompose(t *testing.T) {
+	at := time.Date(2026, 11, 25, 9, 30, 0, 123e6, time.UTC)
+	n, err := snowflake.Default.Compose(at, 7, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.ID(n).Decompose(snowflake.Default)
+	if err != nil || !p.Time.Equal(at) || p.Machine != 7 || p.Sequence != 42 || p.ID != n {
+		t.Errorf("Decompose = %+v, %v; want %s, machine 7, sequence 42", p, err, at)
+	}
+	if _, err := engine.ID(-1).Decompose(snowflake.Default); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("Decompose(-1): err = %v, want ErrInvalidID", err)
 	}
 }

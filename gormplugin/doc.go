@@ -27,6 +27,32 @@
 // width (11 and 13 characters) so string keys sort like the IDs. Tagged fields
 // may be int64, uint64, int, engine.ID, string, or pointers to them.
 //
+// # UUIDs and dated numbers
+//
+// Kind "uuidv7" fills uuid.UUID (github.com/google/uuid) and string fields
+// with time-ordered version 7 UUIDs, strings in the canonical 36-character
+// form:
+//
+//	ID uuid.UUID `idgen:"uuidv7"`
+//
+// [Prepare] gives their columns a native uuid type on PostgreSQL,
+// BINARY(16) (uuid.UUID; CHAR(36) for a string) on MariaDB/MySQL and TEXT
+// on SQLite, and the same to foreign keys that reference them. On
+// MariaDB/MySQL the plugin writes the 16 bytes, and so do GORM's own
+// lookups by the struct (First(&o, Order{ID: id}), Save, Delete, the
+// associations); a hand-written condition compares with the bytes:
+// Where("id = ?", id[:]).
+//
+// A chain with a format in braces fills a string with a dated number whose
+// counter restarts at 1 every day, month or year (idforge.Registry.Dated
+// has the grammar, the time zone and why such numbers have gaps):
+//
+//	Number string `idgen:"chain,name=invoice,format=INV-{yyyy}{MM}{dd}-{seq:6}"`
+//
+// It needs a registry from idforge.New with a store; [Prepare] sizes the
+// column to the format, and the plugin gives the registry the Floor of
+// every period (the largest counter of that period in the column).
+//
 // # What gets an ID
 //
 // Every create: Create of a struct, a pointer, a slice or array of structs or

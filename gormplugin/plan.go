@@ -31,13 +31,16 @@ type modelPlan struct {
 	key int
 	// hooks: the model has create or save hooks, which may create copies.
 	hooks bool
+	// binary: the field's UUID goes to the database as 16 bytes.
+	binary []bool
 }
 
-// plan returns the cached plan of s, building it on first sight. Errors in
-// tags and field types are cached and returned every time; a registry that
-// cannot produce a generator yet (unknown kind, store down) is asked again
-// next time.
-func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema) (*modelPlan, error) {
+// plan returns the cached plan of s, building it on first sight, and then,
+// when prepare (Prepare sees s first), setting the SQL types of its UUID and
+// dated columns. Errors in tags and field types are cached and returned
+// every time; a registry that cannot produce a generator yet (unknown kind,
+// store down) is asked again next time.
+func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepare bool) (*modelPlan, error) {
 	if r, ok := p.plans.Load(s); ok {
 		res := r.(planResult)
 		return res.plan, res.err
@@ -81,6 +84,7 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema) (*mode
 		}
 		desc = append(desc, d)
 	}
+	mp.binary = p.setColumnTypes(db, s, fields, mp.ids, prepare)
 	if len(desc) > 0 {
 		p.logger(db).Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
 	}
@@ -102,11 +106,12 @@ func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
 	if !idgen.Sequence(f.Spec.Kind) || table == "" || column == "" {
 		return
 	}
-	k := floorKey{db.Config, table, column, f.Spec.Name}
+	name := f.FloorName()
+	k := floorKey{db.Config, table, column, name}
 	if _, seen := p.floors.LoadOrStore(k, true); seen {
 		return
 	}
-	idgen.AddFloor(p.cfg.registry, f.Spec.Name, gormids.Floor(db, table, idgen.Column{Field: f, Name: column}))
+	idgen.AddFloor(p.cfg.registry, name, gormids.Floor(db, table, idgen.Column{Field: f, Name: column}))
 }
 
 func init() { gormids.Sequences = sequences }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"gorm.io/gorm"
@@ -76,6 +77,7 @@ type Plugin struct {
 	byType     sync.Map   // reflect.Type -> *modelPlan, for Fill of structs
 	floors     sync.Map   // floorKey -> true: floors given to the registry
 	autoWarned sync.Map   // autoKey -> true: auto-increment columns warned about
+	binary     sync.Map   // *schema.Field -> true: UUID columns that take 16 bytes
 	mu         sync.Mutex // serializes first sight: planning mutates GORM's cached schema
 }
 
@@ -132,7 +134,7 @@ func (p *Plugin) create(db *gorm.DB) {
 		return
 	}
 	ctx := ctxOf(db)
-	plan, err := p.plan(ctx, db, stmt.Schema)
+	plan, err := p.plan(ctx, db, stmt.Schema, false)
 	if err != nil || plan.filler.Len() == 0 {
 		db.AddError(err) // a model without idgen fields: GORM's own behaviour, untouched
 		return
@@ -224,6 +226,9 @@ func (mp *modelPlan) fillMap(ctx context.Context, m map[string]any) error {
 			return err
 		}
 		m[key] = v.Interface()
+		if mp.binary[i] {
+			m[key] = toBinary(m[key])
+		}
 	}
 	return nil
 }
@@ -278,7 +283,7 @@ func Fill(db *gorm.DB, value any) error {
 	if err := stmt.Parse(model); err != nil {
 		return err
 	}
-	plan, err := p.plan(ctx, db, stmt.Schema)
+	plan, err := p.plan(ctx, db, stmt.Schema, false)
 	if err != nil || plan.filler.Len() == 0 {
 		return err
 	}
@@ -290,10 +295,17 @@ func Fill(db *gorm.DB, value any) error {
 
 // Prepare checks models (and the models of their associations) the way the
 // first Create would, reporting every tag, type and generator error at once,
-// and turns GORM's implied auto-increment off for the primary keys the plugin
-// fills. Call it before db.AutoMigrate so those columns are created as plain
-// BIGINT; for a table named with db.Table(name), prepare on that same
-// db.Table(name). It needs the plugin registered on db.
+// turns GORM's implied auto-increment off for the primary keys the plugin
+// fills, and sets the SQL types of the columns that hold UUIDs (a native
+// uuid on PostgreSQL; BINARY(16) for uuid.UUID, CHAR(36) for strings on
+// MariaDB/MySQL; TEXT on SQLite; also for the foreign keys that reference a
+// UUID key) and the length of dated strings. Call it before db.AutoMigrate
+// and the first Create, so that AutoMigrate creates those columns so (plain
+// BIGINT for integer keys) and creates write to them accordingly; a model
+// Prepare did not see first keeps GORM's types unless its gorm tag names
+// one. For a table named with db.Table(name), prepare on that same
+// db.Table(name) (which prepares the model's own schema too, the one
+// Create uses). It needs the plugin registered on db.
 func Prepare(db *gorm.DB, models ...any) error {
 	p, err := pluginOf(db)
 	if err != nil {
@@ -308,7 +320,7 @@ func Prepare(db *gorm.DB, models ...any) error {
 			return
 		}
 		seen[s] = true
-		if _, err := p.plan(ctx, db, s); err != nil {
+		if _, err := p.plan(ctx, db, s, true); err != nil {
 			errs = append(errs, err)
 		}
 		for _, rel := range s.Relationships.Relations {
@@ -317,13 +329,15 @@ func Prepare(db *gorm.DB, models ...any) error {
 	}
 	for _, m := range models {
 		// AutoMigrate under db.Table(name) works on a schema cached for that
-		// table name: prepare that one.
-		stmt := &gorm.Statement{DB: db}
-		if err := stmt.ParseWithSpecialTableName(m, db.Statement.Table); err != nil {
-			errs = append(errs, err)
-			continue
+		// table name, Create on the model's own: prepare both.
+		for _, table := range slices.Compact([]string{db.Statement.Table, ""}) {
+			stmt := &gorm.Statement{DB: db}
+			if err := stmt.ParseWithSpecialTableName(m, table); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			walk(stmt.Schema)
 		}
-		walk(stmt.Schema)
 	}
 	return errors.Join(errs...)
 }

@@ -623,5 +623,10 @@ func deref(v any) any {
 	if !rv.IsValid() {
 		return nil
 	}
+	if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
+		var u [16]byte // a uuid.UUID scanned and the binaryUUID sent compare alike
+		reflect.Copy(reflect.ValueOf(&u).Elem(), rv)
+		return u
+	}
 	return rv.Interface()
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/idgen"
 )
 
 // Options configures [New]. The zero value works.
@@ -267,9 +268,25 @@ func (p provider) Generator(ctx context.Context, kind, name string) (engine.Gene
 	return p.c.Generator(kind, name, g), nil
 }
 
+// Dated hands out p's dated chains, when p makes them (an
+// *idforge.Registry with a store does); their chains are counted by Watch.
+func (p provider) Dated(name, format string) (engine.StringGenerator, error) {
+	return idgen.Dated(p.p, name, format)
+}
+
 // Generator returns g counted under kind and name. Asking again for the same
-// kind, name and g returns the same counter.
+// kind, name and g returns the same counter. A g that is also an
+// engine.UUIDGenerator stays one, its UUIDs counted too.
 func (c *Collector) Generator(kind, name string, g engine.Generator) engine.Generator {
+	w := c.counter(kind, name, g)
+	if _, ok := g.(engine.UUIDGenerator); ok {
+		return countedUUIDs{w}
+	}
+	return w
+}
+
+// counter returns the counter of g under kind and name.
+func (c *Collector) counter(kind, name string, g engine.Generator) *counted {
 	k := genKey{kind, name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -314,6 +331,20 @@ func (w *counted) NextID(ctx context.Context) (int64, error) {
 	}
 	w.issued.Add(1)
 	return id, nil
+}
+
+// countedUUIDs counts a generator of UUIDs.
+type countedUUIDs struct{ *counted }
+
+// NextUUID draws from the generator and counts the outcome.
+func (w countedUUIDs) NextUUID(ctx context.Context) ([16]byte, error) {
+	u, err := w.g.(engine.UUIDGenerator).NextUUID(ctx)
+	if err != nil {
+		w.fail(err)
+		return u, err
+	}
+	w.issued.Add(1)
+	return u, nil
 }
 
 // NextIDs fills dst from the generator, counting the batch once; it

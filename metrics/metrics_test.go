@@ -20,6 +20,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
 )
 
 // memStore is an in-memory store: machinetest.Memory and a segmenttest.Fake per name.
@@ -336,5 +337,28 @@ func TestStorePassesServerClockThrough(t *testing.T) {
 	}
 	if got, err := machine.ServerTimeOf(t.Context(), col.Store(newMemStore())); err != nil || !got.IsZero() {
 		t.Fatalf("ServerTimeOf(a timed store without a server clock) = %v, %v; want the zero time", got, err)
+	}
+}
+
+// A UUID generator handed out through the provider stays one, and its
+// UUIDs are counted as issued.
+func TestProviderCountsUUIDs(t *testing.T) {
+	ctx := context.Background()
+	reg := engine.NewRegistry()
+	if err := reg.Register("uuidv7", "", uuidv7.New(nil)); err != nil {
+		t.Fatal(err)
+	}
+	col := New(Options{})
+	g, err := engine.UUIDGeneratorOf(ctx, col.Provider(reg), "uuidv7", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := g.NextUUID(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gens := col.Snapshot().Generators; len(gens) != 1 || gens[0].Kind != "uuidv7" || gens[0].Issued != 3 {
+		t.Errorf("generators = %+v, want uuidv7 with 3 issued", gens)
 	}
 }

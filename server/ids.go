@@ -6,20 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/idgen"
 )
 
 // Formats are the ?format= values: "decimal" (the default; JSON strings, so
 // that JavaScript reads them exactly), "number" (JSON numbers), "radix62" and
 // "radix36" (zero-padded, so they sort like the IDs), and "friendly"
-// (yyyyMMddHHmmssSSS-machine-sequence, snowflake IDs only).
+// (yyyyMMddHHmmssSSS-machine-sequence, snowflake IDs only). A chain also
+// takes a dated format such as INV-{yyyy}{MM}{dd}-{seq:6}, URL-encoded (see
+// idforge.Registry.Dated).
 var Formats = []string{"decimal", "number", "radix62", "radix36", "friendly"}
 
 // httpError is a refusal: status, a machine-readable code and a message.
@@ -107,17 +115,23 @@ func (f idFormat) append(b []byte, id int64) []byte {
 	return strconv.AppendInt(b, id, 10)
 }
 
-// idQuery is the parsed ?count= and ?format= of an ID request.
+// idQuery is the parsed ?count=, ?format= and ?kind= of an ID request.
 type idQuery struct {
 	count int
 	text  bool
 	f     idFormat
+	kind  string // /v1/ids: KindSnowflake or KindUUIDv7
+	dated string // a chain's dated format, given or configured
 }
 
+// maxFormat bounds a dated format given in a query: long enough for any
+// sensible one, short enough to quote back.
+const maxFormat = maxEcho
+
 func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *httpError) {
-	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept"))}
+	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: KindSnowflake}
 	var format string
-	var seenCount, seenFormat bool
+	var seenCount, seenFormat, seenKind bool
 	// Parse the query by hand: url.Values allocates a map per request.
 	for raw := r.URL.RawQuery; raw != ""; {
 		var kv string
@@ -142,13 +156,49 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 				return q, repeated(k)
 			}
 			seenFormat, format = true, v
+			if strings.Contains(v, "%") { // {yyyy} arrives as %7Byyyy%7D
+				var err error
+				if format, err = url.QueryUnescape(v); err != nil {
+					return q, badRequest("bad_format", "format=%s: not a valid URL-encoded value", quoteBounded(v))
+				}
+			}
+		case "kind":
+			if !snowflakeIDs {
+				return q, badRequest("bad_parameter", "unknown parameter \"kind\" (known on /v1/ids/{chain}: count, format)")
+			}
+			if seenKind {
+				return q, repeated(k)
+			}
+			seenKind = true
+			if v != KindSnowflake && v != KindUUIDv7 {
+				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), KindSnowflake, KindUUIDv7)
+			}
+			q.kind = v
 		default:
-			return q, badRequest("bad_parameter", "unknown parameter %s (known: count, format)", quoteBounded(k))
+			known := "count, format"
+			if snowflakeIDs {
+				known += ", kind"
+			}
+			return q, badRequest("bad_parameter", "unknown parameter %s (known: %s)", quoteBounded(k), known)
 		}
 	}
-	f, err := s.format(format, snowflakeIDs)
-	if err != nil {
-		return q, err
+	switch {
+	case q.kind == KindUUIDv7 && format != "":
+		return q, badRequest("bad_format", "kind=uuidv7 takes no format: UUIDs come in their canonical 36-character form")
+	case q.kind == KindUUIDv7:
+		q.f = idFormat{quoted: true}
+		return q, nil
+	case dated.IsFormat(format) && snowflakeIDs:
+		return q, badRequest("bad_format", "a dated format is for chains: /v1/ids/{chain}?format=...")
+	case dated.IsFormat(format) && len(format) > maxFormat:
+		return q, badRequest("bad_format", "format: a dated format of %d bytes; at most %d", len(format), maxFormat)
+	case dated.IsFormat(format):
+		q.dated, q.f = format, idFormat{quoted: true}
+		return q, nil
+	}
+	f, herr := s.format(format, snowflakeIDs)
+	if herr != nil {
+		return q, herr
 	}
 	q.f = f
 	return q, nil
@@ -191,6 +241,10 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
+	if q.kind == KindUUIDv7 {
+		s.serveUUIDs(w, r, q)
+		return
+	}
 	g, err := s.snowflake(r.Context())
 	if err != nil {
 		generatorError(err).write(w)
@@ -205,12 +259,88 @@ func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	g, herr := s.chain(r.Context(), r.PathValue("chain"))
+	name := r.PathValue("chain")
+	if conf, ok := s.cfg.Dated[name]; ok {
+		if q.dated != conf && (q.dated != "" || q.f != (idFormat{quoted: true})) {
+			badRequest("bad_format", "chain %q is served in its configured format %s only", name, quoteBounded(conf)).write(w)
+			return
+		}
+		q.dated = conf
+	}
+	if q.dated != "" {
+		s.serveDated(w, r, name, q)
+		return
+	}
+	g, herr := s.chain(r.Context(), name)
 	if herr != nil {
 		herr.write(w)
 		return
 	}
 	s.serveIDs(w, r, g, q)
+}
+
+// serveUUIDs writes q.count UUIDs of kind uuidv7.
+func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, q idQuery) {
+	s.uuidOnce.Do(func() { s.uuid, s.uuidErr = engine.UUIDGeneratorOf(r.Context(), s.cfg.Provider, KindUUIDv7, "") })
+	if s.uuidErr != nil {
+		generatorError(s.uuidErr).write(w)
+		return
+	}
+	s.serveStrings(w, r, q, func(ctx context.Context) (string, error) {
+		u, err := s.uuid.NextUUID(ctx)
+		return uuid.UUID(u).String(), err
+	})
+}
+
+// serveDated writes q.count numbers of the dated chain name in q.dated.
+func (s *Server) serveDated(w http.ResponseWriter, r *http.Request, name string, q idQuery) {
+	if herr := s.admit(name); herr != nil {
+		herr.write(w)
+		return
+	}
+	g, err := idgen.Dated(s.cfg.Provider, name, q.dated)
+	if err != nil {
+		generatorError(err).write(w)
+		return
+	}
+	s.serveStrings(w, r, q, g.NextString)
+}
+
+// serveStrings draws q.count strings from next and writes them: JSON
+// {"ids":[...]} or text, one a line. An error writes nothing of what was
+// drawn.
+func (s *Server) serveStrings(w http.ResponseWriter, r *http.Request, q idQuery, next func(context.Context) (string, error)) {
+	var b []byte
+	if !q.text {
+		b = append(b, `{"ids":[`...)
+	}
+	for i := range q.count {
+		v, err := next(r.Context())
+		if err != nil {
+			generatorError(err).write(w)
+			return
+		}
+		switch {
+		case q.text:
+			b = append(append(b, v...), '\n')
+		default:
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, v) // the grammars leave nothing to escape
+		}
+	}
+	h := w.Header()
+	if q.text {
+		h["Content-Type"] = textPlain
+	} else {
+		b = append(b, "]}\n"...)
+		h["Content-Type"] = appJSON
+	}
+	h["Cache-Control"] = noStore
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
 
 // serveIDs draws q.count IDs from g and writes them: JSON {"ids":[...]} or
@@ -338,6 +468,10 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if u, err := uuid.Parse(raw); err == nil && len(raw) == 36 && format == "" {
+		s.decodeUUID(w, raw, u)
+		return
+	}
 	if format == "" {
 		format = "decimal"
 		if strings.Contains(strings.TrimPrefix(raw, "-"), "-") {
@@ -375,6 +509,23 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 		Sequence:  p.Sequence,
 		Friendly:  s.cfg.Layout.Friendly(p.ID),
 	})
+}
+
+// decodedUUID is /v1/decode's answer for a version 7 UUID.
+type decodedUUID struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Timestamp string `json:"timestamp"`
+}
+
+// decodeUUID answers with the time of a version 7 UUID.
+func (s *Server) decodeUUID(w http.ResponseWriter, raw string, u uuid.UUID) {
+	at, err := uuidv7.Time(u)
+	if err != nil {
+		badRequest("bad_id", "id %s: a version %d UUID carries no time; only version 7 UUIDs decode", quoteBounded(raw), u.Version()).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: KindUUIDv7, Timestamp: at.Format(timestampLayout)})
 }
 
 // parseDecimal reads a decimal ID. A digit-only string may be a radix ID

@@ -7,8 +7,10 @@
 // Routes (Go's method+path patterns, no framework):
 //
 //	GET  /v1/ids                 snowflake IDs        ?count=1..10000 &format=decimal|number|radix62|radix36|friendly
-//	GET  /v1/ids/{chain}         segment-chain IDs    same parameters (friendly is snowflake-only)
-//	GET  /v1/decode/{id}         an ID's time, machine and sequence   ?format=
+//	GET  /v1/ids?kind=uuidv7     version 7 UUIDs      ?count= (canonical form, no format)
+//	GET  /v1/ids/{chain}         segment-chain IDs    same parameters (friendly is snowflake-only), or a dated
+//	                                                  format: ?format=INV-{yyyy}{MM}{dd}-{seq:6} (URL-encoded)
+//	GET  /v1/decode/{id}         an ID's time, machine and sequence   ?format=; a UUIDv7's time
 //	GET  /v1/layout              the bit layout, its capacity and expiry, the machine ID
 //	GET  /healthz                the process answers
 //	GET  /readyz                 the lease is held and the store answers
@@ -81,6 +83,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/outage"
 )
 
@@ -97,6 +100,7 @@ const MaxChains = 256
 const (
 	KindSnowflake = "snowflake"
 	KindChain     = "chain"
+	KindUUIDv7    = "uuidv7"
 )
 
 // nameRule says in words what validName accepts.
@@ -160,6 +164,12 @@ type Config struct {
 	// from, directly or as proxy segments; any other name is 404. Empty
 	// admits any valid name, up to MaxChains.
 	Chains []string
+	// Dated gives chains a dated format (name → format, such as "invoice" →
+	// "INV-{yyyy}{MM}{dd}-{seq:6}"): /v1/ids/{name} then serves that
+	// format, and no other. Other chains take one in ?format=. The Provider
+	// must make dated chains (an *idforge.Registry with a store, or the
+	// metrics collector's Provider of one).
+	Dated map[string]string
 	// Tokens, when not nil, requires "Authorization: Bearer <token>" on every
 	// route but /healthz and /readyz. [Server.SetTokens] replaces them.
 	Tokens *Tokens
@@ -280,6 +290,10 @@ type Server struct {
 	sf     engine.Generator
 	sfErr  error
 
+	uuidOnce sync.Once
+	uuid     engine.UUIDGenerator
+	uuidErr  error
+
 	mu     sync.RWMutex
 	chains map[string]engine.Generator
 
@@ -314,6 +328,14 @@ func New(cfg Config) (*Server, error) {
 				return nil, fmt.Errorf("%w: server: chain name %s: %s", engine.ErrInvalidConfig, quoteBounded(c), nameRule)
 			}
 			s.allowed[c] = true
+		}
+	}
+	for name, format := range cfg.Dated {
+		if !validName(name) {
+			return nil, fmt.Errorf("%w: server: dated chain name %s: %s", engine.ErrInvalidConfig, quoteBounded(name), nameRule)
+		}
+		if _, err := dated.Parse(format); err != nil {
+			return nil, fmt.Errorf("server: dated chain %s: %w", name, err)
 		}
 	}
 	s.hosts = map[string]bool{}

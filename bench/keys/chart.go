@@ -14,6 +14,7 @@ var colors = map[string]string{
 	VarFleet:     "#17becf",
 	VarUUIDv4:    "#d62728",
 	VarUUIDv7:    "#ff7f0e",
+	VarIDUUIDv7:  "#9467bd",
 }
 
 // Chart draws one server's median rows/s per tenth against the rows in the
@@ -107,6 +108,8 @@ func legendName(v string, fleet int) string {
 		return "UUIDv4"
 	case VarUUIDv7:
 		return "UUIDv7"
+	case VarIDUUIDv7:
+		return "idforge UUIDv7"
 	}
 	return v
 }

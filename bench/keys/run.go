@@ -24,6 +24,7 @@ const (
 	VarFleet     = "fleet"     // Config.Fleet snowflakes, machine IDs 1..Fleet, writing at once
 	VarUUIDv4    = "uuidv4"    // github.com/google/uuid New
 	VarUUIDv7    = "uuidv7"    // github.com/google/uuid NewV7
+	VarIDUUIDv7  = "iduuidv7"  // idforge's engine/uuidv7, kind "uuidv7" filled by idplugin
 )
 
 // Descriptions says what each variant's key is, for the report.
@@ -34,6 +35,7 @@ var descriptions = map[string]string{
 	VarFleet:     "idforge snowflake, one instance per machine ID 1..N writing at once, each through its own idplugin, BIGINT",
 	VarUUIDv4:    "github.com/google/uuid v4 (random), BINARY(16) / uuid",
 	VarUUIDv7:    "github.com/google/uuid v7 (time-ordered), BINARY(16) / uuid",
+	VarIDUUIDv7:  "idforge uuidv7 (engine/uuidv7, time-ordered) filled by idplugin, BINARY(16) / uuid",
 }
 
 // Tenths is the number of slices of a run that get their own rows/s.
@@ -73,7 +75,7 @@ func defaultConfig() Config {
 		Fleet:       8,
 		MaxTime:     3 * time.Hour,
 		Servers:     []string{"mariadb", "postgres"},
-		Variants:    []string{VarAuto, VarSnowflake, VarChain, VarFleet, VarUUIDv4, VarUUIDv7},
+		Variants:    []string{VarAuto, VarSnowflake, VarChain, VarFleet, VarUUIDv4, VarUUIDv7, VarIDUUIDv7},
 		Payload:     100,
 		Accounts:    100_000,
 		AccountType: "bigint",
@@ -296,7 +298,7 @@ func runOne(ctx context.Context, cfg *Config, srv *server, variant string, rep i
 	switch variant {
 	case VarAuto:
 		kind = pkAuto
-	case VarUUIDv4, VarUUIDv7:
+	case VarUUIDv4, VarUUIDv7, VarIDUUIDv7:
 		kind = pkUUID
 	}
 	if err := srv.CreateTable(ctx, table, kind); err != nil {
@@ -543,6 +545,9 @@ func checks(sr *ServerReport) []Check {
 	primary := func(s *Summary) float64 { return s.Primary }
 	secondary := func(s *Summary) float64 { return s.Secondary }
 	auto, v4, v7 := get(VarAuto), get(VarUUIDv4), get(VarUUIDv7)
+	// idforge's UUIDv7 keys are as local as the peer's: reported beside them.
+	lastTenth(VarIDUUIDv7+" / uuidv7 rows/s, last tenth", get(VarIDUUIDv7), v7, 0.95)
+	size(VarIDUUIDv7+" / uuidv7 primary index size", get(VarIDUUIDv7), v7, primary, 1.05)
 	for _, name := range []string{VarSnowflake, VarChain, VarFleet} {
 		v := get(name)
 		lastTenth(name+" / auto rows/s, last tenth", v, auto, 0.95)

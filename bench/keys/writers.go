@@ -16,6 +16,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/gormplugin"
 )
 
@@ -56,6 +57,13 @@ type binUUIDRow struct {
 // uuidRow's key is a uuid.UUID, which PostgreSQL stores as uuid.
 type uuidRow struct {
 	ID uuid.UUID `gorm:"primaryKey"`
+	Cols
+}
+
+// idUUIDRow's key is filled by idplugin from the registry's kind "uuidv7",
+// which it writes to BINARY(16) as 16 bytes once prepared.
+type idUUIDRow struct {
+	ID uuid.UUID `gorm:"primaryKey" idgen:"uuidv7"`
 	Cols
 }
 
@@ -130,6 +138,10 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 			if err := reg.Register("key", "", g); err != nil {
 				return ws, err
 			}
+		case VarIDUUIDv7:
+			if err := reg.Register("uuidv7", "", uuidv7.New(nil)); err != nil {
+				return ws, err
+			}
 		case VarChain:
 			var next atomic.Int64 // the store: one instance, so any counter serves
 			c, err := segment.NewChain(segment.DistributorFunc(func(_ context.Context, step int64) (int64, error) {
@@ -178,6 +190,14 @@ func newWriter(cfg *Config, srv *server, variant, table string, reg *engine.Regi
 		w.insert = inserter(w, cfg.Batch, func(r *autoRow) { r.ID = 0 })
 	case VarSnowflake, VarChain, VarFleet:
 		w.insert = inserter(w, cfg.Batch, func(r *idRow) { r.ID = 0 })
+	case VarIDUUIDv7:
+		// The table is made by hand; Prepare on it, so that the plugin
+		// sends BINARY(16) the 16 bytes.
+		if err := idplugin.Prepare(db.Table(table), &idUUIDRow{}); err != nil {
+			sqlDB.Close()
+			return nil, err
+		}
+		w.insert = inserter(w, cfg.Batch, func(r *idUUIDRow) { r.ID = uuid.Nil })
 	case VarUUIDv4, VarUUIDv7:
 		gen := uuid.New
 		if variant == VarUUIDv7 {

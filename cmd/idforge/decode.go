@@ -7,30 +7,58 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode"
+
+	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
 )
 
 // timestampLayout is RFC 3339 with milliseconds; in UTC it ends in Z.
 const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// decoded is decode's output. The ID is a JSON string (engine.ID), so that
-// JavaScript reads it exactly.
+// decoded is decode's output, as /v1/decode answers. The ID is a JSON
+// string (engine.ID), so that JavaScript reads it exactly.
 type decoded struct {
 	ID        engine.ID `json:"id"`
 	Timestamp string    `json:"timestamp"`
 	Machine   int64     `json:"machine"`
 	Sequence  int64     `json:"sequence"`
+	Friendly  string    `json:"friendly"`
 }
 
-func setupDecode(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+// decodedUUID is decode's output for a version 7 UUID, as /v1/decode's.
+type decodedUUID struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Timestamp string `json:"timestamp"`
+}
+
+// plausible bounds the time of a snowflake ID decode takes for real: one
+// made within this much of its layout's epoch is far more likely a small
+// number of another kind (a chain ID, an auto-increment key), and none is
+// made this far past the clock.
+const (
+	nearEpoch = time.Hour
+	pastNow   = time.Minute
+)
+
+func setupDecode(fs *flag.FlagSet) runFunc {
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
-	format := enumVar(fs, "format", "", formatNames, "input `format`; without it decimal, or friendly if the ID has a dash")
-	return func(_ context.Context, args []string, stdout io.Writer) error {
+	format := enumVar(fs, "format", "", formatNames, "input `format`; without it decimal, or friendly if the ID has a dash; a UUIDv7 is read as it is")
+	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
 			return usagef("want one ID after the flags, got %d arguments %q", len(args), args)
+		}
+		if u, err := uuid.Parse(args[0]); err == nil && len(args[0]) == 36 && format.value == "" {
+			at, err := uuidv7.Time(u)
+			if err != nil {
+				return usagef("%s: a version %d UUID carries no time; only version 7 UUIDs decode", args[0], u.Version())
+			}
+			return json.NewEncoder(stdout).Encode(decodedUUID{ID: u.String(), Kind: "uuidv7", Timestamp: at.Format(timestampLayout)})
 		}
 		l := layoutByName(layout.value)
 		name := format.value
@@ -48,13 +76,30 @@ func setupDecode(fs *flag.FlagSet) func(context.Context, []string, io.Writer) er
 			}
 			return usageError{err}
 		}
+		if why := implausible(l, p, time.Now()); why != "" {
+			fmt.Fprintf(stderr, "idforge decode: warning: %s cannot be a snowflake ID of layout %s: %s\n", args[0], layout.value, why)
+		}
 		return json.NewEncoder(stdout).Encode(decoded{
 			ID:        engine.ID(p.ID),
 			Timestamp: p.Time.UTC().Format(timestampLayout),
 			Machine:   p.Machine,
 			Sequence:  p.Sequence,
+			Friendly:  l.Friendly(p.ID),
 		})
 	}
+}
+
+// implausible says why p, decoded under l, is no snowflake ID a generator
+// of l made by now, or "".
+func implausible(l snowflake.Layout, p snowflake.Parts, now time.Time) string {
+	switch {
+	case p.Time.Before(l.Epoch.Add(nearEpoch)):
+		return fmt.Sprintf("it is too small: its time would be %s, within an hour of the layout's epoch; chain, segment and auto-increment IDs are this small",
+			p.Time.Format(timestampLayout))
+	case p.Time.After(now.Add(pastNow)):
+		return fmt.Sprintf("its time %s is in the future", p.Time.Format(timestampLayout))
+	}
+	return ""
 }
 
 // guessFormat tells a friendly ID (20261121232714123-7-3) from a decimal

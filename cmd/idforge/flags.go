@@ -11,6 +11,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/dated"
 )
 
 // layouts are the presets -layout names, in the order help lists them.
@@ -53,6 +54,31 @@ func formatter(name string, l snowflake.Layout) (engine.Formatter, error) {
 		return engine.Decimal{}, nil
 	}
 	return convert.ByName(name, convert.Padded())
+}
+
+// formatFlag is gen's -format: a format name, or a dated format of a
+// chain, checked while the flags are parsed.
+type formatFlag struct{ value string }
+
+func formatVar(fs *flag.FlagSet, name, usage string) *formatFlag {
+	f := &formatFlag{value: "decimal"}
+	fs.Var(f, name, fmt.Sprintf("%s: one of %s, or for a chain a dated format such as INV-{yyyy}{MM}{dd}-{seq:6}",
+		usage, strings.Join(formatNames, ", ")))
+	return f
+}
+
+func (f *formatFlag) String() string { return f.value }
+
+func (f *formatFlag) Set(s string) error {
+	if dated.IsFormat(s) {
+		if _, err := dated.Parse(s); err != nil {
+			return errors.New(strings.TrimPrefix(err.Error(), engine.ErrInvalidConfig.Error()+": "))
+		}
+	} else if !slices.Contains(formatNames, s) {
+		return fmt.Errorf("want one of %s, or a dated format such as INV-{yyyy}{MM}{dd}-{seq:6}", strings.Join(formatNames, ", "))
+	}
+	f.value = s
+	return nil
 }
 
 // enumFlag is a string flag restricted to a list, so that a typo fails while

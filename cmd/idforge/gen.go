@@ -6,48 +6,152 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strconv"
+	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/idgen"
 )
 
-func setupGen(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+// genKinds are the kinds gen draws.
+var genKinds = []string{idforge.KindSnowflake, idforge.KindUUIDv7, idforge.KindChain}
+
+func setupGen(fs *flag.FlagSet) runFunc {
 	n := parsedVar(fs, "n", 1, strconv.Atoi, "want a whole number", "how many IDs to print, a whole `number`")
-	machine := parsedVar(fs, "machine", 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
-		"want a whole number", "machine `ID` (0 to the layout's maximum)")
+	machineID := parsedVar(fs, "machine", 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
+		"want a whole number", "machine `ID` (0 to the layout's maximum), without -store")
+	kind := enumVar(fs, "kind", idforge.KindSnowflake, genKinds, "`kind` of ID")
+	name := fs.String("name", "", "chain `name` (kind chain)")
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
-	format := enumVar(fs, "format", "decimal", formatNames, "output `format`")
-	return func(ctx context.Context, args []string, stdout io.Writer) error {
-		if len(args) > 0 {
+	format := formatVar(fs, "format", "output `format`")
+	store := fs.String("store", "", "the `store` to lease the machine ID from, as serve's -store: a redis:// URL, a postgres:// URL, "+
+		"a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; needed for chains. Without it snowflake IDs use -machine, with no lease")
+	namespace := fs.String("namespace", idforge.DefaultNamespace, "machine-ID `namespace` with -store")
+	zone := parsedVar(fs, "zone", time.UTC, time.LoadLocation, "want a time zone such as UTC or Europe/Berlin",
+		"time `zone` whose days a dated format counts in (default UTC)")
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		machineGiven := false
+		fs.Visit(func(f *flag.Flag) { machineGiven = machineGiven || f.Name == "machine" })
+		switch {
+		case len(args) > 0:
 			return usagef("unexpected arguments %q", args)
-		}
-		if *n < 1 {
+		case *n < 1:
 			return usagef("-n %d: want at least 1", *n)
+		case *store != "" && machineGiven:
+			return usagef("-machine with -store: the store leases the machine ID")
+		case kind.value == idforge.KindChain && (*store == "" || *name == ""):
+			return usagef("-kind chain needs -store and -name: chains count in a store")
+		case kind.value != idforge.KindChain && *name != "":
+			return usagef("-name is for -kind chain")
+		case kind.value == idforge.KindUUIDv7 && format.value != "decimal":
+			return usagef("-kind uuidv7 takes no -format: UUIDs come in their canonical form")
+		case kind.value == idforge.KindChain && format.value == "friendly":
+			return usagef("-format friendly is for snowflake IDs")
+		case dated.IsFormat(format.value) && kind.value != idforge.KindChain:
+			return usagef("a dated -format is for -kind chain")
 		}
 		l := layoutByName(layout.value)
-		f, err := formatter(format.value, l)
+		var prov engine.Provider
+		if *store == "" {
+			m := *machineID
+			reg := engine.NewRegistry()
+			defer reg.Close()
+			g, err := snowflake.New(m, snowflake.WithLayout(l))
+			if err != nil {
+				return err
+			}
+			if err := reg.Register(idforge.KindSnowflake, "", g); err != nil {
+				return err
+			}
+			if err := reg.Register(idforge.KindUUIDv7, "", uuidv7.New(nil)); err != nil {
+				return err
+			}
+			if kind.value == idforge.KindSnowflake {
+				fmt.Fprintf(stderr, "idforge gen: machine ID %d (-machine), no lease: another process issuing under machine ID %d now "+
+					"can issue the same IDs; give -store to lease a machine ID\n", m, m)
+			}
+			prov = reg
+		} else {
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			quiet := slog.New(slog.DiscardHandler)
+			st, err := openStore(ctx, *store, "-store", wd, quiet, false)
+			if err != nil {
+				return err
+			}
+			defer st.close()
+			inst, err := machine.HostInstance(*namespace, 0)
+			if err != nil {
+				return err
+			}
+			reg, err := idforge.New(ctx, idforge.Settings{Namespace: *namespace, Instance: inst, Store: st.store, Layout: l, Zone: *zone, Logger: quiet})
+			if err != nil {
+				return err
+			}
+			defer reg.Close() // gives the machine ID back
+			fmt.Fprintf(stderr, "idforge gen: machine ID %d leased from %s (namespace %s), given back on exit\n", reg.MachineID(), st.describe, *namespace)
+			prov = reg
+		}
+		next, err := drawer(ctx, prov, kind.value, *name, format.value, l)
 		if err != nil {
 			return err
 		}
-		g, err := snowflake.New(*machine, snowflake.WithLayout(l))
-		if err != nil {
-			return err
-		}
-		return gen(ctx, g, f, *n, stdout)
+		return gen(ctx, next, *n, stdout)
 	}
 }
 
-// gen writes n IDs from g, one per line. Buffered: a million IDs are a
+// drawer returns the function that draws one ID of kind (and chain name)
+// from p as text in format.
+func drawer(ctx context.Context, p engine.Provider, kind, name, format string, l snowflake.Layout) (func(context.Context) (string, error), error) {
+	switch {
+	case kind == idforge.KindUUIDv7:
+		g, err := engine.UUIDGeneratorOf(ctx, p, kind, "")
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (string, error) {
+			u, err := g.NextUUID(ctx)
+			return uuid.UUID(u).String(), err
+		}, nil
+	case dated.IsFormat(format):
+		g, err := idgen.Dated(p, name, format)
+		if err != nil {
+			return nil, err
+		}
+		return g.NextString, nil
+	}
+	f, err := formatter(format, l)
+	if err != nil {
+		return nil, err
+	}
+	g, err := p.Generator(ctx, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Stringer{Generator: g, Formatter: f}.NextString, nil
+}
+
+// gen writes n IDs from next, one per line. Buffered: a million IDs are a
 // handful of writes.
-func gen(ctx context.Context, g engine.Generator, f engine.Formatter, n int, stdout io.Writer) error {
+func gen(ctx context.Context, next func(context.Context) (string, error), n int, stdout io.Writer) error {
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	for range n {
-		id, err := g.NextID(ctx)
+		s, err := next(ctx)
 		if err != nil {
 			return err
 		}
-		w.WriteString(f.Format(id))
+		w.WriteString(s)
 		if err := w.WriteByte('\n'); err != nil {
 			return fmt.Errorf("write: %w", err)
 		}

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-func setupLayout(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+func setupLayout(fs *flag.FlagSet) runFunc {
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
-	return func(_ context.Context, args []string, stdout io.Writer) error {
+	return func(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}

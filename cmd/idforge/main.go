@@ -1,13 +1,14 @@
-// Command idforge generates, decodes and explains snowflake IDs.
+// Command idforge generates, decodes and explains snowflake IDs, UUIDv7s and
+// dated chain numbers.
 //
 //	$ idforge gen -n 3 -machine 7
 //	914779523243864064
 //	914779523243864065
 //	914779523243864066
 //	$ idforge decode 914779523243864066
-//	{"id":"914779523243864066","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":2}
+//	{"id":"914779523243864066","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":2,"friendly":"20261121232714123-7-2"}
 //	$ idforge decode 20261121232714123-7-2
-//	{"id":"914779523243864066","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":2}
+//	{"id":"914779523243864066","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":2,"friendly":"20261121232714123-7-2"}
 //	$ idforge layout -layout jssafe
 //	layout          jssafe: 41/3/9 ms since 2019-12-24T16:00:00Z
 //	bits            41 timestamp (ms) + 3 machine + 9 sequence = 53
@@ -19,12 +20,13 @@
 //
 // Subcommands:
 //
-//	gen    [-n N] [-machine M] [-layout layout] [-format format]  print N new IDs, one per line
+//	gen    [-n N] [-kind k] [-machine M | -store s] [-format f]  print N new IDs, one per line
 //	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
 //	layout [-layout layout]                                      print a layout's bit split, capacity and end date
 //	schema [-dialect d] [-prefix p]                              print the ID tables' CREATE TABLE statements
 //	store  [-store s] init                                       declare a store that never handed out IDs brand-new
 //	serve  [-addr a] [-store s] [-namespace n] [-layout l] ...    serve IDs over HTTP (see package server)
+//	version                                                      print the module version and VCS revision
 //	help   [command]                                             print this help or a command's flags
 //
 // Layouts: default (41/10/12 ms), second (31/10/22 s), jssafe (41/3/9 ms),
@@ -49,6 +51,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	_ "time/tzdata" // -zone names work where the system has no time zone files (a scratch container)
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/server"
@@ -65,28 +68,41 @@ type command struct {
 	name    string
 	args    string // the usage line after the name
 	summary string
-	setup   func(fs *flag.FlagSet) func(ctx context.Context, args []string, stdout io.Writer) error
+	setup   func(fs *flag.FlagSet) runFunc
 	details string // help prints it after the flags
 }
 
+// runFunc runs a command: its output goes to stdout, what it says about
+// the run (a warning, the machine ID used) to stderr.
+type runFunc = func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
 // commands is the command table: a new subcommand is one entry.
 var commands = []command{
-	{"gen", "[-n N] [-machine M] [-layout layout] [-format format]", "print N new IDs, one per line", setupGen, ""},
-	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence as JSON", setupDecode, ""},
+	{"gen", "[-n N] [-kind snowflake|uuidv7|chain] [-name chain] [-machine M | -store DSN|URL] [-layout layout] [-format format] [-zone zone]",
+		"print N new IDs, one per line", setupGen,
+		"Without -store, snowflake IDs use -machine (0 by default) with no lease, which gen says on stderr: two processes\n" +
+			"issuing under one machine ID at once can issue the same IDs. With -store, gen leases a machine ID from the store,\n" +
+			"as serve does, and gives it back on exit; chains need one. A dated format (-kind chain) counts from 1 every day,\n" +
+			"month or year: literal text and {yyyy}, {MM}, {dd}, {seq:N} in that order, as in INV-{yyyy}{MM}{dd}-{seq:6}."},
+	{"decode", "[-layout layout] [-format format] ID", "print an ID's time, machine and sequence (or a UUIDv7's time) as JSON", setupDecode,
+		"The JSON is what serve's /v1/decode answers. An ID that cannot be a snowflake ID of the layout (too small, its time\n" +
+			"within an hour of the epoch, as chain IDs are; or its time in the future) is decoded with a warning on stderr."},
 	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout, ""},
-	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe,
-		"routes: GET /v1/ids, /v1/ids/{chain} (?count=1.." + strconv.Itoa(server.MaxCount) + "&format=), /v1/decode/{id} (?format=),\n" +
-			"/v1/layout, /healthz, /readyz, /metrics and / (the state page); see README.md.\n" +
+	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-dated name=format,...] [-zone zone] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe,
+		"routes: GET /v1/ids (?kind=uuidv7 for UUIDs), /v1/ids/{chain} (?count=1.." + strconv.Itoa(server.MaxCount) + "&format=),\n" +
+			"/v1/decode/{id} (?format=), /v1/layout, /healthz, /readyz, /metrics and / (the state page); see README.md.\n" +
 			"formats (?format=): " + strings.Join(server.Formats, ", ") + "; decimal (the default)\n" +
-			"gives JSON strings, number JSON numbers, friendly is for snowflake IDs only. /v1/decode/{id}\n" +
-			"reads decimal and friendly IDs as they are; radix62 and radix36 IDs need ?format=radix62 or\n" +
-			"?format=radix36."},
+			"gives JSON strings, number JSON numbers, friendly is for snowflake IDs only. A chain also takes a dated\n" +
+			"format, URL-encoded: ?format=INV-%7Byyyy%7D%7BMM%7D%7Bdd%7D-%7Bseq:6%7D (or -dated gives it one).\n" +
+			"/v1/decode/{id} reads decimal and friendly IDs and UUIDv7s as they are; radix62 and radix36 IDs need\n" +
+			"?format=radix62 or ?format=radix36."},
 	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema, ""},
 	{"store", "[-store DSN|URL] init", "declare a store that never handed out IDs brand-new", setupStore,
 		"init creates the store's tables and a brand-new epoch on a store that has none (on SQL, only on empty\n" +
 			"tables): its sequences then start at Start. A store found without an epoch is otherwise taken for one\n" +
 			"that may have been wiped, and a sequence missing from it starts only above a Floor. Run it once, when\n" +
 			"the store is set up; it refuses a store that already has an epoch."},
+	{"version", "", "print the module version and VCS revision it was built from", setupVersion, ""},
 }
 
 // usageError marks a bad command line or a bad ID: exit status 2.
@@ -123,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2 // the flag package has printed the error and the usage
 	}
-	err := exec(ctx, fs.Args(), stdout)
+	err := exec(ctx, fs.Args(), stdout, stderr)
 	if err == nil {
 		return 0
 	}

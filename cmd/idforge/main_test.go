@@ -127,7 +127,7 @@ func TestDecodeKnownIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := `{"id":"` + strconv.FormatInt(id, 10) + `","timestamp":"` + tt.timestamp + `","machine":` +
-			strconv.FormatInt(tt.machine, 10) + `,"sequence":` + strconv.FormatInt(tt.seq, 10) + "}\n"
+			strconv.FormatInt(tt.machine, 10) + `,"sequence":` + strconv.FormatInt(tt.seq, 10) + `,"friendly":"` + l.Friendly(id) + `"}` + "\n"
 		r36, _ := convert.NewRadix36(convert.Padded())
 		for _, args := range [][]string{
 			{"decode", "-layout", tt.layout, strconv.FormatInt(id, 10)},
@@ -161,7 +161,7 @@ func TestDecodeOutputIsOneJSONObject(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"id", "machine", "sequence", "timestamp"}; !slices.Equal(keys, want) {
+	if want := []string{"friendly", "id", "machine", "sequence", "timestamp"}; !slices.Equal(keys, want) {
 		t.Fatalf("keys %q, want %q", keys, want)
 	}
 	if _, err := time.Parse(time.RFC3339, m["timestamp"].(string)); err != nil {
@@ -350,8 +350,8 @@ func Example() {
 	run(context.Background(), []string{"decode", "-layout", "jssafe", "20261121232714123-7-3"}, os.Stdout, os.Stdout)
 	run(context.Background(), []string{"decode", "12x"}, os.Stdout, os.Stdout)
 	// Output:
-	// {"id":"914783062259167232","timestamp":"2026-11-21T23:41:17.890Z","machine":7,"sequence":0}
-	// {"id":"893339378171395","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":3}
+	// {"id":"914783062259167232","timestamp":"2026-11-21T23:41:17.890Z","machine":7,"sequence":0,"friendly":"20261121234117890-7-0"}
+	// {"id":"893339378171395","timestamp":"2026-11-21T23:27:14.123Z","machine":7,"sequence":3,"friendly":"20261121232714123-7-3"}
 	// idforge decode: invalid id: "12x": not a decimal number (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)
 }
 

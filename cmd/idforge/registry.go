@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
@@ -18,6 +19,7 @@ type registrySettings struct {
 	Layout   snowflake.Layout
 	Store    idforge.Store
 	Logger   *slog.Logger
+	Zone     *time.Location // of dated chains
 }
 
 // registry is the generator registry serve draws from.
@@ -30,7 +32,7 @@ type registry interface {
 // newRegistry builds the registry on the store: the one place that knows
 // the root's constructor.
 func newRegistry(ctx context.Context, s registrySettings) (registry, error) {
-	set := idforge.Settings{Namespace: s.Instance.Namespace, Instance: s.Instance, Layout: s.Layout, Store: s.Store, Logger: s.Logger}
+	set := idforge.Settings{Namespace: s.Instance.Namespace, Instance: s.Instance, Layout: s.Layout, Store: s.Store, Logger: s.Logger, Zone: s.Zone}
 	reg, err := idforge.New(ctx, set)
 	if err != nil {
 		return nil, err // not a nil *Registry in a non-nil interface

@@ -8,10 +8,10 @@ import (
 	"github.com/idforge/idforge/schema"
 )
 
-func setupSchema(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+func setupSchema(fs *flag.FlagSet) runFunc {
 	dialect := fs.String("dialect", "mysql", "SQL `dialect`: mysql (also MariaDB), postgres or sqlite")
 	prefix := fs.String("prefix", schema.DefaultTablePrefix, "table name `prefix`")
-	return func(_ context.Context, args []string, stdout io.Writer) error {
+	return func(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}

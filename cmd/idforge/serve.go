@@ -35,6 +35,8 @@ var serveEnv = []struct{ flag, env string }{
 	{"instance", "IDFORGE_INSTANCE"},
 	{"layout", "IDFORGE_LAYOUT"},
 	{"chains", "IDFORGE_CHAINS"},
+	{"dated", "IDFORGE_DATED"},
+	{"zone", "IDFORGE_ZONE"},
 	{"tokens", "IDFORGE_TOKENS_FILE"},
 	{"allowed-hosts", "IDFORGE_ALLOWED_HOSTS"},
 	{"proxy", "IDFORGE_PROXY"},
@@ -44,6 +46,8 @@ var serveEnv = []struct{ flag, env string }{
 // serveOptions are serve's parsed flags.
 type serveOptions struct {
 	addr, store, namespace, instance, chains, tokens, hosts string
+	dated                                                   string
+	zone                                                    **time.Location
 	layout                                                  *enumFlag
 	proxy                                                   *bool
 	shutdown                                                *time.Duration
@@ -59,7 +63,7 @@ func (o *serveOptions) source(name string) string {
 	return "-" + name
 }
 
-func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+func setupServe(fs *flag.FlagSet) runFunc {
 	o := &serveOptions{}
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address` (host:port); 127.0.0.1 unless told otherwise [IDFORGE_ADDR]")
 	fs.StringVar(&o.store, "store", "", "store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
@@ -69,6 +73,10 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 		"empty means a new host:pid instance every start [IDFORGE_INSTANCE]")
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
 	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from; empty admits any name, up to %d [IDFORGE_CHAINS]", server.MaxChains))
+	fs.StringVar(&o.dated, "dated", "", "comma-separated `name=format` pairs: chains served in a dated format of their own, "+
+		"as invoice=INV-{yyyy}{MM}{dd}-{seq:6}; other chains take one in ?format= [IDFORGE_DATED]")
+	o.zone = parsedVar(fs, "zone", time.UTC, time.LoadLocation, "want a time zone such as UTC or Europe/Berlin",
+		"time `zone` whose days, months and years dated formats count in (default UTC) [IDFORGE_ZONE]")
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token [namespaces=a,b] [segments=a,b] [machines=N]\" a line, mode 600; "+
 		"required on every route but /healthz and /readyz; SIGHUP reloads it [IDFORGE_TOKENS_FILE]")
 	fs.StringVar(&o.hosts, "allowed-hosts", "", "comma-separated host `names` requests may name in Host besides loopback ones; "+
@@ -77,7 +85,7 @@ func setupServe(fs *flag.FlagSet) func(context.Context, []string, io.Writer) err
 		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
 	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, positiveDuration, "want a positive duration such as 10s",
 		"how long SIGTERM waits for in-flight requests, a `duration` such as 10s [IDFORGE_SHUTDOWN_TIMEOUT]")
-	return func(ctx context.Context, args []string, stdout io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
 		}
@@ -208,7 +216,15 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 			return err
 		}
 	}
-	reg, err := newRegistry(ctx, registrySettings{Instance: inst, Layout: layout, Logger: log, Store: col.Store(st.store)})
+	dated := map[string]string{}
+	for _, pair := range splitList(o.dated) {
+		name, format, ok := strings.Cut(pair, "=")
+		if !ok {
+			return usagef("%s: %q is not name=format", o.source("dated"), pair)
+		}
+		dated[name] = format
+	}
+	reg, err := newRegistry(ctx, registrySettings{Instance: inst, Layout: layout, Logger: log, Store: col.Store(st.store), Zone: *o.zone})
 	if err != nil {
 		return err
 	}
@@ -232,6 +248,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		MachineID:    reg.MachineID,
 		Instance:     inst,
 		Chains:       splitList(o.chains),
+		Dated:        dated,
 		Tokens:       tokens,
 		AllowedHosts: splitList(o.hosts),
 		Logger:       log,

@@ -174,10 +174,10 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) 
 	}, nil
 }
 
-func setupStore(fs *flag.FlagSet) func(context.Context, []string, io.Writer) error {
+func setupStore(fs *flag.FlagSet) runFunc {
 	spec := fs.String("store", "", "the store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
 		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
-	return func(ctx context.Context, args []string, stdout io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if len(args) != 1 || args[0] != "init" {
 			return usagef("want one action, init; got %q", args)
 		}

@@ -5,11 +5,12 @@ import (
 	"math"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/radix"
 )
 
 const (
-	alphabet62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	alphabet36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+	alphabet62 = radix.Alphabet62
+	alphabet36 = radix.Alphabet36
 )
 
 // Radix62Width and Radix36Width are the digits an int64 needs at most in each
@@ -95,14 +96,13 @@ func (r *Radix) appendID(dst []byte, id int64) []byte {
 		dst = append(dst, '-')
 		u = -u // also right for math.MinInt64: 1<<63
 	}
-	var tmp [Radix36Width]byte // the most digits any supported base needs
+	var tmp radix.Buffer
 	var i int
-	// Constant divisors compile to multiplications: more than twice as fast
-	// as dividing by r.base.
+	// Constant bases: see radix.Digits.
 	if r.base == 62 {
-		i = digits(&tmp, u, 62, alphabet62)
+		i = radix.Digits(&tmp, u, 62, alphabet62)
 	} else {
-		i = digits(&tmp, u, 36, alphabet36)
+		i = radix.Digits(&tmp, u, 36, alphabet36)
 	}
 	for n := len(tmp) - i; n < r.width; n++ {
 		dst = append(dst, '0')
@@ -152,19 +152,4 @@ func (r *Radix) Parse(s string) (int64, error) {
 
 func (r *Radix) invalid(s, why string) error {
 	return fmt.Errorf("%w: %s %q: %s", engine.ErrInvalidID, r.name, s, why)
-}
-
-// digits writes u in base into the end of tmp and returns where the digits
-// start. It is small enough to inline, which makes base a constant.
-func digits(tmp *[Radix36Width]byte, u, base uint64, alphabet string) int {
-	i := len(tmp)
-	for u >= base {
-		q := u / base
-		i--
-		tmp[i] = alphabet[u-q*base]
-		u = q
-	}
-	i--
-	tmp[i] = alphabet[u]
-	return i
 }

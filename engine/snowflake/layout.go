@@ -269,14 +269,10 @@ func (l Layout) ComposeTick(tick, machine, seq int64) (int64, error) {
 	return tick<<(l.MachineBits+l.SequenceBits) | machine<<l.SequenceBits | seq, nil
 }
 
-// Parts is a decoded snowflake ID.
-type Parts struct {
-	ID       int64
-	Time     time.Time // start of the tick, UTC
-	Tick     int64     // units since the epoch
-	Machine  int64
-	Sequence int64
-}
+// Parts is a decoded snowflake ID, as engine.ID's Decompose returns it.
+type Parts = engine.Parts
+
+var _ engine.Decoder = Layout{}
 
 // Decode splits id into its parts. Negative IDs and IDs above MaxID are
 // errors wrapping engine.ErrInvalidID.

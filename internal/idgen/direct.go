@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/google/uuid"
+
 	"github.com/idforge/idforge/engine"
 )
 
@@ -61,18 +63,86 @@ func (s *slot) fillDirect(ctx context.Context, p rowPointer) error {
 			return fmt.Errorf("%w: model %s field %s: negative id %d for an unsigned field", engine.ErrInvalidID, s.Model, s.Name, id)
 		}
 		*n = uint64(id)
+	case reflect.Array:
+		u := (*[16]byte)(at)
+		if *u != [16]byte{} {
+			return nil
+		}
+		v, err := s.uuid.NextUUID(ctx)
+		if err != nil {
+			return s.drawError(err)
+		}
+		*u = v
 	default:
 		str := (*string)(at)
 		if *str != "" {
 			return nil
 		}
+		v, err := s.drawString(ctx)
+		if err != nil {
+			return err
+		}
+		*str = v
+	}
+	return nil
+}
+
+// fill fills v, a value of the slot's field type, when it is zero: the
+// reflective path, for fields behind pointers and rows that are not
+// addressable.
+func (s *slot) fill(ctx context.Context, v reflect.Value) error {
+	if !s.IsZero(v) {
+		return nil
+	}
+	if s.kind == reflect.Int64 || s.kind == reflect.Uint64 {
 		id, err := s.draw(ctx)
 		if err != nil {
 			return err
 		}
-		*str = s.format.Format(id)
+		return s.Set(v, id)
 	}
+	v, err := s.settable(v)
+	if err != nil {
+		return err
+	}
+	if s.kind == reflect.Array {
+		u, err := s.uuid.NextUUID(ctx)
+		if err != nil {
+			return s.drawError(err)
+		}
+		reflect.Copy(v, reflect.ValueOf(u[:]))
+		return nil
+	}
+	str, err := s.drawString(ctx)
+	if err != nil {
+		return err
+	}
+	v.SetString(str)
 	return nil
+}
+
+// drawString draws the value of a string field: a dated chain's string, a
+// UUID's canonical form, or an ID in the field's format.
+func (s *slot) drawString(ctx context.Context) (string, error) {
+	switch {
+	case s.str != nil:
+		v, err := s.str.NextString(ctx)
+		if err != nil {
+			return "", s.drawError(err)
+		}
+		return v, nil
+	case s.uuid != nil:
+		u, err := s.uuid.NextUUID(ctx)
+		if err != nil {
+			return "", s.drawError(err)
+		}
+		return uuid.UUID(u).String(), nil
+	}
+	id, err := s.draw(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.format.Format(id), nil
 }
 
 // fillInt64s fills the n int64 fields that are zero among those size bytes

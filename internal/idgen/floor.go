@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/idforge/idforge/engine"
 )
@@ -25,11 +26,13 @@ type Column struct {
 // Query runs a statement that returns one value and scans it into dest.
 type Query func(ctx context.Context, query string, dest *sql.NullString) error
 
-// Floor returns the engine.Floor of the field's sequence held in one table:
-// the largest ID in column of table (both quoted for dialect: "mysql",
-// "postgres" or "sqlite"), read with query; 0 for an empty table. It is
-// nil when the field does not draw from a sequence. A dialect it does not
-// know gives a Floor that answers engine.ErrNoFloor, naming the field.
+// Floor returns the engine.Floor of the field's sequence held in one table,
+// to add under [Field.FloorName]: the largest ID in column of table (both
+// quoted for dialect: "mysql", "postgres" or "sqlite"), read with query; 0
+// for an empty table. For a dated chain it is the largest counter among the
+// values of the period the Floor is asked for. It is nil when the field
+// does not draw from a sequence. A dialect it does not know gives a Floor
+// that answers engine.ErrNoFloor, naming the field.
 func (f *Field) Floor(dialect, table, column string, query Query) engine.Floor {
 	if !Sequence(f.Spec.Kind) {
 		return nil
@@ -41,28 +44,60 @@ func (f *Field) Floor(dialect, table, column string, query Query) engine.Floor {
 		}
 	}
 	stmt := "SELECT " + expr + " FROM " + table
+	if f.dated != nil {
+		return func(ctx context.Context, seq string) (int64, error) {
+			// seq is "<name>:<period>"; a period of another length (a
+			// format of the same name by month, say) has no values here.
+			like, ok := f.dated.Like(seq[strings.LastIndexByte(seq, ':')+1:])
+			if !ok {
+				return 0, nil
+			}
+			v, err := f.readMax(ctx, query, stmt+" WHERE "+column+" LIKE '"+like+"' ESCAPE '!'")
+			if err != nil || v == "" {
+				return 0, err
+			}
+			_, n, err := f.dated.Read(v)
+			if err != nil {
+				return 0, fmt.Errorf("model %s field %s: the largest value of %s: %w", f.Model, f.Name, seq, err)
+			}
+			return n, nil
+		}
+	}
 	return func(ctx context.Context, _ string) (int64, error) {
-		var v sql.NullString
-		if err := query(ctx, stmt, &v); err != nil {
-			return 0, fmt.Errorf("model %s field %s: %s: %w", f.Model, f.Name, stmt, err)
+		v, err := f.readMax(ctx, query, stmt)
+		if err != nil || v == "" {
+			return 0, err
 		}
-		if !v.Valid {
-			return 0, nil
-		}
-		var (
-			id  int64
-			err error
-		)
+		var id int64
 		if f.kind == reflect.String && f.Spec.Format != "" && f.Spec.Format != "decimal" {
-			id, err = f.format.Parse(v.String)
+			id, err = f.format.Parse(v)
 		} else {
-			id, err = strconv.ParseInt(v.String, 10, 64)
+			id, err = strconv.ParseInt(v, 10, 64)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("model %s field %s: %s gave %q: %w", f.Model, f.Name, stmt, v.String, err)
+			return 0, fmt.Errorf("model %s field %s: %s gave %q: %w", f.Model, f.Name, stmt, v, err)
 		}
 		return id, nil
 	}
+}
+
+// FloorName is the name the field's Floor answers for in the registry (see
+// idforge.Registry.AddFloor): the chain's name, or "<name>:*" for a dated
+// chain, whose every period is a sequence of its own.
+func (f *Field) FloorName() string {
+	if f.dated != nil {
+		return f.Spec.Name + ":*"
+	}
+	return f.Spec.Name
+}
+
+// readMax runs stmt, which reads one value, "" for NULL (an empty table).
+func (f *Field) readMax(ctx context.Context, query Query, stmt string) (string, error) {
+	var v sql.NullString
+	if err := query(ctx, stmt, &v); err != nil {
+		return "", fmt.Errorf("model %s field %s: %s: %w", f.Model, f.Name, stmt, err)
+	}
+	return v.String, nil
 }
 
 // maxExpr is the SQL that reads the largest ID of the field from column:
@@ -73,7 +108,8 @@ func (f *Field) maxExpr(dialect, column string) (string, bool) {
 	if f.kind != reflect.String {
 		return "MAX(" + column + ")", true
 	}
-	decimal := f.Spec.Format == "" || f.Spec.Format == "decimal"
+	// A dated format's strings are compared byte by byte, as radix ones.
+	decimal := f.dated == nil && (f.Spec.Format == "" || f.Spec.Format == "decimal")
 	switch {
 	case dialect == "mysql" && decimal:
 		return "MAX(CAST(" + column + " AS SIGNED))", true

@@ -252,7 +252,8 @@ func TestGeneratorErrorAndNegativeUnsigned(t *testing.T) {
 	}
 	var u uint64
 	v := reflect.ValueOf(&u).Elem()
-	err = f.Fill(context.Background(), engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom }), v)
+	s := slot{Target: Target{Field: f}, kind: f.kind, gen: engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })}
+	err = s.fill(context.Background(), v)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "model M field U") {
 		t.Errorf("generator error: %v", err)
 	}

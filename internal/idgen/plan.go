@@ -86,11 +86,11 @@ func (p *Plan) Bind(ctx context.Context, prov engine.Provider) (*Filler, error) 
 func Bind(ctx context.Context, p engine.Provider, t reflect.Type, targets []Target) (*Filler, error) {
 	f := &Filler{typ: t, slots: make([]slot, len(targets)), direct: true}
 	for i, tg := range targets {
-		g, err := tg.Generator(ctx, p)
+		src, err := tg.bind(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		f.slots[i] = newSlot(t, tg, g)
+		f.slots[i] = newSlot(t, tg, src)
 		f.direct = f.direct && f.slots[i].direct
 	}
 	return f, nil
@@ -114,15 +114,17 @@ type slot struct {
 	gen    engine.Generator
 	offset uintptr
 	kind   reflect.Kind
-	// direct: the field is a number or a string (not a pointer) reached
-	// without passing through a pointer, so it sits at offset from the row's
-	// address and is filled without reflection.
+	// direct: the field is a number, a string or a UUID (not a pointer)
+	// reached without passing through a pointer, so it sits at offset from
+	// the row's address and is filled without reflection.
 	direct bool
+	uuid   engine.UUIDGenerator
+	str    engine.StringGenerator
 	Target
 }
 
-func newSlot(t reflect.Type, tg Target, g engine.Generator) slot {
-	s := slot{Target: tg, gen: g, direct: !tg.ptr, kind: tg.kind}
+func newSlot(t reflect.Type, tg Target, src source) slot {
+	s := slot{Target: tg, gen: src.gen, uuid: src.uuid, str: src.str, direct: !tg.ptr, kind: tg.kind}
 	cur := t
 	for _, x := range tg.Index {
 		if cur.Kind() == reflect.Pointer {
@@ -250,7 +252,7 @@ func (f *Filler) fillValue(ctx context.Context, row reflect.Value) error {
 		if err != nil {
 			return fmt.Errorf("model %s field %s: %w", s.Model, s.Name, err)
 		}
-		if err := s.Fill(ctx, s.gen, v); err != nil {
+		if err := s.fill(ctx, v); err != nil {
 			return err
 		}
 	}
@@ -283,7 +285,7 @@ func (f *Filler) fillAt(ctx context.Context, p rowPointer) error {
 		if err != nil {
 			return fmt.Errorf("model %s field %s: %w", s.Model, s.Name, err)
 		}
-		if err := s.Fill(ctx, s.gen, v); err != nil {
+		if err := s.fill(ctx, v); err != nil {
 			return err
 		}
 	}
@@ -349,6 +351,5 @@ func (f *Filler) FillField(ctx context.Context, i int, v reflect.Value) error {
 	if i < 0 || i >= len(f.slots) {
 		return fmt.Errorf("%w: model %s has no target %d (it has %d)", engine.ErrInvalidConfig, ModelName(f.typ), i, len(f.slots))
 	}
-	s := &f.slots[i]
-	return s.Fill(ctx, s.gen, v)
+	return f.slots[i].fill(ctx, v)
 }

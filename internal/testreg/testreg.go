@@ -4,16 +4,19 @@ package testreg
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/engine/uuidv7"
 )
 
 // New returns a registry holding the real snowflake generator (machine 1) as
-// kind "snowflake" and, standing in for segment chains, a counter per name
-// from 1,000,001 as kind "chain". It is closed when the test ends.
+// kind "snowflake", the UUIDv7 generator as kind "uuidv7" and, standing in
+// for segment chains, a counter per name from 1,000,001 as kind "chain". It
+// is closed when the test ends.
 func New(t testing.TB) *engine.Registry {
 	t.Helper()
 	sf, err := snowflake.New(1)
@@ -21,7 +24,7 @@ func New(t testing.TB) *engine.Registry {
 		t.Fatal(err)
 	}
 	reg := engine.NewRegistry()
-	if err := reg.Register("snowflake", "", sf); err != nil {
+	if err := errors.Join(reg.Register("snowflake", "", sf), reg.Register("uuidv7", "", uuidv7.New(nil))); err != nil {
 		t.Fatal(err)
 	}
 	err = reg.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) {

@@ -160,7 +160,7 @@ func (b *Base[DB]) AddFloors(elem reflect.Type) error {
 	var names []string
 	bySeq := map[string][]idgen.Column{}
 	for _, c := range cols {
-		name := c.Field.Spec.Name
+		name := c.Field.FloorName() // a dated chain's is <name>:*, for every period
 		if bySeq[name] == nil {
 			names = append(names, name)
 		}

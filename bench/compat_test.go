@@ -1,0 +1,36 @@
+package bench
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	bwmarrin "github.com/bwmarrin/snowflake"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// engine.ID's Base58 writes the strings bwmarrin/snowflake's ID.Base58
+// writes, and reads them back; its Base36, stripped of its padding, is
+// bwmarrin's Base36.
+func TestBase58LikeBwmarrin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := []int64{0, 1, 57, 58, 3363, 3364, math.MaxInt64}
+	for range 1000 {
+		ids = append(ids, rng.Int64()>>rng.IntN(63))
+	}
+	for _, n := range ids {
+		want := bwmarrin.ID(n).Base58()
+		if got := engine.ID(n).Base58(); got != want {
+			t.Fatalf("engine.ID(%d).Base58() = %q, bwmarrin's %q", n, got, want)
+		}
+		back, err := engine.ParseBase58(want)
+		if err != nil || int64(back) != n {
+			t.Fatalf("engine.ParseBase58(%q) = %d, %v; want %d", want, back, err, n)
+		}
+		if got, want := strings.TrimLeft(engine.ID(n).Base36(), "0"), bwmarrin.ID(n).Base36(); got != want && n != 0 {
+			t.Fatalf("engine.ID(%d).Base36() unpadded = %q, bwmarrin's %q", n, got, want)
+		}
+	}
+}
