@@ -60,7 +60,9 @@ func TestSqlxContract(t *testing.T) {
 		New: func(r sharding.Router, reg engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (shardtest.Repository[sqlx.DB], error) {
 			return shardsqlx.New(r, reg, dbs, opts...)
 		},
-		Migrate: func(ctx context.Context, repo shardtest.Repository[sqlx.DB]) error { return repo.Exec(ctx, createCourse) },
+		Migrate: func(ctx context.Context, repo shardtest.Repository[sqlx.DB]) error {
+			return repo.Exec(ctx, createCourse)
+		},
 		In: func(ctx context.Context, repo shardtest.Repository[sqlx.DB], key int64) (shardtest.TxRepository, func(bool) error, error) {
 			db, _, err := repo.DB(key)
 			if err != nil {

@@ -352,7 +352,6 @@ func (h Harness[DB, Row]) partAtomic(t *testing.T, b Backend) {
 	h.allOnce(t, repo, append(rows, probe))
 }
 
-
 // killedMidBatch kills the connection writing m1.course_1's part while it
 // waits on a lock: m0's parts are committed, m1's are not, the error says
 // so, and Create with the same rows finishes the batch, each row once.
