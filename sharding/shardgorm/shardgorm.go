@@ -13,7 +13,10 @@
 //   - [Repository.Migrate] creates the tables from the model (sqlx has no
 //     model: run the CREATE TABLE through Exec);
 //   - [Repository.Scope] selects a shard's table on a *gorm.DB the caller
-//     already holds, GORM's way of reusing a query.
+//     already holds, GORM's way of reusing a query;
+//   - the sessions of [Repository.DB], [Repository.Scope] and
+//     [Repository.ForEach] are bound to their shard: a callback refuses a
+//     write through them that would reach another shard.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard: see [New].
@@ -314,11 +317,8 @@ func (g *Repository) Scope(key int64) func(*gorm.DB) *gorm.DB {
 // tx, so they commit or roll back with it. A tx of another database, or a
 // *gorm.DB that is no transaction, is an error wrapping
 // [sharding.ErrWrongShard] or engine.ErrInvalidConfig.
-//
-// A transaction holds one database, so there is no transaction across
-// shards: keep rows that must change together in one shard (route them by
-// one key, [sharding.WithShardKey]), or write each shard's part on its own
-// and make the steps idempotent, as Create is.
+// There is no transaction across shards: see "Transactions" in package
+// [sharding].
 func (g *Repository) In(key int64, tx *gorm.DB) (*Tx, error) {
 	db, s, err := g.base.Route(key)
 	if err != nil {

@@ -14,7 +14,11 @@
 //   - sqlx has no model, so there is no Migrate: create the tables with
 //     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
 //     the statements of Create and Find are written from the struct's `db`
-//     columns (see [Repository.Create]).
+//     columns (see [Repository.Create]);
+//   - [Repository.DB] and [Repository.ForEach] hand out the *sqlx.DB: fill
+//     the table into statements of yours with [Query], quoted as the
+//     repository quotes it. A *sql.Tx does not tell its database, so
+//     [Repository.In] trusts the caller to have begun it on key's.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard, as with GORM: see [New].
@@ -376,11 +380,8 @@ func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 // roll back with it. A *sql.Tx does not tell its database, so the caller
 // answers for tx being on key's database; a nil tx wraps
 // engine.ErrInvalidConfig.
-//
-// A transaction holds one database, so there is no transaction across
-// shards: keep rows that must change together in one shard (route them by
-// one key, [sharding.WithShardKey]), or write each shard's part on its own
-// and make the steps idempotent, as Create is.
+// There is no transaction across shards: see "Transactions" in package
+// [sharding].
 func (x *Repository) In(key int64, tx *sqlx.Tx) (*Tx, error) {
 	_, s, err := x.base.Route(key)
 	if err != nil {
