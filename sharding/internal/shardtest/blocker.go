@@ -23,13 +23,9 @@ type Blocker struct {
 // Lock locks table (quoted for d) of d against writes until Unlock.
 func Lock(t *testing.T, d testdb.DB, table string) *Blocker {
 	t.Helper()
+	b := holder(t, d)
 	ctx := context.Background()
-	b := &Blocker{d: d, admin: d.Open(t)}
-	conn, err := b.admin.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.conn = conn
+	conn := b.conn
 	q := "LOCK TABLES " + table + " WRITE"
 	if d.Name == "postgres" {
 		if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
@@ -40,11 +36,43 @@ func Lock(t *testing.T, d testdb.DB, table string) *Blocker {
 	if _, err := conn.ExecContext(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.conn.Close() })
 	return b
 }
 
-// Unlock releases the lock.
+// holder is a Blocker of d with its own connection, closed when the test
+// ends, that holds no lock yet.
+func holder(t *testing.T, d testdb.DB) *Blocker {
+	t.Helper()
+	b := &Blocker{d: d, admin: d.Open(t)}
+	conn, err := b.admin.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.conn = conn
+	t.Cleanup(func() { conn.Close() })
+	return b
+}
+
+// HoldCommits makes every COMMIT of a transaction that inserted into
+// table (quoted) of PostgreSQL database d wait, in a deferred trigger,
+// for an advisory lock the Blocker holds until Unlock.
+func HoldCommits(t *testing.T, d testdb.DB, table string) *Blocker {
+	t.Helper()
+	b := holder(t, d)
+	for _, q := range []string{
+		"CREATE FUNCTION hold_commit() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(7); RETURN NULL; END $$ LANGUAGE plpgsql",
+		"CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON " + table + " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold_commit()",
+		"BEGIN",
+		"SELECT pg_advisory_xact_lock(7)",
+	} {
+		if _, err := b.conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// Unlock releases the lock (Lock's or HoldCommits').
 func (b *Blocker) Unlock(t *testing.T) {
 	t.Helper()
 	q := "UNLOCK TABLES"
@@ -56,17 +84,18 @@ func (b *Blocker) Unlock(t *testing.T) {
 	}
 }
 
-// Waiting waits for a session of the database blocked on an INSERT and
-// returns its id (MariaDB's connection id, PostgreSQL's backend pid).
-func (b *Blocker) Waiting(t *testing.T) int64 {
+// Waiting waits for a session of the database blocked on a lock in a
+// statement starting with verb ("INSERT", "COMMIT") and returns its id
+// (MariaDB's connection id, PostgreSQL's backend pid).
+func (b *Blocker) Waiting(t *testing.T, verb string) int64 {
 	t.Helper()
-	q := "SELECT id FROM information_schema.processlist WHERE db = ? AND info LIKE 'INSERT%' AND state LIKE '%lock%'"
+	q := "SELECT id FROM information_schema.processlist WHERE db = ? AND info LIKE ? AND state LIKE '%lock%'"
 	if b.d.Name == "postgres" {
-		q = "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE 'INSERT%'"
+		q = "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query ILIKE $2 AND wait_event_type = 'Lock'"
 	}
 	var id int64
-	b.until(t, "a session blocked on an INSERT", func() (bool, error) {
-		err := b.admin.QueryRow(q, b.d.Database).Scan(&id)
+	b.until(t, "a session blocked in "+verb, func() (bool, error) {
+		err := b.admin.QueryRow(q, b.d.Database, verb+"%").Scan(&id)
 		if err == sql.ErrNoRows {
 			return false, nil
 		}
@@ -101,9 +130,17 @@ func (b *Blocker) Idle(t *testing.T, id int64) {
 	})
 }
 
-// until polls cond until it holds; the test's deadline bounds the wait.
+// until polls cond until it holds. The wait is for an event, not a
+// duration: only the test binary's deadline (-timeout) bounds it, and the
+// test fails shortly before, naming what never happened.
 func (b *Blocker) until(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+		defer cancel()
+	}
 	for {
 		ok, err := cond()
 		if err != nil {
@@ -113,8 +150,8 @@ func (b *Blocker) until(t *testing.T, what string, cond func() (bool, error)) {
 			return
 		}
 		select {
-		case <-t.Context().Done():
-			t.Fatalf("waiting for %s: %v", what, t.Context().Err())
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/faultproxy"
 	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
@@ -141,6 +143,7 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("PartAtomic", func(t *testing.T) { h.partAtomic(t, b) })
 			t.Run("KilledMidBatch", func(t *testing.T) { h.killedMidBatch(t, b) })
 			t.Run("CancelledRow", func(t *testing.T) { h.cancelledRow(t, b) })
+			t.Run("CutAtCommit", func(t *testing.T) { h.cutAtCommit(t, b) })
 			t.Run("Transaction", func(t *testing.T) { h.transaction(t, b) })
 			t.Run("Quoting", func(t *testing.T) { h.quoting(t, b) })
 			t.Run("BatchCap", func(t *testing.T) { h.batchCap(t, b) })
@@ -372,7 +375,7 @@ func (h Harness[DB, Row]) killedMidBatch(t *testing.T, b Backend) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- repo.Create(ctx, rows) }()
-	lock.Kill(t, lock.Waiting(t))
+	lock.Kill(t, lock.Waiting(t, "INSERT"))
 	err = <-done
 	lock.Unlock(t)
 	var se *sharding.ShardError
@@ -415,7 +418,7 @@ func (h Harness[DB, Row]) cancelledRow(t *testing.T, b Backend) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- repo.Create(cctx, &row) }()
-	session := lock.Waiting(t)
+	session := lock.Waiting(t, "INSERT")
 	cancel()
 	err = <-done
 	lock.Unlock(t)
@@ -615,4 +618,65 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 	if err := repo.Find(ctx, 0, &got); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Find(0) behind an open interval router: err = %v, want engine.ErrInvalidID", err)
 	}
+}
+
+// cutAtCommit cuts m1's connections while the COMMIT of m1.course_1's
+// part waits in a deferred trigger, then lets the COMMIT finish: the part
+// is stored though Create failed, and the error says the outcome is
+// unknown. Create again with the same rows finishes the batch, each row
+// once.
+func (h Harness[DB, Row]) cutAtCommit(t *testing.T, b Backend) {
+	if b.Name != "postgres" {
+		t.Skip("a COMMIT is held in a PostgreSQL deferred trigger")
+	}
+	ctx := context.Background()
+	dbs, reg := b.Open(t), Registry(t)
+	u, err := url.Parse(dbs[1].DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	viaProxy := dbs[1]
+	u.Host = proxy.Addr()
+	viaProxy.DSN = u.String()
+	repo, err := h.New(CourseRouter(t), reg, []*DB{h.Open(t, dbs[0], reg), h.Open(t, viaProxy, reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Migrate(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	_, s3, err := repo.DB(3) // id 3 → m1.course_1
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := HoldCommits(t, dbs[1], quote(b, s3))
+	rows := make([]Row, 16)
+	for i := range rows {
+		rows[i] = h.Row(fmt.Sprint("row ", i), 1)
+	}
+	done := make(chan error, 1)
+	go func() { done <- repo.Create(ctx, rows) }()
+	session := hold.Waiting(t, "COMMIT")
+	proxy.Cut()
+	err = <-done
+	hold.Unlock(t)
+	hold.Idle(t, session)
+	proxy.Restore()
+	var se *sharding.ShardError
+	if !errors.As(err, &se) || se.Shard != s3 || !errors.Is(err, sharding.ErrOutcomeUnknown) {
+		t.Fatalf("Create with the connection cut during COMMIT: err = %v, want a ShardError for %s wrapping sharding.ErrOutcomeUnknown", err, s3)
+	}
+	_, counts := h.ReadBack(t, repo)
+	if want := map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 4, "m1.course_2": 0}; !maps.Equal(counts, want) {
+		t.Errorf("rows per shard after the cut = %v, want %v (the held COMMIT went through)", counts, want)
+	}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatalf("Create again with the same rows: %v", err)
+	}
+	h.allOnce(t, repo, rows)
 }
