@@ -1,9 +1,11 @@
 // Package repo is what the GORM and sqlx sharded repositories share: option
 // resolution, the checks of a router against the databases given, routing a
-// batch of rows and splitting it by shard, the fan-out over every shard, the
-// Floors of the sequences over every shard, and the errors that name a
-// shard. The ORM-specific parts (filling IDs, reading the shard key, the
-// statements) are passed in as functions.
+// batch of rows and splitting it by shard, writing each shard's part
+// all-or-nothing and skipping rows an earlier Create stored, the
+// batch-size rule and the quoting of table names, the fan-out over every
+// shard, the Floors of the sequences over every shard, and the errors that
+// name a shard. The ORM-specific parts (filling IDs, reading the shard key,
+// the statements and transactions) are passed in as functions.
 package repo
 
 import (
