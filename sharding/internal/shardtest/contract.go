@@ -253,10 +253,7 @@ func (h Harness[DB, Row]) shardErrorRetry(t *testing.T, b Backend) {
 	if err := h.Exec(db3, "DROP TABLE "+quote(b, s3)); err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]Row, 8)
-	for i := range rows {
-		rows[i] = h.Row(fmt.Sprint(i), 1)
-	}
+	rows := h.rows(8)
 	err = repo.Create(ctx, rows)
 	var se *sharding.ShardError
 	if !errors.As(err, &se) || se.Shard != s3 || len(se.Rows) != 2 || errors.Is(err, sharding.ErrOutcomeUnknown) ||
@@ -281,6 +278,22 @@ func (h Harness[DB, Row]) shardErrorRetry(t *testing.T, b Backend) {
 		t.Fatalf("Create again with the same rows: %v", err)
 	}
 	h.allOnce(t, repo, rows)
+}
+
+// rows makes n course rows of user 1, named by their position.
+func (h Harness[DB, Row]) rows(n int) []Row {
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = h.Row(fmt.Sprint("row ", i), 1)
+	}
+	return rows
+}
+
+// goCreate runs repo.Create(ctx, value) in a goroutine and sends its error.
+func goCreate[DB any](ctx context.Context, repo Repository[DB], value any) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- repo.Create(ctx, value) }()
+	return done
 }
 
 func shardNames(parts []sharding.ShardPart) []string {
@@ -369,12 +382,8 @@ func (h Harness[DB, Row]) killedMidBatch(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	lock := Lock(t, dbs[1], quote(b, s3))
-	rows := make([]Row, 16)
-	for i := range rows {
-		rows[i] = h.Row(fmt.Sprint("row ", i), 1)
-	}
-	done := make(chan error, 1)
-	go func() { done <- repo.Create(ctx, rows) }()
+	rows := h.rows(16)
+	done := goCreate(ctx, repo, rows)
 	lock.Kill(t, lock.Waiting(t, "INSERT"))
 	err = <-done
 	lock.Unlock(t)
@@ -384,14 +393,7 @@ func (h Harness[DB, Row]) killedMidBatch(t *testing.T, b Backend) {
 		!slices.Equal(shardNames(se.Pending), []string{"m1.course_2"}) {
 		t.Fatalf("Create with m1.course_1's connection killed: err = %v, want a ShardError for m1.course_1, m0 written", err)
 	}
-	_, counts := h.ReadBack(t, repo)
-	if want := map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 0, "m1.course_2": 0}; !maps.Equal(counts, want) {
-		t.Errorf("rows per shard after the kill = %v, want %v", counts, want)
-	}
-	if err := repo.Create(ctx, rows); err != nil {
-		t.Fatalf("Create again with the same rows: %v", err)
-	}
-	h.allOnce(t, repo, rows)
+	h.retry(t, repo, rows, map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 0, "m1.course_2": 0})
 }
 
 // cancelledRow cancels a single row's Create while its INSERT waits on a
@@ -416,8 +418,7 @@ func (h Harness[DB, Row]) cancelledRow(t *testing.T, b Backend) {
 	lock := Lock(t, dbs[s.Database], quote(b, s))
 	row := h.Row("late", 1)
 	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- repo.Create(cctx, &row) }()
+	done := goCreate(cctx, repo, &row)
 	session := lock.Waiting(t, "INSERT")
 	cancel()
 	err = <-done
@@ -530,10 +531,7 @@ func (h Harness[DB, Row]) quoting(t *testing.T, b Backend) {
 			if err := h.Migrate(ctx, repo); err != nil {
 				t.Fatal(err)
 			}
-			rows := make([]Row, 8)
-			for i := range rows {
-				rows[i] = h.Row(fmt.Sprint(i), 1)
-			}
+			rows := h.rows(8)
 			if err := repo.Create(ctx, rows); err != nil {
 				t.Fatal(err)
 			}
@@ -655,12 +653,8 @@ func (h Harness[DB, Row]) cutAtCommit(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	hold := HoldCommits(t, dbs[1], quote(b, s3))
-	rows := make([]Row, 16)
-	for i := range rows {
-		rows[i] = h.Row(fmt.Sprint("row ", i), 1)
-	}
-	done := make(chan error, 1)
-	go func() { done <- repo.Create(ctx, rows) }()
+	rows := h.rows(16)
+	done := goCreate(ctx, repo, rows)
 	session := hold.Waiting(t, "COMMIT")
 	proxy.Cut()
 	err = <-done
@@ -671,11 +665,18 @@ func (h Harness[DB, Row]) cutAtCommit(t *testing.T, b Backend) {
 	if !errors.As(err, &se) || se.Shard != s3 || !errors.Is(err, sharding.ErrOutcomeUnknown) {
 		t.Fatalf("Create with the connection cut during COMMIT: err = %v, want a ShardError for %s wrapping sharding.ErrOutcomeUnknown", err, s3)
 	}
-	_, counts := h.ReadBack(t, repo)
-	if want := map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 4, "m1.course_2": 0}; !maps.Equal(counts, want) {
-		t.Errorf("rows per shard after the cut = %v, want %v (the held COMMIT went through)", counts, want)
+	// The held COMMIT went through.
+	h.retry(t, repo, rows, map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 4, "m1.course_2": 0})
+}
+
+// retry checks the rows per shard a failed Create of rows left, then that
+// Create again with the same rows stores every row once.
+func (h Harness[DB, Row]) retry(t *testing.T, repo Repository[DB], rows []Row, left map[string]int) {
+	t.Helper()
+	if _, counts := h.ReadBack(t, repo); !maps.Equal(counts, left) {
+		t.Errorf("rows per shard after the failure = %v, want %v", counts, left)
 	}
-	if err := repo.Create(ctx, rows); err != nil {
+	if err := repo.Create(context.Background(), rows); err != nil {
 		t.Fatalf("Create again with the same rows: %v", err)
 	}
 	h.allOnce(t, repo, rows)
