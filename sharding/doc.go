@@ -43,8 +43,9 @@
 // that lists the parts written before it and those never tried, and says
 // whether the failed part was rolled back or, when the connection failed
 // during COMMIT, may be stored ([ErrOutcomeUnknown]). Create is
-// idempotent: a row whose ID was set before the call and is found stored
-// in its shard is skipped, so calling Create again with the same rows,
+// idempotent: a row whose ID (its integer primary key; the "id" column on
+// sqlx) was set before the call and is found stored in its shard is
+// skipped, so calling Create again with the same rows,
 // which now hold their IDs, finishes the batch without duplicates. A
 // single row whose outcome is unknown is read back with Find by the ID it
 // holds.

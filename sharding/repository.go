@@ -84,8 +84,8 @@ type ShardPart struct {
 // atomic: there is no distributed transaction).
 //
 // Create is idempotent: calling it again with the same rows, which now
-// hold their IDs, skips every row already stored in its shard and writes
-// the rest, so it finishes the batch without duplicates.
+// hold their IDs, skips every row already stored in its shard under its
+// primary key and writes the rest, so it finishes the batch without duplicates.
 type ShardError struct {
 	Shard Shard // the shard whose part failed
 	Rows  []int // positions of the failed part's rows in the value given to Create

@@ -144,8 +144,8 @@ func (g *Repository) keyField(s *schema.Schema) (*schema.Field, error) {
 	return f, nil
 }
 
-// plan is [repo.Rows.Plan]. A row's identity is its integer primary key,
-// else its shard key.
+// plan is [repo.Rows.Plan], and the integer primary key (nil without one)
+// by which stored rows are found.
 func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *schema.Field, error) {
 	s, err := g.schema(reflect.New(elem).Interface())
 	if err != nil {
@@ -156,8 +156,8 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 		return repo.Plan{}, nil, err
 	}
 	id := s.PrioritizedPrimaryField
-	if id == nil || repo.KeyKind(s.Name, id.Name, id.FieldType) != nil {
-		id = key
+	if id != nil && repo.KeyKind(s.Name, id.Name, id.FieldType) != nil {
+		id = nil
 	}
 	cols := 0
 	for _, f := range s.Fields {
@@ -168,7 +168,11 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 	read := func(f *schema.Field) func(reflect.Value) (int64, error) {
 		return func(row reflect.Value) (int64, error) { return repo.KeyValue(f.ReflectValueOf(ctx, row)) }
 	}
-	return repo.Plan{Key: read(key), ID: read(id), Columns: cols}, id, nil
+	p := repo.Plan{Key: read(key), Columns: cols}
+	if id != nil {
+		p.ID = read(id)
+	}
+	return p, id, nil
 }
 
 // Create inserts value, a pointer to a struct or a slice of structs or of
@@ -181,9 +185,10 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 // A failed part is a *[sharding.ShardError] naming the shard, the rows
 // written and those pending; the part was rolled back unless the error
 // wraps [sharding.ErrOutcomeUnknown] (COMMIT was cut off). Create is
-// idempotent: a row whose ID was set before the call and is stored in its
-// shard is skipped, so calling Create again with the same rows after any
-// error finishes the batch without duplicates. A batch spanning shards is
+// idempotent: a row whose integer primary key was set before the call and
+// is stored in its shard is skipped, so calling Create again with the same
+// rows after any error finishes the batch without duplicates (a model
+// without one single integer primary key gets no such skipping). A batch spanning shards is
 // not one transaction: see [Repository.In] to join a transaction of yours
 // on one shard.
 //

@@ -99,7 +99,7 @@ func (x *Repository) Router() sharding.Router { return x.base.Router }
 type rowType struct {
 	cols   []*reflectx.FieldInfo
 	key    *reflectx.FieldInfo
-	id     *reflectx.FieldInfo // the "id" column, else the shard key
+	id     *reflectx.FieldInfo // the integer "id" column, nil without one
 	insert string              // with {table}
 	find   string              // with {table} and one '?'
 	stored string              // with {table}, selecting id IN (?)
@@ -145,15 +145,15 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%w: %s has no columns", engine.ErrInvalidConfig, elem)
 	}
-	rt.id = sm.GetByPath("id")
-	if rt.id == nil || repo.KeyKind(elem.String(), "id", rt.id.Field.Type) != nil {
-		rt.id = rt.key
+	if rt.id = sm.GetByPath("id"); rt.id != nil && repo.KeyKind(elem.String(), "id", rt.id.Field.Type) == nil {
+		rt.stored = "SELECT id FROM " + sharding.TablePlaceholder + " WHERE id IN (?)"
+	} else {
+		rt.id = nil
 	}
 	rt.insert = "INSERT INTO " + sharding.TablePlaceholder + " (" + strings.Join(cols, ", ") +
 		") VALUES (:" + strings.Join(cols, ", :") + ")"
 	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + sharding.TablePlaceholder +
 		" WHERE " + rt.key.Path + " = ?"
-	rt.stored = "SELECT " + rt.id.Path + " FROM " + sharding.TablePlaceholder + " WHERE " + rt.id.Path + " IN (?)"
 	cached, _ := x.types.LoadOrStore(elem, rt)
 	return cached.(*rowType), nil
 }
@@ -262,10 +262,10 @@ func plainName(s string) bool {
 // A failed part is a *[sharding.ShardError] naming the shard, the rows
 // written and those pending; the part was rolled back unless the error
 // wraps [sharding.ErrOutcomeUnknown] (COMMIT was cut off). Create is
-// idempotent: a row whose ID (its "id" column, else its shard key) was set
-// before the call and is stored in its shard is skipped, so calling Create
-// again with the same rows after any error finishes the batch without
-// duplicates. A batch spanning shards is not one transaction: see
+// idempotent: a row whose integer "id" column was set before the call and
+// is stored in its shard is skipped, so calling Create again with the same
+// rows after any error finishes the batch without duplicates (a struct
+// without an "id" column gets no such skipping). A batch spanning shards is not one transaction: see
 // [Repository.In] to join a transaction of yours on one shard.
 func (x *Repository) Create(ctx context.Context, value any) error {
 	return x.create(ctx, value, nil, nil)
@@ -285,7 +285,11 @@ func (x *Repository) create(ctx context.Context, value any, tx *sqlx.Tx, only *s
 					return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, fi.Index))
 				}
 			}
-			return repo.Plan{Key: read(rt.key), ID: read(rt.id), Columns: len(rt.cols)}, nil
+			p := repo.Plan{Key: read(rt.key), Columns: len(rt.cols)}
+			if rt.id != nil {
+				p.ID = read(rt.id)
+			}
+			return p, nil
 		},
 		Fill: func(value any) error { return x.ids.Fill(ctx, value) },
 		Begin: func(db *sqlx.DB, s sharding.Shard) (repo.Conn, error) {

@@ -433,3 +433,34 @@ func TestSqlxFloors(t *testing.T) {
 		},
 	}.Run(t)
 }
+
+// Rows are skipped as stored by their "id" column only: a struct without
+// one, routed by a key many rows share, has every row inserted.
+func TestSqlxNoSkipWithoutID(t *testing.T) {
+	type visit struct {
+		Code   int64 `db:"code" idgen:"snowflake"`
+		UserID int64 `db:"user_id"`
+	}
+	ctx := context.Background()
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)),
+		sharding.WithShardKey("user_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(ctx, "CREATE TABLE {table} (code BIGINT PRIMARY KEY, user_id BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := repo.Create(ctx, &visit{UserID: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, s, err := repo.DB(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.GetContext(ctx, &n, shardsqlx.Query(db, s, "SELECT COUNT(*) FROM {table} WHERE user_id = ?"), 5); err != nil || n != 2 {
+		t.Errorf("%d visits of user 5 stored, %v; want 2", n, err)
+	}
+}

@@ -352,9 +352,9 @@ func Within(only *sharding.Shard, s sharding.Shard, what string, key int64) erro
 
 // Plan is what Create knows of one row type.
 type Plan struct {
-	// Key reads a row's shard key, ID its identity (the primary key, or
-	// the shard key when there is none), by which rows already stored are
-	// found.
+	// Key reads a row's shard key, ID its integer primary key, by which
+	// rows already stored are found; ID is nil for a row type without one
+	// (a shard key need not be unique), whose rows are never skipped.
 	Key, ID func(row reflect.Value) (int64, error)
 	// Columns counts the columns one row binds in an INSERT.
 	Columns int
@@ -424,6 +424,9 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	}
 	held := make([]bool, len(rows))
 	for i, row := range rows {
+		if plan.ID == nil {
+			break
+		}
 		id, err := plan.ID(row)
 		if err != nil {
 			return fmt.Errorf("sharding: row %d: %w", i, err)
