@@ -455,3 +455,34 @@ func TestGormBoundSessions(t *testing.T) {
 		})
 	}
 }
+
+// In writes behind a savepoint on sessions that prepare their statements
+// too (MySQL prepares no SAVEPOINT).
+func TestGormInPreparedStatements(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo, _ := gormRepo(t, b)
+			db, _, err := repo.DB(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := db.Session(&gorm.Session{PrepareStmt: true}).Begin()
+			in, err := repo.In(4, tx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := []Course{{ID: 4, Name: "a"}, {ID: 8, Name: "b"}}
+			if err := in.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit().Error; err != nil {
+				t.Fatal(err)
+			}
+			var got Course
+			if err := repo.Find(ctx, 8, &got); err != nil || got.Name != "b" {
+				t.Errorf("Find(8) after the commit = %+v, %v", got, err)
+			}
+		})
+	}
+}
