@@ -33,6 +33,47 @@
 // every shard (ForEach, Exec), with the same verbs and the same [Settings];
 // this package holds what they share and imports neither ORM.
 //
+// # Writing a batch
+//
+// Create writes each shard's part in a transaction of its own, in INSERTs
+// of at most [Settings.BatchSize] rows, cut shorter at the database's
+// limit on bind parameters: a part is all-or-nothing, whatever the ORM's
+// settings (GORM's SkipDefaultTransaction included), a single row too. A
+// batch spanning shards is not atomic: a failed part is a [ShardError]
+// that lists the parts written before it and those never tried, and says
+// whether the failed part was rolled back or, when the connection failed
+// during COMMIT, may be stored ([ErrOutcomeUnknown]). Create is
+// idempotent: a row whose ID (its integer primary key; the "id" column on
+// sqlx) was set before the call and is found stored in its shard is
+// skipped, so calling Create again with the same rows,
+// which now hold their IDs, finishes the batch without duplicates. A
+// single row whose outcome is unknown is read back with Find by the ID it
+// holds.
+//
+// # Transactions
+//
+// A database transaction holds one database, so a repository offers none
+// across shards, and no distributed transaction. The repositories' In(key,
+// tx) joins a transaction the caller began on key's database: Create and
+// Find run in it, bound to key's shard (rows of another shard are refused
+// with [ErrWrongShard] before anything is written), and commit or roll
+// back with it; a repository's own Create inside the caller's transaction
+// would not. GORM's DB(key), Scope(key) and ForEach hand out sessions
+// bound to their shard the same way. For rows that must change together:
+// route them by one key ([WithShardKey]) so that they share a shard and one
+// transaction; otherwise write each shard's part on its own and make every
+// step idempotent, as Create is, retrying until all are done (and, where
+// a later step may fail for good, undo the earlier ones with steps of
+// their own).
+//
+// # Table names
+//
+// Both repositories quote every table name in the statements they write,
+// {table} in Exec included, as GORM quotes names: a table named by a
+// keyword ("order"), by digits, or in upper case on PostgreSQL, which folds
+// unquoted names, is the same table to both. Statements of yours through
+// shardsqlx's DB and ForEach fill {table} quoted with shardsqlx.Query.
+//
 // Columns filled from a store's sequences ("chain", "segment") stay above
 // what every shard holds when the store forgets them (wiped, or never
 // initialised): before a model's first ID is drawn, a repository gives the

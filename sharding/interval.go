@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
@@ -53,7 +54,9 @@ type Interval struct {
 	// Prefix starts every table name, e.g. "order_".
 	Prefix string
 	// Format is the Go time layout of the date part of the name, default
-	// "2006", "200601" or "20060102" by Period. Use date fields only.
+	// "2006", "200601" or "20060102" by Period. It may hold no field finer
+	// than the period (no hour in a daily format, no day in a monthly
+	// one): every time of a bucket must give the bucket's name.
 	Format string
 	// Location is the time zone whose calendar draws the buckets; nil means UTC.
 	Location *time.Location
@@ -63,7 +66,16 @@ type Interval struct {
 	Start, End time.Time
 	// Database names the single database the tables live in (optional).
 	Database string
+	// Clock tells the time Route compares IDs with; nil means clock.System.
+	// An ID issued more than [MaxAhead] after its Now is refused: its
+	// timestamp was read with another layout than the one it was made
+	// with (a seconds ID read in milliseconds lands weeks ahead).
+	Clock clock.Clock
 }
+
+// MaxAhead is how far ahead of the router's clock an ID's timestamp may be
+// (clocks of the machines issuing IDs differ by less).
+const MaxAhead = time.Minute
 
 // IntervalRouter is a validated [Interval]. It is safe for concurrent use.
 type IntervalRouter struct {
@@ -74,7 +86,8 @@ type IntervalRouter struct {
 // NewInterval validates cfg and builds the router. A bad layout wraps
 // engine.ErrInvalidLayout; an unknown period, an empty or inverted range, a
 // range [Start, End) of more than [MaxShards] buckets, or a name format
-// that repeats names wraps engine.ErrInvalidConfig.
+// that repeats names or holds fields finer than the period wraps
+// engine.ErrInvalidConfig.
 func NewInterval(cfg Interval) (*IntervalRouter, error) {
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, err
@@ -87,6 +100,9 @@ func NewInterval(cfg Interval) (*IntervalRouter, error) {
 	}
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
 	}
 	if !cfg.Start.IsZero() && !cfg.End.IsZero() && !cfg.End.After(cfg.Start) {
 		return nil, fmt.Errorf("%w: sharding.Interval end %s is not after start %s", engine.ErrInvalidConfig,
@@ -112,6 +128,11 @@ func NewInterval(cfg Interval) (*IntervalRouter, error) {
 		if seen[name] {
 			return nil, fmt.Errorf("%w: sharding.Interval %s format %q gives %q for more than one bucket",
 				engine.ErrInvalidConfig, cfg.Period, cfg.Format, name)
+		}
+		// The bucket's last instant must name it as its first does.
+		if last := cfg.Prefix + r.date(b+1).Add(-time.Nanosecond).Format(cfg.Format); last != name {
+			return nil, fmt.Errorf("%w: sharding.Interval %s format %q names one bucket both %q and %q: use date fields no finer than the period",
+				engine.ErrInvalidConfig, cfg.Period, cfg.Format, name, last)
 		}
 		if err := checkTableName(name); err != nil {
 			return nil, err
@@ -167,8 +188,9 @@ func (r *IntervalRouter) rangeString() string {
 }
 
 // Route decodes id's timestamp and returns its bucket's table. An ID the
-// layout cannot hold, or one issued outside [Start, End), is an error
-// wrapping engine.ErrInvalidID. Table indexes count buckets from Start (or
+// layout cannot hold, one issued outside [Start, End), or one issued more
+// than [MaxAhead] after the router's clock is an error wrapping
+// engine.ErrInvalidID. Table indexes count buckets from Start (or
 // from the layout's epoch when Start is open).
 func (r *IntervalRouter) Route(id int64) (Shard, error) {
 	if id < 0 {
@@ -181,6 +203,10 @@ func (r *IntervalRouter) Route(id int64) (Shard, error) {
 	if !r.inRange(p.Time) {
 		return Shard{}, fmt.Errorf("%w: id %d was issued at %s, outside the router's range %s",
 			engine.ErrInvalidID, id, p.Time.In(r.cfg.Location).Format(time.RFC3339Nano), r.rangeString())
+	}
+	if now := r.cfg.Clock.Now(); p.Time.After(now.Add(MaxAhead)) {
+		return Shard{}, fmt.Errorf("%w: id %d reads as issued at %s, %s after now: was it made with another layout than the router's %s?",
+			engine.ErrInvalidID, id, p.Time.In(r.cfg.Location).Format(time.RFC3339Nano), p.Time.Sub(now).Round(time.Second), r.cfg.Layout)
 	}
 	return r.shard(r.bucket(p.Time)), nil
 }

@@ -19,6 +19,9 @@ func mustInterval(t *testing.T, cfg Interval) *IntervalRouter {
 	if cfg.Layout == (snowflake.Layout{}) {
 		cfg.Layout = snowflake.Default
 	}
+	if cfg.Clock == nil { // IDs of any date up to 2100 route
+		cfg.Clock = clock.NewFake(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	}
 	r, err := NewInterval(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -243,11 +246,35 @@ func TestIntervalInvalidConfig(t *testing.T) {
 		"end before":      {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Start: start, End: start}, engine.ErrInvalidConfig},
 		"repeating names": {Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "t_", Format: "01"}, engine.ErrInvalidConfig},
 		"daily as month":  {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Format: "200601"}, engine.ErrInvalidConfig},
+		"hour in daily":   {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Format: "20060102_15"}, engine.ErrInvalidConfig},
+		"day in monthly":  {Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "t_", Format: "20060102"}, engine.ErrInvalidConfig},
+		"month in yearly": {Interval{Layout: snowflake.Default, Period: Yearly, Prefix: "t_", Format: "2006_01"}, engine.ErrInvalidConfig},
 		"unsafe prefix":   {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "order-"}, engine.ErrInvalidConfig},
 	}
 	for name, c := range cases {
 		if _, err := NewInterval(c.cfg); !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+// An ID read with another layout than it was made with lands in the
+// future: a seconds ID read in milliseconds, weeks ahead. The router
+// refuses IDs more than MaxAhead after its clock.
+func TestIntervalRefusesFutureIDs(t *testing.T) {
+	now := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_", Clock: clock.NewFake(now)})
+	seconds, err := snowflake.Seconds.Compose(now, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Route(seconds); !errors.Is(err, engine.ErrInvalidID) || !strings.Contains(err.Error(), "layout") {
+		t.Errorf("seconds ID through a milliseconds router: %v, %v; want engine.ErrInvalidID naming the layout", s, err)
+	}
+	for ahead, ok := range map[time.Duration]bool{0: true, -time.Hour: true, MaxAhead: true, MaxAhead + time.Millisecond: false} {
+		_, err := r.Route(idAt(t, now.Add(ahead)))
+		if ok != (err == nil) || !ok && !errors.Is(err, engine.ErrInvalidID) {
+			t.Errorf("ID issued %s after the router's clock: err = %v", ahead, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 // Package sqlxbatch sends rows in multi-row INSERTs through sqlx's bulk
 // NamedExecContext, cut by a batch size and a placeholder limit. It fills
-// no IDs: sqlhook's InsertBatch fills the rows first, and the sharded sqlx
-// repository has filled them before routing them to their shards.
+// no IDs: sqlhook's InsertBatch fills the rows first.
 package sqlxbatch
 
 import (

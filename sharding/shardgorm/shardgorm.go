@@ -13,7 +13,10 @@
 //   - [Repository.Migrate] creates the tables from the model (sqlx has no
 //     model: run the CREATE TABLE through Exec);
 //   - [Repository.Scope] selects a shard's table on a *gorm.DB the caller
-//     already holds, GORM's way of reusing a query.
+//     already holds, GORM's way of reusing a query;
+//   - the sessions of [Repository.DB], [Repository.Scope] and
+//     [Repository.ForEach] are bound to their shard: a callback refuses a
+//     write through them that would reach another shard.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard: see [New].
@@ -48,9 +51,15 @@ type Repository struct {
 // New returns a repository routing with r over dbs, one per database of the
 // router. Every database needs the idforge plugin registered
 // (db.Use(idplugin.New(...))), so rows get their IDs before they are routed,
-// each database filling the ID columns alike. A missing plugin, a count of
-// databases the router does not use, or an option out of range is an error
-// wrapping engine.ErrInvalidConfig.
+// each database filling the ID columns alike. A missing plugin, a nil or
+// typed-nil router, a database given twice (or two sessions of one), a
+// count of databases other than the router uses, or an option out of range
+// is an error wrapping engine.ErrInvalidConfig.
+//
+// New registers callbacks on each database (once per database, whatever
+// the number of repositories) that refuse a write through a handle of
+// [Repository.DB], [Repository.Scope] or [Repository.ForEach] reaching
+// another shard than the handle's: see [Repository.DB].
 //
 // The IDs are drawn from the registry of the first database's plugin. Before
 // a model's first Create or Migrate, the repository gives that registry the
@@ -64,7 +73,13 @@ type Repository struct {
 // that reads every table; the registry's AddFloor cannot override it.
 func New(r sharding.Router, dbs []*gorm.DB, opts ...sharding.Option) (*Repository, error) {
 	g := &Repository{}
-	b, err := repo.New("shardgorm.New", r, dbs, opts, repo.Floors[gorm.DB]{Sequences: g.sequences, Table: tableFloor})
+	b, err := repo.New("shardgorm.New", r, dbs, opts, repo.ORM[gorm.DB]{
+		Sequences: g.sequences,
+		Floor:     tableFloor,
+		// Sessions of one *gorm.DB share its callbacks, as they share its pool.
+		Same:    func(db *gorm.DB) any { return db.Callback() },
+		Dialect: func(db *gorm.DB) string { return db.Dialector.Name() },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -73,23 +88,25 @@ func New(r sharding.Router, dbs []*gorm.DB, opts ...sharding.Option) (*Repositor
 			return nil, fmt.Errorf("%w: shardgorm.New: database %d has no idforge plugin: db.Use(idplugin.New(...)) first, so rows get their IDs before they are routed",
 				engine.ErrInvalidConfig, i)
 		}
+		if err := registerGuard(db); err != nil {
+			return nil, fmt.Errorf("shardgorm.New: database %d: %w", i, err)
+		}
 	}
 	g.base = b
 	return g, nil
 }
 
-// sequences is [repo.Floors.Sequences]: the columns the first database's
+// sequences is [repo.ORM.Sequences]: the columns the first database's
 // plugin fills from a sequence, and its registry.
 func (g *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Column, error) {
-	db := g.base.DBs[0]
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(reflect.New(elem).Interface()); err != nil {
+	s, err := g.schema(reflect.New(elem).Interface())
+	if err != nil {
 		return nil, nil, err
 	}
-	return gormids.Sequences(db, stmt.Schema)
+	return gormids.Sequences(g.base.DBs[0], s)
 }
 
-// tableFloor is [repo.Floors.Table], names quoted as the repository's GORM
+// tableFloor is [repo.ORM.Floor], names quoted as the repository's GORM
 // statements quote them.
 func tableFloor(db *gorm.DB, s sharding.Shard, c idgen.Column) engine.Floor {
 	return gormids.Floor(db, s.TableName, c)
@@ -98,13 +115,18 @@ func tableFloor(db *gorm.DB, s sharding.Shard, c idgen.Column) engine.Floor {
 // Router returns the repository's router.
 func (g *Repository) Router() sharding.Router { return g.base.Router }
 
-// keyField finds the shard key of model's schema.
-func (g *Repository) keyField(model any) (*schema.Field, error) {
+// schema parses model's schema.
+func (g *Repository) schema(model any) (*schema.Schema, error) {
 	stmt := &gorm.Statement{DB: g.base.DBs[0]}
 	if err := stmt.Parse(model); err != nil {
 		return nil, err
 	}
-	s, key := stmt.Schema, g.base.Settings.ShardKey
+	return stmt.Schema, nil
+}
+
+// keyField finds the shard key of schema s.
+func (g *Repository) keyField(s *schema.Schema) (*schema.Field, error) {
+	key := g.base.Settings.ShardKey
 	f := s.PrioritizedPrimaryField
 	if key != "" {
 		f = s.LookUpField(key)
@@ -122,85 +144,239 @@ func (g *Repository) keyField(model any) (*schema.Field, error) {
 	return f, nil
 }
 
+// plan is [repo.Rows.Plan], and the integer primary key (nil without one)
+// by which stored rows are found.
+func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *schema.Field, error) {
+	s, err := g.schema(reflect.New(elem).Interface())
+	if err != nil {
+		return repo.Plan{}, nil, err
+	}
+	key, err := g.keyField(s)
+	if err != nil {
+		return repo.Plan{}, nil, err
+	}
+	id := s.PrioritizedPrimaryField
+	if id != nil && repo.KeyKind(s.Name, id.Name, id.FieldType) != nil {
+		id = nil
+	}
+	cols := 0
+	for _, f := range s.Fields {
+		if f.DBName != "" && f.Creatable {
+			cols++
+		}
+	}
+	read := func(f *schema.Field) func(reflect.Value) (int64, error) {
+		return func(row reflect.Value) (int64, error) { return repo.KeyValue(f.ReflectValueOf(ctx, row)) }
+	}
+	p := repo.Plan{Key: read(key), Columns: cols}
+	if id != nil {
+		p.ID = read(id)
+	}
+	return p, id, nil
+}
+
 // Create inserts value, a pointer to a struct or a slice of structs or of
 // pointers: it fills the IDs through the plugin, routes every row, and
-// inserts each shard's rows into its database and table in batches of the
-// configured size (one transaction per shard). IDs and anything else GORM
-// writes back (timestamps, defaults) reach value's rows. A failure is a
-// *[sharding.ShardError] naming the shard; shards before it were written.
+// writes each shard's part into its database and table in a transaction
+// of its own (whatever gorm.Config.SkipDefaultTransaction says), in
+// statements of at most the batch size. IDs and anything else GORM writes
+// back (timestamps, defaults) reach value's rows.
+//
+// A failed part is a *[sharding.ShardError] naming the shard, the rows
+// written and those pending; the part was rolled back unless the error
+// wraps [sharding.ErrOutcomeUnknown] (COMMIT was cut off). Create is
+// idempotent: a row whose integer primary key was set before the call and
+// is stored in its shard is skipped, so calling Create again with the same
+// rows after any error finishes the batch without duplicates (a model
+// without one single integer primary key gets no such skipping). A batch spanning shards is
+// not one transaction: see [Repository.In] to join a transaction of yours
+// on one shard.
+//
 // An error in the rows given (a nil row) matches both
 // [sharding.ErrInvalidData] and gorm.ErrInvalidData, as the plugin's do.
 func (g *Repository) Create(ctx context.Context, value any) error {
+	return g.create(ctx, value, nil, nil)
+}
+
+// create is Create, inside tx on shard only when they are set.
+func (g *Repository) create(ctx context.Context, value any, tx *gorm.DB, only *sharding.Shard) error {
+	var idCol string
 	return gormerr.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
-		Key: func(elem reflect.Type) (func(reflect.Value) (int64, error), error) {
-			f, err := g.keyField(reflect.New(elem).Interface())
-			if err != nil {
-				return nil, err
+		Plan: func(elem reflect.Type) (repo.Plan, error) {
+			p, id, err := g.plan(ctx, elem)
+			if id != nil {
+				idCol = id.DBName
 			}
-			return func(row reflect.Value) (int64, error) { return repo.KeyValue(f.ReflectValueOf(ctx, row)) }, nil
+			return p, err
 		},
 		Fill: func(value any) error { return idplugin.Fill(g.base.DBs[0].WithContext(ctx), value) },
-		Insert: func(db *gorm.DB, s sharding.Shard, part any) error {
-			return db.WithContext(ctx).Table(s.TableName).CreateInBatches(part, g.base.Settings.BatchSize).Error
+		Begin: func(db *gorm.DB, s sharding.Shard) (repo.Conn, error) {
+			on := func(tx *gorm.DB) *gorm.DB { return tx.Session(&gorm.Session{NewDB: true}).Table(s.TableName) }
+			var c repo.Conn
+			in := tx
+			if in == nil {
+				in = db.WithContext(ctx).Begin()
+				if in.Error != nil {
+					return c, in.Error
+				}
+				c.Commit = func() error { return in.Commit().Error }
+				c.Rollback = func() error { return in.Rollback().Error }
+			}
+			in = in.Session(&gorm.Session{NewDB: true, Context: ctx})
+			c.Stored = func(ids []int64) ([]int64, error) {
+				var found []int64
+				cond := clause.IN{Column: clause.Column{Name: idCol}, Values: anys(ids)}
+				return found, on(in).Where(cond).Pluck(idCol, &found).Error
+			}
+			c.Insert = func(rows any) error { return on(in).Create(rows).Error }
+			if only == nil {
+				return c, nil
+			}
+			return repo.Savepoint(func(q string) error { return in.Exec(q).Error }, c)
 		},
+		Only: only,
 	}))
+}
+
+func anys(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
 }
 
 // Find reads the row whose shard key is key (its ID, unless
 // [sharding.WithShardKey] named another field) into dest, a pointer to a
 // struct, from the one shard key routes to. A missing row is an error
-// matching both [sharding.ErrNotFound] and gorm.ErrRecordNotFound.
+// matching both [sharding.ErrNotFound] and gorm.ErrRecordNotFound; key 0
+// wraps engine.ErrInvalidID.
 func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
-	f, err := g.keyField(dest)
+	return g.find(ctx, key, dest, nil, nil)
+}
+
+// find is Find, inside tx on shard only when they are set.
+func (g *Repository) find(ctx context.Context, key int64, dest any, tx *gorm.DB, only *sharding.Shard) error {
+	s, err := g.schema(dest)
 	if err != nil {
 		return err
 	}
-	return g.base.Find(key, func(db *gorm.DB, s sharding.Shard) error {
+	f, err := g.keyField(s)
+	if err != nil {
+		return err
+	}
+	return g.base.Find(key, only, func(db *gorm.DB, s sharding.Shard) error {
+		if tx != nil {
+			db = tx
+		}
 		cond := clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: key}
-		return db.WithContext(ctx).Table(s.TableName).Where(cond).Take(dest).Error
+		return db.Session(&gorm.Session{NewDB: true}).WithContext(ctx).Table(s.TableName).Where(cond).Take(dest).Error
 	}, func(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) })
 }
 
-// DB returns the database of key's shard with the shard's table selected,
-// ready for a query, and the shard:
+// DB returns a new session on the database of key's shard with the
+// shard's table selected, and the shard:
 //
 //	db, _, err := repo.DB(id)
 //	err = db.WithContext(ctx).Where("id = ?", id).Update("status", "done").Error
+//
+// The session starts every chain afresh (conditions never pile up from one
+// use to the next) and is safe to share between goroutines. It is bound to
+// the shard: a create whose rows route to another shard, or a create,
+// update or delete on another table (db.Table("...")), fails with an error
+// wrapping [sharding.ErrWrongShard] and writes nothing, in its
+// transactions too (db.Transaction(func(tx *gorm.DB) error { ... })).
+// Statements written by hand (db.Exec) are not checked.
 func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, sharding.Shard{}, err
 	}
-	return db.Table(s.TableName), s, nil
+	return g.bind(db.Session(&gorm.Session{NewDB: true}), s).Session(&gorm.Session{}), s, nil
 }
 
-// Scope selects key's table on a *gorm.DB the caller already picked (see
-// [Repository.DB] for the database): db.Scopes(repo.Scope(id)).First(&row).
-// A routing error is added to the statement.
+// Scope selects key's table on a *gorm.DB the caller holds, which must be
+// a session or transaction of key's database ([Repository.DB] gives one):
+// db.Scopes(repo.Scope(id)).First(&row). The statement is bound to the
+// shard as [Repository.DB]'s are; on another database it fails with an
+// error wrapping [sharding.ErrWrongShard], and a routing error is added to
+// the statement.
 func (g *Repository) Scope(key int64) func(*gorm.DB) *gorm.DB {
 	return func(db *gorm.DB) *gorm.DB {
-		s, err := g.base.Router.Route(key)
+		want, s, err := g.base.Route(key)
 		if err != nil {
 			_ = db.AddError(err)
 			return db
 		}
-		return db.Table(s.TableName)
+		if db.Callback() != want.Callback() {
+			_ = db.AddError(fmt.Errorf("%w: Scope(%d) applied to another database than %s's", sharding.ErrWrongShard, key, s))
+			return db
+		}
+		return g.bind(db, s)
 	}
 }
 
-// ForEach calls fn for every shard, in the router's order, with its
-// database, ctx and table selected: the fan-out for counts, scans and
-// maintenance. It stops at the first error, naming the shard, or when ctx
-// ends.
+// In returns the repository inside tx, a transaction the caller began on
+// the database of key's shard (db.Begin(), or the tx of db.Transaction, db
+// from [Repository.DB]), bound to that shard: its Create and Find run in
+// tx, so they commit or roll back with it. A tx of another database, or a
+// *gorm.DB that is no transaction, is an error wrapping
+// [sharding.ErrWrongShard] or engine.ErrInvalidConfig.
+// There is no transaction across shards: see "Transactions" in package
+// [sharding].
+func (g *Repository) In(key int64, tx *gorm.DB) (*Tx, error) {
+	db, s, err := g.base.Route(key)
+	if err != nil {
+		return nil, err
+	}
+	if tx == nil {
+		return nil, fmt.Errorf("%w: shardgorm: In(%d, nil)", engine.ErrInvalidConfig, key)
+	}
+	if c, ok := tx.Statement.ConnPool.(gorm.TxCommitter); !ok || repo.IsNil(c) {
+		return nil, fmt.Errorf("%w: shardgorm: In(%d, tx): tx is no transaction: begin one with db.Begin or db.Transaction", engine.ErrInvalidConfig, key)
+	}
+	if tx.Callback() != db.Callback() {
+		return nil, fmt.Errorf("%w: shardgorm: In(%d, tx): tx is a transaction of another database than %s's", sharding.ErrWrongShard, key, s)
+	}
+	return &Tx{g: g, tx: tx, shard: s}, nil
+}
+
+// Tx is a [Repository] inside a caller's transaction on one shard; make it
+// with [Repository.In]. It is as safe for concurrent use as the
+// transaction (that is, not).
+type Tx struct {
+	g     *Repository
+	tx    *gorm.DB
+	shard sharding.Shard
+}
+
+// Create is [Repository.Create] in the transaction: every row must route
+// to the shard (else nothing is written and the error wraps
+// [sharding.ErrWrongShard]); the rows are inserted behind a savepoint, so
+// a failure rolls back to it and leaves the transaction usable.
+func (t *Tx) Create(ctx context.Context, value any) error {
+	return t.g.create(ctx, value, t.tx, &t.shard)
+}
+
+// Find is [Repository.Find] in the transaction; a key of another shard
+// wraps [sharding.ErrWrongShard].
+func (t *Tx) Find(ctx context.Context, key int64, dest any) error {
+	return t.g.find(ctx, key, dest, t.tx, &t.shard)
+}
+
+// ForEach calls fn for every shard, in the router's order, with a session
+// of its database with ctx and the table selected, bound to the shard as
+// [Repository.DB]'s: the fan-out for counts, scans and maintenance. It
+// stops at the first error, naming the shard, or when ctx ends.
 func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *gorm.DB) error) error {
 	return g.base.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
-		return fn(s, db.WithContext(ctx).Table(s.TableName))
+		return fn(s, g.bind(db.Session(&gorm.Session{NewDB: true, Context: ctx}), s).Session(&gorm.Session{}))
 	})
 }
 
 // Exec runs query in every shard with {table} replaced by the shard's
-// table: "DELETE FROM {table} WHERE status = ?". GORM's '?' placeholders
-// are converted for the database.
+// table, quoted for the database: "DELETE FROM {table} WHERE status = ?".
+// GORM's '?' placeholders are converted for the database.
 func (g *Repository) Exec(ctx context.Context, query string, args ...any) error {
 	return g.base.Exec(ctx, query, func(db *gorm.DB, q string) error {
 		return db.WithContext(ctx).Exec(q, args...).Error

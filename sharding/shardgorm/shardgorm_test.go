@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ type Course struct {
 	CreatedAt time.Time
 }
 
+// openGorm opens d with the plugin drawing from reg, with GORM's default
+// transactions off: the repository's parts are atomic without them.
 func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
 	t.Helper()
 	var dial gorm.Dialector
@@ -43,7 +46,7 @@ func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
 	default:
 		dial = postgres.Open(d.DSN)
 	}
-	db, err := gorm.Open(dial, &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(dial, &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
 		t.Fatalf("open %s: %v", d.Name, err)
 	}
@@ -58,18 +61,19 @@ func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
 	return db
 }
 
-func gormRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) *shardgorm.Repository {
+func gormRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) (*shardgorm.Repository, []*gorm.DB) {
 	t.Helper()
 	dbs := b.Open(t)
 	reg := shardtest.Registry(t)
-	repo, err := shardgorm.New(shardtest.CourseRouter(t), []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}, opts...)
+	gdbs := []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}
+	repo, err := shardgorm.New(shardtest.CourseRouter(t), gdbs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := repo.Migrate(context.Background(), &Course{}); err != nil {
 		t.Fatal(err)
 	}
-	return repo
+	return repo, gdbs
 }
 
 var _ shardtest.Repository[gorm.DB] = (*shardgorm.Repository)(nil)
@@ -77,12 +81,34 @@ var _ shardtest.Repository[gorm.DB] = (*shardgorm.Repository)(nil)
 // The contract both repositories pass, on every backend.
 func TestGormContract(t *testing.T) {
 	shardtest.Harness[gorm.DB, Course]{
-		New: func(t *testing.T, b shardtest.Backend, opts ...sharding.Option) shardtest.Repository[gorm.DB] {
-			return gormRepo(t, b, opts...)
+		Open: openGorm,
+		New: func(r sharding.Router, _ engine.Provider, dbs []*gorm.DB, opts ...sharding.Option) (shardtest.Repository[gorm.DB], error) {
+			return shardgorm.New(r, dbs, opts...)
 		},
-		Row:  func(name string, user int64) Course { return Course{Name: name, UserID: user, Status: "1"} },
-		ID:   func(c *Course) int64 { return c.ID },
-		User: func(c *Course) int64 { return c.UserID },
+		Migrate: func(ctx context.Context, repo shardtest.Repository[gorm.DB]) error {
+			return repo.(*shardgorm.Repository).Migrate(ctx, &Course{})
+		},
+		In: func(ctx context.Context, repo shardtest.Repository[gorm.DB], key int64) (shardtest.TxRepository, func(bool) error, error) {
+			db, _, err := repo.DB(key)
+			if err != nil {
+				return nil, nil, err
+			}
+			tx := db.WithContext(ctx).Begin()
+			if tx.Error != nil {
+				return nil, nil, tx.Error
+			}
+			in, err := repo.(*shardgorm.Repository).In(key, tx)
+			return in, func(commit bool) error {
+				if commit {
+					return tx.Commit().Error
+				}
+				return tx.Rollback().Error
+			}, err
+		},
+		Row:    func(name string, user int64) Course { return Course{Name: name, UserID: user, Status: "1"} },
+		WithID: func(c Course, id int64) Course { c.ID = id; return c },
+		ID:     func(c *Course) int64 { return c.ID },
+		User:   func(c *Course) int64 { return c.UserID },
 		Same: func(got, want Course) bool {
 			return got.ID == want.ID && got.Name == want.Name && got.UserID == want.UserID && got.Status == want.Status &&
 				!want.CreatedAt.IsZero() // written back by GORM
@@ -91,7 +117,8 @@ func TestGormContract(t *testing.T) {
 			var got []Course
 			return got, db.Find(&got).Error
 		},
-		Drop: func(db *gorm.DB, table string) error { return db.Migrator().DropTable(table) },
+		Exec:    func(db *gorm.DB, query string) error { return db.Exec(query).Error },
+		Columns: 5, // id, name, user_id, status, created_at
 	}.Run(t)
 }
 
@@ -99,7 +126,7 @@ func TestGormFindAndScope(t *testing.T) {
 	for _, b := range shardtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			repo := gormRepo(t, b)
+			repo, _ := gormRepo(t, b)
 			rows := []Course{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
 			if err := repo.Create(ctx, rows); err != nil {
 				t.Fatal(err)
@@ -142,24 +169,14 @@ func TestGormFindAndScope(t *testing.T) {
 
 func TestGormConfigErrors(t *testing.T) {
 	reg := shardtest.Registry(t)
-	d := testdb.SQLite(t)
-	db := openGorm(t, d, reg)
+	db := openGorm(t, testdb.SQLite(t), reg)
 	r := shardtest.CourseRouter(t)
-	if _, err := shardgorm.New(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("one db for a two-database router: err = %v", err)
-	}
-	if _, err := shardgorm.New(r, []*gorm.DB{db, nil}); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("nil db: err = %v", err)
-	}
-	if _, err := shardgorm.New(nil, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("nil router: err = %v", err)
-	}
-	if _, err := shardgorm.New(r, []*gorm.DB{db, db}, sharding.WithBatchSize(-1)); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("batch size -1: err = %v", err)
-	}
-	repo, err := shardgorm.New(r, []*gorm.DB{db, db})
+	repo, err := shardgorm.New(r, []*gorm.DB{db, openGorm(t, testdb.SQLite(t), reg)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := shardgorm.New(r, []*gorm.DB{db, db.Session(&gorm.Session{})}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("a database and a session of it: err = %v, want engine.ErrInvalidConfig", err)
 	}
 	ctx := context.Background()
 	type Untagged struct {
@@ -207,7 +224,7 @@ func TestGormInterval(t *testing.T) {
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}
-	r := shardtest.MonthRouter(t)
+	r := shardtest.MonthRouter(t, fc)
 	repo, err := shardgorm.New(r, []*gorm.DB{openGorm(t, testdb.SQLite(t), reg)})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +287,7 @@ func TestNewGormNeedsThePlugin(t *testing.T) {
 func TestMigrateMakesPlainIDColumns(t *testing.T) {
 	for _, b := range shardtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
-			repo := gormRepo(t, b)
+			repo, _ := gormRepo(t, b)
 			err := repo.ForEach(context.Background(), func(s sharding.Shard, db *gorm.DB) error {
 				sqlDB, err := db.DB()
 				if err != nil {
@@ -292,7 +309,7 @@ func TestMigrateMakesPlainIDColumns(t *testing.T) {
 // Exec runs one statement in every shard.
 func TestGormExec(t *testing.T) {
 	ctx := context.Background()
-	repo := gormRepo(t, shardtest.Backends[0])
+	repo, _ := gormRepo(t, shardtest.Backends[0])
 	rows := make([]Course, 8)
 	for i := range rows {
 		rows[i].Status = "old"
@@ -358,4 +375,114 @@ func TestGormFloors(t *testing.T) {
 			return in.Number, err
 		},
 	}.Run(t)
+}
+
+// DB(key) gives a session that starts every chain afresh, is safe to share
+// between goroutines, and is bound to its shard: rows of other shards, in
+// a transaction of it too, and other tables are refused; Scope on another
+// database is refused.
+func TestGormBoundSessions(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo, dbs := gormRepo(t, b)
+			rows := make([]Course, 8)
+			if err := repo.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			db, s, err := repo.DB(rows[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var same []Course // the rows of rows[0]'s shard
+			for _, c := range rows {
+				if got, _ := repo.Router().Route(c.ID); got == s {
+					same = append(same, c)
+				}
+			}
+			if len(same) != 2 {
+				t.Fatalf("%d rows in %s, want 2", len(same), s)
+			}
+			for i, c := range same { // the second Update through the session finds its row too
+				res := db.WithContext(ctx).Where("id = ?", c.ID).Update("status", fmt.Sprint("u", i))
+				if res.Error != nil || res.RowsAffected != 1 {
+					t.Errorf("update %d through the session: %d rows, %v; want 1", i, res.RowsAffected, res.Error)
+				}
+			}
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Go(func() {
+					var n int64
+					if err := db.Where("id = ?", same[i%2].ID).Count(&n).Error; err != nil || n != 1 {
+						t.Errorf("count through the shared session: %d, %v", n, err)
+					}
+				})
+			}
+			wg.Wait()
+
+			// Four new rows in a transaction of m0.course_1's session: three
+			// belong elsewhere, so none is written.
+			four := make([]Course, 4)
+			err = db.Transaction(func(tx *gorm.DB) error { return tx.Create(&four).Error })
+			if !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("four new rows through %s's session: err = %v, want sharding.ErrWrongShard", s, err)
+			}
+			one := Course{ID: same[1].ID + 4, Name: "here"} // +4 keeps the course rule's shard
+			if err := db.Create(&one).Error; err != nil {
+				t.Errorf("a row of the session's shard: %v", err)
+			}
+			other := Course{ID: same[1].ID + 5, Name: "there"}
+			if err := db.Table("course_2").Create(&other).Error; !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("a create on another table through the session: err = %v, want sharding.ErrWrongShard", err)
+			}
+			_, counts := shardtest.Harness[gorm.DB, Course]{Rows: func(_ context.Context, _ sharding.Shard, db *gorm.DB) ([]Course, error) {
+				var got []Course
+				return got, db.Find(&got).Error
+			}, ID: func(c *Course) int64 { return c.ID }}.ReadBack(t, repo)
+			if counts[s.String()] != 3 || len(counts) != 4 {
+				t.Errorf("rows per shard = %v, want 2 each and the one row more in %s", counts, s)
+			}
+
+			// Scope picks the table; on another database than the key's it fails.
+			m1 := rows[1].ID // course rule: odd IDs are in m1
+			var got Course
+			if err := dbs[0].Scopes(repo.Scope(m1)).First(&got).Error; !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("Scope(%d) on m0: err = %v, want sharding.ErrWrongShard", m1, err)
+			}
+			if err := dbs[1].Scopes(repo.Scope(m1)).Where("id = ?", m1).First(&got).Error; err != nil || got.ID != m1 {
+				t.Errorf("Scope(%d) on m1: %+v, %v", m1, got, err)
+			}
+		})
+	}
+}
+
+// In writes behind a savepoint on sessions that prepare their statements
+// too (MySQL prepares no SAVEPOINT).
+func TestGormInPreparedStatements(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo, _ := gormRepo(t, b)
+			db, _, err := repo.DB(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := db.Session(&gorm.Session{PrepareStmt: true}).Begin()
+			in, err := repo.In(4, tx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := []Course{{ID: 4, Name: "a"}, {ID: 8, Name: "b"}}
+			if err := in.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit().Error; err != nil {
+				t.Fatal(err)
+			}
+			var got Course
+			if err := repo.Find(ctx, 8, &got); err != nil || got.Name != "b" {
+				t.Errorf("Find(8) after the commit = %+v, %v", got, err)
+			}
+		})
+	}
 }

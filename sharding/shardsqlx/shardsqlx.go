@@ -14,7 +14,11 @@
 //   - sqlx has no model, so there is no Migrate: create the tables with
 //     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
 //     the statements of Create and Find are written from the struct's `db`
-//     columns (see [Repository.Create]).
+//     columns (see [Repository.Create]);
+//   - [Repository.DB] and [Repository.ForEach] hand out the *sqlx.DB: fill
+//     the table into statements of yours with [Query], quoted as the
+//     repository quotes it. A *sql.Tx does not tell its database, so
+//     [Repository.In] trusts the caller to have begun it on key's.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard, as with GORM: see [New].
@@ -35,7 +39,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
-	"github.com/idforge/idforge/internal/sqlxbatch"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
 	"github.com/idforge/idforge/sqlhook"
@@ -52,9 +55,11 @@ type Repository struct {
 }
 
 // New returns a repository routing with r over dbs, one per database of the
-// router, drawing IDs from p (an idforge registry). A nil provider, a count
-// of databases the router does not use, or an option out of range is an
-// error wrapping engine.ErrInvalidConfig.
+// router, drawing IDs from p (an idforge registry). A nil or typed-nil
+// provider or router (a nil *engine.Registry would otherwise fall back on
+// the default registry, machine 0 on every instance), a database given
+// twice, a count of databases other than the router uses, or an option out
+// of range is an error wrapping engine.ErrInvalidConfig.
 //
 // Before a struct type's first Create, the repository gives p (when it
 // takes floors, as an idforge registry does) the Floor of every sequence
@@ -68,11 +73,17 @@ type Repository struct {
 // sequence until it has a Floor of its own (sqlstore or redisstore
 // Settings.Floor) that reads every table; p's AddFloor cannot override it.
 func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (*Repository, error) {
-	if p == nil {
-		return nil, fmt.Errorf("%w: shardsqlx.New needs the provider IDs are drawn from (an idforge registry)", engine.ErrInvalidConfig)
+	if repo.IsNil(p) {
+		return nil, fmt.Errorf("%w: shardsqlx.New: the provider IDs are drawn from is nil (%T): give it an idforge registry",
+			engine.ErrInvalidConfig, p)
 	}
 	x := &Repository{p: p, ids: sqlhook.New(p)}
-	b, err := repo.New("shardsqlx.New", r, dbs, opts, repo.Floors[sqlx.DB]{Sequences: x.sequences, Table: tableFloor})
+	b, err := repo.New("shardsqlx.New", r, dbs, opts, repo.ORM[sqlx.DB]{
+		Sequences: x.sequences,
+		Floor:     tableFloor,
+		Same:      func(db *sqlx.DB) any { return db.DB },
+		Dialect:   func(db *sqlx.DB) string { return dialectOf(db.DriverName()) },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +99,10 @@ func (x *Repository) Router() sharding.Router { return x.base.Router }
 type rowType struct {
 	cols   []*reflectx.FieldInfo
 	key    *reflectx.FieldInfo
-	insert string // with {table}
-	find   string // with {table} and one '?'
+	id     *reflectx.FieldInfo // the integer "id" column, nil without one
+	insert string              // with {table}
+	find   string              // with {table} and one '?'
+	stored string              // with {table}, selecting id IN (?)
 }
 
 // rowTypeOf builds, or returns the cached, rowType of elem.
@@ -132,6 +145,11 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%w: %s has no columns", engine.ErrInvalidConfig, elem)
 	}
+	if rt.id = sm.GetByPath("id"); rt.id != nil && repo.KeyKind(elem.String(), "id", rt.id.Field.Type) == nil {
+		rt.stored = "SELECT id FROM " + sharding.TablePlaceholder + " WHERE id IN (?)"
+	} else {
+		rt.id = nil
+	}
 	rt.insert = "INSERT INTO " + sharding.TablePlaceholder + " (" + strings.Join(cols, ", ") +
 		") VALUES (:" + strings.Join(cols, ", :") + ")"
 	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + sharding.TablePlaceholder +
@@ -165,13 +183,12 @@ func (x *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Colu
 	return x.p, cols, nil
 }
 
-// tableFloor is [repo.Floors.Table]. Table and column are written unquoted,
+// tableFloor is [repo.ORM.Floor]. The table is quoted and the column not,
 // as the repository's own statements write them, so that the floor reads
-// the tables the rows went to (PostgreSQL folds unquoted names to lower
-// case, and a dotted name is schema and table).
+// the tables the rows went to (a dotted name is schema and table).
 func tableFloor(db *sqlx.DB, s sharding.Shard, c idgen.Column) engine.Floor {
 	dialect := dialectOf(db.DriverName())
-	return c.Field.Floor(dialect, s.TableName, c.Name, func(ctx context.Context, q string, dest *sql.NullString) error {
+	return c.Field.Floor(dialect, repo.Quote(dialect, s.TableName), c.Name, func(ctx context.Context, q string, dest *sql.NullString) error {
 		if ok, err := hasTable(ctx, db, dialect, s.TableName); err != nil || !ok {
 			return err // nil: no table yet, 0
 		}
@@ -195,7 +212,7 @@ func dialectOf(driver string) string {
 	return driver
 }
 
-// hasTable reports whether table, named as an unquoted statement names it,
+// hasTable reports whether table, named as a quoted statement names it,
 // exists on db.
 func hasTable(ctx context.Context, db *sqlx.DB, dialect, table string) (bool, error) {
 	var n int
@@ -203,9 +220,9 @@ func hasTable(ctx context.Context, db *sqlx.DB, dialect, table string) (bool, er
 	schema, name, dotted := strings.Cut(table, ".")
 	switch {
 	case dialect == "postgres":
-		// to_regclass resolves the name as a statement would: folded,
-		// through the search path or the schema given.
-		err = db.GetContext(ctx, &n, "SELECT COUNT(to_regclass($1))", table)
+		// to_regclass resolves the name as a statement would: through the
+		// search path or the schema given.
+		err = db.GetContext(ctx, &n, "SELECT COUNT(to_regclass($1))", repo.Quote(dialect, table))
 	case dialect == "mysql" && dotted:
 		err = db.GetContext(ctx, &n, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", schema, name)
 	case dialect == "mysql":
@@ -232,65 +249,107 @@ func plainName(s string) bool {
 
 // Create inserts value, a pointer to a struct or a slice of structs or of
 // pointers: it fills the zero-valued idgen-tagged fields from the provider,
-// routes every row, and inserts each shard's rows into its database and
-// table, one transaction per shard, in multi-row INSERTs of the configured
-// batch size (fewer rows when the placeholders would pass
-// sqlhook.MaxPlaceholders).
+// routes every row, and writes each shard's part into its database and
+// table in a transaction of its own, one row too, in multi-row INSERTs of
+// at most the batch size.
 //
 // The statement is written from the struct: every column sqlx maps at the
 // top level (a `db` tag, or the lower-cased field name; `db:"-"` leaves a
-// field out; embedded structs add their columns):
+// field out; embedded structs add their columns), the table quoted:
 //
-//	INSERT INTO course_1 (id, name, user_id) VALUES (:id, :name, :user_id), ...
+//	INSERT INTO "course_1" (id, name, user_id) VALUES (:id, :name, :user_id), ...
 //
-// A failure is a *[sharding.ShardError] naming the shard; shards before it
-// were written.
+// A failed part is a *[sharding.ShardError] naming the shard, the rows
+// written and those pending; the part was rolled back unless the error
+// wraps [sharding.ErrOutcomeUnknown] (COMMIT was cut off). Create is
+// idempotent: a row whose integer "id" column was set before the call and
+// is stored in its shard is skipped, so calling Create again with the same
+// rows after any error finishes the batch without duplicates (a struct
+// without an "id" column gets no such skipping). A batch spanning shards is not one transaction: see
+// [Repository.In] to join a transaction of yours on one shard.
 func (x *Repository) Create(ctx context.Context, value any) error {
+	return x.create(ctx, value, nil, nil)
+}
+
+// create is Create, inside tx on shard only when they are set.
+func (x *Repository) create(ctx context.Context, value any, tx *sqlx.Tx, only *sharding.Shard) error {
 	var rt *rowType
 	return x.base.Create(value, repo.Rows[sqlx.DB]{
-		Key: func(elem reflect.Type) (func(reflect.Value) (int64, error), error) {
+		Plan: func(elem reflect.Type) (repo.Plan, error) {
 			var err error
 			if rt, err = x.rowTypeOf(elem); err != nil {
-				return nil, err
+				return repo.Plan{}, err
 			}
-			return func(row reflect.Value) (int64, error) {
-				return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, rt.key.Index))
-			}, nil
+			read := func(fi *reflectx.FieldInfo) func(reflect.Value) (int64, error) {
+				return func(row reflect.Value) (int64, error) {
+					return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, fi.Index))
+				}
+			}
+			p := repo.Plan{Key: read(rt.key), Columns: len(rt.cols)}
+			if rt.id != nil {
+				p.ID = read(rt.id)
+			}
+			return p, nil
 		},
 		Fill: func(value any) error { return x.ids.Fill(ctx, value) },
-		Insert: func(db *sqlx.DB, s sharding.Shard, part any) error {
-			return x.insert(ctx, db, s.Query(rt.insert), part)
+		Begin: func(db *sqlx.DB, s sharding.Shard) (repo.Conn, error) {
+			var c repo.Conn
+			in := tx
+			if in == nil {
+				t, err := db.BeginTxx(ctx, nil)
+				if err != nil {
+					return c, err
+				}
+				in, c.Commit, c.Rollback = t, t.Commit, t.Rollback
+			}
+			insert, stored := withTable(db, s, rt.insert), withTable(db, s, rt.stored)
+			c.Stored = func(ids []int64) ([]int64, error) {
+				q, args, err := sqlx.In(stored, ids)
+				if err != nil {
+					return nil, err
+				}
+				var found []int64
+				return found, in.SelectContext(ctx, &found, db.Rebind(q), args...)
+			}
+			c.Insert = func(rows any) error {
+				_, err := sqlx.NamedExecContext(ctx, in, insert, rows)
+				return err
+			}
+			if only == nil {
+				return c, nil
+			}
+			return repo.Savepoint(func(q string) error { _, err := in.ExecContext(ctx, q); return err }, c)
 		},
+		Only: only,
 	})
 }
 
-// insert writes one shard's rows (part is a []*T, their IDs filled by
-// Create) in statements of at most the batch size, as sqlhook's InsertBatch
-// does but without filling them again, in a transaction when there is more
-// than one row.
-func (x *Repository) insert(ctx context.Context, db *sqlx.DB, query string, part any) error {
-	rows, batch := reflect.ValueOf(part), x.base.Settings.BatchSize
-	if rows.Len() == 1 {
-		_, err := sqlxbatch.Insert(ctx, db, query, rows, batch)
-		return err
-	}
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := sqlxbatch.Insert(ctx, tx, query, rows, batch); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+// withTable fills s's table into query, quoted for db.
+func withTable(db *sqlx.DB, s sharding.Shard, query string) string {
+	return strings.ReplaceAll(query, sharding.TablePlaceholder, repo.Quote(dialectOf(db.DriverName()), s.TableName))
+}
+
+// Query returns query, a statement of yours for shard s on db (the
+// database of [Repository.DB] or [Repository.ForEach]), with {table}
+// replaced by s's table quoted for db's driver, as the repository's own
+// statements write it, and '?' placeholders rebound for the driver:
+//
+//	db.GetContext(ctx, &n, shardsqlx.Query(db, s, "SELECT COUNT(*) FROM {table} WHERE user_id = ?"), 7)
+func Query(db *sqlx.DB, s sharding.Shard, query string) string {
+	return db.Rebind(withTable(db, s, query))
 }
 
 // Find reads the row whose shard key is key (its "id" column, unless
 // [sharding.WithShardKey] named another) into dest, a pointer to a struct,
 // from the one shard key routes to, selecting the struct's columns. A
 // missing row is an error matching both [sharding.ErrNotFound] and
-// sql.ErrNoRows.
+// sql.ErrNoRows; key 0 wraps engine.ErrInvalidID.
 func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
+	return x.find(ctx, key, dest, nil, nil)
+}
+
+// find is Find, inside tx on shard only when they are set.
+func (x *Repository) find(ctx context.Context, key int64, dest any, tx *sqlx.Tx, only *sharding.Shard) error {
 	t := reflect.TypeOf(dest)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct, got %T", engine.ErrInvalidConfig, dest)
@@ -299,31 +358,79 @@ func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if err != nil {
 		return err
 	}
-	return x.base.Find(key, func(db *sqlx.DB, s sharding.Shard) error {
-		return db.GetContext(ctx, dest, db.Rebind(s.Query(rt.find)), key)
+	return x.base.Find(key, only, func(db *sqlx.DB, s sharding.Shard) error {
+		var q sqlx.QueryerContext = db
+		if tx != nil {
+			q = tx
+		}
+		return sqlx.GetContext(ctx, q, dest, Query(db, s, rt.find), key)
 	}, func(err error) bool { return errors.Is(err, sql.ErrNoRows) })
 }
 
-// DB returns the database of key's shard and the shard, whose
-// [sharding.Shard.Query] fills the table into a statement:
+// DB returns the database of key's shard and the shard; [Query] fills the
+// shard's table into a statement:
 //
 //	db, s, err := repo.DB(id)
-//	_, err = db.ExecContext(ctx, db.Rebind(s.Query("UPDATE {table} SET name = ? WHERE id = ?")), "go", id)
+//	_, err = db.ExecContext(ctx, shardsqlx.Query(db, s, "UPDATE {table} SET name = ? WHERE id = ?"), "go", id)
+//
+// The statements are yours: nothing checks that they stay in the shard.
 func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 	return x.base.Route(key)
 }
 
+// In returns the repository inside tx, a transaction the caller began on
+// the database of key's shard (db.BeginTxx, db from [Repository.DB]),
+// bound to that shard: its Create and Find run in tx, so they commit or
+// roll back with it. A *sql.Tx does not tell its database, so the caller
+// answers for tx being on key's database; a nil tx wraps
+// engine.ErrInvalidConfig.
+// There is no transaction across shards: see "Transactions" in package
+// [sharding].
+func (x *Repository) In(key int64, tx *sqlx.Tx) (*Tx, error) {
+	_, s, err := x.base.Route(key)
+	if err != nil {
+		return nil, err
+	}
+	if tx == nil {
+		return nil, fmt.Errorf("%w: shardsqlx: In(%d, nil)", engine.ErrInvalidConfig, key)
+	}
+	return &Tx{x: x, tx: tx, shard: s}, nil
+}
+
+// Tx is a [Repository] inside a caller's transaction on one shard; make it
+// with [Repository.In]. It is as safe for concurrent use as the
+// transaction (that is, not).
+type Tx struct {
+	x     *Repository
+	tx    *sqlx.Tx
+	shard sharding.Shard
+}
+
+// Create is [Repository.Create] in the transaction: every row must route
+// to the shard (else nothing is written and the error wraps
+// [sharding.ErrWrongShard]); the rows are inserted behind a savepoint, so
+// a failure rolls back to it and leaves the transaction usable.
+func (t *Tx) Create(ctx context.Context, value any) error {
+	return t.x.create(ctx, value, t.tx, &t.shard)
+}
+
+// Find is [Repository.Find] in the transaction; a key of another shard
+// wraps [sharding.ErrWrongShard].
+func (t *Tx) Find(ctx context.Context, key int64, dest any) error {
+	return t.x.find(ctx, key, dest, t.tx, &t.shard)
+}
+
 // ForEach calls fn for every shard, in the router's order, with its
 // database: the fan-out for counts, scans and maintenance (fill the table
-// in with [sharding.Shard.Query]). It stops at the first error, naming the
-// shard, or when ctx ends.
+// in with [Query]). It stops at the first error, naming the shard, or when
+// ctx ends.
 func (x *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *sqlx.DB) error) error {
 	return x.base.ForEach(ctx, fn)
 }
 
 // Exec runs query in every shard with {table} replaced by the shard's
-// table and '?' placeholders rebound for the driver:
-// "CREATE TABLE IF NOT EXISTS {table} (id BIGINT PRIMARY KEY, ...)".
+// table, quoted for the database, and '?' placeholders rebound for the
+// driver: "CREATE TABLE IF NOT EXISTS {table} (id BIGINT PRIMARY KEY, ...)".
 func (x *Repository) Exec(ctx context.Context, query string, args ...any) error {
 	return x.base.Exec(ctx, query, func(db *sqlx.DB, q string) error {
 		_, err := db.ExecContext(ctx, db.Rebind(q), args...)

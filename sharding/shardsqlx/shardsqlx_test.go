@@ -28,15 +28,15 @@ type course struct {
 	UserID int64  `db:"user_id"`
 }
 
-const createCourse = "CREATE TABLE {table} (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, user_id BIGINT NOT NULL)"
+const createCourse = "CREATE TABLE IF NOT EXISTS {table} (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, user_id BIGINT NOT NULL)"
 
 func open(t *testing.T, dbs [2]testdb.DB) []*sqlx.DB {
 	t.Helper()
-	var out []*sqlx.DB
-	for _, d := range dbs {
-		out = append(out, sqlx.NewDb(d.Open(t), d.Driver))
-	}
-	return out
+	return []*sqlx.DB{openSqlx(t, dbs[0], nil), openSqlx(t, dbs[1], nil)}
+}
+
+func openSqlx(t *testing.T, d testdb.DB, _ engine.Provider) *sqlx.DB {
+	return sqlx.NewDb(d.Open(t), d.Driver)
 }
 
 func sqlxRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) *shardsqlx.Repository {
@@ -56,18 +56,41 @@ var _ shardtest.Repository[sqlx.DB] = (*shardsqlx.Repository)(nil)
 // The contract both repositories pass, on every backend.
 func TestSqlxContract(t *testing.T) {
 	shardtest.Harness[sqlx.DB, course]{
-		New: func(t *testing.T, b shardtest.Backend, opts ...sharding.Option) shardtest.Repository[sqlx.DB] {
-			return sqlxRepo(t, b, opts...)
+		Open: openSqlx,
+		New: func(r sharding.Router, reg engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (shardtest.Repository[sqlx.DB], error) {
+			return shardsqlx.New(r, reg, dbs, opts...)
 		},
-		Row:  func(name string, user int64) course { return course{Name: name, UserID: user} },
-		ID:   func(c *course) int64 { return c.ID },
-		User: func(c *course) int64 { return c.UserID },
-		Same: func(got, want course) bool { return got == want },
+		Migrate: func(ctx context.Context, repo shardtest.Repository[sqlx.DB]) error {
+			return repo.Exec(ctx, createCourse)
+		},
+		In: func(ctx context.Context, repo shardtest.Repository[sqlx.DB], key int64) (shardtest.TxRepository, func(bool) error, error) {
+			db, _, err := repo.DB(key)
+			if err != nil {
+				return nil, nil, err
+			}
+			tx, err := db.BeginTxx(ctx, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			in, err := repo.(*shardsqlx.Repository).In(key, tx)
+			return in, func(commit bool) error {
+				if commit {
+					return tx.Commit()
+				}
+				return tx.Rollback()
+			}, err
+		},
+		Row:    func(name string, user int64) course { return course{Name: name, UserID: user} },
+		WithID: func(c course, id int64) course { c.ID = id; return c },
+		ID:     func(c *course) int64 { return c.ID },
+		User:   func(c *course) int64 { return c.UserID },
+		Same:   func(got, want course) bool { return got == want },
 		Rows: func(ctx context.Context, s sharding.Shard, db *sqlx.DB) ([]course, error) {
 			var got []course
-			return got, db.SelectContext(ctx, &got, s.Query("SELECT id, name, user_id FROM {table}"))
+			return got, db.SelectContext(ctx, &got, shardsqlx.Query(db, s, "SELECT id, name, user_id FROM {table}"))
 		},
-		Drop: func(db *sqlx.DB, table string) error { _, err := db.Exec("DROP TABLE " + table); return err },
+		Exec:    func(db *sqlx.DB, query string) error { _, err := db.Exec(query); return err },
+		Columns: 3,
 	}.Run(t)
 }
 
@@ -88,7 +111,7 @@ func TestSqlxFindAndDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, db.Rebind(s.Query("UPDATE {table} SET name = ? WHERE id = ?")), "renamed", rows[1].ID); err != nil {
+	if _, err := db.ExecContext(ctx, shardsqlx.Query(db, s, "UPDATE {table} SET name = ? WHERE id = ?"), "renamed", rows[1].ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := repo.Find(ctx, rows[1].ID, &got); err != nil || got.Name != "renamed" {
@@ -135,8 +158,8 @@ func TestSqlxShardTransaction(t *testing.T) {
 	if n := count(); n != len(rows) {
 		t.Fatalf("%d rows read back, want %d", n, len(rows))
 	}
-	// The first shard's 12th row repeats a stored key: its third statement
-	// fails and the shard's first ten rows are rolled back.
+	// The first shard's 12th row repeats its first one's key: its third
+	// statement fails and the shard's first ten rows are rolled back.
 	again := make([]wide, 48)
 	var first []int
 	for i := range again {
@@ -145,13 +168,10 @@ func TestSqlxShardTransaction(t *testing.T) {
 			first = append(first, i)
 		}
 	}
-	again[first[11]].ID = rows[0].ID
-	if s, _ := repo.Router().Route(rows[0].ID); s.Database != 0 || s.Table != 0 {
-		t.Fatalf("rows[0] is in %s, want the first shard", s)
-	}
+	again[first[11]].ID = again[first[0]].ID
 	var se *sharding.ShardError
-	if err := repo.Create(ctx, again); !errors.As(err, &se) || se.Rows != 12 || !strings.Contains(err.Error(), "rows 10 to 11") {
-		t.Fatalf("Create with a repeated key: err = %v, want a ShardError for 12 rows naming rows 10 to 11", err)
+	if err := repo.Create(ctx, again); !errors.As(err, &se) || len(se.Rows) != 12 || !strings.Contains(err.Error(), "statement 3 of 3 (2 rows)") {
+		t.Fatalf("Create with a repeated key: err = %v, want a ShardError for 12 rows naming statement 3 of 3", err)
 	}
 	if n := count(); n != len(rows) {
 		t.Errorf("%d rows after the failed Create, want %d: the failed shard was not rolled back", n, len(rows))
@@ -206,22 +226,16 @@ func TestSqlxErrors(t *testing.T) {
 		t.Errorf("negative pinned ID: err = %v", err)
 	}
 
-	db, _, _ := repo.DB(3)
-	r, reg := shardtest.CourseRouter(t), shardtest.Registry(t)
-	for name, c := range map[string]struct {
-		r    sharding.Router
-		p    engine.Provider
-		dbs  []*sqlx.DB
-		opts []sharding.Option
-	}{
-		"nil provider":   {r, nil, []*sqlx.DB{db, db}, nil},
-		"nil router":     {nil, reg, []*sqlx.DB{db, db}, nil},
-		"one db for two": {r, reg, []*sqlx.DB{db}, nil},
-		"nil db":         {r, reg, []*sqlx.DB{db, nil}, nil},
-		"batch size -1":  {r, reg, []*sqlx.DB{db, db}, []sharding.Option{sharding.WithBatchSize(-1)}},
-	} {
-		if _, err := shardsqlx.New(c.r, c.p, c.dbs, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("%s: err = %v", name, err)
+}
+
+// A nil provider, or a nil *engine.Registry in the interface, is refused:
+// IDs would come from the default registry on machine 0.
+func TestSqlxNilProvider(t *testing.T) {
+	dbs := open(t, shardtest.Backends[0].Open(t))
+	var reg *engine.Registry
+	for name, p := range map[string]engine.Provider{"nil": nil, "typed nil": reg} {
+		if _, err := shardsqlx.New(shardtest.CourseRouter(t), p, dbs); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "provider") {
+			t.Errorf("%s provider: err = %v, want engine.ErrInvalidConfig naming the provider", name, err)
 		}
 	}
 }
@@ -290,7 +304,7 @@ func TestSqlxInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := testdb.SQLite(t)
-	repo, err := shardsqlx.New(shardtest.MonthRouter(t), reg, []*sqlx.DB{sqlx.NewDb(d.Open(t), d.Driver)})
+	repo, err := shardsqlx.New(shardtest.MonthRouter(t, fc), reg, []*sqlx.DB{sqlx.NewDb(d.Open(t), d.Driver)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,4 +432,35 @@ func TestSqlxFloors(t *testing.T) {
 			return in.Number, err
 		},
 	}.Run(t)
+}
+
+// Rows are skipped as stored by their "id" column only: a struct without
+// one, routed by a key many rows share, has every row inserted.
+func TestSqlxNoSkipWithoutID(t *testing.T) {
+	type visit struct {
+		Code   int64 `db:"code" idgen:"snowflake"`
+		UserID int64 `db:"user_id"`
+	}
+	ctx := context.Background()
+	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)),
+		sharding.WithShardKey("user_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Exec(ctx, "CREATE TABLE {table} (code BIGINT PRIMARY KEY, user_id BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := repo.Create(ctx, &visit{UserID: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, s, err := repo.DB(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.GetContext(ctx, &n, shardsqlx.Query(db, s, "SELECT COUNT(*) FROM {table} WHERE user_id = ?"), 5); err != nil || n != 2 {
+		t.Errorf("%d visits of user 5 stored, %v; want 2", n, err)
+	}
 }

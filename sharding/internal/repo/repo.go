@@ -1,14 +1,17 @@
 // Package repo is what the GORM and sqlx sharded repositories share: option
 // resolution, the checks of a router against the databases given, routing a
-// batch of rows and splitting it by shard, the fan-out over every shard, the
-// Floors of the sequences over every shard, and the errors that name a
-// shard. The ORM-specific parts (filling IDs, reading the shard key, the
-// statements) are passed in as functions.
+// batch of rows and splitting it by shard, writing each shard's part
+// all-or-nothing and skipping rows an earlier Create stored, the
+// batch-size rule and the quoting of table names, the fan-out over every
+// shard, the Floors of the sequences over every shard, and the errors that
+// name a shard. The ORM-specific parts (filling IDs, reading the shard key,
+// the statements and transactions) are passed in as functions.
 package repo
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -27,63 +30,110 @@ type Base[DB any] struct {
 	DBs      []*DB
 	Settings sharding.Settings
 
-	floors  Floors[DB]
+	orm     ORM[DB]
 	floorMu sync.Mutex // held while a row type's floors are added
 	floored sync.Map   // reflect.Type -> true: row types whose floors were added
 }
 
-// Floors is what the Floors of a row type's sequences need from the ORM.
-type Floors[DB any] struct {
+// ORM is what the shared code needs from one ORM about its databases.
+type ORM[DB any] struct {
 	// Sequences returns the registry the IDs of elem's rows are drawn from
 	// and elem's columns that take IDs from a sequence; an error in elem's
 	// tags is the one filling the rows would return.
 	Sequences func(elem reflect.Type) (engine.Provider, []idgen.Column, error)
-	// Table returns the Floor of c's sequence in shard s's table, read
+	// Floor returns the Floor of c's sequence in shard s's table, read
 	// through db: the largest ID in c's column, 0 while the table does not
 	// exist.
-	Table func(db *DB, s sharding.Shard, c idgen.Column) engine.Floor
+	Floor func(db *DB, s sharding.Shard, c idgen.Column) engine.Floor
+	// Same returns what tells db's connection pool apart: two databases
+	// with the same value are one.
+	Same func(db *DB) any
+	// Dialect names db's SQL dialect: "mysql", "postgres", "sqlite" or
+	// another driver's name.
+	Dialect func(db *DB) string
 }
 
 // New checks the router, the databases and the options; pkg names the
 // constructor in errors ("shardgorm.New").
-func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Option, floors Floors[DB]) (*Base[DB], error) {
+func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Option, orm ORM[DB]) (*Base[DB], error) {
 	var s sharding.Settings
 	for _, o := range opts {
 		if o != nil {
 			o(&s)
 		}
 	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: "+format, append([]any{engine.ErrInvalidConfig, pkg}, args...)...)
+	}
 	if s.BatchSize < 0 {
-		return nil, fmt.Errorf("%w: %s: batch size %d (want at least 1, or 0 for %d)",
-			engine.ErrInvalidConfig, pkg, s.BatchSize, sharding.DefaultBatchSize)
+		return nil, bad("Settings.BatchSize is %d (want at least 1, or 0 for %d)", s.BatchSize, sharding.DefaultBatchSize)
 	}
 	if s.BatchSize == 0 {
 		s.BatchSize = sharding.DefaultBatchSize
 	}
-	if r == nil {
-		return nil, fmt.Errorf("%w: %s needs a router", engine.ErrInvalidConfig, pkg)
+	if IsNil(r) {
+		return nil, bad("the router is nil (%T)", r)
 	}
 	if len(dbs) == 0 {
-		return nil, fmt.Errorf("%w: %s needs at least one database", engine.ErrInvalidConfig, pkg)
+		return nil, bad("needs at least one database")
 	}
+	seen := map[any]int{}
 	for i, db := range dbs {
 		if db == nil {
-			return nil, fmt.Errorf("%w: %s: database %d is nil", engine.ErrInvalidConfig, pkg, i)
+			return nil, bad("database %d is nil", i)
 		}
+		id := orm.Same(db)
+		if j, ok := seen[id]; ok {
+			return nil, bad("databases %d and %d are one connection pool: give each database once", j, i)
+		}
+		seen[id] = i
 	}
-	// A router that lists its shards must use exactly the databases given;
-	// an unbounded one is checked on every route instead.
-	if shards, err := r.Shards(); err == nil {
-		want := 0
-		for _, s := range shards {
-			want = max(want, s.Database+1)
-		}
-		if len(dbs) != want {
-			return nil, fmt.Errorf("%w: %s: the router uses %d databases, %d were given",
-				engine.ErrInvalidConfig, pkg, want, len(dbs))
-		}
+	if err := usesAll(r, len(dbs)); err != nil {
+		return nil, bad("%w", err)
 	}
-	return &Base[DB]{Router: r, DBs: dbs, Settings: s, floors: floors}, nil
+	return &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm}, nil
+}
+
+// usesAll checks that the router puts shards in every one of n databases
+// and in no other: a database left unused is a configuration mistake, not
+// a spare.
+func usesAll(r sharding.Router, n int) error {
+	shards, err := r.Shards()
+	if err != nil {
+		// A router that cannot list its shards is checked on every route;
+		// an interval router puts every table in one database.
+		if _, ok := r.(*sharding.IntervalRouter); ok && n != 1 {
+			return fmt.Errorf("the interval router uses 1 database, %d were given", n)
+		}
+		return nil
+	}
+	used := make([]bool, 0, n)
+	for _, s := range shards {
+		for s.Database >= len(used) {
+			used = append(used, false)
+		}
+		used[s.Database] = true
+	}
+	if len(used) != n {
+		return fmt.Errorf("the router uses %d databases, %d were given", len(used), n)
+	}
+	if i := slices.Index(used, false); i >= 0 {
+		return fmt.Errorf("the router lists no shard in database %d of %d", i, n)
+	}
+	return nil
+}
+
+// IsNil reports whether v is nil or a nil pointer, map, slice, func or
+// channel in an interface: a typed nil that would panic on first use.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // Route returns the shard of id and its database.
@@ -153,7 +203,7 @@ func (b *Base[DB]) AddFloors(elem reflect.Type) error {
 	if _, ok := b.floored.Load(elem); ok {
 		return nil
 	}
-	p, cols, err := b.floors.Sequences(elem)
+	p, cols, err := b.orm.Sequences(elem)
 	if err != nil {
 		return err
 	}
@@ -200,7 +250,7 @@ func (b *Base[DB]) floor(model, name string, cols []idgen.Column) (engine.Floor,
 			return nil, err
 		}
 		for _, c := range cols {
-			parts = append(parts, part{s, b.floors.Table(db, s, c)})
+			parts = append(parts, part{s, b.orm.Floor(db, s, c)})
 		}
 	}
 	return func(ctx context.Context, name string) (int64, error) {
@@ -217,12 +267,15 @@ func (b *Base[DB]) floor(model, name string, cols []idgen.Column) (engine.Floor,
 }
 
 // Exec runs query, which must name the table {table}, in every shard
-// through exec, which gets the query with the shard's table filled in.
+// through exec, which gets the query with the shard's table filled in,
+// quoted for the database.
 func (b *Base[DB]) Exec(ctx context.Context, query string, exec func(db *DB, query string) error) error {
 	if err := CheckTemplate(query); err != nil {
 		return err
 	}
-	return b.ForEach(ctx, func(s sharding.Shard, db *DB) error { return exec(db, s.Query(query)) })
+	return b.ForEach(ctx, func(s sharding.Shard, db *DB) error {
+		return exec(db, strings.ReplaceAll(query, sharding.TablePlaceholder, Quote(b.orm.Dialect(db), s.TableName)))
+	})
 }
 
 // CheckTemplate rejects a statement that does not name {table}: it would
@@ -235,11 +288,49 @@ func CheckTemplate(query string) error {
 	return nil
 }
 
+// Quote quotes a table name the router made (letters, digits, '_', '$',
+// and '.' between schema and table) for dialect, each dotted part on its
+// own, as GORM quotes the names of its statements: `m0`.`course_1` on
+// MySQL, "Course_1" elsewhere. Both repositories write every table name
+// quoted, so a name that is a keyword ("order"), starts with a digit or
+// has upper case (PostgreSQL folds unquoted names) reaches the same table.
+func Quote(dialect, name string) string {
+	q := `"`
+	if dialect == "mysql" {
+		q = "`"
+	}
+	return q + strings.ReplaceAll(name, ".", q+"."+q) + q
+}
+
+// Placeholders is the most bind parameters one statement may carry on
+// dialect: 65,535 on MySQL/MariaDB and PostgreSQL, SQLite's default
+// 32,766 on SQLite and on any driver not known here.
+func Placeholders(dialect string) int {
+	switch dialect {
+	case "mysql", "postgres":
+		return 65535
+	}
+	return 32766
+}
+
+// PerStatement is how many rows of cols columns one INSERT carries: the
+// batch size, cut shorter when the bind parameters would pass limit.
+func PerStatement(batch, cols, limit int) int {
+	return max(1, min(batch, limit/max(cols, 1)))
+}
+
 // Find routes key and runs find on its shard. An error notFound recognises
-// is wrapped with [sharding.ErrNotFound] as well.
-func (b *Base[DB]) Find(key int64, find func(db *DB, s sharding.Shard) error, notFound func(error) bool) error {
+// is wrapped with [sharding.ErrNotFound] as well. A key routing outside
+// only (when set) wraps [sharding.ErrWrongShard].
+func (b *Base[DB]) Find(key int64, only *sharding.Shard, find func(db *DB, s sharding.Shard) error, notFound func(error) bool) error {
+	if key == 0 {
+		return fmt.Errorf("%w: sharding: find key 0: no row is stored under 0, the value of an unset key", engine.ErrInvalidID)
+	}
 	db, s, err := b.Route(key)
 	if err != nil {
+		return err
+	}
+	if err := Within(only, s, "key", key); err != nil {
 		return err
 	}
 	if err := find(db, s); err != nil {
@@ -251,61 +342,193 @@ func (b *Base[DB]) Find(key int64, find func(db *DB, s sharding.Shard) error, no
 	return nil
 }
 
-// Rows is what a Create needs from the ORM, for one struct type.
+// Within checks that shard s, where what key routes, is only (when set).
+func Within(only *sharding.Shard, s sharding.Shard, what string, key int64) error {
+	if only == nil || *only == s {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %d routes to %s, outside %s this handle is bound to", sharding.ErrWrongShard, what, key, s, *only)
+}
+
+// Plan is what Create knows of one row type.
+type Plan struct {
+	// Key reads a row's shard key, ID its integer primary key, by which
+	// rows already stored are found; ID is nil for a row type without one
+	// (a shard key need not be unique), whose rows are never skipped.
+	Key, ID func(row reflect.Value) (int64, error)
+	// Columns counts the columns one row binds in an INSERT.
+	Columns int
+}
+
+// Conn is one shard part's transaction, or its savepoint inside a caller's
+// transaction ([Savepoint]).
+type Conn struct {
+	// Stored returns the IDs of ids stored in the shard's table.
+	Stored func(ids []int64) ([]int64, error)
+	// Insert writes rows, a []*T, in one statement.
+	Insert           func(rows any) error
+	Commit, Rollback func() error
+}
+
+// savepoint names the savepoint of a part written in a caller's transaction.
+const savepoint = "idforge_part"
+
+// Savepoint opens a savepoint with exec, in a caller's transaction, and
+// returns c committing and rolling back to it, so the part is
+// all-or-nothing and a failed one leaves the caller's transaction usable.
+func Savepoint(exec func(query string) error, c Conn) (Conn, error) {
+	if err := exec("SAVEPOINT " + savepoint); err != nil {
+		return Conn{}, err
+	}
+	c.Commit = func() error { return exec("RELEASE SAVEPOINT " + savepoint) }
+	c.Rollback = func() error {
+		return errors.Join(exec("ROLLBACK TO SAVEPOINT "+savepoint), exec("RELEASE SAVEPOINT "+savepoint))
+	}
+	return c, nil
+}
+
+// Rows is what a Create needs from the ORM, for one call.
 type Rows[DB any] struct {
-	// Key returns the reader of the shard key of rows of type elem, after
-	// checking the field exists and is an integer; it is called before any
-	// ID is drawn.
-	Key func(elem reflect.Type) (func(row reflect.Value) (int64, error), error)
+	// Plan checks the row type elem (its shard key exists and is an
+	// integer) before any ID is drawn.
+	Plan func(elem reflect.Type) (Plan, error)
 	// Fill gives value's rows their IDs.
 	Fill func(value any) error
-	// Insert writes part, a []*T of one shard's rows, into the shard in
-	// batches of the batch size, in one transaction.
-	Insert func(db *DB, s sharding.Shard, part any) error
+	// Begin opens the transaction of shard s's part on db.
+	Begin func(db *DB, s sharding.Shard) (Conn, error)
+	// Only, when set, is the one shard the rows may go to: a caller's
+	// transaction is on it, and Begin opens a savepoint in it.
+	Only *sharding.Shard
 }
 
 // Create fills the IDs of value (a pointer to a struct, or a slice or array
 // of structs or of pointers), after adding the Floors of its row type
-// ([Base.AddFloors]), routes every row by its shard key, and inserts each
-// shard's rows, by database then table. A nil row wraps
-// [sharding.ErrInvalidData]; a failed shard is a *[sharding.ShardError].
+// ([Base.AddFloors]), routes every row by its shard key, and writes each
+// shard's part, by database then table, in a transaction of its own: rows
+// whose ID was set before the call and is found stored are skipped (an
+// earlier Create wrote them), the others inserted in statements of
+// [PerStatement] rows. A nil row wraps [sharding.ErrInvalidData]; a row of
+// another shard than orm.Only wraps [sharding.ErrWrongShard], before
+// anything is written; a failed part is a *[sharding.ShardError].
 func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	rows, elem, err := rowsOf(value)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	key, err := orm.Key(elem)
+	plan, err := orm.Plan(elem)
 	if err != nil {
 		return err
 	}
 	if err := b.AddFloors(elem); err != nil {
 		return err
 	}
+	held := make([]bool, len(rows))
+	for i, row := range rows {
+		if plan.ID == nil {
+			break
+		}
+		id, err := plan.ID(row)
+		if err != nil {
+			return fmt.Errorf("sharding: row %d: %w", i, err)
+		}
+		held[i] = id != 0
+	}
 	if err := orm.Fill(value); err != nil {
 		return err
 	}
-	groups, err := b.split(rows, key)
+	groups, err := b.split(rows, plan.Key, orm.Only)
 	if err != nil {
 		return err
 	}
-	for _, g := range groups {
-		if err := orm.Insert(b.DBs[g.shard.Database], g.shard, g.pointers(elem)); err != nil {
-			return &sharding.ShardError{Shard: g.shard, Rows: len(g.rows), Err: err}
+	var written []sharding.ShardPart
+	for i, g := range groups {
+		if err := b.write(g, elem, plan, orm, held); err != nil {
+			pending := make([]sharding.ShardPart, 0, len(groups)-i-1)
+			for _, p := range groups[i+1:] {
+				pending = append(pending, p.ShardPart)
+			}
+			return &sharding.ShardError{Shard: g.Shard, Rows: g.Rows, Written: written, Pending: pending, Err: err}
 		}
+		written = append(written, g.ShardPart)
 	}
 	return nil
 }
 
+// write stores one shard's part: all of it, or none.
+func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], held []bool) error {
+	db := b.DBs[g.Shard.Database]
+	limit := Placeholders(b.orm.Dialect(db))
+	conn, err := orm.Begin(db, g.Shard)
+	if err != nil {
+		return err
+	}
+	rows, err := unstored(conn, g, plan, held, limit)
+	if err != nil {
+		_ = conn.Rollback()
+		return err
+	}
+	per := PerStatement(b.Settings.BatchSize, plan.Columns, limit)
+	for i := 0; i < len(rows); i += per {
+		part := rows[i:min(i+per, len(rows))]
+		if err := conn.Insert(pointers(elem, part)); err != nil {
+			_ = conn.Rollback()
+			return fmt.Errorf("statement %d of %d (%d rows): %w", i/per+1, (len(rows)+per-1)/per, len(part), err)
+		}
+	}
+	if err := conn.Commit(); err != nil {
+		if orm.Only != nil {
+			return err // the caller's transaction decides
+		}
+		return fmt.Errorf("%w: commit: %w", sharding.ErrOutcomeUnknown, err)
+	}
+	return nil
+}
+
+// unstored returns the part's rows but those whose ID was held before the
+// call and is stored in the shard already.
+func unstored(conn Conn, g *group, plan Plan, held []bool, limit int) ([]reflect.Value, error) {
+	var ids []int64
+	for i, row := range g.rows {
+		if held[g.Rows[i]] {
+			id, _ := plan.ID(row) // read before filling without error
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return g.rows, nil
+	}
+	stored := map[int64]bool{}
+	for i := 0; i < len(ids); i += limit {
+		found, err := conn.Stored(ids[i:min(i+limit, len(ids))])
+		if err != nil {
+			return nil, fmt.Errorf("reading which rows are stored: %w", err)
+		}
+		for _, id := range found {
+			stored[id] = true
+		}
+	}
+	if len(stored) == 0 {
+		return g.rows, nil
+	}
+	var out []reflect.Value
+	for i, row := range g.rows {
+		if id, _ := plan.ID(row); !held[g.Rows[i]] || !stored[id] {
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
 // group is the rows of one shard, in input order.
 type group struct {
-	shard sharding.Shard
-	rows  []reflect.Value
+	sharding.ShardPart
+	rows []reflect.Value
 }
 
 // split routes every row by key and groups the rows by shard, ordered by
 // database then table index, so a failure leaves a predictable set of
 // shards written.
-func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int64, error)) ([]*group, error) {
+func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int64, error), only *sharding.Shard) ([]*group, error) {
 	byShard := map[[2]int]*group{}
 	var out []*group
 	for i, row := range rows {
@@ -314,6 +537,10 @@ func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int6
 			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
 		}
 		if id == 0 {
+			if b.Settings.ShardKey != "" {
+				return nil, fmt.Errorf("%w: sharding: row %d: its shard key %s is 0: set it before Create (only ID fields are filled)",
+					engine.ErrInvalidID, i, b.Settings.ShardKey)
+			}
 			return nil, fmt.Errorf("%w: sharding: row %d has no ID to route by after filling: tag the field "+
 				"(`idgen:\"snowflake\"`) or set it", engine.ErrInvalidID, i)
 		}
@@ -321,26 +548,30 @@ func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int6
 		if err != nil {
 			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
 		}
+		if err := Within(only, s, fmt.Sprintf("row %d with key", i), id); err != nil {
+			return nil, err
+		}
 		k := [2]int{s.Database, s.Table}
 		g := byShard[k]
 		if g == nil {
-			g = &group{shard: s}
+			g = &group{ShardPart: sharding.ShardPart{Shard: s}}
 			byShard[k] = g
 			out = append(out, g)
 		}
+		g.Rows = append(g.Rows, i)
 		g.rows = append(g.rows, row)
 	}
 	slices.SortFunc(out, func(a, b *group) int {
-		return cmp.Or(cmp.Compare(a.shard.Database, b.shard.Database), cmp.Compare(a.shard.Table, b.shard.Table))
+		return cmp.Or(cmp.Compare(a.Shard.Database, b.Shard.Database), cmp.Compare(a.Shard.Table, b.Shard.Table))
 	})
 	return out, nil
 }
 
 // pointers returns a []*T of the rows' addresses, for the drivers to insert
 // and write back into.
-func (g *group) pointers(elem reflect.Type) any {
-	s := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(elem)), len(g.rows), len(g.rows))
-	for i, row := range g.rows {
+func pointers(elem reflect.Type, rows []reflect.Value) any {
+	s := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(elem)), len(rows), len(rows))
+	for i, row := range rows {
 		s.Index(i).Set(row.Addr())
 	}
 	return s.Interface()

@@ -4,11 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/faultproxy"
+	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/repo"
 )
 
 // Repository is the method set the GORM and sqlx repositories share, DB
@@ -23,22 +30,64 @@ type Repository[DB any] interface {
 	Exec(ctx context.Context, query string, args ...any) error
 }
 
+// TxRepository is what both repositories' In returns: the repository
+// inside a caller's transaction on one shard.
+type TxRepository interface {
+	Create(ctx context.Context, value any) error
+	Find(ctx context.Context, key int64, dest any) error
+}
+
 // Harness is what the contract needs from one ORM's tests. Row is that
 // ORM's course struct: ID (the idgen-tagged key), Name and UserID.
 type Harness[DB any, Row any] struct {
-	// New returns a repository over the course router on two databases of
-	// b, with the course tables created.
-	New func(t *testing.T, b Backend, opts ...sharding.Option) Repository[DB]
+	// Open opens one database; GORM's registers the plugin drawing from
+	// reg.
+	Open func(t *testing.T, d testdb.DB, reg engine.Provider) *DB
+	// New returns a repository routing with r over dbs, drawing from reg;
+	// it creates no table.
+	New func(r sharding.Router, reg engine.Provider, dbs []*DB, opts ...sharding.Option) (Repository[DB], error)
+	// Migrate creates the course table of every shard that lacks one.
+	Migrate func(ctx context.Context, repo Repository[DB]) error
+	// In begins a transaction on the database of key's shard and returns
+	// the repository inside it and the end of the transaction: commit or
+	// roll back.
+	In func(ctx context.Context, repo Repository[DB], key int64) (TxRepository, func(commit bool) error, error)
 	// Row makes a course row without an ID.
 	Row func(name string, user int64) Row
+	// WithID returns r with its ID set.
+	WithID func(r Row, id int64) Row
 	// ID and User read a row's ID and user.
 	ID, User func(r *Row) int64
 	// Same reports whether a row read back matches the one inserted.
 	Same func(got, want Row) bool
 	// Rows reads all rows of shard s.
 	Rows func(ctx context.Context, s sharding.Shard, db *DB) ([]Row, error)
-	// Drop drops table from db.
-	Drop func(db *DB, table string) error
+	// Exec runs a statement of the test's own on db.
+	Exec func(db *DB, query string) error
+	// Columns counts the columns a row binds in an INSERT.
+	Columns int
+}
+
+// Dialect is the dialect of backend b's databases, as the repositories
+// name it.
+func Dialect(b Backend) string {
+	return map[string]string{"sqlite": "sqlite", "mariadb": "mysql", "postgres": "postgres"}[b.Name]
+}
+
+// course returns a repository over the course router on two new databases
+// of b, its tables created, and the databases.
+func (h Harness[DB, Row]) course(t *testing.T, b Backend, opts ...sharding.Option) (Repository[DB], [2]testdb.DB) {
+	t.Helper()
+	dbs := b.Open(t)
+	reg := Registry(t)
+	repo, err := h.New(CourseRouter(t), reg, []*DB{h.Open(t, dbs[0], reg), h.Open(t, dbs[1], reg)}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Migrate(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	return repo, dbs
 }
 
 // ReadBack reads every shard, checks each row is where its ID routes and
@@ -69,13 +118,36 @@ func (h Harness[DB, Row]) ReadBack(t *testing.T, repo Repository[DB]) (map[int64
 	return found, counts
 }
 
+// allOnce checks every row of want is stored once, where it routes, and
+// nothing else is.
+func (h Harness[DB, Row]) allOnce(t *testing.T, repo Repository[DB], want []Row) {
+	t.Helper()
+	found, _ := h.ReadBack(t, repo)
+	if len(found) != len(want) {
+		t.Errorf("%d rows stored, want %d", len(found), len(want))
+	}
+	for i := range want {
+		if id := h.ID(&want[i]); id == 0 || !h.Same(found[id], want[i]) {
+			t.Errorf("row %d (id %d): stored %+v, want %+v", i, id, found[id], want[i])
+		}
+	}
+}
+
 // Run runs the contract on every backend.
 func (h Harness[DB, Row]) Run(t *testing.T) {
 	for _, b := range Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Run("BatchSplitting", func(t *testing.T) { h.batchSplitting(t, b) })
 			t.Run("ShardKey", func(t *testing.T) { h.shardKey(t, b) })
-			t.Run("ShardError", func(t *testing.T) { h.shardError(t, b) })
+			t.Run("ShardErrorRetry", func(t *testing.T) { h.shardErrorRetry(t, b) })
+			t.Run("PartAtomic", func(t *testing.T) { h.partAtomic(t, b) })
+			t.Run("KilledMidBatch", func(t *testing.T) { h.killedMidBatch(t, b) })
+			t.Run("CancelledRow", func(t *testing.T) { h.cancelledRow(t, b) })
+			t.Run("CutAtCommit", func(t *testing.T) { h.cutAtCommit(t, b) })
+			t.Run("Transaction", func(t *testing.T) { h.transaction(t, b) })
+			t.Run("Quoting", func(t *testing.T) { h.quoting(t, b) })
+			t.Run("BatchCap", func(t *testing.T) { h.batchCap(t, b) })
+			t.Run("Config", func(t *testing.T) { h.config(t, b) })
 		})
 	}
 }
@@ -85,7 +157,7 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 // and misses one.
 func (h Harness[DB, Row]) batchSplitting(t *testing.T, b Backend) {
 	ctx := context.Background()
-	repo := h.New(t, b, sharding.WithBatchSize(300))
+	repo, _ := h.course(t, b, sharding.WithBatchSize(300))
 	batch := make([]Row, 2500)
 	for i := range batch {
 		batch[i] = h.Row(fmt.Sprintf("course %d", i), int64(i%7))
@@ -102,16 +174,8 @@ func (h Harness[DB, Row]) batchSplitting(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	all := append(batch, one, *ptrs[0], *ptrs[1], *ptrs[2])
-
-	found, counts := h.ReadBack(t, repo)
-	if len(found) != len(all) || len(counts) != 4 {
-		t.Fatalf("read back %d rows from %d shards, inserted %d", len(found), len(counts), len(all))
-	}
-	for i := range all {
-		if id := h.ID(&all[i]); id == 0 || !h.Same(found[id], all[i]) {
-			t.Errorf("row %d: read back %+v, inserted %+v", id, found[id], all[i])
-		}
-	}
+	h.allOnce(t, repo, all)
+	_, counts := h.ReadBack(t, repo)
 	// The registry's clock stands still, so the IDs carry consecutive
 	// sequences: 2,500 IDs split 625 per shard under the course rule.
 	for s, n := range counts {
@@ -129,18 +193,21 @@ func (h Harness[DB, Row]) batchSplitting(t *testing.T, b Backend) {
 	if err := repo.Find(ctx, missing, &got); !errors.Is(err, sharding.ErrNotFound) {
 		t.Errorf("Find(missing %d): err = %v, want sharding.ErrNotFound", missing, err)
 	}
-	if err := repo.Find(ctx, -1, &got); !errors.Is(err, engine.ErrInvalidID) {
-		t.Errorf("Find(-1): err = %v, want engine.ErrInvalidID", err)
+	for _, key := range []int64{-1, 0} {
+		if err := repo.Find(ctx, key, &got); !errors.Is(err, engine.ErrInvalidID) {
+			t.Errorf("Find(%d): err = %v, want engine.ErrInvalidID", key, err)
+		}
 	}
 	if err := repo.Exec(ctx, "DELETE FROM course_1"); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("Exec without {table}: err = %v, want engine.ErrInvalidConfig", err)
 	}
 }
 
-// shardKey routes by the user instead of the ID.
+// shardKey routes by the user instead of the ID; a user left 0 is refused
+// with a hint to set it, not to tag it.
 func (h Harness[DB, Row]) shardKey(t *testing.T, b Backend) {
 	ctx := context.Background()
-	repo := h.New(t, b, sharding.WithShardKey("UserID"))
+	repo, _ := h.course(t, b, sharding.WithShardKey("UserID"))
 	rows := []Row{h.Row("a", 100), h.Row("b", 101), h.Row("c", 102), h.Row("d", 103)}
 	if err := repo.Create(ctx, rows); err != nil {
 		t.Fatal(err)
@@ -166,40 +233,451 @@ func (h Harness[DB, Row]) shardKey(t *testing.T, b Backend) {
 			t.Errorf("row of user %d not in %s", user, want)
 		}
 	}
+	unset := []Row{h.Row("e", 104), h.Row("no user", 0)}
+	err := repo.Create(ctx, unset)
+	if !errors.Is(err, engine.ErrInvalidID) || !strings.Contains(err.Error(), "UserID") || strings.Contains(err.Error(), "idgen") {
+		t.Errorf("a row with user 0: err = %v, want engine.ErrInvalidID naming UserID, without a hint about idgen tags", err)
+	}
 }
 
-// shardError drops the table of m1.course_1: a batch fails there with a
-// ShardError, the shards before it are written and the one after is not.
-func (h Harness[DB, Row]) shardError(t *testing.T, b Backend) {
+// shardErrorRetry drops the table of m1.course_1: a batch fails there with
+// a ShardError naming what was written and what is pending; with the table
+// back, Create with the same rows finishes the batch.
+func (h Harness[DB, Row]) shardErrorRetry(t *testing.T, b Backend) {
 	ctx := context.Background()
-	repo := h.New(t, b)
+	repo, _ := h.course(t, b)
 	db3, s3, err := repo.DB(3) // id 3 → m1.course_1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Drop(db3, s3.TableName); err != nil {
+	if err := h.Exec(db3, "DROP TABLE "+quote(b, s3)); err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]Row, 8)
-	for i := range rows {
-		rows[i] = h.Row(fmt.Sprint(i), 1)
-	}
+	rows := h.rows(8)
 	err = repo.Create(ctx, rows)
 	var se *sharding.ShardError
-	if !errors.As(err, &se) || se.Shard != s3 || se.Rows != 2 ||
+	if !errors.As(err, &se) || se.Shard != s3 || len(se.Rows) != 2 || errors.Is(err, sharding.ErrOutcomeUnknown) ||
 		!strings.Contains(err.Error(), "insert 2 rows into m1.course_1") {
 		t.Fatalf("Create with a missing table: err = %v, want a ShardError for m1.course_1", err)
 	}
-	counts := map[string]int{}
-	err = repo.ForEach(ctx, func(s sharding.Shard, db *DB) error {
-		if s == s3 {
-			return nil
-		}
-		got, err := h.Rows(ctx, s, db)
-		counts[s.String()] = len(got)
-		return err
-	})
-	if err != nil || counts["m0.course_1"] != 2 || counts["m0.course_2"] != 2 || counts["m1.course_2"] != 0 {
-		t.Errorf("after the failure: %v, %v; want the shards before m1.course_1 written, the one after not", counts, err)
+	written := shardNames(se.Written)
+	if !slices.Equal(written, []string{"m0.course_1", "m0.course_2"}) || !slices.Equal(shardNames(se.Pending), []string{"m1.course_2"}) {
+		t.Errorf("written %v, pending %v; want m0's two shards written and m1.course_2 pending", written, shardNames(se.Pending))
 	}
+	for _, p := range append(se.Written, sharding.ShardPart{Shard: se.Shard, Rows: se.Rows}) {
+		for _, i := range p.Rows {
+			if s, _ := repo.Router().Route(h.ID(&rows[i])); s != p.Shard {
+				t.Errorf("row %d is listed in %s's part, routes to %s", i, p.Shard, s)
+			}
+		}
+	}
+	if err := h.Migrate(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatalf("Create again with the same rows: %v", err)
+	}
+	h.allOnce(t, repo, rows)
+}
+
+// rows makes n course rows of user 1, named by their position.
+func (h Harness[DB, Row]) rows(n int) []Row {
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = h.Row(fmt.Sprint("row ", i), 1)
+	}
+	return rows
+}
+
+// goCreate runs repo.Create(ctx, value) in a goroutine and sends its error.
+func goCreate[DB any](ctx context.Context, repo Repository[DB], value any) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- repo.Create(ctx, value) }()
+	return done
+}
+
+func shardNames(parts []sharding.ShardPart) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Shard.String())
+	}
+	return out
+}
+
+// quote is s's table quoted for b.
+func quote(b Backend, s sharding.Shard) string { return repo.Quote(Dialect(b), s.TableName) }
+
+// poison makes inserts of a row named "bad" into shard s fail.
+func (h Harness[DB, Row]) poison(t *testing.T, b Backend, db *DB, s sharding.Shard) {
+	t.Helper()
+	q := "ALTER TABLE " + quote(b, s) + " ADD CONSTRAINT no_bad CHECK (name <> 'bad')"
+	if b.Name == "sqlite" { // no ALTER TABLE ADD CONSTRAINT
+		q = "CREATE TRIGGER no_bad BEFORE INSERT ON " + quote(b, s) + " WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END"
+	}
+	if err := h.Exec(db, q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// partAtomic: a shard's part of four rows goes in two statements (batch
+// size 2) and its fourth row breaks a CHECK: the part is rolled back
+// whole, on GORM with SkipDefaultTransaction too (the GORM harness opens
+// its databases so). Renamed, the row goes in on a retry with the same
+// rows.
+func (h Harness[DB, Row]) partAtomic(t *testing.T, b Backend) {
+	ctx := context.Background()
+	repo, _ := h.course(t, b, sharding.WithBatchSize(2))
+	db0, s0, err := repo.DB(4) // id 4 → m0.course_1
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.poison(t, b, db0, s0)
+	probe := h.Row("probe", 1)
+	if err := repo.Create(ctx, &probe); err != nil {
+		t.Fatal(err)
+	}
+	// The registry's clock stands still: the batch's IDs follow the probe's.
+	rows := make([]Row, 16)
+	var inFirst []int
+	for i := range rows {
+		rows[i] = h.Row(fmt.Sprint("row ", i), 1)
+		if s, _ := repo.Router().Route(h.ID(&probe) + 1 + int64(i)); s == s0 {
+			inFirst = append(inFirst, i)
+		}
+	}
+	rows[inFirst[3]] = h.Row("bad", 1)
+	err = repo.Create(ctx, rows)
+	for i := range rows {
+		if h.ID(&rows[i]) != h.ID(&probe)+1+int64(i) {
+			t.Fatalf("row %d has ID %d, want %d: the test needs consecutive IDs", i, h.ID(&rows[i]), h.ID(&probe)+1+int64(i))
+		}
+	}
+	var se *sharding.ShardError
+	if !errors.As(err, &se) || se.Shard != s0 || !slices.Equal(se.Rows, inFirst) || len(se.Written) != 0 || len(se.Pending) != 3 ||
+		!strings.Contains(err.Error(), "statement 2 of 2") {
+		t.Fatalf("Create with a bad row in the second statement of %s: err = %v", s0, err)
+	}
+	_, counts := h.ReadBack(t, repo)
+	if counts[s0.String()] != 1 { // the probe
+		t.Errorf("%s holds %d rows after its part failed, want only the probe: the part was not atomic", s0, counts[s0.String()]-1)
+	}
+	rows[inFirst[3]] = h.Row("good", 1) // fixed, drawing a new ID
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatalf("Create again: %v", err)
+	}
+	h.allOnce(t, repo, append(rows, probe))
+}
+
+// killedMidBatch kills the connection writing m1.course_1's part while it
+// waits on a lock: m0's parts are committed, m1's are not, the error says
+// so, and Create with the same rows finishes the batch, each row once.
+func (h Harness[DB, Row]) killedMidBatch(t *testing.T, b Backend) {
+	if b.Name == "sqlite" {
+		t.Skip("SQLite has no connection to kill")
+	}
+	ctx := context.Background()
+	repo, dbs := h.course(t, b)
+	_, s3, err := repo.DB(3) // id 3 → m1.course_1
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := Lock(t, dbs[1], quote(b, s3))
+	rows := h.rows(16)
+	done := goCreate(ctx, repo, rows)
+	lock.Kill(t, lock.Waiting(t, "INSERT"))
+	err = <-done
+	lock.Unlock(t)
+	var se *sharding.ShardError
+	if !errors.As(err, &se) || se.Shard != s3 || errors.Is(err, sharding.ErrOutcomeUnknown) ||
+		!slices.Equal(shardNames(se.Written), []string{"m0.course_1", "m0.course_2"}) ||
+		!slices.Equal(shardNames(se.Pending), []string{"m1.course_2"}) {
+		t.Fatalf("Create with m1.course_1's connection killed: err = %v, want a ShardError for m1.course_1, m0 written", err)
+	}
+	h.retry(t, repo, rows, map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 0, "m1.course_2": 0})
+}
+
+// cancelledRow cancels a single row's Create while its INSERT waits on a
+// lock: the row is written in a transaction, so once the lock is gone and
+// the server has finished the statement the row is not there, and the
+// error did not claim it might be. Create again stores it once.
+func (h Harness[DB, Row]) cancelledRow(t *testing.T, b Backend) {
+	if b.Name == "sqlite" {
+		t.Skip("SQLite's lock is the whole file")
+	}
+	ctx := context.Background()
+	repo, dbs := h.course(t, b)
+	probe := h.Row("probe", 1)
+	if err := repo.Create(ctx, &probe); err != nil {
+		t.Fatal(err)
+	}
+	next := h.ID(&probe) + 1 // the registry's clock stands still
+	s, err := repo.Router().Route(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := Lock(t, dbs[s.Database], quote(b, s))
+	row := h.Row("late", 1)
+	cctx, cancel := context.WithCancel(ctx)
+	done := goCreate(cctx, repo, &row)
+	session := lock.Waiting(t, "INSERT")
+	cancel()
+	err = <-done
+	lock.Unlock(t)
+	lock.Idle(t, session)
+	if h.ID(&row) != next {
+		t.Fatalf("the row has ID %d, want %d", h.ID(&row), next)
+	}
+	var got Row
+	ferr := repo.Find(ctx, next, &got)
+	switch {
+	case err == nil:
+		t.Fatal("Create returned nil though cancelled while it waited")
+	case ferr == nil && !errors.Is(err, sharding.ErrOutcomeUnknown):
+		t.Fatalf("the row is stored, yet Create failed (%v) without saying the outcome is unknown", err)
+	case !errors.Is(ferr, sharding.ErrNotFound):
+		t.Fatalf("Find after the cancelled Create: %v, want sharding.ErrNotFound (rolled back)", ferr)
+	case errors.Is(err, sharding.ErrOutcomeUnknown):
+		t.Errorf("a statement cancelled before COMMIT is a rollback, not an unknown outcome: %v", err)
+	}
+	if err := repo.Create(ctx, &row); err != nil {
+		t.Fatalf("Create again: %v", err)
+	}
+	h.allOnce(t, repo, []Row{probe, row})
+}
+
+// transaction runs Create and Find in a transaction of the caller's: they
+// roll back and commit with it; rows and keys of another shard are
+// refused; a failed Create rolls back to its savepoint and leaves the
+// transaction usable.
+func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
+	ctx := context.Background()
+	repo, _ := h.course(t, b)
+	var in, out []int64 // IDs of m1.course_1 and of another shard
+	for id := int64(1) << 40; len(in) < 4 || len(out) < 1; id++ {
+		s, _ := repo.Router().Route(id)
+		if s.Database == 1 && s.Table == 0 {
+			in = append(in, id)
+		} else if s.Database == 0 {
+			out = append(out, id)
+		}
+	}
+	rows := []Row{h.WithID(h.Row("a", 1), in[0]), h.WithID(h.Row("b", 1), in[1])}
+	var got Row
+
+	tx, end, err := h.In(ctx, repo, in[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Find(ctx, in[0], &got); err != nil || !h.Same(got, rows[0]) {
+		t.Errorf("Find in the transaction = %+v, %v", got, err)
+	}
+	wrong := []Row{h.WithID(h.Row("c", 1), in[2]), h.WithID(h.Row("elsewhere", 1), out[0])}
+	if err := tx.Create(ctx, wrong); !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("Create of a row of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if err := tx.Find(ctx, out[0], &got); !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("Find of a key of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if err := end(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Find(ctx, in[0], &got); !errors.Is(err, sharding.ErrNotFound) {
+		t.Errorf("Find after the rollback: err = %v, want sharding.ErrNotFound", err)
+	}
+
+	tx, end, err = h.In(ctx, repo, in[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	twice := []Row{h.WithID(h.Row("c", 1), in[2]), h.WithID(h.Row("c again", 1), in[2])}
+	if err := tx.Create(ctx, twice); err == nil {
+		t.Fatal("Create of two rows with one key: no error")
+	}
+	last := h.WithID(h.Row("d", 1), in[3])
+	if err := tx.Create(ctx, &last); err != nil {
+		t.Fatalf("Create after a failed one in the same transaction: %v", err)
+	}
+	if err := end(true); err != nil {
+		t.Fatal(err)
+	}
+	h.allOnce(t, repo, append(rows, last))
+}
+
+// quoting runs the verbs over tables whose names need quoting: digits
+// only, a keyword, upper case (which PostgreSQL folds when unquoted).
+func (h Harness[DB, Row]) quoting(t *testing.T, b Backend) {
+	for _, pattern := range []string{"%d", "order", "Course_%d"} {
+		t.Run(strings.ReplaceAll(pattern, "%", ""), func(t *testing.T) {
+			ctx := context.Background()
+			tables := 2
+			if !strings.Contains(pattern, "%") {
+				tables = 1
+			}
+			r, err := sharding.NewMod(sharding.Mod{Databases: 2, DatabasePattern: "m%d", Tables: tables, TablePattern: pattern, TableBase: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dbs, reg := b.Open(t), Registry(t)
+			repo, err := h.New(r, reg, []*DB{h.Open(t, dbs[0], reg), h.Open(t, dbs[1], reg)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Migrate(ctx, repo); err != nil {
+				t.Fatal(err)
+			}
+			rows := h.rows(8)
+			if err := repo.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.Create(ctx, rows); err != nil { // stored: read back and skipped
+				t.Fatal(err)
+			}
+			h.allOnce(t, repo, rows)
+			var got Row
+			if err := repo.Find(ctx, h.ID(&rows[5]), &got); err != nil || !h.Same(got, rows[5]) {
+				t.Errorf("Find = %+v, %v", got, err)
+			}
+			if err := repo.Exec(ctx, "DELETE FROM {table} WHERE user_id = ?", 1); err != nil {
+				t.Fatal(err)
+			}
+			h.allOnce(t, repo, nil)
+		})
+	}
+}
+
+// batchCap inserts one shard's part with a batch size of 30,000: both
+// repositories cut the statements at the database's placeholder limit.
+func (h Harness[DB, Row]) batchCap(t *testing.T, b Backend) {
+	ctx := context.Background()
+	r, err := sharding.NewMod(sharding.Mod{Databases: 1, Tables: 1, TablePattern: "course"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]Row, repo.Placeholders(Dialect(b))/h.Columns+1)
+	for i := range rows {
+		rows[i] = h.Row("r", 1)
+	}
+	reg := Registry(t)
+	repo, err := h.New(r, reg, []*DB{h.Open(t, b.Open(t)[0], reg)}, sharding.WithBatchSize(30000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Migrate(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatalf("%d rows of %d columns with a batch size of 30,000: %v", len(rows), h.Columns, err)
+	}
+	if _, counts := h.ReadBack(t, repo); counts["ds_0.course"] != len(rows) {
+		t.Errorf("%v rows stored, want %d", counts, len(rows))
+	}
+}
+
+// config: a typed-nil router, a database given twice, and an interval
+// router (one database) given two are refused, naming what is wrong.
+func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
+	ctx := context.Background()
+	dbs, reg := b.Open(t), Registry(t)
+	m0, m1 := h.Open(t, dbs[0], reg), h.Open(t, dbs[1], reg)
+	open, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Period: sharding.Monthly, Prefix: "course_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		r    sharding.Router
+		dbs  []*DB
+		opts []sharding.Option
+		says string
+	}{
+		"typed-nil mod router":      {(*sharding.ModRouter)(nil), []*DB{m0, m1}, nil, "router is nil"},
+		"typed-nil interval router": {(*sharding.IntervalRouter)(nil), []*DB{m0}, nil, "router is nil"},
+		"nil router":                {nil, []*DB{m0, m1}, nil, "router is nil"},
+		"a database twice":          {CourseRouter(t), []*DB{m0, m0}, nil, "one connection pool"},
+		"one db for two":            {CourseRouter(t), []*DB{m0}, nil, "uses 2 databases, 1 were given"},
+		"nil db":                    {CourseRouter(t), []*DB{m0, nil}, nil, "database 1 is nil"},
+		"interval over two":         {open, []*DB{m0, m1}, nil, "interval router uses 1 database"},
+		"batch size -1":             {CourseRouter(t), []*DB{m0, m1}, []sharding.Option{sharding.WithBatchSize(-1)}, "BatchSize"},
+	} {
+		if _, err := h.New(c.r, reg, c.dbs, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: err = %v, want engine.ErrInvalidConfig saying %q", name, err, c.says)
+		}
+	}
+	repo, err := h.New(open, reg, []*DB{m0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Row
+	if err := repo.Find(ctx, 0, &got); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("Find(0) behind an open interval router: err = %v, want engine.ErrInvalidID", err)
+	}
+}
+
+// cutAtCommit cuts m1's connections while the COMMIT of m1.course_1's
+// part waits in a deferred trigger, then lets the COMMIT finish: the part
+// is stored though Create failed, and the error says the outcome is
+// unknown. Create again with the same rows finishes the batch, each row
+// once.
+func (h Harness[DB, Row]) cutAtCommit(t *testing.T, b Backend) {
+	if b.Name != "postgres" {
+		t.Skip("a COMMIT is held in a PostgreSQL deferred trigger")
+	}
+	ctx := context.Background()
+	dbs, reg := b.Open(t), Registry(t)
+	u, err := url.Parse(dbs[1].DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	viaProxy := dbs[1]
+	u.Host = proxy.Addr()
+	viaProxy.DSN = u.String()
+	repo, err := h.New(CourseRouter(t), reg, []*DB{h.Open(t, dbs[0], reg), h.Open(t, viaProxy, reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Migrate(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	_, s3, err := repo.DB(3) // id 3 → m1.course_1
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := HoldCommits(t, dbs[1], quote(b, s3))
+	rows := h.rows(16)
+	done := goCreate(ctx, repo, rows)
+	session := hold.Waiting(t, "COMMIT")
+	proxy.Cut()
+	err = <-done
+	hold.Unlock(t)
+	hold.Idle(t, session)
+	proxy.Restore()
+	var se *sharding.ShardError
+	if !errors.As(err, &se) || se.Shard != s3 || !errors.Is(err, sharding.ErrOutcomeUnknown) {
+		t.Fatalf("Create with the connection cut during COMMIT: err = %v, want a ShardError for %s wrapping sharding.ErrOutcomeUnknown", err, s3)
+	}
+	// The held COMMIT went through.
+	h.retry(t, repo, rows, map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 4, "m1.course_2": 0})
+}
+
+// retry checks the rows per shard a failed Create of rows left, then that
+// Create again with the same rows stores every row once.
+func (h Harness[DB, Row]) retry(t *testing.T, repo Repository[DB], rows []Row, left map[string]int) {
+	t.Helper()
+	if _, counts := h.ReadBack(t, repo); !maps.Equal(counts, left) {
+		t.Errorf("rows per shard after the failure = %v, want %v", counts, left)
+	}
+	if err := repo.Create(context.Background(), rows); err != nil {
+		t.Fatalf("Create again with the same rows: %v", err)
+	}
+	h.allOnce(t, repo, rows)
 }

@@ -62,11 +62,12 @@ func CourseRouter(t testing.TB) *sharding.ModRouter {
 	return r
 }
 
-// MonthRouter puts course rows of 2026 in monthly tables course_202601 ...
-func MonthRouter(t testing.TB) *sharding.IntervalRouter {
+// MonthRouter puts course rows of 2026 in monthly tables course_202601 ...,
+// reading the time on c, the clock of the generator the IDs come from.
+func MonthRouter(t testing.TB, c clock.Clock) *sharding.IntervalRouter {
 	t.Helper()
 	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Period: sharding.Monthly, Prefix: "course_",
-		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)})
+		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
