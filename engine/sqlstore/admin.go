@@ -126,4 +126,3 @@ func (s *Store) RaiseCounter(ctx context.Context, name string, to int64) (int64,
 	c, _, err := s.Counter(ctx, name)
 	return c, err
 }
-
