@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	_ "github.com/glebarez/go-sqlite"  // driver "sqlite": the embedded store
@@ -21,6 +23,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
 )
@@ -174,12 +177,31 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) 
 	}, nil
 }
 
+// admin is what `idforge store` asks of a store beside init: the SQL and
+// Redis stores implement it.
+type admin interface {
+	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
+	Release(ctx context.Context, namespace string, machineID int64, force bool) error
+	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
+	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
+}
+
 func setupStore(fs *flag.FlagSet) runFunc {
 	spec := fs.String("store", "", "the store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
 		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
+	namespace := fs.String("namespace", "default", "machine-ID `namespace` of machines and release")
+	force := fs.Bool("force", false, "release: give back a machine ID even if its holder looks alive")
+	raise := fs.Int64("raise", 0, "chain: raise the counter to at least `N` (never lowers it)")
 	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
-		if len(args) != 1 || args[0] != "init" {
-			return usagef("want one action, init; got %q", args)
+		var action string
+		if len(args) > 0 {
+			action = args[0]
+		}
+		switch {
+		case action == "init" && len(args) == 1, action == "machines" && len(args) == 1,
+			action == "release" && len(args) == 2, action == "chain" && len(args) == 2:
+		default:
+			return usagef("want one action: init, machines, release MACHINE_ID or chain NAME; got %q", args)
 		}
 		src := "-store"
 		if *spec == "" {
@@ -191,16 +213,77 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		st, err := openStore(ctx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+		st, err := openStore(ctx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init")
 		if err != nil {
 			return err
 		}
 		defer st.close()
-		if bn, ok := st.store.(interface{ BrandNew() bool }); !ok || !bn.BrandNew() {
-			return fmt.Errorf("%s: the store already has an epoch: it may have handed out IDs, so it is not brand-new; "+
-				"sequences missing from it start above a Floor (the GORM plugin and the sharding repositories derive one)", st.describe)
+		if action == "init" {
+			if bn, ok := st.store.(interface{ BrandNew() bool }); !ok || !bn.BrandNew() {
+				return fmt.Errorf("%s: the store already has an epoch: it may have handed out IDs, so it is not brand-new; "+
+					"sequences missing from it start above a Floor (the GORM plugin and the sharding repositories derive one)", st.describe)
+			}
+			_, err = fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", st.describe)
+			return err
 		}
-		_, err = fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", st.describe)
+		ad, ok := st.store.(admin)
+		if !ok {
+			return fmt.Errorf("%s: the store does not support %s", st.describe, action)
+		}
+		return storeAction(ctx, ad, action, args[1:], *namespace, *force, *raise, stdout)
+	}
+}
+
+// storeAction runs machines, release or chain on an opened store.
+func storeAction(ctx context.Context, ad admin, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
+	switch action {
+	case "machines":
+		as, err := ad.Machines(ctx, namespace)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "MACHINE\tINSTANCE\tSTABLE\tHELD\tLAST TIMESTAMP")
+		for _, a := range as {
+			inst := a.Instance.ID
+			if inst == "" {
+				inst = "-"
+			}
+			last := "-"
+			if a.LastTimestamp > 0 {
+				last = time.UnixMilli(a.LastTimestamp).UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+			fmt.Fprintf(w, "%d\t%s\t%t\t%t\t%s\n", a.MachineID, inst, a.Instance.Stable, a.Held, last)
+		}
+		return w.Flush()
+	case "release":
+		id, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || id < 0 {
+			return usagef("release: machine ID %q is not a non-negative integer", args[0])
+		}
+		if err := ad.Release(ctx, namespace, id, force); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "namespace %q: machine ID %d released\n", namespace, id)
+		return err
+	default: // chain
+		name := args[0]
+		var c int64
+		var found bool
+		var err error
+		if raise != 0 {
+			c, err = ad.RaiseCounter(ctx, name, raise)
+			found = err == nil
+		} else {
+			c, found, err = ad.Counter(ctx, name)
+		}
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return fmt.Errorf("chain %q: no such sequence in the store", name)
+		}
+		_, err = fmt.Fprintf(stdout, "chain %q: counter %d\n", name, c)
 		return err
 	}
 }

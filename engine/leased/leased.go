@@ -37,7 +37,8 @@ type Settings struct {
 	// machine bits are the lease's.
 	Layout snowflake.Layout
 	// Clock is the time source of the generator and the lease (default
-	// clock.System).
+	// clock.System). Both run on one clock.Steady time base of it, kept
+	// across the leases a Snowflake goes through.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out (default
 	// clock.DefaultMaxBackwards; negative: not at all).
@@ -127,6 +128,7 @@ func (s *Settings) resolve() error {
 	case l.Logger != nil && l.Logger != s.Logger:
 		return bad("Lease.Logger differs from Logger")
 	}
+	s.Clock = clock.Steady(s.Clock)
 	return s.Instance.Validate()
 }
 

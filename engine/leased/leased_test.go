@@ -346,3 +346,67 @@ func TestNoMachineBits(t *testing.T) {
 		t.Fatalf("after the first stopped the next got machine ID %d, want 0", next.MachineID())
 	}
 }
+
+// The lease runs on the generator's time base: after wall steps back of any
+// size it goes on reserving time ahead of the IDs issued, and refuses none.
+// A restart after the steps (a new time base, from the wall clock) on the
+// same machine ID refuses to wait out the hour its predecessor ran ahead;
+// an unstable instance takes another machine ID instead.
+func TestWallStepsBackWhileLeased(t *testing.T) {
+	for _, stable := range []bool{true, false} {
+		t.Run(fmt.Sprint("stable=", stable), func(t *testing.T) {
+			clk := clock.NewFake(time.Now())
+			clk.ManualSleep = true
+			mem := machinetest.NewMemory(clk)
+			set := leased.Settings{Distributor: mem, Clock: clk,
+				Instance: machine.Instance{Namespace: "orders", ID: "a", Stable: stable},
+				Lease:    machine.Settings{Heartbeat: 500 * time.Millisecond, Reservation: time.Second, SkewMargin: -1}}
+			sf, err := leased.New(context.Background(), set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last int64
+			for _, step := range []time.Duration{50 * time.Millisecond, 5 * time.Second, time.Hour} {
+				clk.StepWall(-step)
+				for range 3 {
+					// Past the reservation stored before: only a heartbeat
+					// on the generator's time base lets the next ID through.
+					clk.Advance(2 * time.Second)
+					if err := sf.Lease().Heartbeat(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					id := next(t, sf)
+					if id <= last {
+						t.Fatalf("ID %d after %d", id, last)
+					}
+					last = id
+				}
+			}
+			if n := sf.BackwardsWaits(); n != 0 {
+				t.Fatalf("BackwardsWaits = %d, want 0", n)
+			}
+			if err := sf.Close(); err != nil {
+				t.Fatal(err)
+			}
+			issued, _ := snowflake.Default.Decode(last)
+			if behind := issued.Time.Sub(clk.Now()); behind <= time.Hour {
+				t.Fatalf("the newest ID is only %v ahead of the wall clock", behind)
+			}
+
+			sf, err = leased.New(context.Background(), set)
+			if stable {
+				if !errors.Is(err, engine.ErrClockBackwards) {
+					t.Fatalf("stable restart an hour behind its stored timestamp: %v, want ErrClockBackwards", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sf.Close()
+			if got, old := sf.MachineID(), machineOf(t, last); got == old {
+				t.Fatalf("the restart took machine ID %d, stamped an hour ahead", got)
+			}
+		})
+	}
+}

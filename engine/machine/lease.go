@@ -69,10 +69,13 @@ type Settings struct {
 	// and without a reservation SafeGuard minus SkewMargin must: Acquire
 	// refuses the lease otherwise.
 	Reservation time.Duration
-	// Clock drives heartbeats and lease expiry (default clock.System). Use
-	// the generator's clock: Check compares the generator's timestamps with
-	// times read from this one. A clock.Fake needs ManualSleep, because the
-	// heartbeat goroutine sleeps on the clock.
+	// Clock drives heartbeats and lease expiry (default clock.System). The
+	// lease runs on clock.Steady of it, and so must the generator it
+	// fences: Check compares the generator's timestamps with times read
+	// from this one, and the timestamps heartbeated must cover them. Pass
+	// the generator the same clock.Steady value (engine/leased does). A
+	// clock.Fake needs ManualSleep, because the heartbeat goroutine sleeps
+	// on the clock.
 	Clock clock.Clock
 	// Logger receives heartbeat failures, recovery and loss (default
 	// slog.Default()). A store outage logs one warning when it starts, a
@@ -172,9 +175,7 @@ func (s Settings) resolve() (config, error) {
 	case c.reserve < 0:
 		c.reserve = 0
 	}
-	if c.clock == nil {
-		c.clock = clock.System
-	}
+	c.clock = clock.Steady(c.clock)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -232,9 +233,16 @@ func (c config) checkClock(ctx context.Context, d Distributor, inst Instance) er
 	if c.margin <= 0 {
 		return nil
 	}
-	before := c.clock.Now()
+	// The host's wall clock, not the time base: a base run ahead of a
+	// stepped-back wall clock stamps the store later than the host's clock
+	// would, which delays reclaims and never hastens one.
+	wall := c.clock.Now
+	if w, ok := c.clock.(interface{ Wall() time.Time }); ok {
+		wall = w.Wall
+	}
+	before := wall()
 	server, err := ServerTimeOf(ctx, d)
-	after := c.clock.Now()
+	after := wall()
 	if err != nil {
 		return fmt.Errorf("machine: reading the store's clock for %s: %w", inst, err)
 	}

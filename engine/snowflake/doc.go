@@ -15,7 +15,18 @@
 // does not restart the sequence at 0 on every tick: it restarts only once
 // the sequence has reached the layout's reset threshold, so
 // low-traffic IDs do not all end in 0 and `id % n` shards them evenly.
-// A sequence overflow waits for the next tick, a clock that steps back is
-// waited out for a few milliseconds and is an error beyond that, and a layout
-// whose timestamp ran out is an error, never a negative or repeated ID.
+// A sequence overflow waits for the next tick, and a layout whose timestamp
+// ran out is an error, never a negative or repeated ID.
+//
+// A running generator keeps time on clock.Steady of its clock: from the wall
+// time at start it follows the monotonic clock, re-synced forward to the
+// wall clock whenever that is ahead, never backward. A wall clock stepped
+// back, by a millisecond or an hour, never reaches it: no refusal, no wait,
+// no duplicate; the IDs run ahead of the wall clock until it catches up.
+// (bwmarrin/snowflake runs on monotonic time too.) What a steady time base
+// cannot see is waited out for a few milliseconds and is an error beyond
+// that: a last timestamp saved by a previous run (Settings.LastTimestamp)
+// ahead of the wall clock at start, and a clock with no monotonic reading
+// stepping back. A lease fencing the generator must run on the same time
+// base (engine/leased passes one clock.Steady value to both).
 package snowflake

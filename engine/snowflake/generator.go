@@ -27,8 +27,10 @@ type Fence interface {
 type Settings struct {
 	// Layout is the bit layout (default [Default]: the zero Layout).
 	Layout Layout
-	// Clock is the time source (default clock.System). A clock with a
-	// `UnixNano() int64` method, such as clock.Cached, is read through it.
+	// Clock is the time source (default clock.System). The generator runs
+	// on clock.Steady of it: a clock.Monotonic clock's wall time is read
+	// at start and followed forward only (see the package doc). A clock
+	// with a `UnixNano() int64` method is read through it.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out before
 	// NextID fails with engine.ErrClockBackwards (default
@@ -76,10 +78,6 @@ func WithFence(f Fence) Option { return optionFunc(func(s *Settings) { s.Fence =
 // unixNanoer is the fast path of clocks that can tell the time without
 // building a time.Time (clock.Cached).
 type unixNanoer interface{ UnixNano() int64 }
-
-type systemNanos struct{}
-
-func (systemNanos) UnixNano() int64 { return time.Now().UnixNano() }
 
 type clockNanos struct{ c clock.Clock }
 
@@ -176,9 +174,7 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 	if cfg.Layout == (Layout{}) {
 		cfg.Layout = Default
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System
-	}
+	cfg.Clock = clock.Steady(cfg.Clock)
 	switch {
 	case cfg.MaxBackwards == 0:
 		cfg.MaxBackwards = clock.DefaultMaxBackwards
@@ -217,15 +213,10 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 		fieldMask:   uint64(1)<<(64-l.TimestampBits) - 1,
 	}
 	g.fastAdd = g.fieldMask-uint64(g.seqMask) >= 1<<20
-	switch c := cfg.Clock.(type) {
-	case unixNanoer:
+	if c, ok := cfg.Clock.(unixNanoer); ok {
 		g.now = c
-	default:
-		if cfg.Clock == clock.System {
-			g.now = systemNanos{}
-		} else {
-			g.now = clockNanos{c}
-		}
+	} else {
+		g.now = clockNanos{cfg.Clock}
 	}
 	g.state.Store(g.none())
 

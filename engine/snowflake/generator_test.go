@@ -518,3 +518,43 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 		t.Errorf("machine %d, want %d", p.Machine, g.MachineID())
 	}
 }
+
+// A running generator is on a steady time base: wall-clock steps back of
+// any size cost no refusal, no wait and no duplicate, and the IDs go on
+// strictly increasing; a step forward is followed.
+func TestWallStepsBackNeverReachARunningGenerator(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	g, err := New(1, Settings{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	issue := func(n int) {
+		t.Helper()
+		for range n {
+			id, err := g.NextID(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id <= last {
+				t.Fatalf("ID %d after %d", id, last)
+			}
+			last = id
+		}
+	}
+	issue(10)
+	for _, step := range []time.Duration{50 * time.Millisecond, 5 * time.Second, time.Hour} {
+		clk.StepWall(-step)
+		issue(10000) // overflows the tick: waits on the time base, not the wall
+		clk.Advance(time.Millisecond)
+		issue(10)
+	}
+	if n := g.BackwardsWaits(); n != 0 {
+		t.Fatalf("BackwardsWaits = %d after wall steps back, want 0", n)
+	}
+	clk.StepWall(2 * time.Hour)
+	issue(1)
+	if got, want := g.LastTimestamp(), clk.Now().UnixMilli(); got != want {
+		t.Fatalf("after a wall step forward the last timestamp is %d, want the wall's %d", got, want)
+	}
+}

@@ -208,6 +208,7 @@ type Store struct {
 	stmts  []*stmt
 	seg    segmentStmts
 	mach   machineStmts
+	admin  adminStmts
 	meta   metaStmts
 	epoch  *storeepoch.State
 	one    chan struct{} // SQLite: the turn every statement takes (see stmt.turn)
@@ -282,6 +283,7 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	s.seg = newSegmentStmts(s)
 	s.mach = newMachineStmts(s)
+	s.admin = newAdminStmts(s)
 	s.meta = newMetaStmts(s)
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
 	token, err := s.openEpoch(ctx)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/internal/storeepoch"
 )
@@ -41,3 +42,21 @@ func Taken(found, presented machine.Holder) string {
 }
 
 func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// CheckRelease refuses an operator's release of a live holding unless force
+// is set: a holder that stored a timestamp within [LiveWindow] before now
+// may be issuing.
+func CheckRelease(a machine.Assignment, now int64, grace time.Duration, force bool) error {
+	window := LiveWindow(grace)
+	if force || !a.Held || a.LastTimestamp <= now-window.Milliseconds() {
+		return nil
+	}
+	kind := "unstable"
+	if a.Instance.Stable {
+		kind = "stable"
+	}
+	return fmt.Errorf("namespace %q: machine ID %d is held by %s instance %q, which stored the timestamp %s, within %v of now: "+
+		"it may still be issuing; stop it first, or release with -force (it then stops issuing at its next heartbeat): %w",
+		a.Instance.Namespace, a.MachineID, kind, a.Instance.ID,
+		fmtMilli(a.LastTimestamp), window, engine.ErrInstanceInUse)
+}

@@ -1,0 +1,128 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/holding"
+	"github.com/idforge/idforge/engine/machine"
+)
+
+// adminStmts serve the operator's commands (`idforge store`), not the
+// generators: they ignore the epoch, which an operator reads as it is.
+type adminStmts struct {
+	machines, release, counter *stmt
+}
+
+func newAdminStmts(s *Store) adminStmts {
+	const (
+		machines = `SELECT machine_id, COALESCE(instance_id, ''), stable, holder IS NOT NULL, last_timestamp, version
+FROM {machine} WHERE namespace = $1 ORDER BY machine_id`
+		// $1 namespace, $2 machine ID, $3 the version read: a holder that
+		// moved since is not released by a decision taken on the old row.
+		release = `UPDATE {machine} SET instance_id = NULL, holder = NULL, version = version + 1
+WHERE namespace = $1 AND machine_id = $2 AND version = $3`
+		counter = `SELECT last_max_id FROM {seg} WHERE name = $1`
+	)
+	return adminStmts{machines: s.stmt(machines), release: s.stmt(release), counter: s.stmt(counter)}
+}
+
+// Machines lists the machine IDs of namespace, in order.
+func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	as, _, err := s.machines(ctx, namespace)
+	return as, err
+}
+
+func (s *Store) machines(ctx context.Context, namespace string) ([]machine.Assignment, []int64, error) {
+	release, err := s.admin.machines.turn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	p, err := s.admin.machines.prepared(ctx)
+	if err != nil {
+		return nil, nil, s.unavailable("listing machine IDs", err)
+	}
+	rows, err := p.QueryContext(ctx, s.admin.machines.args([]any{namespace})...)
+	if err != nil {
+		return nil, nil, s.unavailable("listing machine IDs", err)
+	}
+	defer rows.Close()
+	var as []machine.Assignment
+	var versions []int64
+	for rows.Next() {
+		a := machine.Assignment{Instance: machine.Instance{Namespace: namespace}}
+		var v int64
+		if err := rows.Scan(&a.MachineID, &a.Instance.ID, &a.Instance.Stable, &a.Held, &a.LastTimestamp, &v); err != nil {
+			return nil, nil, s.unavailable("listing machine IDs", err)
+		}
+		as, versions = append(as, a), append(versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.unavailable("listing machine IDs", err)
+	}
+	return as, versions, nil
+}
+
+// Release gives machineID of namespace back, keeping its last timestamp for
+// the next holder to wait out. A holding heartbeated within the reset grace
+// is live and refused with an error wrapping engine.ErrInstanceInUse unless
+// force is set: its holder would find the ID gone at its next heartbeat and
+// stop issuing under it.
+func (s *Store) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
+	as, versions, err := s.machines(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	for i, a := range as {
+		if a.MachineID != machineID {
+			continue
+		}
+		if err := holding.CheckRelease(a, s.nowMillis(), s.ResetGrace(), force); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		res, err := s.admin.release.exec(ctx, namespace, machineID, versions[i])
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		switch {
+		case err != nil:
+			return s.unavailable("releasing a machine ID", err)
+		case n != 1:
+			return fmt.Errorf("%s: namespace %q: machine ID %d changed while it was being released: %w; try again",
+				s.name, namespace, machineID, engine.ErrInstanceInUse)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: namespace %q: machine ID %d was never handed out: %w", s.name, namespace, machineID, engine.ErrInvalidConfig)
+}
+
+// Counter returns the largest ID the sequence name handed out ranges up to
+// (its counter); found is false when the store has no such sequence.
+func (s *Store) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	found, err = s.admin.counter.queryRow(ctx, []any{&counter}, name)
+	if err != nil {
+		return 0, false, s.unavailable("reading sequence "+name, err)
+	}
+	return counter, found, nil
+}
+
+// RaiseCounter raises the sequence name's counter to at least to, never
+// lowering it, creating the sequence there if it is missing (the operator
+// vouches no ID above to was handed out), and returns the counter.
+func (s *Store) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+	if err := checkName("sequence", name, maxName); err != nil {
+		return 0, err
+	}
+	token, err := s.ready(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.raise(ctx, token, name, to); err != nil {
+		return 0, s.unavailable("raising sequence "+name, err)
+	}
+	c, _, err := s.Counter(ctx, name)
+	return c, err
+}
