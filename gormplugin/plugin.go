@@ -107,7 +107,12 @@ func (p *Plugin) Name() string { return PluginName }
 // before the associations saved after the row take its key, and one after
 // the AfterCreate hooks.
 func (p *Plugin) Initialize(db *gorm.DB) error {
-	if v := reflect.ValueOf(p.cfg.registry); p.cfg.registry == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+	if v := reflect.ValueOf(p.cfg.registry); p.cfg.registry != nil && v.Kind() == reflect.Pointer && v.IsNil() {
+		// A nil registry of some type is a registry that was never built:
+		// falling back to the default one would issue IDs on machine 0.
+		return fmt.Errorf("%w: idplugin.WithRegistry: a nil %T (pass nil, untyped, for the default registry)", engine.ErrInvalidConfig, p.cfg.registry)
+	}
+	if p.cfg.registry == nil {
 		reg, err := idforge.Default()
 		if err != nil {
 			return fmt.Errorf("idplugin: the default registry: %w", err)

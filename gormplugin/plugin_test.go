@@ -185,3 +185,17 @@ func TestDefaultRegistry(t *testing.T) {
 		t.Fatalf("kind chain is not in the default registry, yet: %v", err)
 	}
 }
+
+// TestTypedNilRegistryRefused: a nil *engine.Registry is a registry that
+// was never built, not a request for the default one, which would issue
+// IDs on machine 0 beside every other instance.
+func TestTypedNilRegistryRefused(t *testing.T) {
+	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg *engine.Registry
+	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithRegistry") {
+		t.Fatalf("Use with a nil *engine.Registry: %v; want ErrInvalidConfig naming WithRegistry", err)
+	}
+}
