@@ -23,6 +23,14 @@
 // the base driver's result untouched. Two markers draw two IDs; one marker
 // given twice to one statement is one ID in both places.
 //
+// Kind "uuidv7" draws UUIDs ([Marker.UUID]), sent as 16 bytes for a
+// BINARY(16) column through github.com/go-sql-driver/mysql and as the
+// canonical string elsewhere (PostgreSQL's uuid, SQLite's TEXT); the base
+// driver's package decides. [NextDated] draws dated business numbers
+// (INV-20261125-000123, [Marker.Text]) from an *idforge.Registry with a
+// store. Neither fits LastInsertId: it reports the first int64 marker's
+// ID, and a statement with none keeps the base driver's result.
+//
 // The ID is drawn when the statement runs, in the wrapper's ExecContext or
 // QueryContext (connection or prepared statement), never while database/sql
 // converts the arguments: it converts them again when a driver answers

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/uuid"
+
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 )
@@ -24,10 +26,13 @@ var ErrNotHooked = errors.New("sqlhook: a marker reached the driver without the 
 // same time reports only one of their IDs: give each its own.
 type Marker struct {
 	kind, name string
+	format     string // a dated format, for NextDated
 
-	id atomic.Int64
+	id   atomic.Int64
+	u    atomic.Pointer[uuid.UUID]
+	text atomic.Pointer[string]
 
-	// spare is an ID (an int64, boxed once) drawn for an attempt the
+	// spare is an ID (as the driver takes it, boxed once) drawn for an attempt the
 	// driver did not run (driver.ErrSkip, driver.ErrBadConn): the next
 	// execution through the same hook takes it instead of drawing, so a
 	// retry draws nothing. hasSpare lets the usual draw skip the lock.
@@ -47,11 +52,70 @@ type Marker struct {
 //
 // Every execution draws a new ID; one marker given twice to one statement
 // stands for one ID in both places.
+//
+// A kind whose generator gives UUIDs, such as "uuidv7", draws a UUID
+// instead, sent in the form the column of that database takes: 16 bytes
+// (a BINARY(16) column) through github.com/go-sql-driver/mysql, the
+// canonical 36-character string elsewhere (a native uuid column on
+// PostgreSQL, TEXT on SQLite). The plugin tells the drivers apart by the
+// package of the base driver, so a MySQL driver wrapped by another plugin
+// first gets strings. [Marker.UUID] reports the UUID; LastInsertId cannot
+// carry one, so a statement whose only markers are UUIDs keeps the base
+// driver's LastInsertId.
 func Next(kind, name string) *Marker { return &Marker{kind: kind, name: name} }
 
-// ID returns the ID drawn for the marker's latest execution, 0 before the
-// first.
+// NextDated returns a marker for the next number of the dated chain name
+// in format, sent as the formatted string (INV-20261125-000123), which
+// [Marker.Text] then reports:
+//
+//	inv := sqlhook.NextDated("invoice", "INV-{yyyy}{MM}{dd}-{seq:6}")
+//
+// See idforge's Registry.Dated for the formats. Settings.Registry must be
+// an *idforge.Registry built with a store; LastInsertId is left to the
+// base driver, as for UUIDs.
+func NextDated(name, format string) *Marker {
+	return &Marker{kind: idforge.KindChain, name: name, format: format}
+}
+
+// ID returns the int64 ID drawn for the marker's latest execution, 0
+// before the first and for markers of UUIDs and dated numbers.
 func (m *Marker) ID() int64 { return m.id.Load() }
+
+// UUID returns the UUID drawn for the marker's latest execution: zero
+// before the first and for markers of int64 IDs and dated numbers.
+func (m *Marker) UUID() uuid.UUID {
+	if u := m.u.Load(); u != nil {
+		return *u
+	}
+	return uuid.UUID{}
+}
+
+// Text returns the number a [NextDated] marker drew for its latest
+// execution, "" before the first and for other markers.
+func (m *Marker) Text() string {
+	if s := m.text.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// record keeps v, the value sent for m, for ID, UUID or Text.
+func (m *Marker) record(v driver.Value) {
+	switch v := v.(type) {
+	case int64:
+		m.id.Store(v)
+	case []byte:
+		u := uuid.UUID(v)
+		m.u.Store(&u)
+	case string:
+		if m.format != "" {
+			m.text.Store(&v)
+			return
+		}
+		u, _ := uuid.Parse(v)
+		m.u.Store(&u)
+	}
+}
 
 // Value implements driver.Valuer so that a marker that reaches a driver
 // without the plugin fails the statement, with an error wrapping
@@ -68,11 +132,15 @@ func (m *Marker) String() string {
 	if m == nil {
 		return "sqlhook.Next(nil)"
 	}
+	if m.format != "" {
+		return fmt.Sprintf("sqlhook.NextDated(%q, %q)", m.name, m.format)
+	}
 	return fmt.Sprintf("sqlhook.Next(%q, %q)", m.kind, m.name)
 }
 
-// take returns the ID of m for one execution, as the int64 a driver
-// takes: the spare an attempt that did not run left for h, else a new one.
+// take returns the ID of m for one execution, as a driver takes it (an
+// int64, a UUID's string or bytes, a dated number): the spare an attempt
+// that did not run left for h, else a new one.
 func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
 	if m.hasSpare.Load() {
 		m.mu.Lock()
@@ -80,7 +148,7 @@ func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
 			v := m.spare
 			m.spare, m.spareFrom = nil, nil
 			m.hasSpare.Store(false)
-			m.id.Store(v.(int64))
+			m.record(v)
 			m.mu.Unlock()
 			return v, nil
 		}
@@ -90,15 +158,54 @@ func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	v, err := h.draw(ctx, p, m)
+	if err != nil {
+		return nil, err
+	}
+	m.record(v)
+	return v, nil
+}
+
+// datedProvider is the part of *idforge.Registry that NextDated needs.
+type datedProvider interface {
+	Dated(name, format string) (engine.StringGenerator, error)
+}
+
+// draw draws a new value for m from p.
+func (h *hook) draw(ctx context.Context, p engine.Provider, m *Marker) (driver.Value, error) {
+	if m.format != "" {
+		dp, ok := p.(datedProvider)
+		if !ok {
+			return nil, fmt.Errorf("sqlhook: %s: %w: dated chains need an *idforge.Registry built with a store in sqlhook.Settings.Registry", m, engine.ErrUnknownGenerator)
+		}
+		g, err := dp.Dated(m.name, m.format)
+		if err != nil {
+			return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
+		}
+		s, err := g.NextString(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
+		}
+		return s, nil
+	}
 	g, err := p.Generator(ctx, m.kind, m.name)
 	if err != nil {
 		return nil, fmt.Errorf("sqlhook: %s: %w%s", m, err, storeHint(m.kind, err))
+	}
+	if ug, ok := g.(engine.UUIDGenerator); ok {
+		u, err := ug.NextUUID(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
+		}
+		if h.binaryUUID {
+			return u[:], nil
+		}
+		return uuid.UUID(u).String(), nil
 	}
 	id, err := g.NextID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
 	}
-	m.id.Store(id)
 	return id, nil
 }
 
@@ -121,7 +228,7 @@ func storeHint(kind string, err error) string {
 		"the default registry, used when none is given, has only \"snowflake\"", kind)
 }
 
-// drawn is one marker of an execution and the ID it got, an int64.
+// drawn is one marker of an execution and the ID it got, as sent.
 type drawn struct {
 	m *Marker
 	v driver.Value
@@ -206,7 +313,9 @@ func (d *draws) undo() {
 
 // settle gives the IDs back when the driver says the attempt did not run
 // (database/sql then retries it, through Prepare or on another
-// connection), and otherwise answers LastInsertId with the first ID.
+// connection), and otherwise answers LastInsertId with the first int64
+// ID; an execution that drew none (only UUIDs or dated numbers) keeps the
+// base driver's result.
 func (d *draws) settle(res driver.Result, err error) (driver.Result, error) {
 	if err != nil {
 		if notRun(err) {
@@ -214,7 +323,15 @@ func (d *draws) settle(res driver.Result, err error) (driver.Result, error) {
 		}
 		return res, err
 	}
-	return result{Result: res, id: d.buf[0].v.(int64)}, nil
+	for j := range d.n {
+		if id, ok := d.at(j).v.(int64); ok {
+			return result{Result: res, id: id}, nil
+		}
+	}
+	if res == nil { // a driver that answered neither a result nor an error
+		return result{}, nil
+	}
+	return res, nil
 }
 
 // notRun reports whether err says the driver did not send the statement.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/idforge/idforge"
@@ -51,7 +52,22 @@ func Open(driverName, dsn string, s Settings) (*sql.DB, error) {
 // Wrap returns c with the plugin in front of it, for sql.OpenDB: markers
 // from [Next] become IDs from s.Registry. c must not be nil.
 func Wrap(c driver.Connector, s Settings) driver.Connector {
-	return newConnector(c, &hook{reg: s.Registry})
+	return newConnector(c, &hook{reg: s.Registry, binaryUUID: binaryUUID(c.Driver())})
+}
+
+// binaryUUID reports whether d's UUIDs go in BINARY(16) columns, as 16
+// bytes: MySQL/MariaDB, which have no uuid type of their own (MariaDB's
+// UUID type takes the string too, but gormplugin's tables, and most, use
+// BINARY(16)). Other drivers get the canonical string.
+func binaryUUID(d driver.Driver) bool {
+	t := reflect.TypeOf(d)
+	if t == nil {
+		return false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return strings.HasPrefix(t.PkgPath(), "github.com/go-sql-driver/mysql")
 }
 
 // hook is the state one Open or Wrap shares between its connector, its
@@ -60,6 +76,8 @@ type hook struct {
 	once sync.Once
 	reg  engine.Provider
 	err  error
+
+	binaryUUID bool // UUIDs are sent as 16 bytes, not as strings
 }
 
 // provider returns the registry, resolving the default on first use.
