@@ -330,17 +330,7 @@ func (s *Server) serveStrings(w http.ResponseWriter, r *http.Request, q idQuery,
 			b = strconv.AppendQuote(b, v) // the grammars leave nothing to escape
 		}
 	}
-	h := w.Header()
-	if q.text {
-		h["Content-Type"] = textPlain
-	} else {
-		b = append(b, "]}\n"...)
-		h["Content-Type"] = appJSON
-	}
-	h["Cache-Control"] = noStore
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	writeIDs(w, q.text, b)
 }
 
 // serveIDs draws q.count IDs from g and writes them: JSON {"ids":[...]} or
@@ -381,17 +371,7 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, g engine.Gener
 			}
 		}
 	}
-	h := w.Header()
-	if q.text {
-		h["Content-Type"] = textPlain
-	} else {
-		b = append(b, "]}\n"...)
-		h["Content-Type"] = appJSON
-	}
-	h["Cache-Control"] = noStore
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	writeIDs(w, q.text, b)
 }
 
 // Header values shared by every answer (net/http only reads them).
@@ -591,4 +571,20 @@ func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
 		MaxCount:      MaxCount,
 		Formats:       Formats,
 	})
+}
+
+// writeIDs answers with the IDs written into b: plain text lines, or the
+// JSON object whose list b opened and this closes.
+func writeIDs(w http.ResponseWriter, text bool, b []byte) {
+	h := w.Header()
+	if text {
+		h["Content-Type"] = textPlain
+	} else {
+		b = append(b, "]}\n"...)
+		h["Content-Type"] = appJSON
+	}
+	h["Cache-Control"] = noStore
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
