@@ -16,7 +16,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // datedStore is a store a dated test runs on: brand-new, or not (init

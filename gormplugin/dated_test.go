@@ -17,7 +17,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // invoice has a UUIDv7 key and a dated invoice number.

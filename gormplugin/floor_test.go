@@ -14,7 +14,7 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // The models of TestDerivedFloor: integer, padded radix-62 and decimal

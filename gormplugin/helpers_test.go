@@ -13,8 +13,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/internal/testreg"
+	"github.com/idforge/idforge/tests/testdb"
+	"github.com/idforge/idforge/tests/testreg"
 )
 
 // newRegistry is the shared test registry: snowflake, and a counter per chain name.

@@ -16,7 +16,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 func TestFill(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // Label is unique by name, the conflict column of the upserts below.

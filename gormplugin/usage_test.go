@@ -14,7 +14,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // Everyday GORM usage on every database: Select/Omit, gorm.Model,

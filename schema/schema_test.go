@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 func TestParseDialect(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // benchTarget opens two connections to one database, bare and through the

@@ -9,9 +9,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/internal/testreg"
 	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/tests/testdb"
+	"github.com/idforge/idforge/tests/testreg"
 )
 
 // counting is a registry that counts the IDs drawn from it.

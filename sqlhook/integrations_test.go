@@ -16,9 +16,9 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/internal/testreg"
 	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/tests/testdb"
+	"github.com/idforge/idforge/tests/testreg"
 )
 
 // gormOn opens GORM on conn, as a user who opened conn through the plugin

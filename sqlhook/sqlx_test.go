@@ -15,9 +15,9 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/internal/testreg"
 	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/tests/testdb"
+	"github.com/idforge/idforge/tests/testreg"
 )
 
 // newRegistry is the shared test registry: snowflake, and a counter per chain name.

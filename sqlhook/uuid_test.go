@@ -15,9 +15,9 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
-	"github.com/idforge/idforge/internal/testreg"
 	"github.com/idforge/idforge/sqlhook"
+	"github.com/idforge/idforge/tests/testdb"
+	"github.com/idforge/idforge/tests/testreg"
 )
 
 // uuidColumn is the type a UUID key takes on tg, as gormplugin creates it.

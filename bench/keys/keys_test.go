@@ -15,7 +15,7 @@ import (
 )
 
 // required reports whether missing servers fail instead of skipping, as in
-// the main module's internal/testdb.
+// the main module's tests/testdb.
 func required() bool { return os.Getenv("IDFORGE_REQUIRE_SERVERS") == "1" }
 
 // runOrSkip runs the benchmark, skipping (or failing, when servers are

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // buildIdforge builds the binary once per test.

@@ -18,9 +18,9 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/faultproxy"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/server"
+	"github.com/idforge/idforge/tests/faultproxy"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // Tokens of the security tests: alice and bob share namespace "shared";

@@ -21,7 +21,7 @@ import (
 
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/proxystore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 var listening = regexp.MustCompile(`listening on (http://\S+) \(machine ID (\d+)`)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // benchStore is a store on the test Redis whose client counts commands, so

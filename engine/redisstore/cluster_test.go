@@ -21,7 +21,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // clusterEnv names the seed nodes of a Redis Cluster to test against,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // crashAfterRaise fails the first fetch script (its last argument is "1")

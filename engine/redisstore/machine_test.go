@@ -18,7 +18,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 var fakeStart = time.UnixMilli(1_750_000_000_000)

@@ -11,7 +11,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // commandCounter is a go-redis hook that records the name of every command

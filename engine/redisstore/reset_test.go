@@ -14,7 +14,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // created is the creation time an epoch token records.

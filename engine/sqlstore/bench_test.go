@@ -7,7 +7,7 @@ import (
 
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // BenchmarkNextMaxID measures one segment fetch (one statement) per

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // forEachDB runs f against a fresh SQLite file, MariaDB and PostgreSQL

@@ -12,7 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 func TestSegmentFetch(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/schema"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // hiddenDriver hides the real driver's type, as instrumentation wrappers do.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/schema"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // TestOpenAddsHolderColumn: tables created by the DDL from before the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // runJSON runs the demo with -json and decodes its one object.

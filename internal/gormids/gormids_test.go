@@ -11,7 +11,7 @@ import (
 
 	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // A table counts as missing, 0, only on a database that answers: GORM's

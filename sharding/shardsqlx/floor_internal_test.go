@@ -8,8 +8,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/idforge/idforge/internal/idgen"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // idColumn is the id column of rows drawing from the chain "row".

@@ -16,10 +16,10 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/shardtest"
 	"github.com/idforge/idforge/sharding/shardsqlx"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 type course struct {

@@ -22,7 +22,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // TestMain silences the MySQL driver, which logs every connection the fault
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 // backend is one kind of store; setup makes a fresh one on its real server
-// (skipping the test when the server is down, see internal/testdb).
+// (skipping the test when the server is down, see tests/testdb).
 type backend struct {
 	name  string
 	setup func(t *testing.T) *server

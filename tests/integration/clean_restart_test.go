@@ -11,7 +11,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // cleanRestarts is how many workers take the restarting machine ID one

@@ -10,7 +10,7 @@
 //     name: none twice, each instance strictly increasing, and every ID the
 //     store handed out either issued or counted as discarded by a chain's
 //     Close, so nothing is lost.
-//   - TestStoreOutage: with the store behind internal/faultproxy, a chain
+//   - TestStoreOutage: with the store behind tests/faultproxy, a chain
 //     serves exactly what it had prefetched after the cut, then fails within
 //     its ctx deadline with an error matching engine.ErrSegmentExhausted and
 //     naming the store's failure, and recovers by itself after the restore
@@ -37,6 +37,6 @@
 // driver statements; engine/redisstore's TestSegmentFetchIsOneRoundTrip and
 // TestMachineOneRoundTripPerCall count commands).
 //
-// Servers come from internal/testdb: a test whose server is down is skipped,
+// Servers come from tests/testdb: a test whose server is down is skipped,
 // or fails when IDFORGE_REQUIRE_SERVERS=1.
 package integration

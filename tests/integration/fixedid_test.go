@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // fixedMachineID is the machine ID the fixed-ID workers hold (machine.Manual).

@@ -9,7 +9,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // BenchmarkLeaseProtection is the cost per ID of the default lease

@@ -14,7 +14,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/faultproxy"
+	"github.com/idforge/idforge/tests/faultproxy"
 )
 
 // TestStoreOutage cuts the connection to each networked store with a fault

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // TestPartitionedDuringReset: a process cut off from its store (it cannot

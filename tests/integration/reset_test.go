@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // TestRedisRestartUnderLoad restarts a Redis of the test's own under worker

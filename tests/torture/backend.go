@@ -20,8 +20,8 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/schema"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // backend is what one run uses on the servers: a fresh database for the rows

@@ -16,8 +16,8 @@ import (
 
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/faultproxy"
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/faultproxy"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // faultKinds are the faults the driver injects, one at a time; -faults all

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // The short runs: every fault kind at least once per store, about 20 s each,

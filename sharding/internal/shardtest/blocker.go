@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // Blocker holds a lock on one table of a MariaDB or PostgreSQL database,

@@ -12,10 +12,10 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/faultproxy"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
+	"github.com/idforge/idforge/tests/faultproxy"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // Repository is the method set the GORM and sqlx repositories share, DB

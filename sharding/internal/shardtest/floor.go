@@ -14,8 +14,8 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // FloorHarness is what the Floor tests need from one ORM, DB being *gorm.DB

@@ -10,8 +10,8 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/testdb"
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // Backend opens two throw-away databases of one kind, standing for m0 and m1.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/testdb"
+	"github.com/idforge/idforge/tests/testdb"
 )
 
 // TestREADME compiles and runs every ```go block of the README as a program.

@@ -11,7 +11,7 @@
 // A code block can carry a directive in an HTML comment on the line before
 // its fence, which Markdown renderers do not show:
 //
-//	<!-- readme: needs mariadb -->    run only when the server is reachable (see internal/testdb)
+//	<!-- readme: needs mariadb -->    run only when the server is reachable (see tests/testdb)
 //	<!-- readme: needs postgres -->
 //	<!-- readme: needs redis -->
 package readme
@@ -129,7 +129,7 @@ func Build(t testing.TB, src string) (string, error) {
 		t.Fatal(err)
 	}
 	// A package folder of the module that exists only in the overlay.
-	pkg := filepath.Join(ModuleRoot(), "internal", "readme", "snippets", fmt.Sprintf("p%d_%d", os.Getpid(), builds.Add(1)))
+	pkg := filepath.Join(ModuleRoot(), "tests", "readme", "snippets", fmt.Sprintf("p%d_%d", os.Getpid(), builds.Add(1)))
 	overlay := filepath.Join(dir, "overlay.json")
 	js := fmt.Sprintf(`{"Replace":{%q:%q}}`, filepath.Join(pkg, "main.go"), file)
 	if err := os.WriteFile(overlay, []byte(js), 0o644); err != nil {
