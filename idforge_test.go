@@ -111,20 +111,29 @@ func TestOwnedInvariantsRefused(t *testing.T) {
 	}
 }
 
+// newSQLiteStore opens a brand-new store on a SQLite file of the test's,
+// closed when the test ends.
+func newSQLiteStore(t *testing.T) *sqlstore.Store {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // TestLeaseOutlivingStoreResetGraceRefused: on a real store, a lease
 // without a reservation would go on issuing for minutes after it lost the
 // store, long past the store's 2 s reset grace; New refuses it by name, also
 // when the store is wrapped (a state directory, a metrics collector).
 func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newSQLiteStore(t)
 	for name, s := range map[string]idforge.Settings{
 		"store":     {Store: st},
 		"state dir": {Store: st, StateDir: t.TempDir()},
@@ -147,16 +156,7 @@ func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
 // the lease's reservation would serve held IDs after snowflake IDs stop,
 // past what the store's reset grace covers.
 func TestChainFenceLongerThanReservationRefused(t *testing.T) {
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := newSQLiteStore(t)
 	reg, err := idforge.New(t.Context(), idforge.Settings{Store: st, Chain: segment.Settings{Fence: 2 * time.Second}})
 	if err == nil {
 		reg.Close()
