@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	_ "github.com/glebarez/go-sqlite"
 
@@ -311,8 +312,8 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not less than the store's ResetGrace 2s") {
 		t.Fatalf("Acquire without a reservation = %v; want ErrInvalidConfig naming the server store's ResetGrace", err)
 	}
-	if got := ps.ResetGrace(); got != sqlstore.DefaultResetGrace {
-		t.Fatalf("ResetGrace = %v, want the server store's %v", got, sqlstore.DefaultResetGrace)
+	if got := ps.ResetGrace(); got != 2*time.Second {
+		t.Fatalf("ResetGrace = %v, want the server store's default 2s", got)
 	}
 	l, err := machine.Acquire(t.Context(), ps, machine.Instance{Namespace: "grace", ID: "b"}, machine.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 func BenchmarkNextMaxID(b *testing.B) {
 	ctx := context.Background()
 	for _, d := range testdb.All(b) {
-		s := openStore(b, d, sqlstore.WithCreateTables())
+		s := openStore(b, d, sqlstore.Settings{CreateTables: true})
 		seg, err := s.Segment("bench")
 		if err != nil {
 			b.Fatal(err)
@@ -47,7 +47,7 @@ func BenchmarkDistributeSelf(b *testing.B) {
 	ctx := context.Background()
 	inst := machine.Instance{Namespace: "bench", ID: "10.0.0.1:8080"}
 	for _, d := range testdb.All(b) {
-		m := openStore(b, d, sqlstore.WithCreateTables())
+		m := openStore(b, d, sqlstore.Settings{CreateTables: true})
 		b.Run(d.Name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := m.Distribute(ctx, inst, 10, 5*time.Minute); err != nil {

@@ -19,7 +19,7 @@ func TestMachineConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db := d.Open(t)
 		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
-			return storeOn(t, db, sqlstore.WithClock(c))
+			return storeOn(t, db, sqlstore.Settings{Clock: c})
 		})
 	})
 }
@@ -31,7 +31,7 @@ func TestSegmentConformance(t *testing.T) {
 	const start = 1_000_000
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-			return segmentOf(t, storeOn(t, d.Open(t), sqlstore.WithStart(start)), name)
+			return segmentOf(t, storeOn(t, d.Open(t), sqlstore.Settings{Start: start}), name)
 		}, segmenttest.ExpectStart(start))
 	})
 }
@@ -41,7 +41,7 @@ func TestSegmentConformance(t *testing.T) {
 func TestFloorConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		admin := d.Open(t)
-		segmenttest.RunFloor(t, openWithFloor(d), func(t *testing.T) { emptyTables(t, admin) })
+		segmenttest.RunFloor(t, openWithFloor(d, sqlstore.Settings{}), func(t *testing.T) { emptyTables(t, admin) })
 	})
 }
 
@@ -53,7 +53,7 @@ func TestFloorRace(t *testing.T) {
 			t.Skip("one Store per SQLite file")
 		}
 		admin := d.Open(t)
-		segmenttest.RunFloorRace(t, openWithFloor(d, sqlstore.WithResetGrace(300*time.Millisecond)), func(t *testing.T, epochOnly bool) {
+		segmenttest.RunFloorRace(t, openWithFloor(d, sqlstore.Settings{ResetGrace: 300 * time.Millisecond}), func(t *testing.T, epochOnly bool) {
 			if epochOnly {
 				emptyTables(t, admin, "idforge_meta")
 				return
@@ -64,10 +64,11 @@ func TestFloorRace(t *testing.T) {
 }
 
 // openWithFloor opens, for each call, a Store on a pool of its own on d with
-// the given Floor and opts, as a new process would.
-func openWithFloor(d testdb.DB, opts ...sqlstore.Option) segmenttest.OpenWithFloor {
+// the given Floor and settings, as a new process would.
+func openWithFloor(d testdb.DB, set sqlstore.Settings) segmenttest.OpenWithFloor {
 	return func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-		s := storeOn(t, d.Open(t), append(opts, sqlstore.WithFloor(floor))...)
+		set.Floor = floor
+		s := storeOn(t, d.Open(t), set)
 		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
 	}
 }

@@ -85,7 +85,7 @@ func Example() {
 // reads its floor from the table. The store asks once per name, before its
 // first fetch and its first after a reset; with idforge.New the name is the
 // chain's ("order" for kind "chain", name "order").
-func ExampleWithFloor() {
+func ExampleSettings_floor() {
 	dir, err := os.MkdirTemp("", "idforge-floor")
 	if err != nil {
 		log.Fatal(err)
@@ -114,7 +114,7 @@ func ExampleWithFloor() {
 		err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM orders").Scan(&maxID)
 		return maxID, err
 	}
-	store, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables(), sqlstore.WithFloor(floor))
+	store, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Floor: floor})
 	if err != nil {
 		log.Fatal(err)
 	}

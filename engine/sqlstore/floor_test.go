@@ -32,7 +32,7 @@ func TestFloorOnTheStoresOwnSQLiteFile(t *testing.T) {
 		err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM orders").Scan(&maxID)
 		return maxID, err
 	}
-	order := segmentOf(t, storeOn(t, db, sqlstore.WithCreateTables(), sqlstore.WithFloor(floor)), "order")
+	order := segmentOf(t, storeOn(t, db, sqlstore.Settings{CreateTables: true, Floor: floor}), "order")
 	if got, err := order.NextMaxID(ctx, 100); err != nil || got != 400 {
 		t.Fatalf("first fetch: %d, %v; want 400", got, err)
 	}
@@ -59,7 +59,7 @@ func TestFloorLostRaiseAfterFailedFetch(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		admin := d.Open(t)
 		ctx := t.Context()
-		seg := segmentOf(t, openStore(t, d, sqlstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil })), "order")
+		seg := segmentOf(t, openStore(t, d, sqlstore.Settings{Floor: func(context.Context, string) (int64, error) { return 41_000, nil }}), "order")
 		if _, err := seg.NextMaxID(ctx, math.MaxInt64); err == nil {
 			t.Fatal("an overflowing step succeeded")
 		}

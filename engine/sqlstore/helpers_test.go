@@ -21,7 +21,7 @@ func forEachDB(t *testing.T, f func(t *testing.T, d testdb.DB)) {
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
-			storeOn(t, d.Open(t), sqlstore.WithCreateTables())
+			storeOn(t, d.Open(t), sqlstore.Settings{CreateTables: true})
 			f(t, d)
 		})
 	}
@@ -29,17 +29,25 @@ func forEachDB(t *testing.T, f func(t *testing.T, d testdb.DB)) {
 
 // openStore opens a new pool on d and a Store on it, both closed when the
 // test ends.
-func openStore(t testing.TB, d testdb.DB, opts ...sqlstore.Option) *sqlstore.Store {
+func openStore(t testing.TB, d testdb.DB, s ...sqlstore.Settings) *sqlstore.Store {
 	t.Helper()
-	return storeOn(t, d.Open(t), opts...)
+	return storeOn(t, d.Open(t), s...)
 }
 
 // storeOn opens a Store on db, closed when the test ends. Test stores wait
 // no reset grace (no other process uses their database) and take a
-// database they find empty for a brand-new one, unless opts say.
-func storeOn(t testing.TB, db *sql.DB, opts ...sqlstore.Option) *sqlstore.Store {
+// database they find empty for a brand-new one, unless settings say.
+func storeOn(t testing.TB, db *sql.DB, settings ...sqlstore.Settings) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), db, append([]sqlstore.Option{sqlstore.WithResetGrace(-1), sqlstore.WithInit()}, opts...)...)
+	var set sqlstore.Settings
+	if len(settings) > 0 {
+		set = settings[0]
+	}
+	if set.ResetGrace == 0 {
+		set.ResetGrace = -1
+	}
+	set.Init = true
+	s, err := sqlstore.Open(context.Background(), db, set)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -24,7 +24,7 @@ var epoch = time.Date(2026, 6, 23, 13, 17, 30, 0, time.UTC)
 func fakeStore(t *testing.T, d testdb.DB) (*sqlstore.Store, *clock.Fake) {
 	t.Helper()
 	c := clock.NewFake(epoch)
-	return openStore(t, d, sqlstore.WithClock(c)), c
+	return openStore(t, d, sqlstore.Settings{Clock: c}), c
 }
 
 func unstable(id string) machine.Instance { return machine.Instance{Namespace: "svc", ID: id} }
@@ -47,7 +47,7 @@ func TestMachineRace(t *testing.T) {
 		for i := range ms {
 			db := d.Open(t)
 			db.SetMaxOpenConns(2)
-			ms[i] = storeOn(t, db, sqlstore.WithClock(c))
+			ms[i] = storeOn(t, db, sqlstore.Settings{Clock: c})
 		}
 		race := func(round string) []machine.State {
 			t.Helper()
@@ -249,7 +249,7 @@ func TestMachineRoundTrips(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db, n := countingDB(t, d)
 		c := clock.NewFake(epoch)
-		m := storeOn(t, db, sqlstore.WithClock(c))
+		m := storeOn(t, db, sqlstore.Settings{Clock: c})
 		db.SetMaxOpenConns(1) // every statement prepared once, on one connection
 		mysql := d.Name == "mariadb"
 		want := map[string]int64{"new": 2, "self": 1, "guard": 1, "revert": 1, "reclaim": 1, "refusal": 1, "ahead": 4}
@@ -317,7 +317,7 @@ func TestMachineRoundTrips(t *testing.T) {
 }
 
 func TestMachineInvalidArguments(t *testing.T) {
-	m := openStore(t, testdb.SQLite(t), sqlstore.WithCreateTables())
+	m := openStore(t, testdb.SQLite(t), sqlstore.Settings{CreateTables: true})
 	ctx := context.Background()
 	ok := unstable("ok")
 	for _, tc := range []struct {

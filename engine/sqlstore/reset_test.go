@@ -160,8 +160,9 @@ func TestCounterWentBackIsAReset(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
-		a := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkA})
-		b := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkB})
+		// The default grace: the fetch after the reset must wait it.
+		a := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkA, ResetGrace: sqlstore.DefaultResetGrace})
+		b := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkB, ResetGrace: sqlstore.DefaultResetGrace})
 		admin := d.Open(t)
 		order, err := a.Segment("order")
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 func TestSegmentFetch(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		s := openStore(t, d, sqlstore.WithStart(1000))
+		s := openStore(t, d, sqlstore.Settings{Start: 1000})
 		order, err := s.Segment("order")
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func TestSegmentFetch(t *testing.T) {
 			t.Errorf("stored row = %d, %d, %v; want last_max_id 1120, step 100", lastMax, step, err)
 		}
 		// Another store with another start does not reset an existing name.
-		again, err := storeOn(t, d.Open(t), sqlstore.WithStart(0)).Segment("order")
+		again, err := storeOn(t, d.Open(t), sqlstore.Settings{Start: 0}).Segment("order")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestSegmentFetch(t *testing.T) {
 func TestSegmentOverflow(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		seg, err := openStore(t, d, sqlstore.WithStart(math.MaxInt64-10)).Segment("big")
+		seg, err := openStore(t, d, sqlstore.Settings{Start: math.MaxInt64 - 10}).Segment("big")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,10 +81,6 @@ import (
 	"github.com/idforge/idforge/schema"
 )
 
-// DefaultResetGrace is how long a store waits, after its epoch was created,
-// before it hands anything out; see [Settings.ResetGrace].
-const DefaultResetGrace = storeepoch.DefaultGrace
-
 // Settings configures a [Store]. The zero value of every field is its
 // documented default; [Open] validates them once.
 type Settings struct {
@@ -138,7 +134,7 @@ type Settings struct {
 	// one. A store without an epoch whose tables hold rows is refused.
 	Init bool
 	// ResetGrace is how long after an epoch's creation the store hands
-	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
+	// nothing out (default 2 s): long enough for every
 	// process of the forgotten epoch to stop, through a failing heartbeat
 	// or, cut off from the store, through its reservation running out.
 	// machine.Acquire refuses a lease that may issue without the store for
@@ -152,46 +148,6 @@ type Settings struct {
 	// start on a new store and after every reset. Negative waits for
 	// nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
-}
-
-func (s Settings) apply(dst *Settings) { *dst = s }
-
-// Option configures [Open]: a [Settings] value (which replaces every
-// setting) or one of the With* functions (which change one).
-type Option interface{ apply(*Settings) }
-
-type optionFunc func(*Settings)
-
-func (f optionFunc) apply(s *Settings) { f(s) }
-
-// WithDialect sets [Settings.Dialect].
-func WithDialect(d schema.Dialect) Option { return optionFunc(func(s *Settings) { s.Dialect = d }) }
-
-// WithTablePrefix sets [Settings.TablePrefix].
-func WithTablePrefix(prefix string) Option {
-	return optionFunc(func(s *Settings) { s.TablePrefix = prefix })
-}
-
-// WithStart sets [Settings.Start].
-func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
-
-// WithFloor sets [Settings.Floor].
-func WithFloor(floor func(ctx context.Context, name string) (int64, error)) Option {
-	return optionFunc(func(s *Settings) { s.Floor = floor })
-}
-
-// WithClock sets [Settings.Clock].
-func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
-
-// WithCreateTables sets [Settings.CreateTables].
-func WithCreateTables() Option { return optionFunc(func(s *Settings) { s.CreateTables = true }) }
-
-// WithInit sets [Settings.Init].
-func WithInit() Option { return optionFunc(func(s *Settings) { s.Init = true }) }
-
-// WithResetGrace sets [Settings.ResetGrace].
-func WithResetGrace(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.ResetGrace = d })
 }
 
 // minSQLite is the first SQLite with UPDATE … RETURNING.
@@ -237,12 +193,14 @@ type Store struct {
 // a new file to WAL, the others get SQLITE_BUSY at once whatever their busy
 // timeout, so Open retries its first statement on SQLITE_BUSY for up to 10 s:
 // replicas may start together on a new file.
-func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error) {
 	var cfg Settings
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
+	switch len(settings) {
+	case 0:
+	case 1:
+		cfg = settings[0]
+	default:
+		return nil, fmt.Errorf("%w: sqlstore: %d Settings given; Open takes at most one", engine.ErrInvalidConfig, len(settings))
 	}
 	if db == nil {
 		return nil, fmt.Errorf("%w: sqlstore: nil *sql.DB", engine.ErrInvalidConfig)
@@ -251,7 +209,7 @@ func Open(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 		cfg.Clock = clock.System
 	}
 	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = DefaultResetGrace
+		cfg.ResetGrace = storeepoch.DefaultGrace
 	}
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
@@ -360,16 +318,6 @@ func sqliteBusy(err error) bool {
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
 func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
-
-// Dialect returns the store's SQL dialect.
-func (s *Store) Dialect() schema.Dialect { return s.cfg.Dialect }
-
-// TablePrefix returns the prefix of the store's table names.
-func (s *Store) TablePrefix() string { return s.tables.Prefix() }
-
-// Epoch returns the epoch token the store works under: "<Unix ms of its
-// creation>.<random hex>".
-func (s *Store) Epoch() string { return s.epoch.Token() }
 
 // Close releases the prepared statements; the store fails with
 // engine.ErrClosed afterwards. It does not close the *sql.DB.

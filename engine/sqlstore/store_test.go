@@ -49,7 +49,7 @@ func TestOpenDetectsDialect(t *testing.T) {
 			t.Errorf("NextMaxID through the wrapper = %d, %v", got, err)
 		}
 		// ...or is told.
-		m := storeOn(t, hidden, sqlstore.WithDialect(want))
+		m := storeOn(t, hidden, sqlstore.Settings{Dialect: want})
 		if st := distribute(t, m, unstable("hidden"), 4); st.MachineID != 0 {
 			t.Errorf("first machine ID through the wrapper = %d", st.MachineID)
 		}
@@ -60,10 +60,7 @@ func TestTablePrefix(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			s := openStore(t, d, sqlstore.WithTablePrefix("app_"), sqlstore.WithCreateTables())
-			if s.TablePrefix() != "app_" {
-				t.Fatalf("table prefix = %s", s.TablePrefix())
-			}
+			s := openStore(t, d, sqlstore.Settings{TablePrefix: "app_", CreateTables: true})
 			seg, err := s.Segment("p")
 			if err != nil {
 				t.Fatal(err)
@@ -91,10 +88,10 @@ func TestTablePrefix(t *testing.T) {
 func TestInvalidOptions(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.SQLite(t).Open(t)
-	for name, opt := range map[string]sqlstore.Option{
-		"prefix":  sqlstore.WithTablePrefix("app-"),
-		"start":   sqlstore.WithStart(-1),
-		"dialect": sqlstore.WithDialect(schema.Dialect(9)),
+	for name, opt := range map[string]sqlstore.Settings{
+		"prefix":  sqlstore.Settings{TablePrefix: "app-"},
+		"start":   sqlstore.Settings{Start: -1},
+		"dialect": sqlstore.Settings{Dialect: schema.Dialect(9)},
 	} {
 		if _, err := sqlstore.Open(ctx, db, opt); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("%s: Open err = %v; want ErrInvalidConfig", name, err)
@@ -103,7 +100,7 @@ func TestInvalidOptions(t *testing.T) {
 	if _, err := sqlstore.Open(ctx, nil); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("nil db: err = %v", err)
 	}
-	s := storeOn(t, db, sqlstore.WithCreateTables())
+	s := storeOn(t, db, sqlstore.Settings{CreateTables: true})
 	for _, name := range []string{"", strings.Repeat("n", 129)} {
 		if _, err := s.Segment(name); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("segment name of %d bytes: err = %v", len(name), err)
@@ -124,7 +121,7 @@ func TestReplicasOpenANewSQLiteFileTogether(t *testing.T) {
 		for range 4 {
 			db := d.Open(t)
 			wg.Go(func() {
-				s, err := sqlstore.Open(ctx, db, sqlstore.WithCreateTables(), sqlstore.WithResetGrace(-1))
+				s, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, ResetGrace: -1})
 				if err != nil {
 					t.Errorf("Open on a new file with others: %v", err)
 					return

@@ -55,7 +55,7 @@ func TestOpenAddsHolderColumn(t *testing.T) {
 			errs := make([]error, len(stores))
 			for i := range stores {
 				pool := d.Open(t)
-				wg.Go(func() { stores[i], errs[i] = Open(ctx, pool, WithResetGrace(-1)) })
+				wg.Go(func() { stores[i], errs[i] = Open(ctx, pool, Settings{ResetGrace: -1}) })
 			}
 			wg.Wait()
 			for i, err := range errs {

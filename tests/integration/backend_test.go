@@ -22,6 +22,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/schema"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -90,7 +91,10 @@ func sqlServer(t *testing.T, d testdb.DB) *server {
 		t.Fatalf("creating the ID tables on %s: %v", d.Name, err)
 	}
 	adminStore.Close()
-	dialect := adminStore.Dialect()
+	dialect, err := schema.Detect(ctx, admin)
+	if err != nil {
+		t.Fatalf("detecting %s's dialect: %v", d.Name, err)
+	}
 	target, via := dsnVia(t, d)
 	return &server{
 		target: target,

@@ -21,7 +21,7 @@ import (
 func BenchmarkPostgresSegments(b *testing.B) {
 	ctx := context.Background()
 	d := testdb.Postgres(b)
-	st, err := sqlstore.Open(ctx, d.Open(b), sqlstore.WithCreateTables())
+	st, err := sqlstore.Open(ctx, d.Open(b), sqlstore.Settings{CreateTables: true})
 	if err != nil {
 		b.Fatal(err)
 	}

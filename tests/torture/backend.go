@@ -253,7 +253,7 @@ func openStore(ctx context.Context, wc workerConfig, clk clock.Clock) (idforge.S
 	// A chain's prefetch, the lease's heartbeat and a re-acquisition may
 	// overlap; more would only add connections to a small server.
 	db.SetMaxOpenConns(3)
-	st, err := sqlstore.Open(ctx, db, sqlstore.WithClock(clk))
+	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk})
 	if err != nil {
 		db.Close()
 		return nil, nil, err

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/tests/faultproxy"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -62,8 +61,8 @@ const (
 )
 
 // resetGrace is how long a store waits after a new epoch before it hands
-// anything out: redisstore's and sqlstore's defaults, which the workers use.
-const resetGrace = sqlstore.DefaultResetGrace
+// anything out: the 2 s default of redisstore and sqlstore, which the workers use.
+const resetGrace = 2 * time.Second
 
 // moveTimeout bounds how long a worker woken after a pause may take to leave
 // its reclaimed machine ID and issue again. It is short, not a recovery

@@ -1,0 +1,16 @@
+package sqlstore
+
+import (
+	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/schema"
+)
+
+// Dialect is the store's SQL dialect, for tests that name it in messages.
+func (s *Store) Dialect() schema.Dialect { return s.cfg.Dialect }
+
+// Epoch is the epoch token the store works under: "<Unix ms of its
+// creation>.<random hex>".
+func (s *Store) Epoch() string { return s.epoch.Token() }
+
+// DefaultResetGrace is the ResetGrace of Settings that give none.
+const DefaultResetGrace = storeepoch.DefaultGrace
