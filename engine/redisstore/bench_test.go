@@ -12,12 +12,12 @@ import (
 
 // benchStore is a store on the test Redis whose client counts commands, so
 // every benchmark also reports its round trips per operation.
-func benchStore(b *testing.B, opts ...redisstore.Option) (*redisstore.Store, *commandCounter) {
+func benchStore(b *testing.B, opts ...redisstore.Settings) (*redisstore.Store, *commandCounter) {
 	b.Helper()
 	client, prefix := testdb.Redis(b)
 	counter := &commandCounter{}
 	client.AddHook(counter)
-	s, err := redisstore.Open(context.Background(), client, append(testOptions(prefix), opts...)...)
+	s, err := redisstore.Open(context.Background(), client, with(testOptions(prefix), opts...))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func BenchmarkSegmentNextMaxID(b *testing.B) {
 		start int64
 	}{{"start=0", 0}, {"start=1000", 1000}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, counter := benchStore(b, redisstore.WithStart(bc.start))
+			s, counter := benchStore(b, redisstore.Settings{Start: bc.start})
 			d := segmentOf(b, s, "bench")
 			ctx := context.Background()
 			counter.take()

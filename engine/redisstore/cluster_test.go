@@ -66,8 +66,8 @@ func clusterClient(t *testing.T) (*redis.ClusterClient, string) {
 // proves that every key of a store, the epoch included, shares one hash tag.
 func TestCluster(t *testing.T) {
 	client, prefix := clusterClient(t)
-	open := func(t *testing.T, opts ...redisstore.Option) *redisstore.Store {
-		s, err := redisstore.Open(t.Context(), client, append([]redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithInit()}, opts...)...)
+	open := func(t *testing.T, opts ...redisstore.Settings) *redisstore.Store {
+		s, err := redisstore.Open(t.Context(), client, with(redisstore.Settings{Prefix: prefix, ResetGrace: -1, Init: true}, opts...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,11 +75,11 @@ func TestCluster(t *testing.T) {
 	}
 	t.Run("Machine", func(t *testing.T) {
 		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
-			return open(t, redisstore.WithClock(c))
+			return open(t, redisstore.Settings{Clock: c})
 		})
 	})
 	t.Run("Segment", func(t *testing.T) {
-		s := open(t, redisstore.WithStart(100))
+		s := open(t, redisstore.Settings{Start: 100})
 		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
 			return segmentOf(t, s, name)
 		}, segmenttest.ExpectStart(100))
@@ -87,7 +87,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Floor", func(t *testing.T) {
 		prefix := prefix + "floor:" // RunFloor wants an empty store
 		segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-			s, err := redisstore.Open(t.Context(), client, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithFloor(floor))
+			s, err := redisstore.Open(t.Context(), client, redisstore.Settings{Prefix: prefix, ResetGrace: -1, Floor: floor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestCluster(t *testing.T) {
 func TestClusterPrimaryRestart(t *testing.T) {
 	client, prefix := clusterClient(t)
 	ctx := t.Context()
-	s, err := redisstore.Open(ctx, client, redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithInit())
+	s, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: prefix, ResetGrace: -1, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestClusterPrimaryRestart(t *testing.T) {
 	}
 	// A second store value, as a process started after the restart, sees
 	// the same epoch: no grace, no reset.
-	fresh, err := redisstore.Open(ctx, client, redisstore.WithPrefix(prefix))
+	fresh, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: prefix})
 	if err != nil || fresh.Epoch() != s.Epoch() {
 		t.Fatalf("fresh store after the restart: epoch %q, %v; want %q", fresh.Epoch(), err, s.Epoch())
 	}

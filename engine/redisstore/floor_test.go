@@ -47,15 +47,15 @@ func (h *crashAfterRaise) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 func TestFloorLostRaiseAfterCrash(t *testing.T) {
 	c, prefix := testdb.Redis(t)
 	ctx := t.Context()
-	floor := redisstore.WithFloor(func(context.Context, string) (int64, error) { return 41_000, nil })
-	s, err := redisstore.Open(ctx, c, append(testOptions(prefix), floor)...)
+	floor := redisstore.Settings{Floor: func(context.Context, string) (int64, error) { return 41_000, nil }}
+	s, err := redisstore.Open(ctx, c, with(testOptions(prefix), floor))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hooked := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
 	defer hooked.Close()
 	hooked.AddHook(&crashAfterRaise{c: c, key: s.SegmentKey("order")})
-	s2, err := redisstore.Open(ctx, hooked, append(testOptions(prefix), floor)...)
+	s2, err := redisstore.Open(ctx, hooked, with(testOptions(prefix), floor))
 	if err != nil {
 		t.Fatal(err)
 	}

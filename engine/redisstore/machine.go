@@ -161,7 +161,7 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 // the store's hash tag.
 func (s *Store) machineKeys(inst machine.Instance) []string {
 	ns := s.base + "machine:" + inst.Namespace + ":"
-	return []string{s.EpochKey(), ns + "instances", ns + "machines", ns + "reclaim", ns + "free", ns + "holders"}
+	return []string{s.epochKey(), ns + "instances", ns + "machines", ns + "reclaim", ns + "free", ns + "holders"}
 }
 
 func (s *Store) now() int64 { return s.cfg.Clock.Now().UnixMilli() }

@@ -31,7 +31,7 @@ func inst(id string) machine.Instance { return machine.Instance{Namespace: "svc"
 func machineEnv(t *testing.T) (*redisstore.Store, *clock.Fake, env) {
 	t.Helper()
 	fake := clock.NewFake(fakeStart)
-	e := newEnv(t, redisstore.WithClock(fake))
+	e := newEnv(t, redisstore.Settings{Clock: fake})
 	return e.store, fake, e
 }
 
@@ -328,7 +328,7 @@ func TestMachineRejectsBadArguments(t *testing.T) {
 func TestMachineConformance(t *testing.T) {
 	client, prefix := testdb.Redis(t)
 	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
-		d, err := redisstore.Open(t.Context(), client, append(testOptions(prefix), redisstore.WithClock(c))...)
+		d, err := redisstore.Open(t.Context(), client, with(testOptions(prefix), redisstore.Settings{Clock: c}))
 		if err != nil {
 			t.Fatal(err)
 		}

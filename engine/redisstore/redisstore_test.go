@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -68,32 +69,46 @@ type env struct {
 
 // newEnv returns a store on the test's Redis under a throw-away prefix, with
 // a command counter hooked into its client.
-func newEnv(t *testing.T, opts ...redisstore.Option) env {
+func newEnv(t *testing.T, opts ...redisstore.Settings) env {
 	t.Helper()
 	client, prefix := testdb.Redis(t)
 	counter := &commandCounter{}
 	client.AddHook(counter)
-	s, err := redisstore.Open(context.Background(), client, append(testOptions(prefix), opts...)...)
+	s, err := redisstore.Open(context.Background(), client, with(testOptions(prefix), opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return env{store: s, client: client, prefix: prefix, counter: counter}
 }
 
-// testOptions are the options of a store on the shared test Redis: its own
+// testOptions are the settings of a store on the shared test Redis: its own
 // key prefix, no reset grace (no other process uses the prefix) and volatile
 // allowed (the developer's Redis may run without persistence;
 // persistence_test.go covers the check).
-func testOptions(prefix string) []redisstore.Option {
-	return []redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithResetGrace(-1), redisstore.WithAllowVolatile(), redisstore.WithInit()}
+func testOptions(prefix string) redisstore.Settings {
+	return redisstore.Settings{Prefix: prefix, ResetGrace: -1, AllowVolatile: true, Init: true}
+}
+
+// with returns base with every field that is set in over set on it.
+func with(base redisstore.Settings, over ...redisstore.Settings) redisstore.Settings {
+	b := reflect.ValueOf(&base).Elem()
+	for _, o := range over {
+		v := reflect.ValueOf(o)
+		for i := range v.NumField() {
+			if !v.Field(i).IsZero() {
+				b.Field(i).Set(v.Field(i))
+			}
+		}
+	}
+	return base
 }
 
 // downStore returns a store whose Redis (a server of the test's own) was
 // killed after Open.
-func downStore(t *testing.T, opts ...redisstore.Option) *redisstore.Store {
+func downStore(t *testing.T, opts ...redisstore.Settings) *redisstore.Store {
 	t.Helper()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
-	s, err := redisstore.Open(context.Background(), srv.Client(t), append(testOptions("down:"), opts...)...)
+	s, err := redisstore.Open(context.Background(), srv.Client(t), with(testOptions("down:"), opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,15 +121,15 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	ctx := context.Background()
 	cases := map[string]struct {
 		client redis.Cmdable
-		opts   []redisstore.Option
+		opts   []redisstore.Settings
 	}{
 		"nil client":     {nil, nil},
-		"negative start": {client, []redisstore.Option{redisstore.WithStart(-1)}},
-		"empty hash tag": {client, []redisstore.Option{redisstore.WithPrefix("app{}:")}},
+		"negative start": {client, []redisstore.Settings{{Start: -1}}},
+		"empty hash tag": {client, []redisstore.Settings{{Prefix: "app{}:"}}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := redisstore.Open(ctx, c.client, append(testOptions(prefix), c.opts...)...); !errors.Is(err, engine.ErrInvalidConfig) {
+			if _, err := redisstore.Open(ctx, c.client, with(testOptions(prefix), c.opts...)); !errors.Is(err, engine.ErrInvalidConfig) {
 				t.Fatalf("Open: got %v, want ErrInvalidConfig", err)
 			}
 		})

@@ -29,10 +29,10 @@ func created(t *testing.T, token string) time.Time {
 }
 
 // openOn opens a store on srv with the default reset grace, timed by c.
-func openOn(t *testing.T, srv *testdb.RedisServer, c clock.Clock, opts ...redisstore.Option) *redisstore.Store {
+func openOn(t *testing.T, srv *testdb.RedisServer, c clock.Clock, opts ...redisstore.Settings) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.Open(t.Context(), srv.Client(t), append([]redisstore.Option{redisstore.Settings{
-		Prefix: "{app}:", Clock: c, AllowVolatile: true}}, opts...)...)
+	s, err := redisstore.Open(t.Context(), srv.Client(t), with(redisstore.Settings{
+		Prefix: "{app}:", Clock: c, AllowVolatile: true}, opts...))
 	if err != nil {
 		t.Fatalf("Open on %v: %v", srv, err)
 	}
@@ -58,7 +58,7 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clkA := clock.NewFake(time.Now())
-	a := openOn(t, srv, clkA, redisstore.WithInit())
+	a := openOn(t, srv, clkA, redisstore.Settings{Init: true})
 	// Declared brand-new: nothing to wait for.
 	if clkA.Sleeps() != 0 || !a.BrandNew() {
 		t.Fatalf("Open with Init on an empty Redis: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), a.BrandNew())
@@ -130,7 +130,7 @@ func TestFirstOperationAfterWipeFails(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clk := clock.NewFake(time.Now())
-	s := openOn(t, srv, clk, redisstore.WithStart(0), redisstore.WithInit())
+	s := openOn(t, srv, clk, redisstore.Settings{Start: 0, Init: true})
 	d := segmentOf(t, s, "order")
 	floor, err := d.NextMaxID(ctx, 50)
 	if err != nil {
@@ -163,8 +163,11 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 	srv := testdb.StartRedisServer(t, testdb.RedisDurable()...)
 	var logs bytes.Buffer
 	clk := clock.NewFake(time.Now())
-	s := openOn(t, srv, clk, redisstore.Settings{Prefix: "{app}:", Clock: clk, Init: true,
+	s, err := redisstore.Open(ctx, srv.Client(t), redisstore.Settings{Prefix: "{app}:", Clock: clk, Init: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatalf("Open on %v: %v", srv, err)
+	}
 	if logs.Len() > 0 {
 		t.Errorf("Open on appendfsync always logged a warning: %s", logs.String())
 	}
@@ -203,7 +206,7 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 func TestPersistenceCheck(t *testing.T) {
 	ctx := t.Context()
 	vol := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
-	_, err := redisstore.Open(ctx, vol.Client(t), redisstore.WithResetGrace(-1))
+	_, err := redisstore.Open(ctx, vol.Client(t), redisstore.Settings{ResetGrace: -1})
 	if !errors.Is(err, redisstore.ErrVolatile) || !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "AllowVolatile") || !strings.Contains(err.Error(), vol.Addr()) {
 		t.Fatalf("Open on a volatile Redis: %v; want ErrVolatile and ErrInvalidConfig naming the server and AllowVolatile", err)
 	}
@@ -292,7 +295,7 @@ func TestSnapshotRollbackIsAReset(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
 	clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
-	a := openOn(t, srv, clkA, redisstore.WithInit())
+	a := openOn(t, srv, clkA, redisstore.Settings{Init: true})
 	b := openOn(t, srv, clkB)
 	old := a.Epoch()
 	order := segmentOf(t, a, "order")

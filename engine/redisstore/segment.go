@@ -26,7 +26,7 @@ type segmentDistributor struct {
 }
 
 // Segment returns the distributor of the named sequence, stored at
-// [Store.SegmentKey](name); it is safe for concurrent use. Any name is
+// the segment key(name); it is safe for concurrent use. Any name is
 // valid, the empty one included. floors, with [Settings.Floor], say where
 // the sequence's data ends (the largest of their answers counts): before
 // the distributor's first fetch, and its first after every store reset, the
@@ -47,7 +47,7 @@ type segmentDistributor struct {
 // changed, one wrapping engine.ErrStoreReset (the next fetch waits out the
 // reset grace); any other failure, one wrapping engine.ErrStoreUnavailable.
 func (s *Store) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
-	return &segmentDistributor{s: s, name: name, key: s.SegmentKey(name), floor: storeepoch.Floors(append(floors, s.cfg.Floor)...)}, nil
+	return &segmentDistributor{s: s, name: name, key: s.segmentKey(name), floor: storeepoch.Floors(append(floors, s.cfg.Floor)...)}, nil
 }
 
 // Confirmed returns when the newest store operation that found the store
@@ -68,7 +68,7 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 	}
 	floor, fresh := d.s.epoch.Floor(d.name), storeepoch.NewToken(d.s.cfg.Clock.Now())
 	sent := d.s.cfg.Clock.Now()
-	res, err := segmentScript.Eval(ctx, d.s.client, []string{d.s.EpochKey(), d.key},
+	res, err := segmentScript.Eval(ctx, d.s.client, []string{d.s.epochKey(), d.key},
 		token, step, d.s.cfg.Start, floor, fresh, "1", flag(storeepoch.BrandNew(token))).Slice()
 	if err != nil {
 		var reply redis.Error

@@ -25,7 +25,7 @@ func TestSegmentStartAppliesOnlyToFreshNames(t *testing.T) {
 	}
 	// A process configured with another start joins the existing sequence
 	// instead of restarting it, so the two cannot hand out the same range.
-	other, err := redisstore.Open(ctx, e.client, append(testOptions(e.prefix), redisstore.WithStart(1000))...)
+	other, err := redisstore.Open(ctx, e.client, with(testOptions(e.prefix), redisstore.Settings{Start: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestSegmentFetchIsOneRoundTrip(t *testing.T) {
 		start int64
 		cmd   string
 	}{{0, "eval"}, {7, "eval"}} {
-		e := newEnv(t, redisstore.WithStart(tc.start))
+		e := newEnv(t, redisstore.Settings{Start: tc.start})
 		d := segmentOf(t, e.store, "trips")
 		e.counter.take()
 		for i := range 5 {
@@ -58,7 +58,7 @@ func TestSegmentFetchIsOneRoundTrip(t *testing.T) {
 func TestSegmentOverflowIsIDOverflow(t *testing.T) {
 	ctx := context.Background()
 	for _, start := range []int64{0, 7} {
-		e := newEnv(t, redisstore.WithStart(start))
+		e := newEnv(t, redisstore.Settings{Start: start})
 		d := segmentOf(t, e.store, "full")
 		if err := e.client.Set(ctx, e.store.SegmentKey("full"), math.MaxInt64-5, 0).Err(); err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func TestSegmentOverflowIsIDOverflow(t *testing.T) {
 
 func TestSegmentStoreDownIsStoreUnavailable(t *testing.T) {
 	for _, start := range []int64{0, 7} {
-		d := segmentOf(t, downStore(t, redisstore.WithStart(start)), "order")
+		d := segmentOf(t, downStore(t, redisstore.Settings{Start: start}), "order")
 		_, err := d.NextMaxID(context.Background(), 10)
 		if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), `segment "order"`) {
 			t.Fatalf("start %d: got %v, want ErrStoreUnavailable naming the segment", start, err)
@@ -100,7 +100,7 @@ func TestSegmentHonoursContext(t *testing.T) {
 func TestSegmentConformance(t *testing.T) {
 	for _, start := range []int64{0, 1_000_000} {
 		t.Run(fmt.Sprintf("start=%d", start), func(t *testing.T) {
-			s := newEnv(t, redisstore.WithStart(start)).store
+			s := newEnv(t, redisstore.Settings{Start: start}).store
 			segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
 				return segmentOf(t, s, name)
 			}, segmenttest.ExpectStart(start))
@@ -124,7 +124,7 @@ func segmentOf(t testing.TB, s *redisstore.Store, name string) segment.Distribut
 func TestFloorConformance(t *testing.T) {
 	client, prefix := testdb.Redis(t)
 	segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-		s, err := redisstore.Open(t.Context(), client, append(testOptions(prefix), redisstore.WithFloor(floor))...)
+		s, err := redisstore.Open(t.Context(), client, with(testOptions(prefix), redisstore.Settings{Floor: floor}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,13 +140,13 @@ func TestFloorConformance(t *testing.T) {
 // prefix of its own.
 func TestFloorRace(t *testing.T) {
 	client, prefix := testdb.Redis(t)
-	keys, err := redisstore.Open(t.Context(), client, testOptions(prefix)...) // for the key names
+	keys, err := redisstore.Open(t.Context(), client, testOptions(prefix)) // for the key names
 	if err != nil {
 		t.Fatal(err)
 	}
 	segmenttest.RunFloorRace(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
 		s, err := redisstore.Open(t.Context(), client,
-			append(testOptions(prefix), redisstore.WithResetGrace(300*time.Millisecond), redisstore.WithFloor(floor))...)
+			with(testOptions(prefix), redisstore.Settings{ResetGrace: 300 * time.Millisecond, Floor: floor}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,18 +16,14 @@ import (
 	"github.com/idforge/idforge/internal/storeepoch"
 )
 
-// DefaultPrefix starts every key unless [Settings.Prefix] says otherwise.
-const DefaultPrefix = "{idforge}:"
-
-// DefaultResetGrace is how long a store waits, after its epoch was created,
-// before it hands anything out; see [Settings.ResetGrace].
-const DefaultResetGrace = storeepoch.DefaultGrace
+// defaultPrefix starts every key unless [Settings.Prefix] says otherwise.
+const defaultPrefix = "{idforge}:"
 
 // Settings configures a [Store]. The zero value is the documented default
 // of every field; [Open] validates them once.
 type Settings struct {
 	// Prefix starts every key, so several applications or environments can
-	// share one Redis (default [DefaultPrefix]). All keys of a store must
+	// share one Redis (default "{idforge}:"). All keys of a store must
 	// share one Redis Cluster hash tag: a prefix with a hash tag ("{shop}:")
 	// is used as it is; to one without, the store appends "{idforge}:"
 	// ("shop:" gives keys "shop:{idforge}:…"). A prefix must not contain an
@@ -63,7 +59,7 @@ type Settings struct {
 	// grace (default clock.System). Tests pass a clock.Fake.
 	Clock clock.Clock
 	// ResetGrace is how long after an epoch's creation the store hands
-	// nothing out (default [DefaultResetGrace], 2 s): long enough for every
+	// nothing out (default 2 s): long enough for every
 	// process of the forgotten epoch to stop, through a failing heartbeat
 	// or, cut off from the store, through its reservation running out.
 	// machine.Acquire refuses a lease that may issue without the store for
@@ -95,41 +91,6 @@ type Settings struct {
 	// Logger receives the persistence warnings (default slog.Default()).
 	Logger *slog.Logger
 }
-
-func (s Settings) apply(dst *Settings) { *dst = s }
-
-// Option configures [Open]: a [Settings] value (which replaces every
-// setting) or one of the With* functions (which change one).
-type Option interface{ apply(*Settings) }
-
-type optionFunc func(*Settings)
-
-func (f optionFunc) apply(s *Settings) { f(s) }
-
-// WithPrefix sets [Settings.Prefix].
-func WithPrefix(prefix string) Option { return optionFunc(func(s *Settings) { s.Prefix = prefix }) }
-
-// WithStart sets [Settings.Start].
-func WithStart(start int64) Option { return optionFunc(func(s *Settings) { s.Start = start }) }
-
-// WithInit sets [Settings.Init].
-func WithInit() Option { return optionFunc(func(s *Settings) { s.Init = true }) }
-
-// WithFloor sets [Settings.Floor].
-func WithFloor(floor engine.Floor) Option {
-	return optionFunc(func(s *Settings) { s.Floor = floor })
-}
-
-// WithClock sets [Settings.Clock].
-func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
-
-// WithResetGrace sets [Settings.ResetGrace].
-func WithResetGrace(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.ResetGrace = d })
-}
-
-// WithAllowVolatile sets [Settings.AllowVolatile].
-func WithAllowVolatile() Option { return optionFunc(func(s *Settings) { s.AllowVolatile = true }) }
 
 var (
 	//go:embed scripts/epoch.lua
@@ -163,24 +124,26 @@ type Store struct {
 // waits [Settings.ResetGrace] so that processes still working under a
 // forgotten epoch have stopped before this one hands anything out. The
 // caller keeps the client and closes it.
-func Open(ctx context.Context, client redis.Cmdable, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Store, error) {
 	var cfg Settings
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
+	switch len(settings) {
+	case 0:
+	case 1:
+		cfg = settings[0]
+	default:
+		return nil, fmt.Errorf("%w: redisstore: %d Settings given; Open takes at most one", engine.ErrInvalidConfig, len(settings))
 	}
 	if client == nil {
 		return nil, fmt.Errorf("%w: redisstore: nil Redis client", engine.ErrInvalidConfig)
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		cfg.Prefix = defaultPrefix
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
 	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = DefaultResetGrace
+		cfg.ResetGrace = storeepoch.DefaultGrace
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -233,15 +196,11 @@ func clientAddr(c redis.Cmdable) string {
 	return "redis"
 }
 
-// EpochKey returns the key holding the store's epoch token.
-func (s *Store) EpochKey() string { return s.base + "epoch" }
+// epochKey is the key holding the store's epoch token.
+func (s *Store) epochKey() string { return s.base + "epoch" }
 
-// SegmentKey returns the key holding the last max ID of the segment name.
-func (s *Store) SegmentKey(name string) string { return s.base + "segment:" + name }
-
-// Epoch returns the epoch token the store works under: "<Unix ms of its
-// creation>.<random hex>".
-func (s *Store) Epoch() string { return s.epoch.Token() }
+// segmentKey is the key holding the last max ID of the segment name.
+func (s *Store) segmentKey(name string) string { return s.base + "segment:" + name }
 
 // createEpoch makes the store's epoch exist and returns it; a new one is
 // brand-new if so asked.
@@ -250,7 +209,7 @@ func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) 
 	if brandNew {
 		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
 	}
-	token, err := createEpochScript.Eval(ctx, s.client, []string{s.EpochKey()}, fresh).Text()
+	token, err := createEpochScript.Eval(ctx, s.client, []string{s.epochKey()}, fresh).Text()
 	if err != nil {
 		return "", s.unavailable("creating the epoch", err)
 	}
@@ -270,7 +229,7 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // raise lifts the segment name to at least floor under the epoch token
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	res, err := segmentScript.Eval(ctx, s.client, []string{s.EpochKey(), s.SegmentKey(name)},
+	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
 		token, 0, s.cfg.Start, floor, "", "0").Slice()
 	if err != nil {
 		return err

@@ -197,7 +197,7 @@ func redisServer(t *testing.T) *server {
 	admin, prefix := testdb.Redis(t)
 	// AllowVolatile: a developer's Redis may run without persistence (CI's
 	// runs with appendfsync always); engine/redisstore tests the check.
-	keys, err := redisstore.Open(ctx, admin, redisstore.Settings{Prefix: prefix, AllowVolatile: true, Init: true})
+	_, err := redisstore.Open(ctx, admin, redisstore.Settings{Prefix: prefix, AllowVolatile: true, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func redisServer(t *testing.T) *server {
 			t.Helper()
 			c := redis.NewClient(&redis.Options{Addr: cmp.Or(addr, testdb.RedisAddr())})
 			t.Cleanup(func() { c.Close() })
-			st, err := redisstore.Open(ctx, c, redisstore.WithPrefix(prefix), redisstore.WithAllowVolatile())
+			st, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: prefix, AllowVolatile: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +216,7 @@ func redisServer(t *testing.T) *server {
 		},
 		lastMax: func(t testing.TB, name string) int64 {
 			t.Helper()
-			m, err := admin.Get(ctx, keys.SegmentKey(name)).Int64()
+			m, err := admin.Get(ctx, prefix+"{idforge}:segment:"+name).Int64()
 			if err != nil {
 				t.Fatalf("reading segment %q: %v", name, err)
 			}

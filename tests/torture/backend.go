@@ -239,7 +239,7 @@ func openStore(ctx context.Context, wc workerConfig, clk clock.Clock) (idforge.S
 		})
 		// AllowVolatile: the suite runs on whatever Redis it is given and
 		// checks for duplicates itself; the epoch and grace still apply.
-		st, err := redisstore.Open(ctx, c, redisstore.WithPrefix(wc.RedisPrefix), redisstore.WithClock(clk), redisstore.WithAllowVolatile())
+		st, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: wc.RedisPrefix, Clock: clk, AllowVolatile: true})
 		if err != nil {
 			c.Close()
 			return nil, nil, err
