@@ -28,8 +28,8 @@ const (
 	SQLite
 )
 
-// Dialects lists every supported dialect.
-var Dialects = []Dialect{MySQL, Postgres, SQLite}
+// dialects lists every supported dialect.
+var dialects = []Dialect{MySQL, Postgres, SQLite}
 
 // String returns the canonical name: "mysql", "postgres" or "sqlite".
 func (d Dialect) String() string {
@@ -44,7 +44,7 @@ func (d Dialect) String() string {
 	return fmt.Sprintf("Dialect(%d)", int(d))
 }
 
-// Valid reports whether d is one of [Dialects].
+// Valid reports whether d is a supported dialect.
 func (d Dialect) Valid() bool { return d >= MySQL && d <= SQLite }
 
 // ParseDialect maps a dialect or driver name to its Dialect, ignoring case:

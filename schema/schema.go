@@ -21,9 +21,9 @@ import (
 //go:embed ddl/mysql.sql ddl/postgres.sql ddl/sqlite.sql
 var ddlFiles embed.FS
 
-// DefaultTablePrefix starts the table names unless [Settings.TablePrefix]
-// says otherwise: idforge_segment, idforge_machine, idforge_meta.
-const DefaultTablePrefix = "idforge_"
+// defaultTablePrefix starts the table names unless a prefix is given:
+// idforge_segment, idforge_machine, idforge_meta.
+const defaultTablePrefix = "idforge_"
 
 // maxPrefix keeps the longest name (prefix + "machine_instance") within
 // PostgreSQL's 63-byte identifiers.
@@ -34,12 +34,12 @@ const maxPrefix = 40
 type Tables struct{ prefix string }
 
 // NewTables returns the tables named with prefix ("" for
-// [DefaultTablePrefix]): a plain identifier (letters, digits and '_', not
+// "idforge_"): a plain identifier (letters, digits and '_', not
 // starting with a digit) of at most 40 bytes, since it is written into SQL
 // unquoted; anything else is an error wrapping engine.ErrInvalidConfig.
 func NewTables(prefix string) (Tables, error) {
 	if prefix == "" {
-		return Tables{DefaultTablePrefix}, nil
+		return Tables{defaultTablePrefix}, nil
 	}
 	if len(prefix) > maxPrefix {
 		return Tables{}, fmt.Errorf("%w: schema: table prefix %q: want at most %d bytes", engine.ErrInvalidConfig, prefix, maxPrefix)
@@ -57,24 +57,23 @@ func NewTables(prefix string) (Tables, error) {
 // Prefix returns the prefix of the table names.
 func (t Tables) Prefix() string { return t.orDefault().prefix }
 
-// Segment returns the segment table's name.
-func (t Tables) Segment() string { return t.Prefix() + "segment" }
-
-// Machine returns the machine-ID table's name.
-func (t Tables) Machine() string { return t.Prefix() + "machine" }
-
-// Meta returns the meta table's name (the store's epoch).
-func (t Tables) Meta() string { return t.Prefix() + "meta" }
+// Expand writes the table names into a statement that names them {seg},
+// {machine} and {meta}, so statement text stays one string per dialect
+// whatever the prefix.
+func (t Tables) Expand(stmt string) string {
+	p := t.Prefix()
+	return strings.NewReplacer("{seg}", p+"segment", "{machine}", p+"machine", "{meta}", p+"meta").Replace(stmt)
+}
 
 func (t Tables) orDefault() Tables {
 	if t.prefix == "" {
-		return Tables{DefaultTablePrefix}
+		return Tables{defaultTablePrefix}
 	}
 	return t
 }
 
 // DDL returns the commented CREATE TABLE statements of the store's tables
-// for d, with tablePrefix ("" for [DefaultTablePrefix]) starting their
+// for d, with tablePrefix ("" for "idforge_") starting their
 // names; `idforge schema` prints it. A prefix must be a plain identifier
 // (letters, digits and '_', not starting with a digit) of at most 40 bytes,
 // since it is written into SQL unquoted; a bad prefix or dialect is an error
@@ -95,7 +94,7 @@ func (t Tables) ddl(d Dialect) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("schema: %w", err) // every valid dialect is embedded; TestDDL covers them
 	}
-	return strings.ReplaceAll(string(b), DefaultTablePrefix, t.Prefix()), nil
+	return strings.ReplaceAll(string(b), defaultTablePrefix, t.Prefix()), nil
 }
 
 // Statements returns the DDL for d split into single statements without
@@ -165,7 +164,7 @@ func (t Tables) Ensure(ctx context.Context, db *sql.DB, d Dialect) error {
 // find the column there.
 func (t Tables) Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 	has := func() bool {
-		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.Machine()+" WHERE 1 = 0")
+		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.Prefix()+"machine"+" WHERE 1 = 0")
 		if err != nil {
 			return false
 		}
@@ -184,7 +183,7 @@ func (t Tables) Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 			column = strings.TrimSuffix(def, ",")
 		}
 	}
-	alter := "ALTER TABLE " + t.Machine() + " ADD COLUMN " + column
+	alter := "ALTER TABLE " + t.Prefix() + "machine" + " ADD COLUMN " + column
 	if _, err := db.ExecContext(ctx, alter); err != nil && !has() {
 		return fmt.Errorf("the machine table lacks the holder column and adding it failed; run %q: %w", alter, err)
 	}

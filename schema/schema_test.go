@@ -124,7 +124,7 @@ func parseTable(t *testing.T, stmt string) (name string, columns, keys []string)
 // expectation is written out above, not read from the files), under the
 // prefix asked for, one statement per table.
 func TestDDL(t *testing.T) {
-	for _, d := range Dialects {
+	for _, d := range dialects {
 		if _, err := DDL(d, ""); err != nil {
 			t.Errorf("DDL(%v, \"\"): %v; every dialect's file must be embedded", d, err)
 		}
@@ -231,7 +231,7 @@ func TestEnsure(t *testing.T) {
 			db := d.Open(t)
 			// The server made the columns the store's queries name.
 			for _, want := range storeTables {
-				rows, err := db.QueryContext(ctx, "SELECT * FROM "+DefaultTablePrefix+want.name+" WHERE 1 = 0")
+				rows, err := db.QueryContext(ctx, "SELECT * FROM "+defaultTablePrefix+want.name+" WHERE 1 = 0")
 				if err != nil {
 					t.Fatalf("table %s: %v", want.name, err)
 				}

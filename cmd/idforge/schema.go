@@ -10,7 +10,7 @@ import (
 
 func setupSchema(fs *flag.FlagSet) runFunc {
 	dialect := fs.String("dialect", "mysql", "SQL `dialect`: mysql (also MariaDB), postgres or sqlite")
-	prefix := fs.String("prefix", schema.DefaultTablePrefix, "table name `prefix`")
+	prefix := fs.String("prefix", "idforge_", "table name `prefix`")
 	return func(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)

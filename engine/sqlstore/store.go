@@ -88,7 +88,7 @@ type Settings struct {
 	// type, or by asking the server when the driver is hidden behind a
 	// wrapper.
 	Dialect schema.Dialect
-	// TablePrefix starts the table names (default schema.DefaultTablePrefix): a
+	// TablePrefix starts the table names (default "idforge_"): a
 	// plain identifier of at most 40 bytes.
 	TablePrefix string
 	// Start is where segment sequences created on first use begin: the
@@ -374,7 +374,7 @@ var (
 // names and {epoch $n} for the check that the epoch token is $n.
 func (s *Store) stmt(src string) *stmt {
 	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
-	src = strings.NewReplacer("{seg}", s.tables.Segment(), "{machine}", s.tables.Machine(), "{meta}", s.tables.Meta()).Replace(src)
+	src = s.tables.Expand(src)
 	st := &stmt{db: s.db, one: s.one}
 	switch s.cfg.Dialect {
 	case schema.Postgres:

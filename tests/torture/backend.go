@@ -20,7 +20,6 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/schema"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -205,8 +204,8 @@ func (b *backend) wipe(ctx context.Context) (int64, error) {
 	}
 	defer db.Close()
 	var n int64
-	var t schema.Tables // the default names, as the workers use
-	for _, table := range []string{t.Meta(), t.Machine(), t.Segment()} {
+	// The default names, as the workers use.
+	for _, table := range []string{"idforge_meta", "idforge_machine", "idforge_segment"} {
 		res, err := db.ExecContext(ctx, "DELETE FROM "+table)
 		if err != nil {
 			return n, fmt.Errorf("empty %s: %w", table, err)
