@@ -211,7 +211,7 @@ type Control struct {
 }
 
 func TestUntaggedPrimaryKeysOnAllDatabases(t *testing.T) {
-	for _, d := range openAll(t, idplugin.WithDefaultGenerator("chain", "plain")) {
+	for _, d := range openAll(t, idplugin.Settings{DefaultGenerator: "chain,name=plain"}) {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.gorm
 			if err := idplugin.Prepare(db, &Plain{}, &Small{}, &Counted{}); err != nil {

@@ -67,7 +67,7 @@ func TestAutoIncrementWarning(t *testing.T) {
 	for _, d := range testdb.All(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			log := &warnLogger{Interface: logger.Discard}
-			db := open(t, d, idplugin.WithLogger(log))
+			db := open(t, d, idplugin.Settings{Logger: log})
 			gd := gormDB{DB: d, gorm: db}
 
 			// AutoMigrate without Prepare: GORM makes the key auto-increment.

@@ -60,7 +60,7 @@ func benchOpen(b *testing.B, dial gorm.Dialector, conns int, gen engine.Generato
 		if err := reg.Register("snowflake", "", gen); err != nil {
 			b.Fatal(err)
 		}
-		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+		if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 			b.Fatal(err)
 		}
 	}

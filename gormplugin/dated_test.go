@@ -52,7 +52,7 @@ func datedGorm(t *testing.T, d testdb.DB, fc *clock.Fake, init bool) *gorm.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 		t.Fatal(err)
 	}
 	return db

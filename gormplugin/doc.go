@@ -13,7 +13,7 @@
 //		Items []Item
 //	}
 //
-//	db.Use(idplugin.New(idplugin.WithRegistry(reg)))
+//	db.Use(idplugin.New(idplugin.Settings{Registry: reg}))
 //	db.Create(&order) // order.ID and order.Code are set, and so are the items' tagged IDs
 //
 // Without WithRegistry the plugin draws from idforge.Default(): kind

@@ -40,7 +40,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 		log.Fatal(err)
 	}
 	// Prepare before AutoMigrate: checks the tags and makes the ID columns plain BIGINT.

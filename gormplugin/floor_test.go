@@ -63,7 +63,7 @@ func TestDerivedFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+			if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.AutoMigrate(&floorInt{}, &floorRadix{}, &floorDecimal{}); err != nil {

@@ -37,16 +37,16 @@ func dialector(d testdb.DB) gorm.Dialector {
 }
 
 // openAll opens every database testdb offers with GORM and the plugin.
-func openAll(t *testing.T, opts ...idplugin.Option) []gormDB {
+func openAll(t *testing.T, s ...idplugin.Settings) []gormDB {
 	t.Helper()
 	var out []gormDB
 	for _, d := range testdb.All(t) {
-		out = append(out, gormDB{DB: d, gorm: open(t, d, opts...)})
+		out = append(out, gormDB{DB: d, gorm: open(t, d, s...)})
 	}
 	return out
 }
 
-func open(t testing.TB, d testdb.DB, opts ...idplugin.Option) *gorm.DB {
+func open(t testing.TB, d testdb.DB, s ...idplugin.Settings) *gorm.DB {
 	t.Helper()
 	db, err := gorm.Open(dialector(d), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
@@ -60,7 +60,7 @@ func open(t testing.TB, d testdb.DB, opts ...idplugin.Option) *gorm.DB {
 		sqlDB.SetMaxOpenConns(1) // one writer at a time, instead of SQLITE_BUSY
 	}
 	t.Cleanup(func() { sqlDB.Close() })
-	if err := db.Use(idplugin.New(append([]idplugin.Option{idplugin.WithRegistry(newRegistry(t))}, opts...)...)); err != nil {
+	if err := db.Use(idplugin.New(withRegistry(newRegistry(t), s...))); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -88,4 +88,14 @@ func tableOf(t *testing.T, db *gorm.DB, model any) string {
 		t.Fatal(err)
 	}
 	return stmt.Schema.Table
+}
+
+// withRegistry is the plugin's settings (at most one) drawing from reg.
+func withRegistry(reg engine.Provider, s ...idplugin.Settings) idplugin.Settings {
+	var set idplugin.Settings
+	if len(s) > 0 {
+		set = s[0]
+	}
+	set.Registry = reg
+	return set
 }

@@ -182,7 +182,7 @@ func (p *Plugin) targets(s *schema.Schema) ([]idgen.Target, []*schema.Field, err
 		f, err := idgen.NewField(s.Name, name, pk.FieldType, p.cfg.def)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: model %s field %s: gorm.Model's ID is a uint, %d bits on this platform, too narrow for an ID: "+
-				"replace gorm.Model by your own base with an int64 ID tagged `idgen:\"snowflake\"`, or leave the ID to the database with idplugin.WithGormModelAutoIncrement()",
+				"replace gorm.Model by your own base with an int64 ID tagged `idgen:\"snowflake\"`, or leave the ID to the database with idplugin.Settings{GormModelAutoIncrement: true}",
 				engine.ErrInvalidConfig, s.Name, name, strconv.IntSize)
 		}
 		add(pk, f)

@@ -18,15 +18,45 @@ import (
 	"github.com/idforge/idforge/internal/idgen"
 )
 
-// PluginName is the name the plugin registers under in gorm.Config.Plugins.
-const PluginName = "idforge"
+// pluginName is the name the plugin registers under in gorm.Config.Plugins.
+const pluginName = "gorm:idforge"
 
 // callbackName is the create callback the plugin registers.
 const callbackName = "idforge:fill_ids"
 
-// Option configures the plugin.
-type Option func(*config)
+// Settings configures the plugin. The zero value draws from
+// idforge.Default() and fills tagged fields and the ID of an embedded
+// gorm.Model.
+type Settings struct {
+	// Registry is where generators come from: one from idforge.New, or any
+	// other engine.Provider. Tags name its kinds and names:
+	// `idgen:"chain,name=order"` asks for kind "chain", name "order". The
+	// default is idforge.Default(), the process-wide registry: kind
+	// "snowflake" on the machine ID of IDFORGE_MACHINE_ID, a StatefulSet
+	// ordinal, else 0, which is safe for a single instance only.
+	Registry engine.Provider
+	// UntaggedPrimaryKeys also fills models whose primary key carries no
+	// idgen tag: a single 64-bit integer key (int64, uint64, int,
+	// engine.ID) not marked autoIncrement gets an ID from DefaultGenerator,
+	// and GORM's auto-increment is turned off for it. Keys of other types
+	// are left alone.
+	UntaggedPrimaryKeys bool
+	// DefaultGenerator is the generator of untagged keys, written as an
+	// idgen tag: "chain,name=order" (default "snowflake"). Setting it
+	// implies UntaggedPrimaryKeys.
+	DefaultGenerator string
+	// GormModelAutoIncrement leaves the ID of an embedded gorm.Model to the
+	// database's auto-increment, as without the plugin. By default the
+	// plugin fills it from DefaultGenerator, since gorm.Model's ID cannot
+	// carry a tag.
+	GormModelAutoIncrement bool
+	// Logger is where the plugin says, at Info level, which fields of a
+	// model it fills when it first sees the model, and warns of keys in
+	// auto-incrementing columns (default: the *gorm.DB's logger).
+	Logger logger.Interface
+}
 
+// config is Settings resolved by Initialize.
 type config struct {
 	registry  engine.Provider
 	untagged  bool
@@ -35,42 +65,11 @@ type config struct {
 	modelAuto bool
 }
 
-// WithRegistry sets the registry generators are drawn from: one from
-// idforge.New, or any other engine.Provider. Tags name its kinds and names:
-// `idgen:"chain,name=order"` asks for kind "chain", name "order".
-func WithRegistry(r engine.Provider) Option { return func(c *config) { c.registry = r } }
-
-// WithUntaggedPrimaryKeys also fills models whose primary key carries no
-// idgen tag: a single 64-bit integer key (int64, uint64, int, engine.ID) not
-// marked autoIncrement gets an ID from the default generator (kind
-// "snowflake", unless [WithDefaultGenerator] says otherwise), and GORM's
-// auto-increment is turned off for it. Keys of other types are left alone.
-func WithUntaggedPrimaryKeys() Option { return func(c *config) { c.untagged = true } }
-
-// WithDefaultGenerator fills untagged primary keys from kind and name; it
-// implies [WithUntaggedPrimaryKeys].
-func WithDefaultGenerator(kind, name string) Option {
-	return func(c *config) {
-		c.untagged = true
-		c.def = idgen.Spec{Kind: kind, Name: name}
-	}
-}
-
-// WithGormModelAutoIncrement leaves the ID of an embedded gorm.Model to the
-// database's auto-increment, as without the plugin. By default the plugin
-// fills it from the default generator (kind "snowflake"), since gorm.Model's
-// ID cannot carry a tag.
-func WithGormModelAutoIncrement() Option { return func(c *config) { c.modelAuto = true } }
-
-// WithLogger sets where the plugin says, at Info level, which fields of a
-// model it fills when it first sees the model, and warns of keys in
-// auto-incrementing columns. The default is the *gorm.DB's logger.
-func WithLogger(l logger.Interface) Option { return func(c *config) { c.logger = l } }
-
 // Plugin fills ID fields on create. Make one with [New] and register it with
 // db.Use; it is safe for concurrent use. It keeps what it learns of each
 // model (the fields it fills and their generators) on itself.
 type Plugin struct {
+	set []Settings
 	cfg config
 
 	plans      sync.Map   // *schema.Schema -> planResult
@@ -86,31 +85,36 @@ type planResult struct {
 	err  error
 }
 
-// New returns the plugin. Without [WithRegistry] it draws from
-// idforge.Default(), the process-wide registry: kind "snowflake" on the
-// machine ID of machine.Default() (IDFORGE_MACHINE_ID, a StatefulSet ordinal,
-// else 0, which is safe for a single instance only).
-func New(opts ...Option) *Plugin {
-	p := &Plugin{cfg: config{def: idgen.Spec{Kind: "snowflake"}}}
-	for _, o := range opts {
-		o(&p.cfg)
+// New returns the plugin configured by at most one Settings (none: the
+// defaults). Initialize, called by db.Use, validates them.
+func New(s ...Settings) *Plugin { return &Plugin{set: s} }
+
+// Name implements gorm.Plugin: "gorm:idforge".
+func (p *Plugin) Name() string { return pluginName }
+
+// resolve validates the settings given to New into the plugin's config.
+func (p *Plugin) resolve() error {
+	var s Settings
+	switch len(p.set) {
+	case 0:
+	case 1:
+		s = p.set[0]
+	default:
+		return fmt.Errorf("%w: idplugin.New: %d Settings given; it takes at most one", engine.ErrInvalidConfig, len(p.set))
 	}
-	return p
-}
-
-// Name implements gorm.Plugin.
-func (p *Plugin) Name() string { return PluginName }
-
-// Initialize implements gorm.Plugin: it registers the create callbacks: the
-// one that fills IDs ahead of GORM's BeforeCreate hooks and of gorm:create,
-// one after gorm:create that reads back the keys of rows an upsert met,
-// before the associations saved after the row take its key, and one after
-// the AfterCreate hooks.
-func (p *Plugin) Initialize(db *gorm.DB) error {
-	if v := reflect.ValueOf(p.cfg.registry); p.cfg.registry != nil && v.Kind() == reflect.Pointer && v.IsNil() {
+	if v := reflect.ValueOf(s.Registry); s.Registry != nil && v.Kind() == reflect.Pointer && v.IsNil() {
 		// A nil registry of some type is a registry that was never built:
 		// falling back to the default one would issue IDs on machine 0.
-		return fmt.Errorf("%w: idplugin.WithRegistry: a nil %T (pass nil, untyped, for the default registry)", engine.ErrInvalidConfig, p.cfg.registry)
+		return fmt.Errorf("%w: idplugin.Settings.Registry: a nil %T (leave it unset for the default registry)", engine.ErrInvalidConfig, s.Registry)
+	}
+	p.cfg = config{registry: s.Registry, untagged: s.UntaggedPrimaryKeys, def: idgen.Spec{Kind: "snowflake"},
+		logger: s.Logger, modelAuto: s.GormModelAutoIncrement}
+	if s.DefaultGenerator != "" {
+		def, err := idgen.ParseTag(s.DefaultGenerator)
+		if err != nil {
+			return fmt.Errorf("idplugin.Settings.DefaultGenerator: %w", err)
+		}
+		p.cfg.untagged, p.cfg.def = true, def
 	}
 	if p.cfg.registry == nil {
 		reg, err := idforge.Default()
@@ -119,8 +123,17 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		}
 		p.cfg.registry = reg.Registry
 	}
-	if p.cfg.def.Kind == "" {
-		return fmt.Errorf("%w: idplugin.WithDefaultGenerator needs a kind", engine.ErrInvalidConfig)
+	return nil
+}
+
+// Initialize implements gorm.Plugin: it registers the create callbacks: the
+// one that fills IDs ahead of GORM's BeforeCreate hooks and of gorm:create,
+// one after gorm:create that reads back the keys of rows an upsert met,
+// before the associations saved after the row take its key, and one after
+// the AfterCreate hooks.
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	if err := p.resolve(); err != nil {
+		return err
 	}
 	create := db.Callback().Create()
 	return errors.Join(
@@ -348,7 +361,7 @@ func Prepare(db *gorm.DB, models ...any) error {
 }
 
 func pluginOf(db *gorm.DB) (*Plugin, error) {
-	if p, ok := db.Config.Plugins[PluginName].(*Plugin); ok {
+	if p, ok := db.Config.Plugins[pluginName].(*Plugin); ok {
 		return p, nil
 	}
 	return nil, fmt.Errorf("%w: the idforge plugin is not registered on this *gorm.DB (db.Use(idplugin.New(...)))", engine.ErrInvalidConfig)

@@ -92,7 +92,7 @@ func TestGeneratorGetsStatementContextAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.AutoMigrate(&I64Row{}); err != nil {
@@ -135,7 +135,7 @@ func TestOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(newRegistry(t)), idplugin.WithLogger(log), idplugin.WithUntaggedPrimaryKeys())); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: newRegistry(t), Logger: log, UntaggedPrimaryKeys: true})); err != nil {
 		t.Fatal(err)
 	}
 	if err := idplugin.Prepare(db, &I64Row{}, &Plain{}, &Child{}); err != nil {
@@ -154,7 +154,7 @@ func TestOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(newRegistry(t)), idplugin.WithDefaultGenerator("", "x"))); !errors.Is(err, engine.ErrInvalidConfig) {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: newRegistry(t), DefaultGenerator: ",name=x"})); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("db.Use with a default generator without kind: %v", err)
 	}
 }
@@ -195,7 +195,7 @@ func TestTypedNilRegistryRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reg *engine.Registry
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithRegistry") {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Registry") {
 		t.Fatalf("Use with a nil *engine.Registry: %v; want ErrInvalidConfig naming WithRegistry", err)
 	}
 }

@@ -218,7 +218,7 @@ func TestUpsertDoNothingOnAllDatabases(t *testing.T) {
 		if sqlDB, err := db.DB(); err == nil {
 			t.Cleanup(func() { sqlDB.Close() })
 		}
-		if err := db.Use(idplugin.New(idplugin.WithRegistry(newRegistry(t)))); err != nil {
+		if err := db.Use(idplugin.New(idplugin.Settings{Registry: newRegistry(t)})); err != nil {
 			t.Fatal(err)
 		}
 		doNothingAsGORM(t, gormDB{DB: md, gorm: db}, false)

@@ -176,7 +176,7 @@ func TestGormModelOnAllDatabases(t *testing.T) {
 			}
 
 			// The database keeps the key when asked to.
-			plain := open(t, d.DB, idplugin.WithGormModelAutoIncrement())
+			plain := open(t, d.DB, idplugin.Settings{GormModelAutoIncrement: true})
 			if err := plain.AutoMigrate(&Post{}); err != nil {
 				t.Fatal(err)
 			}

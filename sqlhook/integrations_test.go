@@ -127,7 +127,7 @@ func TestGORMWithPlugin(t *testing.T) {
 			}
 			t.Cleanup(func() { conn.Close() })
 			db := gormOn(t, d, conn)
-			if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+			if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 				t.Fatal(err)
 			}
 			if err := idplugin.Prepare(db, &HookedOrder{}); err != nil {

@@ -180,7 +180,7 @@ func newWriter(cfg *Config, srv *server, variant, table string, reg *engine.Regi
 		return nil, err
 	}
 	// Every variant runs the same callbacks; only the idforge ones have a tag to fill.
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 		sqlDB.Close()
 		return nil, err
 	}

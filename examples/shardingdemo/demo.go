@@ -104,7 +104,7 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 	}
 	defer reg.Close()
 	for _, db := range e.dbs {
-		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+		if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 			return nil, err
 		}
 	}

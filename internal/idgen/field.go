@@ -201,7 +201,7 @@ func StoreHint(kind string, err error) string {
 		return ""
 	}
 	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st})), "+
-		"passed to idplugin.WithRegistry or sqlhook.New: the default registry, used when none is given, has only \"snowflake\"", kind)
+		"given to idplugin.Settings.Registry or sqlhook.New: the default registry, used when none is given, has only \"snowflake\"", kind)
 }
 
 // IsZero reports whether v, a value of the field's type, still needs an ID:

@@ -47,7 +47,7 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+		if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 			log.Fatal(err)
 		}
 		dbs = append(dbs, db)

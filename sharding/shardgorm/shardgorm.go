@@ -84,7 +84,7 @@ func New(r sharding.Router, dbs []*gorm.DB, opts ...sharding.Option) (*Repositor
 		return nil, err
 	}
 	for i, db := range dbs {
-		if _, ok := db.Config.Plugins[idplugin.PluginName]; !ok {
+		if _, ok := db.Config.Plugins[(&idplugin.Plugin{}).Name()]; !ok {
 			return nil, fmt.Errorf("%w: shardgorm.New: database %d has no idforge plugin: db.Use(idplugin.New(...)) first, so rows get their IDs before they are routed",
 				engine.ErrInvalidConfig, i)
 		}

@@ -50,7 +50,7 @@ func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
 	if err != nil {
 		t.Fatalf("open %s: %v", d.Name, err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

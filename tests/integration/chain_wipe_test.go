@@ -140,7 +140,7 @@ func gormOn(t *testing.T, path string, reg *idforge.Registry) *gorm.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Use(idplugin.New(idplugin.WithRegistry(reg))); err != nil {
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
