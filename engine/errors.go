@@ -13,6 +13,11 @@ var (
 	ErrInvalidLayout = errors.New("idforge: invalid layout")
 	// ErrInvalidConfig: an option or argument out of range.
 	ErrInvalidConfig = errors.New("idforge: invalid configuration")
+	// ErrInvalidData: the rows given to a filler or a repository, not the
+	// configuration, are wrong: a nil element of a []*T, a nil pointer, an
+	// element of another type. The GORM plugin's errors also match
+	// gorm.ErrInvalidData.
+	ErrInvalidData = errors.New("idforge: invalid data")
 	// ErrClockBackwards: the clock went back further than the generator waits out.
 	ErrClockBackwards = errors.New("idforge: clock moved backwards")
 	// ErrTimestampOverflow: the layout's timestamp bits are used up (epoch + 2^bits passed).

@@ -18,19 +18,6 @@ import (
 	"github.com/idforge/idforge/internal/sqlxbatch"
 )
 
-// ErrInvalidData is wrapped by errors about the rows given rather than the
-// configuration: a nil element of a []*T, a nil pointer.
-var ErrInvalidData = idgen.ErrInvalidData
-
-// DefaultBatchSize is the rows per statement [Helper.InsertBatch] sends when
-// given no batch size; the sharding repositories use the same default.
-const DefaultBatchSize = idgen.DefaultBatchSize
-
-// MaxPlaceholders caps the bind parameters of one statement
-// [Helper.InsertBatch] sends: SQLite's default limit (MySQL/MariaDB and
-// PostgreSQL allow 65,535).
-const MaxPlaceholders = sqlxbatch.MaxPlaceholders
-
 // Helper fills idgen-tagged fields of rows inserted through sqlx. Make one
 // with [New] per registry and share it: it is safe for concurrent use and
 // caches each struct type's fields and generators.
@@ -108,7 +95,7 @@ func (h *Helper) filler(ctx context.Context, t reflect.Type) (*idgen.Filler, err
 // slice or array. A tag mistake, a field that cannot hold an ID or a kind the
 // registry does not know is an error naming the type and the field (wrapping
 // engine.ErrInvalidConfig or engine.ErrUnknownGenerator), as is a value the
-// IDs could not be written back into; a nil row wraps [ErrInvalidData].
+// IDs could not be written back into; a nil row wraps engine.ErrInvalidData.
 func (h *Helper) Fill(ctx context.Context, v any) error {
 	rv := reflect.ValueOf(v)
 	t, err := idgen.RowType(rv)
@@ -149,8 +136,8 @@ func (h *Helper) Insert(ctx context.Context, db sqlx.ExtContext, query string, a
 // pointers, or a pointer to a slice or array) and inserts them with sqlx's
 // bulk NamedExecContext: query is a one-row INSERT ... VALUES (:a, :b) that
 // sqlx repeats for every row of a chunk. Chunks hold batchSize rows
-// ([DefaultBatchSize] if batchSize <= 0), fewer if that would pass
-// [MaxPlaceholders]. It returns the number of rows affected. rows of
+// (1,000 if batchSize <= 0), fewer if that would pass
+// 32,766 bind parameters, SQLite's default limit. It returns the number of rows affected. rows of
 // another shape (one struct: use [Helper.Insert]) is an error wrapping
 // engine.ErrInvalidConfig, before any ID is drawn.
 //

@@ -144,12 +144,9 @@ func TestInsertOnAllDatabases(t *testing.T) {
 
 			// 2,500 rows in chunks of 1,000; 1,200 in the default chunks (1,000);
 			// 14,000 (70,000 placeholders, past every server's limit) in one
-			// chunk, which must be split under MaxPlaceholders. SQLite is spared
+			// chunk, which must be split under the placeholder limit. SQLite is spared
 			// the last: its driver binds huge statements slowly (40 s under -race).
 			cases := []struct{ rows, batch int }{{2500, 1000}, {1200, 0}, {14000, 14000}}
-			if sqlhook.DefaultBatchSize != 1000 {
-				t.Fatalf("DefaultBatchSize %d, want the library's 1,000", sqlhook.DefaultBatchSize)
-			}
 			if d.Name == "sqlite" {
 				cases = cases[:2]
 			}
@@ -231,11 +228,11 @@ func TestFillErrors(t *testing.T) {
 		{&KeyTypo{}, engine.ErrInvalidConfig, `model KeyTypo field ID: tag key "idgn" looks like a misspelt "idgen"`},
 		{Row{}, engine.ErrInvalidConfig, "pass a pointer"},
 		{[2]Row{}, engine.ErrInvalidConfig, "pass a pointer"},
-		{(*Row)(nil), sqlhook.ErrInvalidData, "nil *sqlhook_test.Row"},
-		{[]*Row{{}, nil}, sqlhook.ErrInvalidData, "element 1 of []*sqlhook_test.Row is nil"},
+		{(*Row)(nil), engine.ErrInvalidData, "nil *sqlhook_test.Row"},
+		{[]*Row{{}, nil}, engine.ErrInvalidData, "element 1 of []*sqlhook_test.Row is nil"},
 		{map[string]any{}, engine.ErrInvalidConfig, "cannot fill"},
 		{&[]int64{1}, engine.ErrInvalidConfig, "cannot fill"},
-		{nil, sqlhook.ErrInvalidData, "nil value"},
+		{nil, engine.ErrInvalidData, "nil value"},
 	}
 	for _, c := range cases {
 		for attempt := range 2 {
@@ -267,7 +264,7 @@ func TestInsertBatchWantsRows(t *testing.T) {
 	for _, c := range []struct {
 		v  any
 		is error
-	}{{one, engine.ErrInvalidConfig}, {&one, engine.ErrInvalidConfig}, {nil, sqlhook.ErrInvalidData}, {(*[]Row)(nil), sqlhook.ErrInvalidData}} {
+	}{{one, engine.ErrInvalidConfig}, {&one, engine.ErrInvalidConfig}, {nil, engine.ErrInvalidData}, {(*[]Row)(nil), engine.ErrInvalidData}} {
 		if n, err := ids.InsertBatch(ctx, db, insertRow, c.v, 0); !errors.Is(err, c.is) || n != 0 {
 			t.Errorf("InsertBatch(%T) = %d, %v; want %v", c.v, n, err, c.is)
 		}

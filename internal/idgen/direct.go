@@ -2,7 +2,6 @@ package idgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"unsafe"
@@ -12,11 +11,8 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// ErrInvalidData is wrapped by errors about the rows given rather than the
-// configuration: a nil element of a []*T, a nil pointer, an element of
-// another type. The sqlx helper exports it; the GORM plugin's errors also
-// match gorm.ErrInvalidData.
-var ErrInvalidData = errors.New("idforge: invalid data")
+// ErrInvalidData is engine.ErrInvalidData, short for the fillers' errors.
+var ErrInvalidData = engine.ErrInvalidData
 
 // rowPointer is the address of a row of a Filler's struct type.
 type rowPointer = unsafe.Pointer
