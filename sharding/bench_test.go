@@ -8,26 +8,24 @@ import (
 )
 
 func BenchmarkRoute(b *testing.B) {
-	mod := func(cfg Mod) Router {
+	mod := func(cfg Mod) *Router {
 		r, err := NewMod(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return r
 	}
-	interval, err := NewInterval(Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "order_"})
+	interval, err := NewInterval(Interval{Layout: snowflake.Default, Table: "order_{200601}"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	id0, _ := snowflake.Default.Compose(start, 1, 0)
 	for _, c := range []struct {
 		name string
-		r    Router
+		r    *Router
 	}{
-		{"mod-default", mod(Mod{Databases: 4, Tables: 8, TablePattern: "t_%d"})},
-		{"mod-expr", mod(Mod{Databases: 2, Tables: 2, TablePattern: "course_%d", TableRule: ID().Add(1).Mod(4).Div(2)})},
-		{"mod-func", mod(Mod{Databases: 2, Tables: 2, TablePattern: "course_%d",
-			TableRule: RuleFunc(func(id int64) int64 { return (id + 1) % 4 / 2 })})},
+		{"mod-default", mod(Mod{Databases: "ds_{0..3}", Tables: "t_{0..7}"})},
+		{"mod-rule", mod(Mod{Databases: "m{0..1}", Tables: "course_{1..2}", TableRule: "(id+1)%4/2+1"})},
 		{"interval-monthly", interval},
 	} {
 		b.Run(c.name, func(b *testing.B) {

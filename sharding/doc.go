@@ -2,15 +2,14 @@
 // measures how evenly they spread; its subpackages insert and read the rows
 // through GORM or sqlx.
 //
-// A [Router] maps an ID to a [Shard] (database index and name, table index
-// and name). [NewMod] builds the mod router over databases × tables, whose
-// rules are [Expr] expressions or plain functions, so ShardingSphere's course
-// example (db = id % 2, table = ((id+1) % 4)/2 + 1) is one line:
+// A [Router] maps an ID to a [Shard] (database index and name, table
+// name). [NewMod] builds the router over databases × tables, whose rules
+// are ShardingSphere's inline expressions, so its course example (db = id
+// % 2, table = ((id+1) % 4)/2 + 1) is one line:
 //
 //	r, err := sharding.NewMod(sharding.Mod{
-//		Databases: 2, DatabasePattern: "m%d",
-//		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-//		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+//		Databases: "m{0..1}", Tables: "course_{1..2}",
+//		TableRule: "(id+1)%4/2+1",
 //	})
 //
 // [NewInterval] reads a snowflake ID's own timestamp and picks a
@@ -21,9 +20,8 @@
 // its sequence to 0 on every new tick gives low-traffic IDs that all end in
 // the same bits, so id % 4 uses two shards of four; idforge's snowflake keeps
 // the sequence cycling until it reaches its reset threshold, so every residue
-// comes up in turn. [Measure] and [ShardCounter] measure this: per-shard
-// counts, max/min ratio, standard deviation and the chi-square p-value
-// against a uniform spread.
+// comes up in turn. [Measure] measures this from per-shard counts: the
+// max/min ratio and the chi-square p-value against a uniform spread.
 //
 // The repositories live in subpackages, one per ORM, so a program imports
 // only the ORM it uses: [github.com/idforge/idforge/sharding/shardgorm] and
@@ -31,7 +29,8 @@
 // route every row, split a batch by shard and insert each part into its
 // database and table (Create), read one shard (Find), and fan out over
 // every shard (ForEach, Exec), with the same verbs and the same [Settings];
-// this package holds what they share and imports neither ORM.
+// this package holds what they share and imports neither ORM: only the
+// standard library and engine.
 //
 // # Writing a batch
 //
@@ -40,7 +39,7 @@
 // limit on bind parameters: a part is all-or-nothing, whatever the ORM's
 // settings (GORM's SkipDefaultTransaction included), a single row too. A
 // batch spanning shards is not atomic: a failed part is a [ShardError]
-// that lists the parts written before it and those never tried, and says
+// that lists its rows and the rows written before it, and says
 // whether the failed part was rolled back or, when the connection failed
 // during COMMIT, may be stored ([ErrOutcomeUnknown]). Create is
 // idempotent: a row whose ID (its integer primary key; the "id" column on
@@ -58,9 +57,9 @@
 // Find run in it, bound to key's shard (rows of another shard are refused
 // with [ErrWrongShard] before anything is written), and commit or roll
 // back with it; a repository's own Create inside the caller's transaction
-// would not. GORM's DB(key), Scope(key) and ForEach hand out sessions
+// would not. GORM's DB(key) and ForEach hand out sessions
 // bound to their shard the same way. For rows that must change together:
-// route them by one key ([WithShardKey]) so that they share a shard and one
+// route them by one key ([Settings.ShardKey]) so that they share a shard and one
 // transaction; otherwise write each shard's part on its own and make every
 // step idempotent, as Create is, retrying until all are done (and, where
 // a later step may fail for good, undo the earlier ones with steps of
@@ -81,11 +80,11 @@
 // sequence columns in every table of every database the router lists (a
 // table not created yet counts as 0), where the GORM plugin alone would
 // read the model's own table. A router that cannot list its shards (an
-// [IntervalRouter] without Start and End) gets a Floor answering
+// interval router without Start and End) gets a Floor answering
 // engine.ErrNoFloor instead, so a store that forgot the sequence refuses it
 // until the store has a Floor of its own that reads every table.
 //
-// Shard counts are bounded ([MaxDatabases], [MaxTables], [MaxShards]): a
-// router lists every shard, and an absurd count is a configuration error,
-// not a process out of memory.
+// Shard counts are bounded (4,096 databases, 65,536 tables, 65,536 shards
+// or interval tables): a router lists every shard, and an absurd count is
+// a configuration error, not a process out of memory.
 package sharding

@@ -15,9 +15,8 @@ import (
 // course_1 and course_2, db = id % 2 and table = ((id+1) % 4)/2 + 1.
 func Example() {
 	r, err := sharding.NewMod(sharding.Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+		Databases: "m{0..1}", Tables: "course_{1..2}",
+		TableRule: "(id+1)%4/2+1",
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -38,48 +37,41 @@ func Example() {
 // One insert per millisecond, as when each waits on a remote database: a
 // snowflake that resets its sequence on every tick sends every row to one
 // shard; idforge's fills all four.
-func ExampleShardCounter() {
+func ExampleMeasure() {
 	r, _ := sharding.NewMod(sharding.Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+		Databases: "m{0..1}", Tables: "course_{1..2}",
+		TableRule: "(id+1)%4/2+1",
 	})
+	shards, _ := r.Shards()
 	plain := snowflake.Default
 	plain.SequenceResetThreshold = snowflake.ResetEveryTick
 	for _, layout := range []snowflake.Layout{plain, snowflake.Default} {
 		fake := clock.NewFake(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
 		g, _ := snowflake.New(1, snowflake.WithLayout(layout), snowflake.WithClock(fake))
-		c, _ := sharding.NewShardCounter(r)
+		counts := map[string]int{}
+		for _, s := range shards {
+			counts[s.String()] = 0 // empty shards count too
+		}
 		for range 1000 {
 			id, _ := g.NextID(context.Background())
-			_, _ = c.Add(id)
+			s, _ := r.Route(id)
+			counts[s.String()]++
 			fake.Advance(time.Millisecond)
 		}
-		s := c.Stats()
-		fmt.Print(s.Table(20))
-		fmt.Printf("max/min %.2f, p %.3f\n\n", s.MaxMinRatio, s.PValue)
+		maxMin, p := sharding.Measure(counts)
+		fmt.Println(counts)
+		fmt.Printf("max/min %.2f, p %.3f\n", maxMin, p)
 	}
 	// Output:
-	// m0.course_1     1000 ####################
-	// m0.course_2        0
-	// m1.course_1        0
-	// m1.course_2        0
+	// map[m0.course_1:1000 m0.course_2:0 m1.course_1:0 m1.course_2:0]
 	// max/min +Inf, p 0.000
-	//
-	// m0.course_1      250 ####################
-	// m0.course_2      250 ####################
-	// m1.course_1      250 ####################
-	// m1.course_2      250 ####################
+	// map[m0.course_1:250 m0.course_2:250 m1.course_1:250 m1.course_2:250]
 	// max/min 1.00, p 1.000
 }
 
 // Monthly order tables named by the time inside each snowflake ID.
 func ExampleNewInterval() {
-	r, err := sharding.NewInterval(sharding.Interval{
-		Layout: snowflake.Default,
-		Period: sharding.Monthly,
-		Prefix: "order_",
-	})
+	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Table: "order_{200601}"})
 	if err != nil {
 		log.Fatal(err)
 	}

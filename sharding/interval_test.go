@@ -14,7 +14,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
-func mustInterval(t *testing.T, cfg Interval) *IntervalRouter {
+func mustInterval(t *testing.T, cfg Interval) *Router {
 	t.Helper()
 	if cfg.Layout == (snowflake.Layout{}) {
 		cfg.Layout = snowflake.Default
@@ -39,7 +39,7 @@ func idAt(t *testing.T, at time.Time) int64 {
 	return id
 }
 
-func routeTable(t *testing.T, r *IntervalRouter, id int64) string {
+func routeTable(t *testing.T, r *Router, id int64) string {
 	t.Helper()
 	s, err := r.Route(id)
 	if err != nil {
@@ -52,16 +52,16 @@ func TestIntervalYearBoundary(t *testing.T) {
 	last := time.Date(2026, 12, 31, 23, 59, 59, 999e6, time.UTC)
 	next := last.Add(time.Millisecond)
 	for _, c := range []struct {
-		period         Period
-		before, after  string
-		format, prefix string
+		period        string
+		before, after string
+		table         string
 	}{
-		{Yearly, "order_2026", "order_2027", "", "order_"},
-		{Monthly, "order_202612", "order_202701", "", "order_"},
-		{Daily, "order_20261231", "order_20270101", "", "order_"},
-		{Monthly, "log2026_12", "log2027_01", "2006_01", "log"},
+		{"yearly", "order_2026", "order_2027", "order_{2006}"},
+		{"monthly", "order_202612", "order_202701", "order_{200601}"},
+		{"daily", "order_20261231", "order_20270101", "order_{20060102}"},
+		{"monthly", "log2026_12", "log2027_01", "log{2006_01}"},
 	} {
-		r := mustInterval(t, Interval{Period: c.period, Prefix: c.prefix, Format: c.format})
+		r := mustInterval(t, Interval{Table: c.table})
 		if got := routeTable(t, r, idAt(t, last)); got != c.before {
 			t.Errorf("%v: Dec 31 23:59:59.999 → %s, want %s", c.period, got, c.before)
 		}
@@ -78,7 +78,7 @@ func TestIntervalYearBoundary(t *testing.T) {
 }
 
 func TestIntervalMonthBoundaries(t *testing.T) {
-	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	r := mustInterval(t, Interval{Table: "order_{200601}"})
 	for m := time.January; m <= time.December; m++ {
 		start := time.Date(2028, m, 1, 0, 0, 0, 0, time.UTC) // 2028: leap year, Feb 29
 		end := start.AddDate(0, 1, 0)
@@ -100,8 +100,8 @@ func TestIntervalTimeZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_", Location: shanghai})
-	utc := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	r := mustInterval(t, Interval{Table: "order_{200601}", Location: shanghai})
+	utc := mustInterval(t, Interval{Table: "order_{200601}"})
 	// 2026-11-30T16:00Z is midnight of December 1st in Shanghai (UTC+8).
 	midnight := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
 	if got := routeTable(t, r, idAt(t, midnight.Add(-time.Millisecond))); got != "order_202611" {
@@ -120,7 +120,7 @@ func TestIntervalTimeZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := mustInterval(t, Interval{Period: Daily, Prefix: "ev_", Location: ny})
+	d := mustInterval(t, Interval{Table: "ev_{20060102}", Location: ny})
 	for _, c := range []struct {
 		at   time.Time
 		want string
@@ -133,12 +133,12 @@ func TestIntervalTimeZone(t *testing.T) {
 		if got := routeTable(t, d, idAt(t, c.at)); got != c.want {
 			t.Errorf("New York %s → %s, want %s", c.at.In(ny), got, c.want)
 		}
-		if got, _ := d.TableFor(c.at); got != c.want {
-			t.Errorf("TableFor(%s) = %s, want %s", c.at.In(ny), got, c.want)
+		if got, _ := d.Tables(c.at, c.at.Add(time.Nanosecond)); !slices.Equal(got, []string{c.want}) {
+			t.Errorf("Tables at %s = %s, want %s", c.at.In(ny), got, c.want)
 		}
 	}
 	// In UTC, the default, the same instants fall in UTC days: DST plays no part.
-	u := mustInterval(t, Interval{Period: Daily, Prefix: "ev_"})
+	u := mustInterval(t, Interval{Table: "ev_{20060102}"})
 	if got := routeTable(t, u, idAt(t, time.Date(2026, 3, 8, 4, 59, 59, 0, time.UTC))); got != "ev_20260308" {
 		t.Errorf("UTC → %s", got)
 	}
@@ -149,7 +149,7 @@ func TestIntervalTimeZone(t *testing.T) {
 }
 
 func TestIntervalTables(t *testing.T) {
-	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	r := mustInterval(t, Interval{Table: "order_{200601}"})
 	at := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	cases := []struct {
 		from, to time.Time
@@ -166,11 +166,11 @@ func TestIntervalTables(t *testing.T) {
 			t.Errorf("Tables(%s, %s) = %v, want %v", c.from, c.to, got, c.want)
 		}
 	}
-	y := mustInterval(t, Interval{Period: Yearly, Prefix: "y"})
+	y := mustInterval(t, Interval{Table: "y{2006}"})
 	if got := mustTables(t, y, at(2024, 6, 1), at(2027, 1, 1)); !slices.Equal(got, []string{"y2024", "y2025", "y2026"}) {
 		t.Errorf("yearly Tables = %v", got)
 	}
-	dl := mustInterval(t, Interval{Period: Daily, Prefix: "d_"})
+	dl := mustInterval(t, Interval{Table: "d_{20060102}"})
 	if got := mustTables(t, dl, at(2028, 2, 28), at(2028, 3, 2)); !slices.Equal(got, []string{"d_20280228", "d_20280229", "d_20280301"}) {
 		t.Errorf("daily Tables = %v", got)
 	}
@@ -185,14 +185,14 @@ func TestIntervalTables(t *testing.T) {
 func TestIntervalBounds(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_", Start: start, End: end, Database: "orders"})
+	r := mustInterval(t, Interval{Table: "order_{200601}", Start: start, End: end})
 	shards, err := r.Shards()
 	if err != nil || len(shards) != 12 {
 		t.Fatalf("Shards = %d, %v; want 12", len(shards), err)
 	}
 	for i, s := range shards {
 		want := "order_" + start.AddDate(0, i, 0).Format("200601")
-		if s.TableName != want || s.Table != i || s.Database != 0 || s.String() != "orders."+want {
+		if s.TableName != want || s.Database != 0 || s.String() != want {
 			t.Errorf("shard %d = %+v, want %s", i, s, want)
 		}
 	}
@@ -204,8 +204,8 @@ func TestIntervalBounds(t *testing.T) {
 		if _, err := r.Route(idAt(t, out)); !errors.Is(err, engine.ErrInvalidID) || !strings.Contains(err.Error(), "outside") {
 			t.Errorf("Route at %s: err = %v, want ErrInvalidID naming the range", out, err)
 		}
-		if _, err := r.TableFor(out); !errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("TableFor(%s): err = %v", out, err)
+		if got, err := r.Tables(out, out.Add(time.Nanosecond)); err != nil || len(got) != 0 {
+			t.Errorf("Tables at %s = %v, %v; want none", out, got, err)
 		}
 	}
 	if got := mustTables(t, r, start.AddDate(-1, 0, 0), start.AddDate(0, 2, 0)); !slices.Equal(got, []string{"order_202601", "order_202602"}) {
@@ -214,17 +214,10 @@ func TestIntervalBounds(t *testing.T) {
 	if got := mustTables(t, r, end.AddDate(0, -1, 0), end.AddDate(5, 0, 0)); !slices.Equal(got, []string{"order_202612"}) {
 		t.Errorf("Tables clipped to End = %v", got)
 	}
-	c, err := NewShardCounter(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(c.Counts()); n != 12 {
-		t.Errorf("counter starts with %d shards, want 12", n)
-	}
 }
 
 func TestIntervalRouteErrors(t *testing.T) {
-	r := mustInterval(t, Interval{Layout: snowflake.JSSafe, Period: Daily, Prefix: "t_"})
+	r := mustInterval(t, Interval{Layout: snowflake.JSSafe, Table: "t_{20060102}"})
 	if _, err := r.Route(-5); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Route(-5): err = %v", err)
 	}
@@ -241,15 +234,15 @@ func TestIntervalInvalidConfig(t *testing.T) {
 		cfg  Interval
 		want error
 	}{
-		"bad layout":      {Interval{Layout: bad, Period: Daily, Prefix: "t_"}, engine.ErrInvalidLayout},
-		"no period":       {Interval{Layout: snowflake.Default, Prefix: "t_"}, engine.ErrInvalidConfig},
-		"end before":      {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Start: start, End: start}, engine.ErrInvalidConfig},
-		"repeating names": {Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "t_", Format: "01"}, engine.ErrInvalidConfig},
-		"daily as month":  {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Format: "200601"}, engine.ErrInvalidConfig},
-		"hour in daily":   {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "t_", Format: "20060102_15"}, engine.ErrInvalidConfig},
-		"day in monthly":  {Interval{Layout: snowflake.Default, Period: Monthly, Prefix: "t_", Format: "20060102"}, engine.ErrInvalidConfig},
-		"month in yearly": {Interval{Layout: snowflake.Default, Period: Yearly, Prefix: "t_", Format: "2006_01"}, engine.ErrInvalidConfig},
-		"unsafe prefix":   {Interval{Layout: snowflake.Default, Period: Daily, Prefix: "order-"}, engine.ErrInvalidConfig},
+		"bad layout":      {Interval{Layout: bad, Table: "t_{20060102}"}, engine.ErrInvalidLayout},
+		"no layout":       {Interval{Layout: snowflake.Default, Table: "t_"}, engine.ErrInvalidConfig},
+		"empty layout":    {Interval{Layout: snowflake.Default, Table: "t_{}"}, engine.ErrInvalidConfig},
+		"two layouts":     {Interval{Layout: snowflake.Default, Table: "t_{2006}_{01}"}, engine.ErrInvalidConfig},
+		"end before":      {Interval{Layout: snowflake.Default, Table: "t_{20060102}", Start: start, End: start}, engine.ErrInvalidConfig},
+		"repeating names": {Interval{Layout: snowflake.Default, Table: "t_{01}"}, engine.ErrInvalidConfig},
+		"hour in daily":   {Interval{Layout: snowflake.Default, Table: "t_{20060102_15}"}, engine.ErrInvalidConfig},
+		"hour alone":      {Interval{Layout: snowflake.Default, Table: "t_{15}"}, engine.ErrInvalidConfig},
+		"unsafe prefix":   {Interval{Layout: snowflake.Default, Table: "order-{20060102}"}, engine.ErrInvalidConfig},
 	}
 	for name, c := range cases {
 		if _, err := NewInterval(c.cfg); !errors.Is(err, c.want) {
@@ -260,10 +253,10 @@ func TestIntervalInvalidConfig(t *testing.T) {
 
 // An ID read with another layout than it was made with lands in the
 // future: a seconds ID read in milliseconds, weeks ahead. The router
-// refuses IDs more than MaxAhead after its clock.
+// refuses IDs more than maxAhead after its clock.
 func TestIntervalRefusesFutureIDs(t *testing.T) {
 	now := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
-	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_", Clock: clock.NewFake(now)})
+	r := mustInterval(t, Interval{Table: "order_{200601}", Clock: clock.NewFake(now)})
 	seconds, err := snowflake.Seconds.Compose(now, 1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +264,7 @@ func TestIntervalRefusesFutureIDs(t *testing.T) {
 	if s, err := r.Route(seconds); !errors.Is(err, engine.ErrInvalidID) || !strings.Contains(err.Error(), "layout") {
 		t.Errorf("seconds ID through a milliseconds router: %v, %v; want engine.ErrInvalidID naming the layout", s, err)
 	}
-	for ahead, ok := range map[time.Duration]bool{0: true, -time.Hour: true, MaxAhead: true, MaxAhead + time.Millisecond: false} {
+	for ahead, ok := range map[time.Duration]bool{0: true, -time.Hour: true, maxAhead: true, maxAhead + time.Millisecond: false} {
 		_, err := r.Route(idAt(t, now.Add(ahead)))
 		if ok != (err == nil) || !ok && !errors.Is(err, engine.ErrInvalidID) {
 			t.Errorf("ID issued %s after the router's clock: err = %v", ahead, err)
@@ -286,7 +279,7 @@ func TestIntervalWithGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mustInterval(t, Interval{Period: Monthly, Prefix: "order_"})
+	r := mustInterval(t, Interval{Table: "order_{200601}"})
 	counts := map[string]int{}
 	for range 40 {
 		id, err := g.NextID(context.Background())
@@ -302,7 +295,7 @@ func TestIntervalWithGenerator(t *testing.T) {
 	}
 }
 
-func mustTables(t *testing.T, r *IntervalRouter, from, to time.Time) []string {
+func mustTables(t *testing.T, r *Router, from, to time.Time) []string {
 	t.Helper()
 	got, err := r.Tables(from, to)
 	if err != nil {

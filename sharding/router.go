@@ -2,19 +2,18 @@ package sharding
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 )
 
-// Shard is where a row lives: a database (by index into the databases a
-// repository was given, and by name) and a physical table in it.
+// Shard is where a row lives: a database, by its index into the databases
+// a repository was given and by its name, and a physical table in it.
 type Shard struct {
 	Database     int    // 0-based index of the database
-	Table        int    // 0-based index of the table within the database
-	DatabaseName string // e.g. "m0"; empty for single-database routers that were not given one
+	DatabaseName string // e.g. "m0"; empty for a router of one unnamed database
 	TableName    string // physical table name, e.g. "course_1"
 }
 
@@ -27,170 +26,296 @@ func (s Shard) String() string {
 	return s.DatabaseName + "." + s.TableName
 }
 
-// TablePlaceholder is what statements run on every shard (the
-// repositories' Exec, [Shard.Query]) write for the physical table:
-// "CREATE TABLE {table} (id BIGINT PRIMARY KEY, name TEXT)".
-const TablePlaceholder = "{table}"
+// Bounds on a router's shards. A shard count is a deployment, not data: past
+// these, a count is a mistake (math.MaxInt32 tables would take the process's
+// memory just to name them), and NewMod and NewInterval refuse it.
+const (
+	maxDatabases = 4096  // databases of a Mod
+	maxTables    = 65536 // tables per database of a Mod
+	maxShards    = 65536 // shards a router lists, or tables one Tables call returns
+)
 
-// Query returns template with every {table} replaced by the shard's table.
-func (s Shard) Query(template string) string {
-	return strings.ReplaceAll(template, TablePlaceholder, s.TableName)
+// Router maps an ID to its shard. Build it with [NewMod] or [NewInterval];
+// it is safe for concurrent use.
+type Router struct {
+	r router
 }
 
-// Router maps an ID to its shard.
-type Router interface {
-	// Route returns the shard of id. Negative IDs and IDs outside the
-	// router's range are errors wrapping engine.ErrInvalidID.
-	Route(id int64) (Shard, error)
-	// Shards lists every shard the router can return, ordered by database
-	// then table: the fan-out list for queries and migrations. A router
-	// whose range is unbounded returns an error wrapping engine.ErrInvalidConfig.
-	Shards() ([]Shard, error)
+// router is what both kinds of router do.
+type router interface {
+	route(id int64) (Shard, error)
+	shards() ([]Shard, error)
+	tables(from, to time.Time) ([]string, error)
+	String() string
 }
 
-// Rule computes a 0-based database or table index from an ID. [Expr] is the
-// readable, printable form; [RuleFunc] takes any function.
-type Rule interface {
-	Index(id int64) (int64, error)
+func (r *Router) get() (router, error) {
+	if r == nil || r.r == nil {
+		return nil, fmt.Errorf("%w: sharding: a nil or zero Router: build it with NewMod or NewInterval", engine.ErrInvalidConfig)
+	}
+	return r.r, nil
 }
 
-// RuleFunc adapts a function to [Rule]:
+// Route returns the shard of id. Negative IDs and IDs outside the router's
+// range are errors wrapping engine.ErrInvalidID; a rule that overflows or
+// names a database or table outside the lists wraps engine.ErrInvalidConfig.
+func (r *Router) Route(id int64) (Shard, error) {
+	rr, err := r.get()
+	if err != nil {
+		return Shard{}, err
+	}
+	if id < 0 {
+		return Shard{}, fmt.Errorf("%w: cannot route negative id %d", engine.ErrInvalidID, id)
+	}
+	return rr.route(id)
+}
+
+// Shards lists every shard the router can return, ordered by database
+// then table: the fan-out list for queries and migrations. An interval
+// router without both Start and End has no end to its list and returns an
+// error wrapping engine.ErrInvalidConfig.
+func (r *Router) Shards() ([]Shard, error) {
+	rr, err := r.get()
+	if err != nil {
+		return nil, err
+	}
+	return rr.shards()
+}
+
+// Tables lists, oldest first, the tables of an interval router holding
+// rows issued in [from, to): the tables a query over that time range must
+// read. The range is clipped to the router's [Start, End); an empty range
+// gives nil. A range of more than 65,536 tables, or a mod router, which
+// has no time, is an error wrapping engine.ErrInvalidConfig.
+func (r *Router) Tables(from, to time.Time) ([]string, error) {
+	rr, err := r.get()
+	if err != nil {
+		return nil, err
+	}
+	return rr.tables(from, to)
+}
+
+// String describes the routing in ShardingSphere's inline style, e.g.
+// "m{id%2}.course_{(id+1)%4/2+1}" or "order_{200601}".
+func (r *Router) String() string {
+	if r == nil || r.r == nil {
+		return "sharding.Router(nil)"
+	}
+	return r.r.String()
+}
+
+// Mod configures a router over databases × tables by integer rules on the
+// ID: ShardingSphere's inline sharding. Build it with [NewMod]:
 //
-//	TableRule: sharding.RuleFunc(func(id int64) int64 { return (id + 1) % 4 / 2 })
-type RuleFunc func(id int64) int64
-
-// Index returns f(id).
-func (f RuleFunc) Index(id int64) (int64, error) { return f(id), nil }
-
-// String makes routers that print their rules show custom rules as such.
-func (RuleFunc) String() string { return "func(id)" }
-
-// Expr is an integer expression over the ID built left to right, the
-// ShardingSphere inline-expression style as Go calls:
+//	sharding.NewMod(sharding.Mod{ // db = id % 2, table = ((id+1) % 4)/2 + 1
+//		Databases: "m{0..1}", Tables: "course_{1..2}",
+//		TableRule: "(id+1)%4/2+1",
+//	})
 //
-//	sharding.ID().Mod(2)               // id%2
-//	sharding.ID().Add(1).Mod(4).Div(2) // (id+1)%4/2
+// Databases and Tables name the shards: a text with one range {lo..hi}
+// where the numbers go ("course_{1..2}" is course_1 and course_2;
+// "t_{00..15}" pads to two digits), or a plain name for one. Every
+// database holds every table.
 //
-// Arithmetic is checked: a step that overflows int64 makes Index return an
-// error instead of wrapping around. The zero Expr is ID().
-type Expr struct {
-	steps []step
+// A rule is an expression over id with integers, + - * / % and
+// parentheses, computing the number in the name; arithmetic that
+// overflows is an error, not a wrap-around. The default rules are
+//
+//	database = lo + id % D
+//	table    = lo + (id / D) % T
+//
+// for D databases and T tables, so the shard is a one-to-one function of
+// id % (D×T) and IDs whose residues come up evenly fill all D×T shards
+// evenly. (Reusing id % T for the table, as many setups do, ties the table
+// to the database whenever the counts share a factor: with 2 × 2, database
+// 0 would only ever get table 0.)
+type Mod struct {
+	// Databases names the databases, e.g. "m{0..1}"; at most 4,096.
+	// Empty means one database without a name.
+	Databases string
+	// Tables names the tables of each database, e.g. "course_{1..2}";
+	// required, at most 65,536, and 65,536 shards in all. Names hold
+	// letters, digits, '_', '$' and '.' (schema.table).
+	Tables string
+	// DatabaseRule computes the number of a row's database, e.g. "id%2".
+	DatabaseRule string
+	// TableRule computes the number of a row's table, e.g. "(id+1)%4/2+1".
+	TableRule string
 }
 
-type step struct {
-	op byte // '+', '*', '/', '%'
-	n  int64
+// NewMod validates m and builds its router. A name list that is not one
+// range (or holds more names than the bounds), a table name with other
+// characters than letters, digits, '_', '$' and '.', or a rule that does
+// not parse or divides by a number below 1 is an error wrapping
+// engine.ErrInvalidConfig that names the field.
+func NewMod(m Mod) (*Router, error) {
+	bad := func(field string, err error) error {
+		return fmt.Errorf("%w: sharding.Mod.%s: %v", engine.ErrInvalidConfig, field, err)
+	}
+	r := &modRouter{cfg: m}
+	var err error
+	if r.dbs, err = parseNames(m.Databases, maxDatabases, false); err != nil {
+		return nil, bad("Databases", err)
+	}
+	if m.Tables == "" {
+		return nil, bad("Tables", fmt.Errorf("required, e.g. \"course_{1..2}\""))
+	}
+	if r.tbls, err = parseNames(m.Tables, maxTables, true); err != nil {
+		return nil, bad("Tables", err)
+	}
+	if n := len(r.dbs.names) * len(r.tbls.names); n > maxShards {
+		return nil, bad("Databases × Tables", fmt.Errorf("%d × %d = %d shards, more than %d",
+			len(r.dbs.names), len(r.tbls.names), n, maxShards))
+	}
+	d, t := int64(len(r.dbs.names)), int64(len(r.tbls.names))
+	if r.dbRule, err = ruleOr(m.DatabaseRule, plus(r.dbs.lo, fmt.Sprintf("id%%%d", d))); err != nil {
+		return nil, bad("DatabaseRule", err)
+	}
+	if r.tbRule, err = ruleOr(m.TableRule, plus(r.tbls.lo, fmt.Sprintf("id/%d%%%d", d, t))); err != nil {
+		return nil, bad("TableRule", err)
+	}
+	return &Router{r: r}, nil
 }
 
-// ID starts an expression with the ID itself.
-func ID() Expr { return Expr{} }
-
-// Add adds n (subtracts when n is negative).
-func (e Expr) Add(n int64) Expr { return e.then('+', n) }
-
-// Mul multiplies by n.
-func (e Expr) Mul(n int64) Expr { return e.then('*', n) }
-
-// Div divides by n, truncating; n must be positive.
-func (e Expr) Div(n int64) Expr { return e.then('/', n) }
-
-// Mod takes the remainder of division by n; n must be positive.
-func (e Expr) Mod(n int64) Expr { return e.then('%', n) }
-
-func (e Expr) then(op byte, n int64) Expr {
-	// Copy so that two expressions built from one prefix never share steps.
-	steps := make([]step, len(e.steps), len(e.steps)+1)
-	copy(steps, e.steps)
-	return Expr{steps: append(steps, step{op, n})}
+// plus writes the default rule expr with the range's first number added.
+func plus(lo int64, expr string) string {
+	if lo == 0 {
+		return expr
+	}
+	return fmt.Sprintf("%d+%s", lo, expr)
 }
 
-// Index evaluates the expression for id.
-func (e Expr) Index(id int64) (int64, error) {
-	v := id
-	for _, s := range e.steps {
-		var ok bool
-		switch s.op {
-		case '+':
-			v, ok = addChecked(v, s.n)
-		case '*':
-			v, ok = mulChecked(v, s.n)
-		case '/', '%':
-			if ok = s.n > 0; ok && s.op == '/' {
-				v /= s.n
-			} else if ok {
-				v %= s.n
+func ruleOr(src, def string) (*rule, error) {
+	if src == "" {
+		src = def
+	}
+	return parseRule(src)
+}
+
+// modRouter is a validated Mod.
+type modRouter struct {
+	cfg            Mod
+	dbs, tbls      names
+	dbRule, tbRule *rule
+}
+
+// names is a parsed name list: prefix{lo..hi}suffix.
+type names struct {
+	prefix, suffix string
+	lo             int64
+	names          []string
+	ranged         bool
+}
+
+// parseNames expands "prefix{lo..hi}suffix", or a plain name, checking
+// the count against most and, for tables, that the names are safe in SQL.
+func parseNames(src string, most int, sqlSafe bool) (names, error) {
+	open, close := strings.Index(src, "{"), strings.LastIndex(src, "}")
+	if open < 0 && close < 0 {
+		if sqlSafe {
+			if err := checkTableName(src); err != nil {
+				return names{}, err
 			}
 		}
-		if !ok {
-			return 0, fmt.Errorf("%w: rule %s cannot be evaluated for id %d (overflow or division by %d)",
-				engine.ErrInvalidConfig, e, id, s.n)
-		}
+		return names{prefix: src, names: []string{src}}, nil
 	}
-	return v, nil
+	lo, hi, ok := strings.Cut(src[open+1:max(close, open+1)], "..")
+	if close < open || !ok || strings.ContainsAny(src[:open]+src[close+1:], "{}") {
+		return names{}, fmt.Errorf("%q: want one range such as \"course_{1..2}\"", src)
+	}
+	a, err1 := strconv.ParseInt(lo, 10, 32)
+	b, err2 := strconv.ParseInt(hi, 10, 32)
+	if err1 != nil || err2 != nil || a < 0 || b < a {
+		return names{}, fmt.Errorf("%q: range {%s..%s} wants two numbers, 0 <= lo <= hi", src, lo, hi)
+	}
+	if b-a+1 > int64(most) {
+		return names{}, fmt.Errorf("%q: %d names, more than %d", src, b-a+1, most)
+	}
+	width := 0
+	if len(lo) > 1 && lo[0] == '0' {
+		width = len(lo)
+	}
+	n := names{prefix: src[:open], suffix: src[close+1:], lo: a, ranged: true}
+	for i := a; i <= b; i++ {
+		name := fmt.Sprintf("%s%0*d%s", n.prefix, width, i, n.suffix)
+		if sqlSafe {
+			if err := checkTableName(name); err != nil {
+				return names{}, err
+			}
+		}
+		n.names = append(n.names, name)
+	}
+	return n, nil
 }
 
-// validate rejects division or remainder by a non-positive number.
-func (e Expr) validate() error {
-	for _, s := range e.steps {
-		if (s.op == '/' || s.op == '%') && s.n <= 0 {
-			return fmt.Errorf("%w: rule %s: %c by %d (must be positive)", engine.ErrInvalidConfig, e, s.op, s.n)
+func (r *modRouter) route(id int64) (Shard, error) {
+	db, err := r.index("database", r.dbRule, r.dbs, id)
+	if err != nil {
+		return Shard{}, err
+	}
+	tb, err := r.index("table", r.tbRule, r.tbls, id)
+	if err != nil {
+		return Shard{}, err
+	}
+	return Shard{Database: db, DatabaseName: r.dbs.names[db], TableName: r.tbls.names[tb]}, nil
+}
+
+func (r *modRouter) index(what string, rule *rule, n names, id int64) (int, error) {
+	v, ok := rule.eval(id)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s rule %s cannot be evaluated for id %d (overflow or division by a number below 1)",
+			engine.ErrInvalidConfig, what, rule, id)
+	}
+	i := v - n.lo
+	if i < 0 || i >= int64(len(n.names)) {
+		return 0, fmt.Errorf("%w: %s rule %s gave %d for id %d, want %d..%d",
+			engine.ErrInvalidConfig, what, rule, v, id, n.lo, n.lo+int64(len(n.names))-1)
+	}
+	return int(i), nil
+}
+
+func (r *modRouter) shards() ([]Shard, error) {
+	out := make([]Shard, 0, len(r.dbs.names)*len(r.tbls.names))
+	for d, dn := range r.dbs.names {
+		for _, tn := range r.tbls.names {
+			out = append(out, Shard{Database: d, DatabaseName: dn, TableName: tn})
 		}
+	}
+	return out, nil
+}
+
+func (r *modRouter) tables(time.Time, time.Time) ([]string, error) {
+	return nil, fmt.Errorf("%w: sharding: Tables lists the tables of a time range; a mod router has no time (use Shards)", engine.ErrInvalidConfig)
+}
+
+func (r *modRouter) String() string {
+	t := describe(r.tbls, r.tbRule)
+	if db := describe(r.dbs, r.dbRule); db != "" {
+		return db + "." + t
+	}
+	return t
+}
+
+func describe(n names, rule *rule) string {
+	if !n.ranged {
+		return n.prefix
+	}
+	return n.prefix + "{" + rule.String() + "}" + n.suffix
+}
+
+// checkTableName accepts the names the SQL helpers may substitute into a
+// statement: letters, digits, '_', '$' and '.' (schema.table).
+func checkTableName(name string) error {
+	ok := name != ""
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c == '.') {
+			ok = false
+			break
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%w: table name %q: use letters, digits, '_', '$' and '.' only",
+			engine.ErrInvalidConfig, name)
 	}
 	return nil
-}
-
-// String prints the expression with the parentheses it needs, e.g. "(id+1)%4/2".
-func (e Expr) String() string {
-	var b strings.Builder
-	b.WriteString("id")
-	prev := 2 // precedence of what is written so far: "id" binds tightest
-	for _, s := range e.steps {
-		p := 2
-		if s.op == '+' {
-			p = 1
-		}
-		if p > prev {
-			expr := b.String()
-			b.Reset()
-			b.WriteString("(" + expr + ")")
-		}
-		if s.op == '+' && s.n < 0 {
-			b.WriteString(strconv.FormatInt(s.n, 10)) // "id-1", not "id+-1"
-		} else {
-			b.WriteByte(s.op)
-			b.WriteString(strconv.FormatInt(s.n, 10))
-		}
-		prev = p
-	}
-	return b.String()
-}
-
-func addChecked(a, b int64) (int64, bool) {
-	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
-		return 0, false
-	}
-	return a + b, true
-}
-
-func mulChecked(a, b int64) (int64, bool) {
-	if a == 0 || b == 0 {
-		return 0, true
-	}
-	c := a * b
-	if c/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
-		return 0, false
-	}
-	return c, true
-}
-
-// ruleString prints a rule for router descriptions.
-func ruleString(r Rule) string {
-	if s, ok := r.(fmt.Stringer); ok {
-		return s.String()
-	}
-	return fmt.Sprintf("%T", r)
-}
-
-func negativeID(id int64) error {
-	return fmt.Errorf("%w: cannot route negative id %d", engine.ErrInvalidID, id)
 }

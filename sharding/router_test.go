@@ -6,59 +6,69 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 )
 
-func TestExprString(t *testing.T) {
+func mustRule(t *testing.T, src string) *rule {
+	t.Helper()
+	r, err := parseRule(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRuleString(t *testing.T) {
 	cases := []struct {
-		e    Expr
-		want string
+		src, want string
 	}{
-		{ID(), "id"},
-		{ID().Mod(2), "id%2"},
-		{ID().Add(1).Mod(4).Div(2), "(id+1)%4/2"},
-		{ID().Add(1).Mod(4).Div(2).Add(1), "(id+1)%4/2+1"},
-		{ID().Add(1).Mul(3), "(id+1)*3"},
-		{ID().Add(1).Mod(4).Div(2).Add(1).Mul(3), "((id+1)%4/2+1)*3"},
-		{ID().Div(2).Mod(2), "id/2%2"},
-		{ID().Add(-3).Add(2), "id-3+2"},
+		{"id", "id"},
+		{"id % 2", "id%2"},
+		{"(id+1)%4/2", "(id+1)%4/2"},
+		{"((id+1)%4)/2+1", "(id+1)%4/2+1"},
+		{"(id+1)*3", "(id+1)*3"},
+		{"((id+1)%4/2+1)*3", "((id+1)%4/2+1)*3"},
+		{"id/2%2", "id/2%2"},
+		{"id-3+2", "id-3+2"},
+		{"id-(3+2)", "id-(3+2)"},
+		{"1+id/2%4", "1+id/2%4"},
 	}
 	for _, c := range cases {
-		if got := c.e.String(); got != c.want {
-			t.Errorf("String() = %q, want %q", got, c.want)
+		if got := mustRule(t, c.src).String(); got != c.want {
+			t.Errorf("parse(%q).String() = %q, want %q", c.src, got, c.want)
 		}
 	}
 }
 
-func TestExprIndex(t *testing.T) {
-	ss := ID().Add(1).Mod(4).Div(2)
+func TestRuleEval(t *testing.T) {
+	ss := mustRule(t, "(id+1)%4/2")
 	for id, want := range []int64{0, 1, 1, 0, 0, 1, 1, 0} {
-		got, err := ss.Index(int64(id))
-		if err != nil || got != want {
-			t.Errorf("(id+1)%%4/2 at %d = %d, %v; want %d", id, got, err, want)
+		got, ok := ss.eval(int64(id))
+		if !ok || got != want {
+			t.Errorf("(id+1)%%4/2 at %d = %d, %v; want %d", id, got, ok, want)
 		}
 	}
-	// Two expressions built from one prefix must not share steps.
-	base := ID().Add(1)
-	a, b := base.Mod(2), base.Mod(3)
-	if a.String() != "(id+1)%2" || b.String() != "(id+1)%3" {
-		t.Errorf("shared prefix leaked: %s, %s", a, b)
-	}
-	for _, e := range []Expr{ID().Add(1), ID().Mul(2), ID().Add(math.MaxInt64).Add(-1)} {
-		if _, err := e.Index(math.MaxInt64); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "overflow") {
-			t.Errorf("%s at MaxInt64: err = %v, want overflow error", e, err)
+	for _, src := range []string{"id+1", "id*2", "id+9223372036854775807-1", "id-(0-9223372036854775807)"} {
+		if _, ok := mustRule(t, src).eval(math.MaxInt64); ok {
+			t.Errorf("%s at MaxInt64: evaluated, want overflow", src)
 		}
 	}
-	if v, err := ID().Mul(-1).Index(5); err != nil || v != -5 {
-		t.Errorf("id*-1 at 5 = %d, %v", v, err)
+	if v, ok := mustRule(t, "id*-1").eval(5); !ok || v != -5 {
+		t.Errorf("id*-1 at 5 = %d, %v", v, ok)
 	}
-	if _, err := ID().Mod(0).Index(5); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("id%%0: err = %v, want ErrInvalidConfig", err)
+	if _, ok := mustRule(t, "id%(id-5)").eval(5); ok {
+		t.Error("id%(id-5) at 5: evaluated, want a division by 0 refused")
+	}
+	for _, src := range []string{"", "id%0", "id/-2", "id+", "(id", "id)", "x", "id%2 id", "99999999999999999999"} {
+		if _, err := parseRule(src); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("parse(%q): err = %v, want ErrInvalidConfig", src, err)
+		}
 	}
 }
 
-func mustMod(t *testing.T, cfg Mod) *ModRouter {
+func mustMod(t *testing.T, cfg Mod) *Router {
 	t.Helper()
 	r, err := NewMod(cfg)
 	if err != nil {
@@ -67,12 +77,8 @@ func mustMod(t *testing.T, cfg Mod) *ModRouter {
 	return r
 }
 
-func courseRouter(t *testing.T) *ModRouter {
-	return mustMod(t, Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-		TableRule: ID().Add(1).Mod(4).Div(2),
-	})
+func courseRouter(t *testing.T) *Router {
+	return mustMod(t, Mod{Databases: "m{0..1}", Tables: "course_{1..2}", TableRule: "(id+1)%4/2+1"})
 }
 
 func TestModShardingSphereRule(t *testing.T) {
@@ -85,7 +91,7 @@ func TestModShardingSphereRule(t *testing.T) {
 		}
 		wantDB, wantTable := id%2, ((id+1)%4)/2+1
 		want := fmt.Sprintf("m%d.course_%d", wantDB, wantTable)
-		if s.String() != want || s.Database != int(wantDB) || s.Table != int(wantTable-1) {
+		if s.String() != want || s.Database != int(wantDB) || s.TableName != fmt.Sprintf("course_%d", wantTable) {
 			t.Fatalf("Route(%d) = %+v (%s), want %s", id, s, s, want)
 		}
 	}
@@ -106,7 +112,7 @@ func TestModShardingSphereRule(t *testing.T) {
 func TestModDefaultRuleUsesEveryShard(t *testing.T) {
 	for _, dt := range [][2]int{{1, 1}, {2, 2}, {2, 3}, {3, 4}, {4, 4}, {1, 8}, {8, 1}} {
 		d, tb := dt[0], dt[1]
-		r := mustMod(t, Mod{Databases: d, Tables: tb, TablePattern: "t_%d"})
+		r := mustMod(t, Mod{Databases: fmt.Sprintf("ds_{0..%d}", d-1), Tables: fmt.Sprintf("t_{0..%d}", tb-1)})
 		shards, _ := r.Shards()
 		if len(shards) != d*tb {
 			t.Fatalf("%d×%d: %d shards", d, tb, len(shards))
@@ -119,7 +125,7 @@ func TestModDefaultRuleUsesEveryShard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Database != int(id)%d || s.Table != int(id)/d%tb {
+			if s.Database != int(id)%d || s.TableName != fmt.Sprintf("t_%d", int(id)/d%tb) {
 				t.Fatalf("%d×%d: Route(%d) = %+v", d, tb, id, s)
 			}
 			seen[s.String()]++
@@ -133,7 +139,7 @@ func TestModDefaultRuleUsesEveryShard(t *testing.T) {
 }
 
 func TestModNames(t *testing.T) {
-	r := mustMod(t, Mod{Databases: 2, Tables: 3, TablePattern: "order_%02d", TableBase: 1})
+	r := mustMod(t, Mod{Databases: "ds_{0..1}", Tables: "order_{01..03}"})
 	shards, _ := r.Shards()
 	var got []string
 	for _, s := range shards {
@@ -144,39 +150,43 @@ func TestModNames(t *testing.T) {
 		t.Errorf("shards = %v, want %s", got, want)
 	}
 	for i, s := range shards {
-		if s.Database != i/3 || s.Table != i%3 {
+		if s.Database != i/3 || s.DatabaseName != fmt.Sprint("ds_", i/3) {
 			t.Errorf("shard %d = %+v", i, s)
 		}
 	}
-	one := mustMod(t, Mod{Databases: 4, DatabasePattern: "shard%d", Tables: 1, TablePattern: "users"})
+	if s, _ := r.Route(7); s.String() != "ds_1.order_01" { // 7%2 = 1, 1+7/2%3 = 1
+		t.Errorf("Route(7) = %s, want ds_1.order_01", s)
+	}
+	one := mustMod(t, Mod{Databases: "shard{0..3}", Tables: "users"})
 	if s, _ := one.Route(7); s.String() != "shard3.users" {
 		t.Errorf("Route(7) = %s, want shard3.users", s)
 	}
 	if got := one.String(); got != "shard{id%4}.users" {
 		t.Errorf("String() = %q", got)
 	}
-	custom := mustMod(t, Mod{Databases: 1, Tables: 2, TablePattern: "t%d", TableBase: 1,
-		TableRule: RuleFunc(func(id int64) int64 { return id & 1 })})
-	if got := custom.String(); got != "ds_0.t{func(id)+1}" {
+	single := mustMod(t, Mod{Tables: "t{1..2}", TableRule: "id%2+1"})
+	if got := single.String(); got != "t{id%2+1}" {
 		t.Errorf("String() = %q", got)
+	}
+	if s, _ := single.Route(3); s.String() != "t2" || s.Database != 0 {
+		t.Errorf("Route(3) = %+v", s)
 	}
 }
 
 func TestModInvalidConfig(t *testing.T) {
 	cases := map[string]Mod{
-		"no databases":      {Databases: 0, Tables: 2, TablePattern: "t_%d"},
-		"no tables":         {Databases: 2, Tables: 0, TablePattern: "t_%d"},
-		"negative tables":   {Databases: 2, Tables: -1, TablePattern: "t_%d"},
-		"negative base":     {Databases: 2, Tables: 2, TablePattern: "t_%d", TableBase: -1},
-		"no table pattern":  {Databases: 2, Tables: 2},
-		"pattern no verb":   {Databases: 2, Tables: 2, TablePattern: "course"},
-		"db pattern static": {Databases: 2, Tables: 1, DatabasePattern: "main", TablePattern: "t"},
-		"pattern %s":        {Databases: 1, Tables: 2, TablePattern: "t_%s"},
-		"two verbs":         {Databases: 1, Tables: 2, TablePattern: "t_%d_%d"},
-		"unsafe name":       {Databases: 1, Tables: 2, TablePattern: "course-%d"},
-		"unsafe plain name": {Databases: 1, Tables: 1, TablePattern: "a b"},
-		"mod by zero":       {Databases: 2, Tables: 2, TablePattern: "t_%d", TableRule: ID().Mod(0)},
-		"div by negative":   {Databases: 2, Tables: 2, TablePattern: "t_%d", DatabaseRule: ID().Div(-2)},
+		"no tables":         {Databases: "m{0..1}"},
+		"empty range":       {Tables: "t_{}"},
+		"inverted range":    {Tables: "t_{2..1}"},
+		"negative range":    {Tables: "t_{-1..1}"},
+		"no range dots":     {Tables: "t_{1,2}"},
+		"two ranges":        {Tables: "t_{0..1}_{0..1}"},
+		"open brace":        {Tables: "t_{0..1"},
+		"unsafe name":       {Tables: "course-{0..1}"},
+		"unsafe plain name": {Tables: "a b"},
+		"mod by zero":       {Tables: "t_{0..1}", TableRule: "id%0"},
+		"div by negative":   {Databases: "m{0..1}", Tables: "t_{0..1}", DatabaseRule: "id/-2"},
+		"bad rule":          {Tables: "t_{0..1}", TableRule: "id %% 2"},
 	}
 	for name, cfg := range cases {
 		if r, err := NewMod(cfg); !errors.Is(err, engine.ErrInvalidConfig) {
@@ -190,20 +200,26 @@ func TestModRouteErrors(t *testing.T) {
 	if _, err := r.Route(-1); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Route(-1): err = %v, want ErrInvalidID", err)
 	}
-	if _, err := r.Route(math.MaxInt64); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := r.Route(math.MaxInt64); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "overflow") {
 		t.Errorf("Route(MaxInt64) with (id+1): err = %v, want overflow error", err)
 	}
-	bad := mustMod(t, Mod{Databases: 2, Tables: 2, TablePattern: "course_%d",
-		TableRule: RuleFunc(func(id int64) int64 { return id % 4 })}) // 0..3 for 2 tables
+	bad := mustMod(t, Mod{Databases: "m{0..1}", Tables: "course_{0..1}", TableRule: "id%4"}) // 0..3 for 2 tables
 	if _, err := bad.Route(1); err != nil {
 		t.Errorf("Route(1) = %v, want ok", err)
 	}
 	_, err := bad.Route(3)
-	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "gave index 3 for id 3, want 0..1") {
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "table rule id%4 gave 3 for id 3, want 0..1") {
 		t.Errorf("Route(3) with out-of-range rule: err = %v", err)
 	}
-	neg := mustMod(t, Mod{Databases: 2, Tables: 1, TablePattern: "t", DatabaseRule: ID().Add(-10)})
-	if _, err := neg.Route(3); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "database rule id-10 gave index -7") {
+	neg := mustMod(t, Mod{Databases: "m{0..1}", Tables: "t", DatabaseRule: "id-10"})
+	if _, err := neg.Route(3); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "database rule id-10 gave -7") {
 		t.Errorf("Route(3) with negative index: err = %v", err)
+	}
+	var zero Router
+	if _, err := zero.Route(1); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("zero Router: err = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := r.Tables(time.Time{}, time.Now()); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("Tables of a mod router: err = %v, want ErrInvalidConfig", err)
 	}
 }

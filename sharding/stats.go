@@ -1,129 +1,77 @@
 package sharding
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"strings"
-	"sync"
 )
 
-// Stats describes how evenly rows spread over shards.
-type Stats struct {
-	// Counts is rows per shard. Shards with no rows must be present with 0:
-	// a shard missing from the map is not counted at all.
-	Counts map[string]int
-	Total  int // sum of Counts
-	Min    int // fewest rows in one shard
-	Max    int // most rows in one shard
-	// MaxMinRatio is Max/Min: 1 is perfectly even; +Inf when a shard is empty
-	// while another is not; 1 when every shard is empty.
-	MaxMinRatio float64
-	// StdDev is the population standard deviation of the counts.
-	StdDev float64
-	// ChiSquare is Pearson's statistic Σ (count − mean)² / mean against a
-	// uniform spread, with DegreesOfFreedom = shards − 1.
-	ChiSquare        float64
-	DegreesOfFreedom int
-	// PValue is the chance that a uniform random spread of Total rows looks
-	// at least this uneven. Small values (below 0.01, say) mean the spread is
-	// not uniform; a value very close to 1 means it is more even than chance,
-	// as a cycling sequence makes it. It is 1 with fewer than two shards or
-	// no rows.
-	PValue float64
-}
-
-// Measure computes the statistics of per-shard counts.
-func Measure(counts map[string]int) Stats {
+// Measure says how evenly rows spread over shards, given the rows per
+// shard (a shard with no rows must be present with 0: a missing one is not
+// counted at all).
+//
+// maxMin is the most rows in one shard over the fewest: 1 is perfectly
+// even, +Inf when a shard is empty while another is not, 1 when every
+// shard is empty.
+//
+// p is the chi-square p-value of the counts against a uniform spread: the
+// chance that a uniform random spread of as many rows looks at least this
+// uneven. Small values (below 0.01, say) mean the spread is not uniform; a
+// value very close to 1 means it is more even than chance, as a cycling
+// sequence makes it. It is 1 with fewer than two shards or no rows.
+func Measure(counts map[string]int) (maxMin, p float64) {
 	s := measure(slices.Collect(maps.Values(counts)))
-	s.Counts = maps.Clone(counts)
-	if s.Counts == nil {
-		s.Counts = map[string]int{}
-	}
-	return s
+	return s.maxMinRatio, s.pValue
 }
 
-// MeasureSlice computes the statistics of counts indexed by shard; Counts is
-// keyed by the decimal index.
-func MeasureSlice(counts []int) Stats {
-	s := measure(counts)
-	s.Counts = make(map[string]int, len(counts))
-	for i, c := range counts {
-		s.Counts[fmt.Sprint(i)] = c
-	}
-	return s
+// stats describes how evenly rows spread over shards.
+type stats struct {
+	total, min, max int
+	maxMinRatio     float64
+	stdDev          float64 // population standard deviation
+	chiSquare       float64 // Pearson's Σ (count − mean)² / mean
+	df              int     // degrees of freedom: shards − 1
+	pValue          float64
 }
 
-func measure(counts []int) Stats {
-	s := Stats{MaxMinRatio: 1, PValue: 1}
+func measure(counts []int) stats {
+	s := stats{maxMinRatio: 1, pValue: 1}
 	if len(counts) == 0 {
 		return s
 	}
-	s.Min, s.Max = counts[0], counts[0]
+	s.min, s.max = counts[0], counts[0]
 	for _, c := range counts {
-		s.Total += c
-		s.Min = min(s.Min, c)
-		s.Max = max(s.Max, c)
+		s.total += c
+		s.min = min(s.min, c)
+		s.max = max(s.max, c)
 	}
 	switch {
-	case s.Min > 0:
-		s.MaxMinRatio = float64(s.Max) / float64(s.Min)
-	case s.Max > 0:
-		s.MaxMinRatio = math.Inf(1)
+	case s.min > 0:
+		s.maxMinRatio = float64(s.max) / float64(s.min)
+	case s.max > 0:
+		s.maxMinRatio = math.Inf(1)
 	}
 	k := float64(len(counts))
-	mean := float64(s.Total) / k
+	mean := float64(s.total) / k
 	var sq float64
 	for _, c := range counts {
 		d := float64(c) - mean
 		sq += d * d
 	}
-	s.StdDev = math.Sqrt(sq / k)
-	s.DegreesOfFreedom = len(counts) - 1
-	if s.Total > 0 && s.DegreesOfFreedom > 0 {
-		s.ChiSquare = sq / mean
-		s.PValue = ChiSquareP(s.ChiSquare, s.DegreesOfFreedom)
+	s.stdDev = math.Sqrt(sq / k)
+	s.df = len(counts) - 1
+	if s.total > 0 && s.df > 0 {
+		s.chiSquare = sq / mean
+		s.pValue = chiSquareP(s.chiSquare, s.df)
 	}
 	return s
 }
 
-// String prints the summary on one line, e.g.
-// "4 shards, 1000 rows, min 250, max 250, max/min 1.000, stddev 0.00, chi2 0.00 (df 3), p 1.0000".
-func (s Stats) String() string {
-	return fmt.Sprintf("%d shards, %d rows, min %d, max %d, max/min %.3f, stddev %.2f, chi2 %.2f (df %d), p %.4f",
-		len(s.Counts), s.Total, s.Min, s.Max, s.MaxMinRatio, s.StdDev, s.ChiSquare, s.DegreesOfFreedom, s.PValue)
-}
-
-// Table prints one line per shard, sorted by name: name, count and a bar of
-// '#' scaled so the fullest shard gets width characters.
-func (s Stats) Table(width int) string {
-	names := slices.Sorted(maps.Keys(s.Counts))
-	pad := 0
-	for _, n := range names {
-		pad = max(pad, len(n))
-	}
-	var b strings.Builder
-	for _, n := range names {
-		c := s.Counts[n]
-		bar := 0
-		if s.Max > 0 {
-			bar = int(math.Round(float64(c) * float64(width) / float64(s.Max)))
-		}
-		fmt.Fprintf(&b, "%-*s %8d", pad, n, c)
-		if bar > 0 {
-			b.WriteString(" " + strings.Repeat("#", bar))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// ChiSquareP returns the upper-tail probability of the chi-square
+// chiSquareP returns the upper-tail probability of the chi-square
 // distribution with df degrees of freedom at x: the p-value of a goodness-of-fit
 // statistic x. It is Q(df/2, x/2), the regularized upper incomplete gamma
 // function. It returns 1 for x <= 0 and NaN for df < 1.
-func ChiSquareP(x float64, df int) float64 {
+func chiSquareP(x float64, df int) float64 {
 	if df < 1 || math.IsNaN(x) {
 		return math.NaN()
 	}
@@ -198,46 +146,3 @@ func gammaQFraction(a, x float64) float64 {
 	}
 	return h * gammaPrefix(a, x)
 }
-
-// ShardCounter counts IDs per shard of a router. It is safe for concurrent use.
-type ShardCounter struct {
-	router Router
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-// NewShardCounter starts every shard of r at 0, so empty shards show in the
-// statistics. It fails when r cannot list its shards (an unbounded interval).
-func NewShardCounter(r Router) (*ShardCounter, error) {
-	shards, err := r.Shards()
-	if err != nil {
-		return nil, err
-	}
-	c := &ShardCounter{router: r, counts: make(map[string]int, len(shards))}
-	for _, s := range shards {
-		c.counts[s.String()] = 0
-	}
-	return c, nil
-}
-
-// Add routes id and counts it.
-func (c *ShardCounter) Add(id int64) (Shard, error) {
-	s, err := c.router.Route(id)
-	if err != nil {
-		return Shard{}, err
-	}
-	c.mu.Lock()
-	c.counts[s.String()]++
-	c.mu.Unlock()
-	return s, nil
-}
-
-// Counts returns a copy of the counts, keyed by [Shard.String].
-func (c *ShardCounter) Counts() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.counts)
-}
-
-// Stats measures the counts so far.
-func (c *ShardCounter) Stats() Stats { return Measure(c.Counts()) }

@@ -61,11 +61,10 @@ var generators = []struct {
 }
 
 // router is ShardingSphere's course example, written for sharding.Mod.
-func router() (*sharding.ModRouter, error) {
+func router() (*sharding.Router, error) {
 	return sharding.NewMod(sharding.Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+		Databases: "m{0..1}", Tables: "course_{1..2}",
+		TableRule: "(id+1)%4/2+1",
 	})
 }
 
@@ -108,7 +107,7 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 			return nil, err
 		}
 	}
-	repo, err := shardgorm.New(r, e.dbs)
+	repo, err := shardgorm.New(e.dbs, r)
 	if err != nil {
 		return nil, err
 	}

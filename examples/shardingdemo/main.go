@@ -28,10 +28,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,32 +138,32 @@ type generatorReport struct {
 	ChiSquareP   float64  `json:"chi2_p"`
 	RowsReadBack int      `json:"rows_read_back"`
 	Verdict      string   `json:"verdict"`
-
-	stats sharding.Stats
 }
 
 func newGeneratorReport(name string, counts map[string]int) generatorReport {
-	s := sharding.Measure(counts)
-	r := generatorReport{Name: name, Shards: counts, ChiSquareP: s.PValue, RowsReadBack: s.Total, stats: s}
-	if !math.IsInf(s.MaxMinRatio, 0) {
-		ratio := s.MaxMinRatio
-		r.MaxMinRatio = &ratio
-	}
+	maxMin, p := sharding.Measure(counts)
+	total, lo, hi := 0, math.MaxInt, 0
 	empty := 0
 	for _, c := range counts {
+		total += c
+		lo, hi = min(lo, c), max(hi, c)
 		if c == 0 {
 			empty++
 		}
 	}
+	r := generatorReport{Name: name, Shards: counts, ChiSquareP: p, RowsReadBack: total}
+	if !math.IsInf(maxMin, 0) {
+		r.MaxMinRatio = &maxMin
+	}
 	switch {
-	case s.Max-s.Min <= 1:
-		r.Verdict = fmt.Sprintf("even: max/min %.2f, as even as %d rows over %d shards can be", s.MaxMinRatio, s.Total, len(counts))
+	case hi-lo <= 1:
+		r.Verdict = fmt.Sprintf("even: max/min %.2f, as even as %d rows over %d shards can be", maxMin, total, len(counts))
 	case empty > 0:
 		r.Verdict = fmt.Sprintf("skewed: %d of %d shards empty, the rest take all the rows", empty, len(counts))
-	case s.MaxMinRatio <= 1.05:
-		r.Verdict = fmt.Sprintf("even: max/min %.2f (target <= 1.05)", s.MaxMinRatio)
+	case maxMin <= 1.05:
+		r.Verdict = fmt.Sprintf("even: max/min %.2f (target <= 1.05)", maxMin)
 	default:
-		r.Verdict = fmt.Sprintf("uneven: max/min %.2f (target <= 1.05)", s.MaxMinRatio)
+		r.Verdict = fmt.Sprintf("uneven: max/min %.2f (target <= 1.05)", maxMin)
 	}
 	return r
 }
@@ -170,7 +172,7 @@ func printReport(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "%d rows per generator at %s into %s, routed by %s\n\n", rep.N, rateString(rep.Rate), rep.Databases, rep.Rule)
 	for _, g := range rep.Generators {
 		fmt.Fprintf(w, "%s\n", g.Name)
-		fmt.Fprint(w, indent(g.stats.Table(40), "  "))
+		fmt.Fprint(w, indent(bars(g.Shards, 40), "  "))
 		ratio := "inf"
 		if g.MaxMinRatio != nil {
 			ratio = fmt.Sprintf("%.2f", *g.MaxMinRatio)
@@ -181,6 +183,30 @@ func printReport(w io.Writer, rep *report) {
 	if rep.Kept != "" {
 		fmt.Fprintf(w, "data kept in %s\n", rep.Kept)
 	}
+}
+
+// bars prints one line per shard, sorted by name: name, count and a bar
+// of '#' scaled so the fullest shard gets width characters.
+func bars(counts map[string]int, width int) string {
+	names := slices.Sorted(maps.Keys(counts))
+	pad, most := 0, 0
+	for _, n := range names {
+		pad, most = max(pad, len(n)), max(most, counts[n])
+	}
+	var b strings.Builder
+	for _, n := range names {
+		c := counts[n]
+		bar := 0
+		if most > 0 {
+			bar = int(math.Round(float64(c) * float64(width) / float64(most)))
+		}
+		fmt.Fprintf(&b, "%-*s %8d", pad, n, c)
+		if bar > 0 {
+			b.WriteString(" " + strings.Repeat("#", bar))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func rateString(rate float64) string {

@@ -53,14 +53,13 @@ func Example() {
 		dbs = append(dbs, db)
 	}
 	router, err := sharding.NewMod(sharding.Mod{ // db = id % 2, table = ((id+1) % 4)/2 + 1
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "lesson_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+		Databases: "m{0..1}", Tables: "lesson_{1..2}",
+		TableRule: "(id+1)%4/2+1",
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	repo, err := shardgorm.New(router, dbs)
+	repo, err := shardgorm.New(dbs, router)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -23,7 +23,7 @@ const (
 	bindingKey = "idforge:shard"
 )
 
-// binding is the shard a session of DB, Scope or ForEach is bound to.
+// binding is the shard a session of DB or ForEach is bound to.
 type binding struct {
 	g     *Repository
 	shard sharding.Shard

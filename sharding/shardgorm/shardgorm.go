@@ -12,11 +12,9 @@
 //     (db.Use(idplugin.New(...))), so [New] takes no generator provider;
 //   - [Repository.Migrate] creates the tables from the model (sqlx has no
 //     model: run the CREATE TABLE through Exec);
-//   - [Repository.Scope] selects a shard's table on a *gorm.DB the caller
-//     already holds, GORM's way of reusing a query;
-//   - the sessions of [Repository.DB], [Repository.Scope] and
-//     [Repository.ForEach] are bound to their shard: a callback refuses a
-//     write through them that would reach another shard.
+//   - the sessions of [Repository.DB] and [Repository.ForEach] are bound
+//     to their shard: a callback refuses a write through them that would
+//     reach another shard.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard: see [New].
@@ -43,22 +41,25 @@ import (
 
 // Repository is a sharded repository over GORM: one *gorm.DB per database of
 // the router, indexed like [sharding.Shard.Database]. It is safe for
-// concurrent use.
+// concurrent use; one returned by [Repository.In] is as safe as its
+// transaction (that is, not).
 type Repository struct {
 	base *repo.Base[gorm.DB]
+	tx   *gorm.DB        // the caller's transaction, for a Repository of In
+	only *sharding.Shard // the shard of tx
 }
 
 // New returns a repository routing with r over dbs, one per database of the
-// router. Every database needs the idforge plugin registered
+// router, configured by at most one [sharding.Settings]. Every database needs the idforge plugin registered
 // (db.Use(idplugin.New(...))), so rows get their IDs before they are routed,
 // each database filling the ID columns alike. A missing plugin, a nil or
 // typed-nil router, a database given twice (or two sessions of one), a
-// count of databases other than the router uses, or an option out of range
+// count of databases other than the router uses, or settings out of range
 // is an error wrapping engine.ErrInvalidConfig.
 //
 // New registers callbacks on each database (once per database, whatever
 // the number of repositories) that refuse a write through a handle of
-// [Repository.DB], [Repository.Scope] or [Repository.ForEach] reaching
+// [Repository.DB] or [Repository.ForEach] reaching
 // another shard than the handle's: see [Repository.DB].
 //
 // The IDs are drawn from the registry of the first database's plugin. Before
@@ -71,9 +72,9 @@ type Repository struct {
 // answering engine.ErrNoFloor instead: such a store refuses the sequence
 // until it has a Floor of its own (sqlstore or redisstore Settings.Floor)
 // that reads every table; the registry's AddFloor cannot override it.
-func New(r sharding.Router, dbs []*gorm.DB, opts ...sharding.Option) (*Repository, error) {
+func New(dbs []*gorm.DB, r *sharding.Router, s ...sharding.Settings) (*Repository, error) {
 	g := &Repository{}
-	b, err := repo.New("shardgorm.New", r, dbs, opts, repo.ORM[gorm.DB]{
+	b, err := repo.New("shardgorm.New", dbs, r, s, repo.ORM[gorm.DB]{
 		Sequences: g.sequences,
 		Floor:     tableFloor,
 		// Sessions of one *gorm.DB share its callbacks, as they share its pool.
@@ -111,9 +112,6 @@ func (g *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Colu
 func tableFloor(db *gorm.DB, s sharding.Shard, c idgen.Column) engine.Floor {
 	return gormids.Floor(db, s.TableName, c)
 }
-
-// Router returns the repository's router.
-func (g *Repository) Router() sharding.Router { return g.base.Router }
 
 // schema parses model's schema.
 func (g *Repository) schema(model any) (*schema.Schema, error) {
@@ -190,16 +188,15 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 // rows after any error finishes the batch without duplicates (a model
 // without one single integer primary key gets no such skipping). A batch spanning shards is
 // not one transaction: see [Repository.In] to join a transaction of yours
-// on one shard.
+// on one shard. In a Repository of In, every row must route to its shard
+// (else nothing is written and the error wraps [sharding.ErrWrongShard]);
+// the rows are inserted behind a savepoint, so a failure rolls back to it
+// and leaves the transaction usable.
 //
 // An error in the rows given (a nil row) matches both
-// [sharding.ErrInvalidData] and gorm.ErrInvalidData, as the plugin's do.
+// [engine.ErrInvalidData] and gorm.ErrInvalidData, as the plugin's do.
 func (g *Repository) Create(ctx context.Context, value any) error {
-	return g.create(ctx, value, nil, nil)
-}
-
-// create is Create, inside tx on shard only when they are set.
-func (g *Repository) create(ctx context.Context, value any, tx *gorm.DB, only *sharding.Shard) error {
+	tx, only := g.tx, g.only
 	var idCol string
 	return gormerr.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
 		Plan: func(elem reflect.Type) (repo.Plan, error) {
@@ -247,16 +244,13 @@ func anys(ids []int64) []any {
 }
 
 // Find reads the row whose shard key is key (its ID, unless
-// [sharding.WithShardKey] named another field) into dest, a pointer to a
-// struct, from the one shard key routes to. A missing row is an error
+// [sharding.Settings.ShardKey] named another field) into dest, a pointer
+// to a struct, from the one shard key routes to. A missing row is an error
 // matching both [sharding.ErrNotFound] and gorm.ErrRecordNotFound; key 0
-// wraps engine.ErrInvalidID.
+// wraps engine.ErrInvalidID. In a Repository of In, it reads in the
+// transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
-	return g.find(ctx, key, dest, nil, nil)
-}
-
-// find is Find, inside tx on shard only when they are set.
-func (g *Repository) find(ctx context.Context, key int64, dest any, tx *gorm.DB, only *sharding.Shard) error {
+	tx, only := g.tx, g.only
 	s, err := g.schema(dest)
 	if err != nil {
 		return err
@@ -286,50 +280,41 @@ func (g *Repository) find(ctx context.Context, key int64, dest any, tx *gorm.DB,
 // update or delete on another table (db.Table("...")), fails with an error
 // wrapping [sharding.ErrWrongShard] and writes nothing, in its
 // transactions too (db.Transaction(func(tx *gorm.DB) error { ... })).
-// Statements written by hand (db.Exec) are not checked.
+// Statements written by hand (db.Exec) are not checked. In a Repository
+// of In, the session is of the transaction, and a key of another shard
+// wraps [sharding.ErrWrongShard].
 func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, sharding.Shard{}, err
 	}
-	return g.bind(db.Session(&gorm.Session{NewDB: true}), s).Session(&gorm.Session{}), s, nil
-}
-
-// Scope selects key's table on a *gorm.DB the caller holds, which must be
-// a session or transaction of key's database ([Repository.DB] gives one):
-// db.Scopes(repo.Scope(id)).First(&row). The statement is bound to the
-// shard as [Repository.DB]'s are; on another database it fails with an
-// error wrapping [sharding.ErrWrongShard], and a routing error is added to
-// the statement.
-func (g *Repository) Scope(key int64) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		want, s, err := g.base.Route(key)
-		if err != nil {
-			_ = db.AddError(err)
-			return db
+	if g.tx != nil {
+		if err := repo.Within(g.only, s, "key", key); err != nil {
+			return nil, sharding.Shard{}, err
 		}
-		if db.Callback() != want.Callback() {
-			_ = db.AddError(fmt.Errorf("%w: Scope(%d) applied to another database than %s's", sharding.ErrWrongShard, key, s))
-			return db
-		}
-		return g.bind(db, s)
+		db = g.tx
 	}
+	return g.bind(db.Session(&gorm.Session{NewDB: true}), s).Session(&gorm.Session{}), s, nil
 }
 
 // In returns the repository inside tx, a transaction the caller began on
 // the database of key's shard (db.Begin(), or the tx of db.Transaction, db
-// from [Repository.DB]), bound to that shard: its Create and Find run in
-// tx, so they commit or roll back with it. A tx of another database, or a
-// *gorm.DB that is no transaction, is an error wrapping
-// [sharding.ErrWrongShard] or engine.ErrInvalidConfig.
+// from [Repository.DB]), bound to that shard: its Create, Find, DB,
+// ForEach, Exec and Migrate run in tx on that one shard, so they commit or
+// roll back with it. A tx of another database, or a *gorm.DB that is no
+// transaction, is an error wrapping [sharding.ErrWrongShard] or
+// engine.ErrInvalidConfig, and so is In on a repository of In.
 // There is no transaction across shards: see "Transactions" in package
 // [sharding].
-func (g *Repository) In(key int64, tx *gorm.DB) (*Tx, error) {
+func (g *Repository) In(key int64, tx *gorm.DB) (*Repository, error) {
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, err
 	}
-	if tx == nil {
+	switch {
+	case g.tx != nil:
+		return nil, fmt.Errorf("%w: shardgorm: In(%d, tx) on a repository already inside a transaction", engine.ErrInvalidConfig, key)
+	case tx == nil:
 		return nil, fmt.Errorf("%w: shardgorm: In(%d, nil)", engine.ErrInvalidConfig, key)
 	}
 	if c, ok := tx.Statement.ConnPool.(gorm.TxCommitter); !ok || repo.IsNil(c) {
@@ -338,37 +323,21 @@ func (g *Repository) In(key int64, tx *gorm.DB) (*Tx, error) {
 	if tx.Callback() != db.Callback() {
 		return nil, fmt.Errorf("%w: shardgorm: In(%d, tx): tx is a transaction of another database than %s's", sharding.ErrWrongShard, key, s)
 	}
-	return &Tx{g: g, tx: tx, shard: s}, nil
-}
-
-// Tx is a [Repository] inside a caller's transaction on one shard; make it
-// with [Repository.In]. It is as safe for concurrent use as the
-// transaction (that is, not).
-type Tx struct {
-	g     *Repository
-	tx    *gorm.DB
-	shard sharding.Shard
-}
-
-// Create is [Repository.Create] in the transaction: every row must route
-// to the shard (else nothing is written and the error wraps
-// [sharding.ErrWrongShard]); the rows are inserted behind a savepoint, so
-// a failure rolls back to it and leaves the transaction usable.
-func (t *Tx) Create(ctx context.Context, value any) error {
-	return t.g.create(ctx, value, t.tx, &t.shard)
-}
-
-// Find is [Repository.Find] in the transaction; a key of another shard
-// wraps [sharding.ErrWrongShard].
-func (t *Tx) Find(ctx context.Context, key int64, dest any) error {
-	return t.g.find(ctx, key, dest, t.tx, &t.shard)
+	return &Repository{base: g.base, tx: tx, only: &s}, nil
 }
 
 // ForEach calls fn for every shard, in the router's order, with a session
 // of its database with ctx and the table selected, bound to the shard as
 // [Repository.DB]'s: the fan-out for counts, scans and maintenance. It
-// stops at the first error, naming the shard, or when ctx ends.
+// stops at the first error, naming the shard, or when ctx ends. In a
+// Repository of In, fn gets the one shard, with a session of the
+// transaction.
 func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *gorm.DB) error) error {
+	if g.tx != nil {
+		return g.base.ForOne(ctx, *g.only, g.tx, func(s sharding.Shard, db *gorm.DB) error {
+			return fn(s, g.bind(db.Session(&gorm.Session{NewDB: true, Context: ctx}), s).Session(&gorm.Session{}))
+		})
+	}
 	return g.base.ForEach(ctx, func(s sharding.Shard, db *gorm.DB) error {
 		return fn(s, g.bind(db.Session(&gorm.Session{NewDB: true, Context: ctx}), s).Session(&gorm.Session{}))
 	})
@@ -376,9 +345,10 @@ func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *
 
 // Exec runs query in every shard with {table} replaced by the shard's
 // table, quoted for the database: "DELETE FROM {table} WHERE status = ?".
-// GORM's '?' placeholders are converted for the database.
+// GORM's '?' placeholders are converted for the database. In a
+// Repository of In, it runs in the transaction, in its one shard.
 func (g *Repository) Exec(ctx context.Context, query string, args ...any) error {
-	return g.base.Exec(ctx, query, func(db *gorm.DB, q string) error {
+	return g.base.Exec(ctx, query, g.only, g.tx, func(db *gorm.DB, q string) error {
 		return db.WithContext(ctx).Exec(q, args...).Error
 	})
 }
@@ -386,7 +356,8 @@ func (g *Repository) Exec(ctx context.Context, query string, args ...any) error 
 // Migrate creates (or updates, as AutoMigrate does) the physical table of
 // the sharded model in every shard. Each table is prepared first
 // (idplugin.Prepare), so tag errors show here and the ID columns the plugin
-// fills are plain BIGINT, not auto-increment.
+// fills are plain BIGINT, not auto-increment. In a Repository of In, it
+// migrates the one shard in the transaction.
 func (g *Repository) Migrate(ctx context.Context, model any) error {
 	// Preparing binds the model's generators, whose chains fetch at once.
 	if t := reflect.TypeOf(model); t != nil {

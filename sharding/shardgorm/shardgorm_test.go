@@ -61,12 +61,12 @@ func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
 	return db
 }
 
-func gormRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) (*shardgorm.Repository, []*gorm.DB) {
+func gormRepo(t *testing.T, b shardtest.Backend, s ...sharding.Settings) (*shardgorm.Repository, []*gorm.DB) {
 	t.Helper()
 	dbs := b.Open(t)
 	reg := shardtest.Registry(t)
 	gdbs := []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}
-	repo, err := shardgorm.New(shardtest.CourseRouter(t), gdbs, opts...)
+	repo, err := shardgorm.New(gdbs, shardtest.CourseRouter(t), s...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,8 @@ var _ shardtest.Repository[gorm.DB] = (*shardgorm.Repository)(nil)
 func TestGormContract(t *testing.T) {
 	shardtest.Harness[gorm.DB, Course]{
 		Open: openGorm,
-		New: func(r sharding.Router, _ engine.Provider, dbs []*gorm.DB, opts ...sharding.Option) (shardtest.Repository[gorm.DB], error) {
-			return shardgorm.New(r, dbs, opts...)
+		New: func(r *sharding.Router, _ engine.Provider, dbs []*gorm.DB, s ...sharding.Settings) (shardtest.Repository[gorm.DB], error) {
+			return shardgorm.New(dbs, r, s...)
 		},
 		Migrate: func(ctx context.Context, repo shardtest.Repository[gorm.DB]) error {
 			return repo.(*shardgorm.Repository).Migrate(ctx, &Course{})
@@ -122,7 +122,7 @@ func TestGormContract(t *testing.T) {
 	}.Run(t)
 }
 
-func TestGormFindAndScope(t *testing.T) {
+func TestGormFindAndIn(t *testing.T) {
 	for _, b := range shardtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -153,15 +153,27 @@ func TestGormFindAndScope(t *testing.T) {
 			if err := repo.Find(ctx, rows[1].ID, &got); err != nil || got.Status != "done" {
 				t.Errorf("after update in %s: %+v, %v", s, got, err)
 			}
-			// Scope picks the table on a database the caller chose.
+			// In's DB picks the table in a transaction the caller began.
 			var n int64
 			base, s2, _ := repo.DB(rows[2].ID)
-			if err := base.Session(&gorm.Session{NewDB: true}).Model(&Course{}).Scopes(repo.Scope(rows[2].ID)).
-				Where("id = ?", rows[2].ID).Count(&n).Error; err != nil || n != 1 {
-				t.Errorf("Scope count in %s = %d, %v", s2, n, err)
+			tx := base.Begin()
+			defer tx.Rollback()
+			in, err := repo.In(rows[2].ID, tx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if err := base.Scopes(repo.Scope(-1)).Count(&n).Error; !errors.Is(err, engine.ErrInvalidID) {
-				t.Errorf("Scope(-1): err = %v", err)
+			indb, _, err := in.DB(rows[2].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := indb.Model(&Course{}).Where("id = ?", rows[2].ID).Count(&n).Error; err != nil || n != 1 {
+				t.Errorf("count in %s through In's DB = %d, %v", s2, n, err)
+			}
+			if _, _, err := in.DB(-1); !errors.Is(err, engine.ErrInvalidID) {
+				t.Errorf("In's DB(-1): err = %v", err)
+			}
+			if _, _, err := in.DB(rows[3].ID); !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("In's DB of another shard: err = %v, want sharding.ErrWrongShard", err)
 			}
 		})
 	}
@@ -171,11 +183,11 @@ func TestGormConfigErrors(t *testing.T) {
 	reg := shardtest.Registry(t)
 	db := openGorm(t, testdb.SQLite(t), reg)
 	r := shardtest.CourseRouter(t)
-	repo, err := shardgorm.New(r, []*gorm.DB{db, openGorm(t, testdb.SQLite(t), reg)})
+	repo, err := shardgorm.New([]*gorm.DB{db, openGorm(t, testdb.SQLite(t), reg)}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shardgorm.New(r, []*gorm.DB{db, db.Session(&gorm.Session{})}); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := shardgorm.New([]*gorm.DB{db, db.Session(&gorm.Session{})}, r); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("a database and a session of it: err = %v, want engine.ErrInvalidConfig", err)
 	}
 	ctx := context.Background()
@@ -198,8 +210,8 @@ func TestGormConfigErrors(t *testing.T) {
 	first := &Course{Name: "before the nil row"}
 	for _, v := range []any{[]*Course{first, nil}, (*Course)(nil), nil} {
 		err := repo.Create(ctx, v)
-		if !errors.Is(err, sharding.ErrInvalidData) || !errors.Is(err, gorm.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("nil row in %T: err = %v, want sharding.ErrInvalidData and gorm.ErrInvalidData", v, err)
+		if !errors.Is(err, engine.ErrInvalidData) || !errors.Is(err, gorm.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("nil row in %T: err = %v, want engine.ErrInvalidData and gorm.ErrInvalidData", v, err)
 		}
 	}
 	if first.ID != 0 {
@@ -225,7 +237,7 @@ func TestGormInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := shardtest.MonthRouter(t, fc)
-	repo, err := shardgorm.New(r, []*gorm.DB{openGorm(t, testdb.SQLite(t), reg)})
+	repo, err := shardgorm.New([]*gorm.DB{openGorm(t, testdb.SQLite(t), reg)}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +281,7 @@ func TestGormInterval(t *testing.T) {
 }
 
 func TestNewGormNeedsThePlugin(t *testing.T) {
-	r, err := sharding.NewMod(sharding.Mod{Databases: 1, Tables: 2, TablePattern: "t_%d"})
+	r, err := sharding.NewMod(sharding.Mod{Tables: "t_{0..1}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +289,7 @@ func TestNewGormNeedsThePlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shardgorm.New(r, []*gorm.DB{db}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "plugin") {
+	if _, err := shardgorm.New([]*gorm.DB{db}, r); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "plugin") {
 		t.Fatalf("NewGorm on a database without the plugin: %v, want ErrInvalidConfig naming the plugin", err)
 	}
 }
@@ -342,8 +354,8 @@ type Invoice struct {
 func TestGormFloors(t *testing.T) {
 	shardtest.FloorHarness[gorm.DB]{
 		Open: func(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB { return openGorm(t, d, reg) },
-		New: func(t *testing.T, r sharding.Router, dbs []*gorm.DB, _ engine.Provider) shardtest.Repository[gorm.DB] {
-			repo, err := shardgorm.New(r, dbs)
+		New: func(t *testing.T, r *sharding.Router, dbs []*gorm.DB, _ engine.Provider) shardtest.Repository[gorm.DB] {
+			repo, err := shardgorm.New(dbs, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,8 +391,8 @@ func TestGormFloors(t *testing.T) {
 
 // DB(key) gives a session that starts every chain afresh, is safe to share
 // between goroutines, and is bound to its shard: rows of other shards, in
-// a transaction of it too, and other tables are refused; Scope on another
-// database is refused.
+// a transaction of it too, and other tables are refused; In with a
+// transaction of another database is refused.
 func TestGormBoundSessions(t *testing.T) {
 	for _, b := range shardtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
@@ -396,7 +408,7 @@ func TestGormBoundSessions(t *testing.T) {
 			}
 			var same []Course // the rows of rows[0]'s shard
 			for _, c := range rows {
-				if got, _ := repo.Router().Route(c.ID); got == s {
+				if got, _ := shardtest.CourseRouter(t).Route(c.ID); got == s {
 					same = append(same, c)
 				}
 			}
@@ -438,19 +450,27 @@ func TestGormBoundSessions(t *testing.T) {
 			_, counts := shardtest.Harness[gorm.DB, Course]{Rows: func(_ context.Context, _ sharding.Shard, db *gorm.DB) ([]Course, error) {
 				var got []Course
 				return got, db.Find(&got).Error
-			}, ID: func(c *Course) int64 { return c.ID }}.ReadBack(t, repo)
+			}, ID: func(c *Course) int64 { return c.ID }}.ReadBack(t, shardtest.CourseRouter(t), repo)
 			if counts[s.String()] != 3 || len(counts) != 4 {
 				t.Errorf("rows per shard = %v, want 2 each and the one row more in %s", counts, s)
 			}
 
-			// Scope picks the table; on another database than the key's it fails.
+			// In takes a transaction of the key's database; another's fails.
 			m1 := rows[1].ID // course rule: odd IDs are in m1
-			var got Course
-			if err := dbs[0].Scopes(repo.Scope(m1)).First(&got).Error; !errors.Is(err, sharding.ErrWrongShard) {
-				t.Errorf("Scope(%d) on m0: err = %v, want sharding.ErrWrongShard", m1, err)
+			tx0 := dbs[0].Begin()
+			defer tx0.Rollback()
+			if _, err := repo.In(m1, tx0); !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("In(%d) with a transaction of m0: err = %v, want sharding.ErrWrongShard", m1, err)
 			}
-			if err := dbs[1].Scopes(repo.Scope(m1)).Where("id = ?", m1).First(&got).Error; err != nil || got.ID != m1 {
-				t.Errorf("Scope(%d) on m1: %+v, %v", m1, got, err)
+			tx1 := dbs[1].Begin()
+			defer tx1.Rollback()
+			in, err := repo.In(m1, tx1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Course
+			if err := in.Find(ctx, m1, &got); err != nil || got.ID != m1 {
+				t.Errorf("In(%d) on m1: Find = %+v, %v", m1, got, err)
 			}
 		})
 	}

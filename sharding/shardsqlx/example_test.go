@@ -44,11 +44,11 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	router, err := sharding.NewMod(sharding.Mod{Databases: 1, DatabasePattern: "school", Tables: 4, TablePattern: "lesson_%d"})
+	router, err := sharding.NewMod(sharding.Mod{Databases: "school", Tables: "lesson_{0..3}"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	repo, err := shardsqlx.New(router, reg, []*sqlx.DB{db})
+	repo, err := shardsqlx.New([]*sqlx.DB{db}, router, reg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func Example() {
 	total := 0
 	err = repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
 		var n int
-		err := db.GetContext(ctx, &n, s.Query("SELECT count(*) FROM {table}"))
+		err := db.GetContext(ctx, &n, shardsqlx.Query(db, s, "SELECT count(*) FROM {table}"))
 		total += n
 		return err
 	})

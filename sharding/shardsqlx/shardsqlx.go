@@ -17,7 +17,7 @@
 //     columns (see [Repository.Create]);
 //   - [Repository.DB] and [Repository.ForEach] hand out the *sqlx.DB: fill
 //     the table into statements of yours with [Query], quoted as the
-//     repository quotes it. A *sql.Tx does not tell its database, so
+//     repository quotes it. A *sqlx.Tx does not tell its database, so
 //     [Repository.In] trusts the caller to have begun it on key's.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
@@ -46,8 +46,16 @@ import (
 
 // Repository is a sharded repository over sqlx: one *sqlx.DB per database of
 // the router, indexed like [sharding.Shard.Database]. It is safe for
-// concurrent use.
+// concurrent use; one returned by [Repository.In] is as safe as its
+// transaction (that is, not).
 type Repository struct {
+	*shared
+	tx   *sqlx.Tx        // the caller's transaction, for a Repository of In
+	only *sharding.Shard // the shard of tx
+}
+
+// shared is what a Repository and those of its In share.
+type shared struct {
 	base  *repo.Base[sqlx.DB]
 	p     engine.Provider
 	ids   *sqlhook.Helper
@@ -55,10 +63,11 @@ type Repository struct {
 }
 
 // New returns a repository routing with r over dbs, one per database of the
-// router, drawing IDs from p (an idforge registry). A nil or typed-nil
+// router, drawing IDs from p (an idforge registry), configured by at most
+// one [sharding.Settings]. A nil or typed-nil
 // provider or router (a nil *engine.Registry would otherwise fall back on
 // the default registry, machine 0 on every instance), a database given
-// twice, a count of databases other than the router uses, or an option out
+// twice, a count of databases other than the router uses, or settings out
 // of range is an error wrapping engine.ErrInvalidConfig.
 //
 // Before a struct type's first Create, the repository gives p (when it
@@ -72,13 +81,13 @@ type Repository struct {
 // Floor answering engine.ErrNoFloor instead: such a store refuses the
 // sequence until it has a Floor of its own (sqlstore or redisstore
 // Settings.Floor) that reads every table; p's AddFloor cannot override it.
-func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (*Repository, error) {
+func New(dbs []*sqlx.DB, r *sharding.Router, p engine.Provider, s ...sharding.Settings) (*Repository, error) {
 	if repo.IsNil(p) {
 		return nil, fmt.Errorf("%w: shardsqlx.New: the provider IDs are drawn from is nil (%T): give it an idforge registry",
 			engine.ErrInvalidConfig, p)
 	}
-	x := &Repository{p: p, ids: sqlhook.New(p)}
-	b, err := repo.New("shardsqlx.New", r, dbs, opts, repo.ORM[sqlx.DB]{
+	x := &Repository{shared: &shared{p: p, ids: sqlhook.New(p)}}
+	b, err := repo.New("shardsqlx.New", dbs, r, s, repo.ORM[sqlx.DB]{
 		Sequences: x.sequences,
 		Floor:     tableFloor,
 		Same:      func(db *sqlx.DB) any { return db.DB },
@@ -90,9 +99,6 @@ func New(r sharding.Router, p engine.Provider, dbs []*sqlx.DB, opts ...sharding.
 	x.base = b
 	return x, nil
 }
-
-// Router returns the repository's router.
-func (x *Repository) Router() sharding.Router { return x.base.Router }
 
 // rowType is what the repository knows of one struct type: its columns, the
 // shard key and its statements.
@@ -106,7 +112,7 @@ type rowType struct {
 }
 
 // rowTypeOf builds, or returns the cached, rowType of elem.
-func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
+func (x *shared) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	if rt, ok := x.types.Load(elem); ok {
 		return rt.(*rowType), nil
 	}
@@ -146,13 +152,13 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 		return nil, fmt.Errorf("%w: %s has no columns", engine.ErrInvalidConfig, elem)
 	}
 	if rt.id = sm.GetByPath("id"); rt.id != nil && repo.KeyKind(elem.String(), "id", rt.id.Field.Type) == nil {
-		rt.stored = "SELECT id FROM " + sharding.TablePlaceholder + " WHERE id IN (?)"
+		rt.stored = "SELECT id FROM " + repo.Table + " WHERE id IN (?)"
 	} else {
 		rt.id = nil
 	}
-	rt.insert = "INSERT INTO " + sharding.TablePlaceholder + " (" + strings.Join(cols, ", ") +
+	rt.insert = "INSERT INTO " + repo.Table + " (" + strings.Join(cols, ", ") +
 		") VALUES (:" + strings.Join(cols, ", :") + ")"
-	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + sharding.TablePlaceholder +
+	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + repo.Table +
 		" WHERE " + rt.key.Path + " = ?"
 	cached, _ := x.types.LoadOrStore(elem, rt)
 	return cached.(*rowType), nil
@@ -160,7 +166,7 @@ func (x *Repository) rowTypeOf(elem reflect.Type) (*rowType, error) {
 
 // sequences is [repo.Floors.Sequences]: the columns of elem whose tagged
 // fields draw from a sequence.
-func (x *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Column, error) {
+func (x *shared) sequences(elem reflect.Type) (engine.Provider, []idgen.Column, error) {
 	plan, err := idgen.NewPlan(elem)
 	if err != nil {
 		return nil, nil, err
@@ -266,13 +272,13 @@ func plainName(s string) bool {
 // is stored in its shard is skipped, so calling Create again with the same
 // rows after any error finishes the batch without duplicates (a struct
 // without an "id" column gets no such skipping). A batch spanning shards is not one transaction: see
-// [Repository.In] to join a transaction of yours on one shard.
+// [Repository.In] to join a transaction of yours on one shard. In a
+// Repository of In, every row must route to its shard (else nothing is
+// written and the error wraps [sharding.ErrWrongShard]); the rows are
+// inserted behind a savepoint, so a failure rolls back to it and leaves
+// the transaction usable.
 func (x *Repository) Create(ctx context.Context, value any) error {
-	return x.create(ctx, value, nil, nil)
-}
-
-// create is Create, inside tx on shard only when they are set.
-func (x *Repository) create(ctx context.Context, value any, tx *sqlx.Tx, only *sharding.Shard) error {
+	tx, only := x.tx, x.only
 	var rt *rowType
 	return x.base.Create(value, repo.Rows[sqlx.DB]{
 		Plan: func(elem reflect.Type) (repo.Plan, error) {
@@ -326,7 +332,7 @@ func (x *Repository) create(ctx context.Context, value any, tx *sqlx.Tx, only *s
 
 // withTable fills s's table into query, quoted for db.
 func withTable(db *sqlx.DB, s sharding.Shard, query string) string {
-	return strings.ReplaceAll(query, sharding.TablePlaceholder, repo.Quote(dialectOf(db.DriverName()), s.TableName))
+	return strings.ReplaceAll(query, repo.Table, repo.Quote(dialectOf(db.DriverName()), s.TableName))
 }
 
 // Query returns query, a statement of yours for shard s on db (the
@@ -340,16 +346,14 @@ func Query(db *sqlx.DB, s sharding.Shard, query string) string {
 }
 
 // Find reads the row whose shard key is key (its "id" column, unless
-// [sharding.WithShardKey] named another) into dest, a pointer to a struct,
-// from the one shard key routes to, selecting the struct's columns. A
-// missing row is an error matching both [sharding.ErrNotFound] and
-// sql.ErrNoRows; key 0 wraps engine.ErrInvalidID.
+// [sharding.Settings.ShardKey] named another) into dest, a pointer to a
+// struct, from the one shard key routes to, selecting the struct's
+// columns. A missing row is an error matching both [sharding.ErrNotFound]
+// and sql.ErrNoRows; key 0 wraps engine.ErrInvalidID. In a Repository of
+// In, it reads in the transaction, and a key of another shard wraps
+// [sharding.ErrWrongShard].
 func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
-	return x.find(ctx, key, dest, nil, nil)
-}
-
-// find is Find, inside tx on shard only when they are set.
-func (x *Repository) find(ctx context.Context, key int64, dest any, tx *sqlx.Tx, only *sharding.Shard) error {
+	tx, only := x.tx, x.only
 	t := reflect.TypeOf(dest)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct, got %T", engine.ErrInvalidConfig, dest)
@@ -374,66 +378,68 @@ func (x *Repository) find(ctx context.Context, key int64, dest any, tx *sqlx.Tx,
 //	_, err = db.ExecContext(ctx, shardsqlx.Query(db, s, "UPDATE {table} SET name = ? WHERE id = ?"), "go", id)
 //
 // The statements are yours: nothing checks that they stay in the shard.
+// In a Repository of In, a key of another shard wraps
+// [sharding.ErrWrongShard].
 func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
-	return x.base.Route(key)
+	db, s, err := x.base.Route(key)
+	if err == nil {
+		err = repo.Within(x.only, s, "key", key)
+	}
+	if err != nil {
+		return nil, sharding.Shard{}, err
+	}
+	return db, s, nil
 }
 
 // In returns the repository inside tx, a transaction the caller began on
 // the database of key's shard (db.BeginTxx, db from [Repository.DB]),
-// bound to that shard: its Create and Find run in tx, so they commit or
-// roll back with it. A *sql.Tx does not tell its database, so the caller
-// answers for tx being on key's database; a nil tx wraps
-// engine.ErrInvalidConfig.
+// bound to that shard: its Create, Find and Exec run in tx on that one
+// shard, so they commit or roll back with it, and its DB and ForEach know
+// that shard alone. A *sqlx.Tx does not tell its database, so the caller
+// answers for tx being on key's database; a nil tx, or In on a repository
+// of In, wraps engine.ErrInvalidConfig.
 // There is no transaction across shards: see "Transactions" in package
 // [sharding].
-func (x *Repository) In(key int64, tx *sqlx.Tx) (*Tx, error) {
+func (x *Repository) In(key int64, tx *sqlx.Tx) (*Repository, error) {
 	_, s, err := x.base.Route(key)
 	if err != nil {
 		return nil, err
 	}
-	if tx == nil {
+	switch {
+	case x.tx != nil:
+		return nil, fmt.Errorf("%w: shardsqlx: In(%d, tx) on a repository already inside a transaction", engine.ErrInvalidConfig, key)
+	case tx == nil:
 		return nil, fmt.Errorf("%w: shardsqlx: In(%d, nil)", engine.ErrInvalidConfig, key)
 	}
-	return &Tx{x: x, tx: tx, shard: s}, nil
-}
-
-// Tx is a [Repository] inside a caller's transaction on one shard; make it
-// with [Repository.In]. It is as safe for concurrent use as the
-// transaction (that is, not).
-type Tx struct {
-	x     *Repository
-	tx    *sqlx.Tx
-	shard sharding.Shard
-}
-
-// Create is [Repository.Create] in the transaction: every row must route
-// to the shard (else nothing is written and the error wraps
-// [sharding.ErrWrongShard]); the rows are inserted behind a savepoint, so
-// a failure rolls back to it and leaves the transaction usable.
-func (t *Tx) Create(ctx context.Context, value any) error {
-	return t.x.create(ctx, value, t.tx, &t.shard)
-}
-
-// Find is [Repository.Find] in the transaction; a key of another shard
-// wraps [sharding.ErrWrongShard].
-func (t *Tx) Find(ctx context.Context, key int64, dest any) error {
-	return t.x.find(ctx, key, dest, t.tx, &t.shard)
+	return &Repository{shared: x.shared, tx: tx, only: &s}, nil
 }
 
 // ForEach calls fn for every shard, in the router's order, with its
 // database: the fan-out for counts, scans and maintenance (fill the table
 // in with [Query]). It stops at the first error, naming the shard, or when
-// ctx ends.
+// ctx ends. In a Repository of In, fn gets the one shard.
 func (x *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *sqlx.DB) error) error {
+	if x.only != nil {
+		return x.base.ForOne(ctx, *x.only, x.base.DBs[x.only.Database], fn)
+	}
 	return x.base.ForEach(ctx, fn)
 }
 
 // Exec runs query in every shard with {table} replaced by the shard's
 // table, quoted for the database, and '?' placeholders rebound for the
 // driver: "CREATE TABLE IF NOT EXISTS {table} (id BIGINT PRIMARY KEY, ...)".
+// In a Repository of In, it runs in the transaction, in its one shard.
 func (x *Repository) Exec(ctx context.Context, query string, args ...any) error {
-	return x.base.Exec(ctx, query, func(db *sqlx.DB, q string) error {
-		_, err := db.ExecContext(ctx, db.Rebind(q), args...)
+	var in *sqlx.DB
+	if x.only != nil {
+		in = x.base.DBs[x.only.Database]
+	}
+	return x.base.Exec(ctx, query, x.only, in, func(db *sqlx.DB, q string) error {
+		var e sqlx.ExecerContext = db
+		if x.tx != nil {
+			e = x.tx
+		}
+		_, err := e.ExecContext(ctx, db.Rebind(q), args...)
 		return err
 	})
 }

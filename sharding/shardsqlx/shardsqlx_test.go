@@ -39,9 +39,9 @@ func openSqlx(t *testing.T, d testdb.DB, _ engine.Provider) *sqlx.DB {
 	return sqlx.NewDb(d.Open(t), d.Driver)
 }
 
-func sqlxRepo(t *testing.T, b shardtest.Backend, opts ...sharding.Option) *shardsqlx.Repository {
+func sqlxRepo(t *testing.T, b shardtest.Backend, s ...sharding.Settings) *shardsqlx.Repository {
 	t.Helper()
-	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, b.Open(t)), opts...)
+	repo, err := shardsqlx.New(open(t, b.Open(t)), shardtest.CourseRouter(t), shardtest.Registry(t), s...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ var _ shardtest.Repository[sqlx.DB] = (*shardsqlx.Repository)(nil)
 func TestSqlxContract(t *testing.T) {
 	shardtest.Harness[sqlx.DB, course]{
 		Open: openSqlx,
-		New: func(r sharding.Router, reg engine.Provider, dbs []*sqlx.DB, opts ...sharding.Option) (shardtest.Repository[sqlx.DB], error) {
-			return shardsqlx.New(r, reg, dbs, opts...)
+		New: func(r *sharding.Router, reg engine.Provider, dbs []*sqlx.DB, s ...sharding.Settings) (shardtest.Repository[sqlx.DB], error) {
+			return shardsqlx.New(dbs, r, reg, s...)
 		},
 		Migrate: func(ctx context.Context, repo shardtest.Repository[sqlx.DB]) error {
 			return repo.Exec(ctx, createCourse)
@@ -130,8 +130,8 @@ func TestSqlxShardTransaction(t *testing.T) {
 		C  int64 `db:"c"`
 	}
 	ctx := context.Background()
-	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)),
-		sharding.WithBatchSize(5))
+	repo, err := shardsqlx.New(open(t, shardtest.Backends[0].Open(t)), shardtest.CourseRouter(t), shardtest.Registry(t),
+		sharding.Settings{BatchSize: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestSqlxShardTransaction(t *testing.T) {
 		t.Helper()
 		err := repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
 			var n int
-			err := db.GetContext(ctx, &n, s.Query("SELECT count(*) FROM {table}"))
+			err := db.GetContext(ctx, &n, shardsqlx.Query(db, s, "SELECT count(*) FROM {table}"))
 			total += n
 			return err
 		})
@@ -164,7 +164,7 @@ func TestSqlxShardTransaction(t *testing.T) {
 	var first []int
 	for i := range again {
 		again[i].ID = rows[47].ID + 1 + int64(i)
-		if s, _ := repo.Router().Route(again[i].ID); s.Database == 0 && s.Table == 0 {
+		if s, _ := shardtest.CourseRouter(t).Route(again[i].ID); s.String() == "m0.course_1" {
 			first = append(first, i)
 		}
 	}
@@ -212,8 +212,8 @@ func TestSqlxErrors(t *testing.T) {
 	}
 	first := &course{Name: "before the nil row"}
 	for _, v := range []any{[]*course{first, nil}, &[]*course{nil}, (*course)(nil), nil} {
-		if err := repo.Create(ctx, v); !errors.Is(err, sharding.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("nil row in %T: err = %v, want sharding.ErrInvalidData", v, err)
+		if err := repo.Create(ctx, v); !errors.Is(err, engine.ErrInvalidData) || errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("nil row in %T: err = %v, want engine.ErrInvalidData", v, err)
 		}
 	}
 	if first.ID != 0 {
@@ -234,7 +234,7 @@ func TestSqlxNilProvider(t *testing.T) {
 	dbs := open(t, shardtest.Backends[0].Open(t))
 	var reg *engine.Registry
 	for name, p := range map[string]engine.Provider{"nil": nil, "typed nil": reg} {
-		if _, err := shardsqlx.New(shardtest.CourseRouter(t), p, dbs); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "provider") {
+		if _, err := shardsqlx.New(dbs, shardtest.CourseRouter(t), p); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "provider") {
 			t.Errorf("%s provider: err = %v, want engine.ErrInvalidConfig naming the provider", name, err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestSqlxShardKeyColumn(t *testing.T) {
 	for _, key := range []string{"user_id"} {
 		t.Run(key, func(t *testing.T) {
 			ctx := context.Background()
-			repo := sqlxRepo(t, shardtest.Backends[0], sharding.WithShardKey(key))
+			repo := sqlxRepo(t, shardtest.Backends[0], sharding.Settings{ShardKey: key})
 			rows := []course{{Name: "a", UserID: 100}, {Name: "b", UserID: 101}, {Name: "c", UserID: 102}}
 			if err := repo.Create(ctx, rows); err != nil {
 				t.Fatal(err)
@@ -273,7 +273,7 @@ func TestSqlxColumns(t *testing.T) {
 		Cache string `db:"-"`
 	}
 	ctx := context.Background()
-	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)))
+	repo, err := shardsqlx.New(open(t, shardtest.Backends[0].Open(t)), shardtest.CourseRouter(t), shardtest.Registry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,8 @@ func TestSqlxInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := testdb.SQLite(t)
-	repo, err := shardsqlx.New(shardtest.MonthRouter(t, fc), reg, []*sqlx.DB{sqlx.NewDb(d.Open(t), d.Driver)})
+	router := shardtest.MonthRouter(t, fc)
+	repo, err := shardsqlx.New([]*sqlx.DB{sqlx.NewDb(d.Open(t), d.Driver)}, router, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +322,10 @@ func TestSqlxInterval(t *testing.T) {
 	seen := map[int64]bool{}
 	err = repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
 		var ids []int64
-		if err := db.SelectContext(ctx, &ids, s.Query("SELECT id FROM {table}")); err != nil {
+		if err := db.SelectContext(ctx, &ids, shardsqlx.Query(db, s, "SELECT id FROM {table}")); err != nil {
 			return err
 		}
-		shardtest.Placed(t, repo.Router(), s, ids, seen)
+		shardtest.Placed(t, router, s, ids, seen)
 		if len(ids) > 0 {
 			months[s.TableName] = len(ids)
 		}
@@ -360,7 +361,7 @@ func TestSqlxCreateFillsOnce(t *testing.T) {
 	ctx := context.Background()
 	keys, refs := new(atomic.Int64), new(atomic.Int64)
 	keys.Store(1)
-	repo, err := shardsqlx.New(shardtest.CourseRouter(t), countingProvider{"": keys, "ref": refs}, open(t, shardtest.Backends[0].Open(t)))
+	repo, err := shardsqlx.New(open(t, shardtest.Backends[0].Open(t)), shardtest.CourseRouter(t), countingProvider{"": keys, "ref": refs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestSqlxCreateFillsOnce(t *testing.T) {
 	var stored []ticket
 	err = repo.ForEach(ctx, func(s sharding.Shard, db *sqlx.DB) error {
 		var got []ticket
-		err := db.SelectContext(ctx, &got, s.Query("SELECT id, ref FROM {table}"))
+		err := db.SelectContext(ctx, &got, shardsqlx.Query(db, s, "SELECT id, ref FROM {table}"))
 		stored = append(stored, got...)
 		return err
 	})
@@ -402,8 +403,8 @@ type invoice struct {
 func TestSqlxFloors(t *testing.T) {
 	shardtest.FloorHarness[sqlx.DB]{
 		Open: func(t *testing.T, d testdb.DB, _ engine.Provider) *sqlx.DB { return sqlx.NewDb(d.Open(t), d.Driver) },
-		New: func(t *testing.T, r sharding.Router, dbs []*sqlx.DB, reg engine.Provider) shardtest.Repository[sqlx.DB] {
-			repo, err := shardsqlx.New(r, reg, dbs)
+		New: func(t *testing.T, r *sharding.Router, dbs []*sqlx.DB, reg engine.Provider) shardtest.Repository[sqlx.DB] {
+			repo, err := shardsqlx.New(dbs, r, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -442,8 +443,8 @@ func TestSqlxNoSkipWithoutID(t *testing.T) {
 		UserID int64 `db:"user_id"`
 	}
 	ctx := context.Background()
-	repo, err := shardsqlx.New(shardtest.CourseRouter(t), shardtest.Registry(t), open(t, shardtest.Backends[0].Open(t)),
-		sharding.WithShardKey("user_id"))
+	repo, err := shardsqlx.New(open(t, shardtest.Backends[0].Open(t)), shardtest.CourseRouter(t), shardtest.Registry(t),
+		sharding.Settings{ShardKey: "user_id"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package repo is what the GORM and sqlx sharded repositories share: option
-// resolution, the checks of a router against the databases given, routing a
+// Package repo is what the GORM and sqlx sharded repositories share:
+// settings resolution, the checks of a router against the databases given, routing a
 // batch of rows and splitting it by shard, writing each shard's part
 // all-or-nothing and skipping rows an earlier Create stored, the
 // batch-size rule and the quoting of table names, the fan-out over every
@@ -26,9 +26,11 @@ import (
 // Base holds a repository's router, its databases (indexed like
 // [sharding.Shard.Database]) and its settings.
 type Base[DB any] struct {
-	Router   sharding.Router
+	Router   *sharding.Router
 	DBs      []*DB
 	Settings sharding.Settings
+
+	order map[sharding.Shard]int // position in Router.Shards, when it lists them
 
 	orm     ORM[DB]
 	floorMu sync.Mutex // held while a row type's floors are added
@@ -53,26 +55,35 @@ type ORM[DB any] struct {
 	Dialect func(db *DB) string
 }
 
-// New checks the router, the databases and the options; pkg names the
-// constructor in errors ("shardgorm.New").
-func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Option, orm ORM[DB]) (*Base[DB], error) {
-	var s sharding.Settings
-	for _, o := range opts {
-		if o != nil {
-			o(&s)
-		}
-	}
+// Table is what statements run on every shard write for the physical
+// table: "DELETE FROM {table} WHERE ...".
+const Table = "{table}"
+
+// New checks the databases, the router and the settings (at most one
+// value); pkg names the constructor in errors ("shardgorm.New").
+func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.Settings, orm ORM[DB]) (*Base[DB], error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: "+format, append([]any{engine.ErrInvalidConfig, pkg}, args...)...)
 	}
+	var s sharding.Settings
+	switch len(settings) {
+	case 0:
+	case 1:
+		s = settings[0]
+	default:
+		return nil, bad("%d Settings values given, want at most one", len(settings))
+	}
 	if s.BatchSize < 0 {
-		return nil, bad("Settings.BatchSize is %d (want at least 1, or 0 for %d)", s.BatchSize, sharding.DefaultBatchSize)
+		return nil, bad("Settings.BatchSize is %d (want at least 1, or 0 for %d)", s.BatchSize, idgen.DefaultBatchSize)
 	}
 	if s.BatchSize == 0 {
-		s.BatchSize = sharding.DefaultBatchSize
+		s.BatchSize = idgen.DefaultBatchSize
 	}
-	if IsNil(r) {
-		return nil, bad("the router is nil (%T)", r)
+	if r == nil {
+		return nil, bad("the router is nil")
+	}
+	if _, err := r.Route(0); errors.Is(err, engine.ErrInvalidConfig) && strings.Contains(err.Error(), "zero Router") {
+		return nil, bad("%w", err)
 	}
 	if len(dbs) == 0 {
 		return nil, bad("needs at least one database")
@@ -91,22 +102,35 @@ func New[DB any](pkg string, r sharding.Router, dbs []*DB, opts []sharding.Optio
 	if err := usesAll(r, len(dbs)); err != nil {
 		return nil, bad("%w", err)
 	}
-	return &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm}, nil
+	b := &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm}
+	if shards, err := r.Shards(); err == nil {
+		b.order = make(map[sharding.Shard]int, len(shards))
+		for i, s := range shards {
+			b.order[s] = i
+		}
+	}
+	return b, nil
 }
 
 // usesAll checks that the router puts shards in every one of n databases
 // and in no other: a database left unused is a configuration mistake, not
 // a spare.
-func usesAll(r sharding.Router, n int) error {
+func usesAll(r *sharding.Router, n int) error {
 	shards, err := r.Shards()
 	if err != nil {
-		// A router that cannot list its shards is checked on every route;
-		// an interval router puts every table in one database.
-		if _, ok := r.(*sharding.IntervalRouter); ok && n != 1 {
+		// Only an interval router cannot list its shards, and it puts
+		// every table in one database.
+		if n != 1 {
 			return fmt.Errorf("the interval router uses 1 database, %d were given", n)
 		}
 		return nil
 	}
+	return coversAll(shards, n)
+}
+
+// coversAll checks that shards lie in every one of n databases and in no
+// other.
+func coversAll(shards []sharding.Shard, n int) error {
 	used := make([]bool, 0, n)
 	for _, s := range shards {
 		for s.Database >= len(used) {
@@ -266,24 +290,41 @@ func (b *Base[DB]) floor(model, name string, cols []idgen.Column) (engine.Floor,
 	}, nil
 }
 
+// ForOne calls fn for shard s with in, a caller's transaction on its
+// database: the fan-out of a repository bound to one shard by In.
+func (b *Base[DB]) ForOne(ctx context.Context, s sharding.Shard, in *DB, fn func(s sharding.Shard, db *DB) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := fn(s, in); err != nil {
+		return fmt.Errorf("sharding: shard %s: %w", s, err)
+	}
+	return nil
+}
+
 // Exec runs query, which must name the table {table}, in every shard
 // through exec, which gets the query with the shard's table filled in,
-// quoted for the database.
-func (b *Base[DB]) Exec(ctx context.Context, query string, exec func(db *DB, query string) error) error {
+// quoted for the database; with only set, in shard only alone, through
+// in, a caller's transaction on only's database.
+func (b *Base[DB]) Exec(ctx context.Context, query string, only *sharding.Shard, in *DB, exec func(db *DB, query string) error) error {
 	if err := CheckTemplate(query); err != nil {
 		return err
 	}
-	return b.ForEach(ctx, func(s sharding.Shard, db *DB) error {
-		return exec(db, strings.ReplaceAll(query, sharding.TablePlaceholder, Quote(b.orm.Dialect(db), s.TableName)))
-	})
+	each := func(s sharding.Shard, db *DB) error {
+		return exec(db, strings.ReplaceAll(query, Table, Quote(b.orm.Dialect(b.DBs[s.Database]), s.TableName)))
+	}
+	if only != nil {
+		return b.ForOne(ctx, *only, in, each)
+	}
+	return b.ForEach(ctx, each)
 }
 
 // CheckTemplate rejects a statement that does not name {table}: it would
 // run on one table the router knows nothing of.
 func CheckTemplate(query string) error {
-	if !strings.Contains(query, sharding.TablePlaceholder) {
+	if !strings.Contains(query, Table) {
 		return fmt.Errorf("%w: sharding: statement %q does not name its table %s",
-			engine.ErrInvalidConfig, query, sharding.TablePlaceholder)
+			engine.ErrInvalidConfig, query, Table)
 	}
 	return nil
 }
@@ -407,7 +448,7 @@ type Rows[DB any] struct {
 // shard's part, by database then table, in a transaction of its own: rows
 // whose ID was set before the call and is found stored are skipped (an
 // earlier Create wrote them), the others inserted in statements of
-// [PerStatement] rows. A nil row wraps [sharding.ErrInvalidData]; a row of
+// [PerStatement] rows. A nil row wraps [engine.ErrInvalidData]; a row of
 // another shard than orm.Only wraps [sharding.ErrWrongShard], before
 // anything is written; a failed part is a *[sharding.ShardError].
 func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
@@ -440,16 +481,13 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	if err != nil {
 		return err
 	}
-	var written []sharding.ShardPart
-	for i, g := range groups {
+	var written []int
+	for _, g := range groups {
 		if err := b.write(g, elem, plan, orm, held); err != nil {
-			pending := make([]sharding.ShardPart, 0, len(groups)-i-1)
-			for _, p := range groups[i+1:] {
-				pending = append(pending, p.ShardPart)
-			}
-			return &sharding.ShardError{Shard: g.Shard, Rows: g.Rows, Written: written, Pending: pending, Err: err}
+			slices.Sort(written)
+			return &sharding.ShardError{Rows: g.Rows, Written: written, Err: fmt.Errorf("%s: %w", g.Shard, err)}
 		}
-		written = append(written, g.ShardPart)
+		written = append(written, g.Rows...)
 	}
 	return nil
 }
@@ -521,15 +559,16 @@ func unstored(conn Conn, g *group, plan Plan, held []bool, limit int) ([]reflect
 
 // group is the rows of one shard, in input order.
 type group struct {
-	sharding.ShardPart
-	rows []reflect.Value
+	Shard sharding.Shard
+	Rows  []int // positions in the value given to Create
+	rows  []reflect.Value
 }
 
 // split routes every row by key and groups the rows by shard, ordered by
-// database then table index, so a failure leaves a predictable set of
+// database then table (as the router lists them, else by name), so a failure leaves a predictable set of
 // shards written.
 func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int64, error), only *sharding.Shard) ([]*group, error) {
-	byShard := map[[2]int]*group{}
+	byShard := map[sharding.Shard]*group{}
 	var out []*group
 	for i, row := range rows {
 		id, err := key(row)
@@ -551,18 +590,18 @@ func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int6
 		if err := Within(only, s, fmt.Sprintf("row %d with key", i), id); err != nil {
 			return nil, err
 		}
-		k := [2]int{s.Database, s.Table}
-		g := byShard[k]
+		g := byShard[s]
 		if g == nil {
-			g = &group{ShardPart: sharding.ShardPart{Shard: s}}
-			byShard[k] = g
+			g = &group{Shard: s}
+			byShard[s] = g
 			out = append(out, g)
 		}
 		g.Rows = append(g.Rows, i)
 		g.rows = append(g.rows, row)
 	}
-	slices.SortFunc(out, func(a, b *group) int {
-		return cmp.Or(cmp.Compare(a.Shard.Database, b.Shard.Database), cmp.Compare(a.Shard.Table, b.Shard.Table))
+	slices.SortFunc(out, func(x, y *group) int {
+		return cmp.Or(cmp.Compare(x.Shard.Database, y.Shard.Database),
+			cmp.Compare(b.order[x.Shard], b.order[y.Shard]), cmp.Compare(x.Shard.TableName, y.Shard.TableName))
 	})
 	return out, nil
 }
@@ -610,7 +649,7 @@ func KeyKind(model, field string, t reflect.Type) error {
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return nil
 	}
-	return fmt.Errorf("%w: model %s: shard key %s is a %s; routing needs an integer field (WithShardKey picks another)",
+	return fmt.Errorf("%w: model %s: shard key %s is a %s; routing needs an integer field (Settings.ShardKey picks another)",
 		engine.ErrInvalidConfig, model, field, t)
 }
 

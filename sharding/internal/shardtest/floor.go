@@ -27,7 +27,7 @@ type FloorHarness[DB any] struct {
 	// from reg.
 	Open func(t *testing.T, d testdb.DB, reg engine.Provider) *DB
 	// New returns a repository routing with r over dbs, drawing from reg.
-	New func(t *testing.T, r sharding.Router, dbs []*DB, reg engine.Provider) Repository[DB]
+	New func(t *testing.T, r *sharding.Router, dbs []*DB, reg engine.Provider) Repository[DB]
 	// Exec runs a statement on db.
 	Exec func(db *DB, query string) error
 	// IDs reads the column of int64 query selects.
@@ -54,12 +54,11 @@ func (h FloorHarness[DB]) Run(t *testing.T) {
 // LectureRouter routes as [CourseRouter] over three tables per database,
 // lecture_1 to lecture_3; lecture_3 never takes a row. The router lists it,
 // so the Floors read it: the tests leave it uncreated.
-func LectureRouter(t testing.TB) *sharding.ModRouter {
+func LectureRouter(t testing.TB) *sharding.Router {
 	t.Helper()
 	r, err := sharding.NewMod(sharding.Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 3, TablePattern: "lecture_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+		Databases: "m{0..1}", Tables: "lecture_{1..3}",
+		TableRule: "(id+1)%4/2+1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -86,10 +85,10 @@ func (h FloorHarness[DB]) everyShard(t *testing.T, b Backend) {
 	regA := StoreRegistry(t, OpenStore(t, storeDB, sqlstore.Settings{Init: true}))
 	repoA := repoOn(regA)
 	err := repoA.ForEach(ctx, func(s sharding.Shard, db *DB) error {
-		if s.Table == 2 {
+		if s.TableName == "lecture_3" {
 			return nil
 		}
-		return h.Exec(db, s.Query(createLecture))
+		return h.Exec(db, Table(s, createLecture))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +105,7 @@ func (h FloorHarness[DB]) everyShard(t *testing.T, b Backend) {
 			}
 		}
 	}
-	if where.Database != 1 || where.Table != 1 {
+	if where.Database != 1 || where.TableName != "lecture_2" {
 		t.Fatalf("the largest lecture, %d, is in %s: the test wants it in m1.lecture_2", top, where)
 	}
 	regA.Close()
@@ -191,10 +190,10 @@ func (h FloorHarness[DB]) lectures(t *testing.T, repo Repository[DB]) map[shardi
 	t.Helper()
 	out := map[sharding.Shard][]int64{}
 	err := repo.ForEach(context.Background(), func(s sharding.Shard, db *DB) error {
-		if s.Table == 2 {
+		if s.TableName == "lecture_3" {
 			return nil
 		}
-		ids, err := h.IDs(db, s.Query("SELECT id FROM {table}"))
+		ids, err := h.IDs(db, Table(s, "SELECT id FROM {table}"))
 		out[s] = ids
 		return err
 	})
@@ -213,7 +212,7 @@ func (h FloorHarness[DB]) unlistedShards(t *testing.T, b Backend) {
 	ctx := context.Background()
 	d := b.Open(t)[0]
 	storeDB := d.Open(t)
-	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Period: sharding.Monthly, Prefix: "invoice_",
+	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Table: "invoice_{200601}",
 		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)

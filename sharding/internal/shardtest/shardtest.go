@@ -4,6 +4,7 @@
 package shardtest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,12 +50,11 @@ func Registry(t testing.TB) *engine.Registry {
 }
 
 // CourseRouter is ShardingSphere's course rule: m{id%2}.course_{(id+1)%4/2+1}.
-func CourseRouter(t testing.TB) *sharding.ModRouter {
+func CourseRouter(t testing.TB) *sharding.Router {
 	t.Helper()
 	r, err := sharding.NewMod(sharding.Mod{
-		Databases: 2, DatabasePattern: "m%d",
-		Tables: 2, TablePattern: "course_%d", TableBase: 1,
-		TableRule: sharding.ID().Add(1).Mod(4).Div(2),
+		Databases: "m{0..1}", Tables: "course_{1..2}",
+		TableRule: "(id+1)%4/2+1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,9 +64,9 @@ func CourseRouter(t testing.TB) *sharding.ModRouter {
 
 // MonthRouter puts course rows of 2026 in monthly tables course_202601 ...,
 // reading the time on c, the clock of the generator the IDs come from.
-func MonthRouter(t testing.TB, c clock.Clock) *sharding.IntervalRouter {
+func MonthRouter(t testing.TB, c clock.Clock) *sharding.Router {
 	t.Helper()
-	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Period: sharding.Monthly, Prefix: "course_",
+	r, err := sharding.NewInterval(sharding.Interval{Layout: snowflake.Default, Table: "course_{200601}",
 		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Clock: c})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func MonthRouter(t testing.TB, c clock.Clock) *sharding.IntervalRouter {
 
 // Placed checks that every row read from shard s routes there, and that no
 // ID was read before (seen collects them).
-func Placed(t testing.TB, r sharding.Router, s sharding.Shard, ids []int64, seen map[int64]bool) {
+func Placed(t testing.TB, r *sharding.Router, s sharding.Shard, ids []int64, seen map[int64]bool) {
 	t.Helper()
 	for _, id := range ids {
 		want, err := r.Route(id)
@@ -88,4 +88,9 @@ func Placed(t testing.TB, r sharding.Router, s sharding.Shard, ids []int64, seen
 		}
 		seen[id] = true
 	}
+}
+
+// Table fills shard s's table, unquoted, into query's {table}.
+func Table(s sharding.Shard, query string) string {
+	return strings.ReplaceAll(query, "{table}", s.TableName)
 }
