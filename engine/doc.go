@@ -2,7 +2,7 @@
 // agrees on: [Generator], [StringGenerator], the named [Registry], the [ID]
 // type and the sentinel errors.
 //
-// engine imports only the standard library (and internal/radix, which shares
+// engine imports only the standard library (and engine/internal/radix, which shares
 // the radix digits with engine/convert). Concrete generators live below it
 // (engine/snowflake, engine/segment), stores beside them (engine/sqlstore,
 // engine/redisstore), and integrations (gormplugin, sqlhook, sharding) import

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idforge/idforge/internal/radix"
+	"github.com/idforge/idforge/engine/internal/radix"
 )
 
 // ID is an int64 identifier that travels safely through JSON: it marshals as a

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/radix"
+	"github.com/idforge/idforge/engine/internal/radix"
 )
 
 const (

@@ -1,6 +1,6 @@
 package redisstore
 
-import "github.com/idforge/idforge/internal/storeepoch"
+import "github.com/idforge/idforge/engine/internal/storeepoch"
 
 // Key names and defaults the tests read or write behind the store's back.
 const (

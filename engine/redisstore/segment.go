@@ -12,7 +12,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 )
 
 // segmentDistributor hands out ranges of one named sequence stored in a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 )
 
 // defaultPrefix starts every key unless [Settings.Prefix] says otherwise.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/schema"
 )
 

@@ -1,7 +1,7 @@
 package sqlstore
 
 import (
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/schema"
 )
 

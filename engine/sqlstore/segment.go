@@ -9,7 +9,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/schema"
 )
 

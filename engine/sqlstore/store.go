@@ -77,7 +77,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/schema"
 )
 

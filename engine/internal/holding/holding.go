@@ -9,7 +9,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/storeepoch"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 )
 
 // LiveWindow is how long after its stored last timestamp (its lease's
