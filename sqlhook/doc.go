@@ -128,4 +128,8 @@
 // The helpers fill IDs at the struct level because the driver plugin sees
 // only argument values and could not write the IDs back into the caller's
 // structs; the plugin, in turn, needs no struct and answers LastInsertId.
+//
+// The package imports database/sql, sqlx, the root registry, the engine
+// and the shared tag parsing in internal/; nothing imports it but
+// shardsqlx.
 package sqlhook

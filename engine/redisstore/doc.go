@@ -134,4 +134,7 @@
 // not EVALSHA: they are small, Redis caches the compiled body, and a call
 // stays one round trip even after a failover or SCRIPT FLUSH emptied the
 // script cache.
+//
+// The package imports go-redis and the engine's contracts (machine,
+// segment, clock, engine/internal); no integration.
 package redisstore

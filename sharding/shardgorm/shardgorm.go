@@ -18,6 +18,9 @@
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard: see [New].
+//
+// The package imports GORM, the GORM plugin, sharding and the shared
+// internals; sharding never imports it back.
 package shardgorm
 
 import (

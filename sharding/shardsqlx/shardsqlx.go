@@ -22,6 +22,9 @@
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard, as with GORM: see [New].
+//
+// The package imports sqlx, sqlhook, sharding and the shared internals;
+// sharding never imports it back.
 package shardsqlx
 
 import (
