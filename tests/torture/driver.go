@@ -20,7 +20,7 @@ import (
 )
 
 // faultKinds are the faults the driver injects, one at a time; -faults all
-// means those of them the store supports (see faultsFor). kill_clock_back
+// means those of them the store supports (see allFaults). kill_clock_back
 // restarts a killed worker with its clock 1 s behind, as if NTP stepped the
 // host clock back while it was down: only the lease's time reservation
 // (-reserve) keeps the restart off its predecessor's milliseconds (see
@@ -29,9 +29,10 @@ import (
 // wipes the store while some workers are cut off from it and starts a
 // newcomer on it: only the chains' Fence (-fence) keeps the cut-off workers
 // from serving IDs the newcomer, or a worker still connected, is handed
-// again.
+// again. long_outage keeps the store unreachable for -outage, long past the
+// machine-ID safe-guard.
 var faultKinds = []string{"kill", "kill_clock_back", "clock_back_2ms", "clock_back_50ms", "clock_back_5s", "store_cut", "pause",
-	"store_reset", "partition_wipe"}
+	"store_reset", "partition_wipe", "long_outage"}
 
 // faultsFor returns the fault kinds the store supports, in faultKinds order.
 func faultsFor(store string) []string {
@@ -42,6 +43,13 @@ func faultsFor(store string) []string {
 		}
 	}
 	return out
+}
+
+// allFaults returns what -faults all means: the kinds the store supports
+// but long_outage, which is asked for by name, since one outage of its
+// default minute would outlast a short run's whole schedule.
+func allFaults(store string) []string {
+	return slices.DeleteFunc(faultsFor(store), func(k string) bool { return k == "long_outage" })
 }
 
 // clockSteps are the clock faults' steps back.
@@ -180,26 +188,25 @@ type driver struct {
 	// overlaps counts chain IDs that a worker cut off by partition_wipe
 	// announced after the cut and another process announced too.
 	overlaps int64
+
+	// refusedBy counts refused NextID calls by fault kind and generator,
+	// attributed as unavailability is.
+	refusedBy map[string]map[string]int64
+	// pauses holds the longest time between two successive IDs of a
+	// worker, by fault kind and generator; pausesOutside by generator,
+	// outside any fault.
+	pauses        map[string]map[string]time.Duration
+	pausesOutside map[string]time.Duration
 }
 
 func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 	if c.seed == 0 {
 		c.seed = rand.Uint64()
 	}
-	d := &driver{
-		cfg: c, stderr: stderr,
-		rng:      rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15)),
-		ns:       testdb.UniqueName("torture-"),
-		slots:    make([]*proc, c.workers),
-		gens:     map[string]*genStats{},
-		faults:   map[string]int{},
-		unavail:  map[string]map[string]time.Duration{},
-		outside:  map[string]time.Duration{},
-		refusals: map[string]int64{}, refusalsBy: map[string]map[string]int64{},
-	}
-	for _, g := range generators {
-		d.gens[g] = &genStats{}
-	}
+	d := newDriver(c)
+	d.stderr = stderr
+	d.rng = rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
+	d.ns = testdb.UniqueName("torture-")
 	d.logf("store=%s workers=%d seed=%d duration=%v faults=%s break=%q",
 		c.store, c.workers, c.seed, c.duration, strings.Join(c.faults, ","), c.brk)
 	exe, err := os.Executable()
@@ -274,6 +281,25 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// newDriver returns a driver for c with its tallies empty.
+func newDriver(c config) *driver {
+	d := &driver{
+		cfg: c, stderr: io.Discard,
+		slots:    make([]*proc, c.workers),
+		gens:     map[string]*genStats{},
+		faults:   map[string]int{},
+		unavail:  map[string]map[string]time.Duration{},
+		outside:  map[string]time.Duration{},
+		refusals: map[string]int64{}, refusalsBy: map[string]map[string]int64{},
+		refusedBy: map[string]map[string]int64{},
+		pauses:    map[string]map[string]time.Duration{}, pausesOutside: map[string]time.Duration{},
+	}
+	for _, g := range generators {
+		d.gens[g] = &genStats{}
+	}
+	return d
 }
 
 func (d *driver) logf(format string, args ...any) {
@@ -433,6 +459,7 @@ func (d *driver) handle(p *proc, ev event) {
 	case evStart:
 		if p.restartOf != nil {
 			d.noteUnavail(p.restartOf.kind, ev.gen, ev.at.Sub(p.killedAt))
+			d.notePause(p.restartOf.kind, ev.gen, ev.at.Sub(p.killedAt))
 		}
 	case evBatch:
 		p.pending[ev.seq] = pendingBatch{gen: ev.gen, runs: ev.runs}
@@ -467,23 +494,28 @@ func (d *driver) handle(p *proc, ev event) {
 		}
 		end := ev.at.Add(ev.dur)
 		if f := d.active; f != nil && f.affects(p) && !end.Before(f.start) {
-			// A worker stopped inside NextID was not unavailable while
-			// stopped: that time is the pause, not the recovery.
-			dur := ev.dur
-			if !f.stopped.IsZero() && !f.resumed.IsZero() {
-				dur -= max(0, minTime(end, f.resumed).Sub(maxTime(ev.at, f.stopped)))
-			}
-			d.noteUnavail(f.kind, ev.gen, dur)
+			// A worker stopped inside NextID, or between two IDs, was not
+			// unavailable while stopped: that time is the pause fault, not
+			// the recovery.
+			d.noteUnavail(f.kind, ev.gen, ev.dur-f.stoppedWithin(ev.at, end))
+			d.notePause(f.kind, ev.gen, ev.gap-f.stoppedWithin(end.Add(-ev.gap), end))
 			by := d.refusalsBy[f.kind]
 			if by == nil {
 				by = map[string]int64{}
 				d.refusalsBy[f.kind] = by
 			}
+			gens := d.refusedBy[f.kind]
+			if gens == nil {
+				gens = map[string]int64{}
+				d.refusedBy[f.kind] = gens
+			}
 			for c, n := range ev.refusals {
 				by[c] += int64(n)
+				gens[ev.gen] += int64(n)
 			}
-		} else if ev.dur > d.outside[ev.gen] {
-			d.outside[ev.gen] = ev.dur
+		} else {
+			d.outside[ev.gen] = max(d.outside[ev.gen], ev.dur)
+			d.pausesOutside[ev.gen] = max(d.pausesOutside[ev.gen], ev.gap)
 		}
 	}
 }
@@ -500,6 +532,26 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// stoppedWithin returns how much of [from, to] a pause fault held its worker
+// stopped; 0 for other faults.
+func (f *fault) stoppedWithin(from, to time.Time) time.Duration {
+	if f.stopped.IsZero() || f.resumed.IsZero() {
+		return 0
+	}
+	return max(0, minTime(to, f.resumed).Sub(maxTime(from, f.stopped)))
+}
+
+// notePause records a pause between two IDs of gen during a fault; callers
+// hold mu.
+func (d *driver) notePause(kind, gen string, dur time.Duration) {
+	m := d.pauses[kind]
+	if m == nil {
+		m = map[string]time.Duration{}
+		d.pauses[kind] = m
+	}
+	m[gen] = max(m[gen], dur)
 }
 
 // noteUnavail records an unavailability of gen during a fault; callers hold mu.
@@ -606,6 +658,8 @@ func (d *driver) inject(ctx context.Context, kind string) {
 		d.kill(ctx, kind, -time.Second)
 	case "store_cut":
 		d.cut(ctx)
+	case "long_outage":
+		d.outage(ctx)
 	case "store_reset":
 		d.reset(ctx)
 	case "partition_wipe":
@@ -741,6 +795,22 @@ func (d *driver) cut(ctx context.Context) {
 	restore()
 	back := time.Now()
 	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the store came back", back)
+}
+
+// outage keeps the store unreachable from every process for -outage, long
+// past the safe-guard, then restores it: every lease and chain must stop
+// issuing what the store cannot confirm and go on once it is back. The
+// proxies refuse the workers' connections; the server itself, which other
+// tests may share, is left alone.
+func (d *driver) outage(ctx context.Context) {
+	d.begin("long_outage")
+	defer d.end()
+	restore := d.cutOff(nil)
+	d.sleep(ctx, d.cfg.outage)
+	restore()
+	back := time.Now()
+	d.logf("long_outage: the store is reachable again after %v", d.cfg.outage)
+	d.awaitAll(ctx, recoverTimeout, "every worker issues again after the long outage", back)
 }
 
 // cutOff cuts procs (every live process when nil) off from the store: it

@@ -61,6 +61,7 @@ type config struct {
 	faults       []string
 	gap          time.Duration
 	warmup       time.Duration
+	outage       time.Duration // long_outage: how long the store stays unreachable
 	json         bool
 	verbose      bool
 	keep         bool
@@ -84,10 +85,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
-	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all (those the store supports) or none: "+
+	fs.StringVar(&faults, "faults", "all", "fault kinds to inject, comma-separated, or all (those the store supports but long_outage) or none: "+
 		strings.Join(faultKinds, ","))
 	fs.DurationVar(&c.gap, "gap", time.Second, "mean quiet time between faults")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "load before the first fault, once every worker inserts")
+	fs.DurationVar(&c.outage, "outage", time.Minute, "how long the long_outage fault keeps the store unreachable")
 	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&c.verbose, "v", false, "forward the workers' logs to stderr")
 	fs.BoolVar(&c.keep, "keep", false, "keep the database (and Redis keys) after the run")
@@ -140,6 +142,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-rate %d: want 0 (unlimited) or more", c.rate)
 	case c.gap < 0 || c.warmup < 0:
 		return fmt.Errorf("-gap %v, -warmup %v: must not be negative", c.gap, c.warmup)
+	case c.outage <= 0:
+		return fmt.Errorf("-outage %v: want a positive duration", c.outage)
 	case c.heartbeat <= 0 || c.heartbeat >= c.safeGuard*4/5:
 		// The lease refuses a fifth of the safe-guard early (its skew
 		// margin); a heartbeat must land well inside what is left.
@@ -153,11 +157,11 @@ func (c *config) validate() error {
 }
 
 // parseFaults reads the -faults list; "all" means every kind the store
-// supports.
+// supports but long_outage (see allFaults).
 func parseFaults(s, store string) ([]string, error) {
 	switch s {
 	case "all":
-		return faultsFor(store), nil
+		return allFaults(store), nil
 	case "none", "":
 		return nil, nil
 	}

@@ -22,7 +22,9 @@ import (
 //	                                            "<id>" or "<first id>:<length>" of consecutive IDs
 //	C <seq> <duplicates>                        batch seq committed (acknowledged)
 //	D <gen> <id> <other proc> <other batch>     a duplicate: id was already inserted by that batch
-//	U <gen> <start unix ms> <µs> <class>=<n>,…  NextID was unavailable that long (refusals by class, or -)
+//	U <gen> <start unix ms> <µs> <gap µs> <class>=<n>,…
+//	                                            NextID was unavailable that long, the ID came that long after
+//	                                            the previous one (rate-limit idling left out), refusals by class (or -)
 //	R <gen> <unix ms>                           NextID refused, the first time in a call (a U line follows)
 //
 // The driver writes commands to a worker's stdin:
@@ -120,7 +122,7 @@ func (e *emitter) duplicate(gen string, id int64, proc, batch int64) {
 	e.line("%c %s %d %d %d", evDuplicate, gen, id, proc, batch)
 }
 
-func (e *emitter) unavailable(gen string, start time.Time, d time.Duration, refusals map[string]int) {
+func (e *emitter) unavailable(gen string, start time.Time, d, gap time.Duration, refusals map[string]int) {
 	classes := "-"
 	if len(refusals) > 0 {
 		var parts []string
@@ -129,7 +131,7 @@ func (e *emitter) unavailable(gen string, start time.Time, d time.Duration, refu
 		}
 		classes = strings.Join(parts, ",")
 	}
-	e.line("%c %s %d %d %s", evUnavail, gen, start.UnixMilli(), d.Microseconds(), classes)
+	e.line("%c %s %d %d %d %s", evUnavail, gen, start.UnixMilli(), d.Microseconds(), gap.Microseconds(), classes)
 }
 
 func (e *emitter) refused(gen string, t time.Time) { e.line("%c %s %d", evRefused, gen, t.UnixMilli()) }
@@ -144,6 +146,7 @@ type event struct {
 	n        int64 // C: duplicates
 	at       time.Time
 	dur      time.Duration
+	gap      time.Duration // U: since the previous ID
 	runs     []idRun
 	refusals map[string]int
 }
@@ -157,7 +160,7 @@ func parseEvent(line string) (event, error) {
 	}
 	ev := event{kind: f[0][0]}
 	args := f[1:]
-	want := map[byte]int{evMachine: 2, evStart: 2, evCommit: 2, evDuplicate: 4, evUnavail: 4, evRefused: 2}[ev.kind]
+	want := map[byte]int{evMachine: 2, evStart: 2, evCommit: 2, evDuplicate: 4, evUnavail: 5, evRefused: 2}[ev.kind]
 	if ev.kind == evBatch {
 		want = 3 // and the IDs
 	}
@@ -209,9 +212,9 @@ func parseEvent(line string) (event, error) {
 		}
 	case evUnavail:
 		ev.gen = args[0]
-		if v, err = ints(args[1], args[2]); err == nil {
-			ev.at, ev.dur = time.UnixMilli(v[0]), time.Duration(v[1])*time.Microsecond
-			ev.refusals, err = parseRefusals(args[3])
+		if v, err = ints(args[1], args[2], args[3]); err == nil {
+			ev.at, ev.dur, ev.gap = time.UnixMilli(v[0]), time.Duration(v[1])*time.Microsecond, time.Duration(v[2])*time.Microsecond
+			ev.refusals, err = parseRefusals(args[4])
 		}
 	}
 	if err == nil && ev.gen != "" && !slices.Contains(generators, ev.gen) {

@@ -53,10 +53,16 @@ type report struct {
 	MaxUnavailableOutsideFaultsMS map[string]int64            `json:"max_unavailable_outside_faults_ms"`
 	Refusals                      map[string]int64            `json:"refusals"`
 	RefusalsByFault               map[string]map[string]int64 `json:"refusals_by_fault"`
-	Restarts                      int                         `json:"restarts"`
-	Reclaims                      int                         `json:"reclaims"`
-	Moves                         int                         `json:"moves"`
-	Newcomers                     int                         `json:"newcomers"`
+	// IDsRefusedByFault counts, per fault kind and generator, the NextID
+	// calls that returned an error; MaxPauseByFault is the longest time
+	// between two successive IDs of a worker, per fault kind and generator.
+	IDsRefusedByFault       map[string]map[string]int64 `json:"ids_refused_by_fault"`
+	MaxPauseByFault         map[string]map[string]int64 `json:"max_pause_ms_by_fault"`
+	MaxPauseOutsideFaultsMS map[string]int64            `json:"max_pause_outside_faults_ms"`
+	Restarts                int                         `json:"restarts"`
+	Reclaims                int                         `json:"reclaims"`
+	Moves                   int                         `json:"moves"`
+	Newcomers               int                         `json:"newcomers"`
 
 	// PartitionOverlaps counts chain IDs that a worker cut off by
 	// partition_wipe announced after the cut and that another process (the
@@ -125,11 +131,10 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 		Store: d.cfg.store, Seed: d.cfg.seed, Break: d.cfg.brk, Workers: d.cfg.workers,
 		Duration: d.cfg.duration.String(), ElapsedSeconds: elapsed.Seconds(),
 		IDsIssued: map[string]int64{}, IDsPerSecond: map[string]float64{}, Tables: map[string]*tableReport{},
-		Faults: map[string]int{}, MaxUnavailableMS: map[string]int64{},
-		MaxUnavailableByGenerator: map[string]map[string]int64{}, MaxUnavailableOutsideFaultsMS: map[string]int64{},
-		Refusals: d.refusals, RefusalsByFault: d.refusalsBy, Restarts: d.restarts, Reclaims: d.reclaims, Moves: d.moves,
+		Restarts: d.restarts, Reclaims: d.reclaims, Moves: d.moves,
 		Newcomers: d.newcomers, PartitionOverlaps: d.overlaps, DuplicateSamples: d.samples,
 	}
+	d.faultReport(r)
 	var total int64
 	for _, gen := range generators {
 		gs := d.gens[gen]
@@ -149,13 +154,36 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 		r.RowsInFlight += t.InFlight
 		r.RowsInFlightFound += t.InFlightFound
 		r.RowsUnexplained += t.Unexplained
-		r.MaxUnavailableOutsideFaultsMS[gen] = d.outside[gen].Milliseconds()
 	}
 	r.IDsPerSecond["total"] = float64(total) / elapsed.Seconds()
 	r.TickOverlaps, r.TickOverlapSamples = d.tickOverlaps()
+	for _, gen := range generators {
+		if r.Tables[gen].Acked == 0 {
+			d.problemLocked("no %s row was acknowledged", gen)
+		}
+	}
+	r.Problems = append([]string{}, d.problems...)
+	r.OK = r.Duplicates == 0 && r.AckedTwice == 0 && r.TickOverlaps == 0 && r.RowsLost == 0 && r.RowsUnexplained == 0 &&
+		r.PartitionOverlaps == 0 && len(r.Problems) == 0
+	return r
+}
+
+// faultReport fills in what the faults did: injections, unavailability,
+// refusals and pauses, each requested kind and generator present even at 0.
+// A requested kind never injected is a problem. Callers hold mu.
+func (d *driver) faultReport(r *report) {
+	r.Faults, r.MaxUnavailableMS = map[string]int{}, map[string]int64{}
+	r.MaxUnavailableByGenerator, r.MaxUnavailableOutsideFaultsMS = map[string]map[string]int64{}, map[string]int64{}
+	r.Refusals, r.RefusalsByFault = d.refusals, d.refusalsBy
+	r.IDsRefusedByFault, r.MaxPauseByFault, r.MaxPauseOutsideFaultsMS = map[string]map[string]int64{}, map[string]map[string]int64{}, map[string]int64{}
 	for _, k := range d.cfg.faults {
 		r.Faults[k] = d.faults[k]
 		r.MaxUnavailableMS[k] = 0 // until a span says otherwise
+		r.IDsRefusedByFault[k], r.MaxPauseByFault[k] = map[string]int64{}, map[string]int64{}
+		for _, gen := range generators {
+			r.IDsRefusedByFault[k][gen] = d.refusedBy[k][gen]
+			r.MaxPauseByFault[k][gen] = d.pauses[k][gen].Milliseconds()
+		}
 		if d.faults[k] == 0 {
 			d.problemLocked("fault kind %s was never injected", k)
 		}
@@ -168,14 +196,9 @@ func (d *driver) report(ctx context.Context, elapsed time.Duration) *report {
 		}
 	}
 	for _, gen := range generators {
-		if r.Tables[gen].Acked == 0 {
-			d.problemLocked("no %s row was acknowledged", gen)
-		}
+		r.MaxUnavailableOutsideFaultsMS[gen] = d.outside[gen].Milliseconds()
+		r.MaxPauseOutsideFaultsMS[gen] = d.pausesOutside[gen].Milliseconds()
 	}
-	r.Problems = append([]string{}, d.problems...)
-	r.OK = r.Duplicates == 0 && r.AckedTwice == 0 && r.TickOverlaps == 0 && r.RowsLost == 0 && r.RowsUnexplained == 0 &&
-		r.PartitionOverlaps == 0 && len(r.Problems) == 0
-	return r
 }
 
 // tickOverlaps finds machine IDs under which two processes issued in a same
@@ -326,17 +349,18 @@ func (r *report) print(w io.Writer) {
 		r.RowsInFlight, r.RowsInFlightFound, r.RowsUnexplained, r.Duplicates, r.AckedTwice)
 	tw.Flush()
 
-	fmt.Fprintf(tw, "fault\tinjected\tlongest unavailable: snowflake\tchain\trefusals\n")
+	fmt.Fprintf(tw, "fault\tinjected\tlongest unavailable: snowflake\tchain\tlongest pause: snowflake\tchain\tIDs refused: snowflake\tchain\trefusals\n")
 	for _, k := range faultKinds {
 		n, ok := r.Faults[k]
 		if !ok {
 			continue
 		}
-		u := r.MaxUnavailableByGenerator[k]
-		fmt.Fprintf(tw, "%s\t%d\t%d ms\t%d ms\t%s\n", k, n, u[genSnowflake], u[genChain], refusalList(r.RefusalsByFault[k]))
+		u, p, x := r.MaxUnavailableByGenerator[k], r.MaxPauseByFault[k], r.IDsRefusedByFault[k]
+		fmt.Fprintf(tw, "%s\t%d\t%d ms\t%d ms\t%d ms\t%d ms\t%d\t%d\t%s\n", k, n, u[genSnowflake], u[genChain],
+			p[genSnowflake], p[genChain], x[genSnowflake], x[genChain], refusalList(r.RefusalsByFault[k]))
 	}
-	o := r.MaxUnavailableOutsideFaultsMS
-	fmt.Fprintf(tw, "(outside faults)\t\t%d ms\t%d ms\n", o[genSnowflake], o[genChain])
+	o, op := r.MaxUnavailableOutsideFaultsMS, r.MaxPauseOutsideFaultsMS
+	fmt.Fprintf(tw, "(outside faults)\t\t%d ms\t%d ms\t%d ms\t%d ms\n", o[genSnowflake], o[genChain], op[genSnowflake], op[genChain])
 	tw.Flush()
 
 	fmt.Fprintf(w, "\nrefused NextID calls: %s\n", refusalList(r.Refusals))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -124,7 +125,7 @@ func torture(t *testing.T, args ...string) (*report, int) {
 	}
 	for _, k := range []string{"ids_issued", "duplicates", "rows_acked", "rows_found", "rows_lost", "faults",
 		"max_unavailable_ms", "ids_per_second", "seed", "store", "duration", "rows_in_flight_found", "tick_overlaps",
-		"refusals_by_fault", "partition_overlaps"} {
+		"refusals_by_fault", "partition_overlaps", "ids_refused_by_fault", "max_pause_ms_by_fault", "max_pause_outside_faults_ms"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("report lacks the key %q", k)
 		}
@@ -172,7 +173,7 @@ func TestTorture(t *testing.T) {
 			if rep.RowsFound != rep.RowsAcked+rep.RowsInFlightFound {
 				t.Errorf("rows found %d != acked %d + in flight found %d", rep.RowsFound, rep.RowsAcked, rep.RowsInFlightFound)
 			}
-			for _, k := range faultsFor(store) {
+			for _, k := range allFaults(store) {
 				if rep.Faults[k] < 1 {
 					t.Errorf("fault %s injected %d times", k, rep.Faults[k])
 				}
@@ -205,6 +206,40 @@ func TestTorture(t *testing.T) {
 				t.Errorf("partition_wipe refusals %v: want store_unavailable (the Fence) and no no_floor (every worker has a Floor)", wipes)
 			}
 		})
+	}
+}
+
+// TestLongOutage keeps the store away for a few seconds, longer than the
+// lease's reservation: no ID may repeat and no row may be lost, and the
+// report must show the outage in its per-generator fields. The bounds hold
+// on any host: the lease cannot renew its reservation while the store is
+// away, so snowflake IDs stop at most a reservation after the cut and start
+// again only after the restore.
+func TestLongOutage(t *testing.T) {
+	const store = "postgres"
+	requireServers(t, store)
+	const outage, reserve = 4 * time.Second, time.Second
+	rep, code := torture(t, slices.Concat([]string{"-store", store, "-faults", "long_outage", "-outage", outage.String(),
+		"-reserve", reserve.String(), "-duration", "1s", "-workers", "2", "-rate", "5000"}, seedArgs(t))...)
+	refused, pause := rep.IDsRefusedByFault["long_outage"], rep.MaxPauseByFault["long_outage"]
+	t.Logf("long_outage: IDs refused %v, longest pause %v ms, refusals %v", refused, pause, rep.RefusalsByFault["long_outage"])
+	if code != exitOK || !rep.OK {
+		t.Errorf("exit status %d, ok %v, problems %q", code, rep.OK, rep.Problems)
+	}
+	if rep.Faults["long_outage"] != 1 || rep.Duplicates != 0 || rep.AckedTwice != 0 || rep.TickOverlaps != 0 || rep.RowsLost != 0 {
+		t.Errorf("faults %v, duplicates %d, acked twice %d, tick overlaps %d, rows lost %d",
+			rep.Faults, rep.Duplicates, rep.AckedTwice, rep.TickOverlaps, rep.RowsLost)
+	}
+	// Without a ride-through window the lease refuses once its
+	// reservation runs out; a window would make these refusals 0.
+	if refused[genSnowflake] == 0 || rep.RefusalsByFault["long_outage"]["machine_id_lost"] == 0 {
+		t.Errorf("no snowflake ID refused during a %v outage: %v", outage, refused)
+	}
+	if _, ok := refused[genChain]; !ok {
+		t.Errorf("ids_refused_by_fault lacks the chain: %v", refused)
+	}
+	if min := (outage - reserve).Milliseconds(); pause[genSnowflake] < min {
+		t.Errorf("longest snowflake pause %d ms, want at least the outage less the reservation, %d ms", pause[genSnowflake], min)
 	}
 }
 
@@ -343,7 +378,16 @@ func TestRunsRoundTrip(t *testing.T) {
 	if ev, err := parseEvent(strings.TrimSuffix(b.String(), "\n")); err != nil || ev.kind != evRefused || ev.gen != genChain || ev.at.UnixMilli() != 1234 {
 		t.Fatalf("line %q parsed to %+v, %v", b.String(), ev, err)
 	}
-	for _, bad := range []string{"B 1 snowflake 5 7:0", "B 1 nope 5 7", "C 1", "X 1 2", "U chain 1 2 clock=x", "R chain", "R chain 1 2", ""} {
+	b.Reset()
+	newEmitter(&b).unavailable(genSnowflake, time.UnixMilli(1234), 2500*time.Microsecond, 7*time.Millisecond,
+		map[string]int{"machine_id_lost": 3, "store_reset": 1})
+	ev, err = parseEvent(strings.TrimSuffix(b.String(), "\n"))
+	if err != nil || b.String() != "U snowflake 1234 2500 7000 machine_id_lost=3,store_reset=1\n" || ev.kind != evUnavail ||
+		ev.dur != 2500*time.Microsecond || ev.gap != 7*time.Millisecond || ev.refusals["machine_id_lost"] != 3 {
+		t.Fatalf("line %q parsed to %+v, %v", b.String(), ev, err)
+	}
+	for _, bad := range []string{"B 1 snowflake 5 7:0", "B 1 nope 5 7", "C 1", "X 1 2", "U chain 1 2 clock=x", "U chain 1 2 x -",
+		"U chain 1 2 3 clock=x", "R chain", "R chain 1 2", ""} {
 		if _, err := parseEvent(bad); err == nil {
 			t.Errorf("parseEvent(%q) accepted", bad)
 		}
@@ -375,11 +419,109 @@ func TestUnionAndCursor(t *testing.T) {
 	}
 }
 
+// The fault tallies of the report, fed worker lines as a run would: refused
+// NextID calls and pauses between IDs go to the fault running when the ID
+// came and affecting the worker, per generator; the rest counts as outside
+// faults. Times are given, not measured.
+func TestFaultReport(t *testing.T) {
+	d := newDriver(config{faults: []string{"long_outage", "pause", "kill"}})
+	w1, w2 := &proc{name: "slot-0#1"}, &proc{name: "slot-1#2"}
+	t0 := time.UnixMilli(1_000_000)
+	ms := func(n int64) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	feed := func(p *proc, line string) {
+		t.Helper()
+		ev, err := parseEvent(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.handle(p, ev)
+	}
+	at := func(n int64) string { return strconv.FormatInt(ms(n).UnixMilli(), 10) }
+
+	// Before any fault: an insert between two IDs.
+	feed(w1, "U chain "+at(0)+" 0 12000 -")
+	// long_outage on every worker: snowflake refused 40 times over 21 s,
+	// chain 3 times; a pause that began before the fault counts whole.
+	d.active = &fault{kind: "long_outage", start: ms(1000)}
+	d.faults["long_outage"]++
+	feed(w1, "U snowflake "+at(900)+" 21100000 21150000 machine_id_lost=39,store_reset=1")
+	feed(w2, "U snowflake "+at(2000)+" 5000000 6000000 machine_id_lost=10")
+	feed(w2, "U chain "+at(3000)+" 300000 300500 segment_exhausted=3")
+	// An ID that came before the fault began is not the fault's.
+	feed(w1, "U chain "+at(500)+" 100 400000 -")
+	d.active = nil
+	// A pause: the 4 s the worker was stopped are not its pause, only the
+	// 1.5 s before it issued again after waking.
+	d.active = &fault{kind: "pause", procs: []*proc{w2}, start: ms(40_000), stopped: ms(40_000), resumed: ms(44_000)}
+	d.faults["pause"]++
+	feed(w2, "U snowflake "+at(45_000)+" 500000 5500000 machine_id_lost=2")
+	feed(w1, "U snowflake "+at(45_000)+" 0 9000 -") // not paused: outside the fault
+	d.active = nil
+
+	r := &report{}
+	d.faultReport(r)
+	wantRefused := map[string]map[string]int64{
+		"long_outage": {genSnowflake: 50, genChain: 3},
+		"pause":       {genSnowflake: 2, genChain: 0},
+		"kill":        {genSnowflake: 0, genChain: 0},
+	}
+	wantPause := map[string]map[string]int64{
+		"long_outage": {genSnowflake: 21150, genChain: 300},
+		"pause":       {genSnowflake: 1500, genChain: 0},
+		"kill":        {genSnowflake: 0, genChain: 0},
+	}
+	if !reflect.DeepEqual(r.IDsRefusedByFault, wantRefused) {
+		t.Errorf("ids_refused_by_fault = %v, want %v", r.IDsRefusedByFault, wantRefused)
+	}
+	if !reflect.DeepEqual(r.MaxPauseByFault, wantPause) {
+		t.Errorf("max_pause_ms_by_fault = %v, want %v", r.MaxPauseByFault, wantPause)
+	}
+	if want := map[string]int64{genSnowflake: 9, genChain: 400}; !reflect.DeepEqual(r.MaxPauseOutsideFaultsMS, want) {
+		t.Errorf("max_pause_outside_faults_ms = %v, want %v", r.MaxPauseOutsideFaultsMS, want)
+	}
+	if u := r.MaxUnavailableByGenerator["long_outage"]; u[genSnowflake] != 21100 || u[genChain] != 300 {
+		t.Errorf("max_unavailable_ms_by_generator[long_outage] = %v, want snowflake 21100, chain 300", u)
+	}
+	if r.RefusalsByFault["long_outage"]["machine_id_lost"] != 49 || r.Refusals["machine_id_lost"] != 51 {
+		t.Errorf("refusals %v, by fault %v", r.Refusals, r.RefusalsByFault)
+	}
+	// kill was requested and never injected.
+	if len(d.problems) != 1 || !strings.Contains(d.problems[0], "kill was never injected") {
+		t.Errorf("problems %q, want the kill never injected", d.problems)
+	}
+	// The keys a reader looks for, each generator present even at 0.
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"ids_refused_by_fault":{"kill":{"chain":0,"snowflake":0}`,
+		`"max_pause_ms_by_fault":{"kill":{"chain":0,"snowflake":0}`, `"max_pause_outside_faults_ms":{"chain":400,"snowflake":9}`} {
+		if !strings.Contains(string(js), k) {
+			t.Errorf("report JSON lacks %s:\n%s", k, js)
+		}
+	}
+}
+
+// long_outage is asked for by name: -faults all leaves it out, since its
+// default minute would outlast a short run.
+func TestLongOutageByName(t *testing.T) {
+	for _, store := range []string{"postgres", "mariadb", "redis"} {
+		all, err := parseFaults("all", store)
+		if err != nil || slices.Contains(all, "long_outage") || !slices.Contains(all, "store_cut") {
+			t.Errorf("-faults all on %s = %v, %v; want every kind but long_outage", store, all, err)
+		}
+		if got, err := parseFaults("long_outage,kill", store); err != nil || !slices.Equal(got, []string{"long_outage", "kill"}) {
+			t.Errorf("-faults long_outage,kill on %s = %v, %v", store, got, err)
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "sqlite"}, {"-workers", "0"}, {"-faults", "kill,flood"}, {"-break", "everything"}, {"-warmup", "-1s"},
 		{"-safeguard", "1s", "-heartbeat", "900ms"}, {"extra"}, {"-store", "postgres", "-faults", "store_reset"},
 		{"-fence", "soon"}, {"-fence", "2s"}, {"-fence", "0"}, {"-reserve", "0"}, {"-break", "partition", "-fence", "500ms"},
+		{"-faults", "long_outage", "-outage", "0"}, {"-outage", "-5s"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(context.Background(), args, nil, io.Discard, &stderr); code != exitSetup || stderr.Len() == 0 {

@@ -260,6 +260,10 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error
 		interval = time.Duration(float64(w.cfg.Batch) / float64(w.cfg.Rate) * float64(time.Second))
 	}
 	first := true
+	// prev is when the previous ID was handed out, moved on by the time the
+	// worker idled to keep its rate, so that the gap to the next ID is the
+	// pause an application issuing at that rate would see.
+	var prev time.Time
 	for ctx.Err() == nil {
 		begun := time.Now()
 		start := begun // of the IDs not inserted yet
@@ -273,7 +277,7 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error
 			return err
 		}
 		for len(ids) < w.cfg.Batch {
-			id, err := w.next(ctx, gen, g, flush)
+			id, at, err := w.next(ctx, gen, g, prev, flush)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return nil // quitting: the batch was never announced, drop it
@@ -285,6 +289,7 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error
 				first = false
 			}
 			ids = append(ids, id)
+			prev = at
 			if gen == genSnowflake {
 				w.clk.apply()
 			}
@@ -293,7 +298,9 @@ func (w *worker) load(ctx context.Context, gen string, g engine.Generator) error
 			return err
 		}
 		if interval > 0 {
+			idle := time.Now()
 			clock.System.Sleep(ctx, time.Until(begun.Add(interval)))
+			prev = prev.Add(time.Since(idle))
 		}
 	}
 	return nil
@@ -317,35 +324,42 @@ func (w *worker) submit(gen, table string, start time.Time, ids []int64) error {
 	return nil
 }
 
-// next returns an ID from g, retrying while g refuses, and reports a call
-// that took a millisecond or more, or met refusals, as unavailability. At
-// the first refusal it reports it (R line) and calls refused (to insert the
-// partial batch) before it retries; an error from refused ends the call.
-func (w *worker) next(ctx context.Context, gen string, g engine.Generator, refused func() error) (int64, error) {
+// next returns an ID from g and when it got it, retrying while g refuses.
+// It reports a call that took a millisecond or more, met refusals, or ended
+// a millisecond or more after prev (the previous ID, zero for none) as
+// unavailability. At the first refusal it reports it (R line) and calls
+// refused (to insert the partial batch) before it retries; an error from
+// refused ends the call.
+func (w *worker) next(ctx context.Context, gen string, g engine.Generator, prev time.Time, refused func() error) (int64, time.Time, error) {
 	start := time.Now()
 	var refusals map[string]int
 	for {
 		id, err := g.NextID(ctx)
 		if err == nil {
-			if d := time.Since(start); d >= time.Millisecond || refusals != nil {
-				w.out.unavailable(gen, start, d, refusals)
+			at := time.Now()
+			var gap time.Duration
+			if !prev.IsZero() {
+				gap = at.Sub(prev)
 			}
-			return id, nil
+			if d := at.Sub(start); d >= time.Millisecond || refusals != nil || gap >= time.Millisecond {
+				w.out.unavailable(gen, start, d, gap, refusals)
+			}
+			return id, at, nil
 		}
 		if ctx.Err() != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		if refusals == nil {
 			refusals = map[string]int{}
 			w.log.Warn("generator refuses", "gen", gen, "err", err)
 			w.out.refused(gen, time.Now())
 			if ferr := refused(); ferr != nil {
-				return 0, ferr
+				return 0, time.Time{}, ferr
 			}
 		}
 		refusals[metrics.Reason(err)]++
 		if err := clock.System.Sleep(ctx, retryDelay); err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 	}
 }
