@@ -84,6 +84,27 @@ func TestCluster(t *testing.T) {
 			return segmentOf(t, s, name)
 		}, segmenttest.ExpectStart(100))
 	})
+	t.Run("Admin", func(t *testing.T) {
+		s := open(t)
+		ctx := t.Context()
+		in := machine.Instance{Namespace: "adm", ID: "web-0"}
+		st, err := s.Distribute(ctx, in, 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if as, err := s.Machines(ctx, "adm"); err != nil || len(as) != 1 || as[0].Instance != in {
+			t.Fatalf("Machines = %+v, %v", as, err)
+		}
+		if err := s.Release(ctx, "adm", st.MachineID, true); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := s.RaiseCounter(ctx, "adm", 42); err != nil || c != 42 {
+			t.Fatalf("RaiseCounter = %d, %v", c, err)
+		}
+		if c, found, err := s.Counter(ctx, "adm"); err != nil || !found || c != 42 {
+			t.Fatalf("Counter = %d, %t, %v", c, found, err)
+		}
+	})
 	t.Run("Floor", func(t *testing.T) {
 		prefix := prefix + "floor:" // RunFloor wants an empty store
 		segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {

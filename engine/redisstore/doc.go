@@ -1,7 +1,9 @@
 // Package redisstore keeps idforge's shared state in Redis through
 // github.com/redis/go-redis/v9. A [Store] implements machine.Distributor and
 // hands out a segment.Distributor per name ([Store.Segment]); every
-// operation is one Lua script, one round trip, atomic on the server.
+// operation is one Lua script, one round trip, atomic on the server (but
+// [Store.Counter], one GET). It also serves the operator's `idforge store`
+// commands (see Operator commands below).
 //
 // [Open] accepts any [redis.Cmdable]: a *redis.Client, a *redis.ClusterClient,
 // a *redis.Ring or a failover client. The caller owns the client and closes
@@ -97,6 +99,19 @@
 // Redis without an epoch creates one and waits the grace too: a first start
 // and a wipe look the same, so the first start of a new store costs the
 // grace (2 s by default).
+//
+// # Operator commands
+//
+// [Store.Machines], [Store.Release], [Store.Counter] and [Store.RaiseCounter]
+// serve `idforge store machines|release|chain`, as the SQL store's methods of
+// the same names do. Machines and Release are one script each over the
+// namespace's keys; Release refuses, in the same script, an ID whose holding
+// stored a last timestamp within the reset grace of now (engine.ErrInstanceInUse)
+// unless forced, and frees the ID as an unstable Revert would, keeping its
+// last timestamp for the next holder. They ignore the epoch: an operator
+// reads and acts on the store as it is. RaiseCounter is the segment
+// script's raise under the epoch (the re-seed after a reset): the counter
+// only goes up, so it stays at or above every process's floor.
 //
 // # Durability
 //

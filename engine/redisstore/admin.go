@@ -1,0 +1,140 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/holding"
+	"github.com/idforge/idforge/engine/machine"
+)
+
+// The operator's commands (`idforge store`) ignore the epoch, which an
+// operator reads and acts on as it is; only RaiseCounter, which writes a
+// counter the generators' floors are checked against, runs under it.
+var (
+	//go:embed scripts/machine_list.lua
+	listSrc string
+	//go:embed scripts/machine_release.lua
+	releaseSrc string
+
+	listScript    = redis.NewScript(machineCommon + listSrc)
+	releaseScript = redis.NewScript(machineCommon + releaseSrc)
+)
+
+// machineValue parses the machines hash's "lastTimestamp|stable|instance".
+var machineValue = regexp.MustCompile(`^(-?\d+)\|([01])\|(.*)$`)
+
+// Machines lists the machine IDs of namespace, in order: every ID ever
+// handed out, with its instance (none once free), whether a holding of it
+// is live (its holder did not revert it) and its last timestamp. One
+// script reads them all at once.
+func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	res, err := listScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace})).StringSlice()
+	if err != nil {
+		return nil, s.unavailable("listing machine IDs", err)
+	}
+	if len(res)%3 != 0 {
+		return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w %v", errBadReply, res))
+	}
+	as := make([]machine.Assignment, 0, len(res)/3)
+	for i := 0; i < len(res); i += 3 {
+		id, err := strconv.ParseInt(res[i], 10, 64)
+		m := machineValue.FindStringSubmatch(res[i+1])
+		if err != nil || m == nil {
+			return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w: machine ID %q: %q", errBadReply, res[i], res[i+1]))
+		}
+		last, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w: machine ID %q: %q", errBadReply, res[i], res[i+1]))
+		}
+		as = append(as, machine.Assignment{
+			MachineID:     id,
+			Instance:      machine.Instance{Namespace: namespace, ID: m[3], Stable: m[2] == "1"},
+			Held:          res[i+2] == "1",
+			LastTimestamp: last,
+		})
+	}
+	slices.SortFunc(as, func(a, b machine.Assignment) int { return cmp.Compare(a.MachineID, b.MachineID) })
+	return as, nil
+}
+
+// Release gives machineID of namespace back, keeping its last timestamp for
+// the next holder to wait out. A holding heartbeated within the reset grace
+// is live and refused with an error wrapping engine.ErrInstanceInUse unless
+// force is set: its holder would find the ID gone at its next heartbeat and
+// stop issuing under it. An ID never handed out is an error wrapping
+// engine.ErrInvalidConfig. The check and the release are one script.
+func (s *Store) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
+	now, window := s.now(), holding.LiveWindow(s.cfg.ResetGrace)
+	res, err := releaseScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace}),
+		"", machineID, now, window.Milliseconds(), flag(force)).Slice()
+	if err != nil {
+		return s.unavailable("releasing a machine ID", err)
+	}
+	switch r := reply(res); r.kind() {
+	case "ok":
+		return nil
+	case "unknown":
+		return fmt.Errorf("%s: namespace %q: machine ID %d was never handed out: %w", s.name, namespace, machineID, engine.ErrInvalidConfig)
+	case "live":
+		a := machine.Assignment{MachineID: machineID, Held: true, LastTimestamp: r.int(3),
+			Instance: machine.Instance{Namespace: namespace, ID: r.str(1), Stable: r.str(2) == "1"}}
+		if err := holding.CheckRelease(a, now, s.ResetGrace(), false); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return s.unavailable("releasing a machine ID", fmt.Errorf("%w %v", errBadReply, res))
+}
+
+// Counter returns the largest ID the sequence name handed out ranges up to
+// (its counter); found is false when the store has no such sequence.
+func (s *Store) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	counter, err = s.client.Get(ctx, s.segmentKey(name)).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, s.unavailable("reading sequence "+name, err)
+	}
+	return counter, true, nil
+}
+
+// RaiseCounter raises the sequence name's counter to at least to, never
+// lowering it, creating the sequence there (or at [Settings.Start], if
+// higher) if it is missing (the operator vouches no ID above to was handed
+// out), and returns the counter. It is the segment script's raise, under
+// the store's epoch, like a re-seed after a reset: a counter that only
+// goes up stays at or above every process's floor. A store whose epoch
+// changed is left as it is, with an error wrapping engine.ErrStoreReset.
+func (s *Store) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+	what := "raising sequence " + name
+	token, err := s.ready(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// The script compares non-negative decimals; a counter is never below
+	// 0, so a lower target raises nothing.
+	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
+		token, 0, s.cfg.Start, max(to, 0), "", "0").Slice()
+	if err != nil {
+		return 0, s.unavailable(what, err)
+	}
+	switch r := reply(res); r.kind() {
+	case "ok":
+		if c, err := strconv.ParseInt(r.str(1), 10, 64); err == nil {
+			return c, nil
+		}
+	case "reset":
+		return 0, s.reset(ctx, token, r.str(1), what)
+	}
+	return 0, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
+}
