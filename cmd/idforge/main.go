@@ -105,7 +105,8 @@ var commands = []command{
 			"machines lists the machine IDs of -namespace: holder instance, stable, held, last timestamp.\n" +
 			"release gives one back (keeping its last timestamp for the next holder to wait out); a holder that\n" +
 			"heartbeated within the store's reset grace is refused unless -force. chain shows a sequence's\n" +
-			"counter; with -raise N it raises it to at least N, never lowering it."},
+			"counter; with -raise N it raises it to at least N, never lowering it. All of them work on the\n" +
+			"SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve -proxy."},
 	{"version", "", "print the module version and VCS revision it was built from", setupVersion, ""},
 }
 

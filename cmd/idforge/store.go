@@ -186,6 +186,11 @@ type admin interface {
 	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
 }
 
+var (
+	_ admin = (*sqlstore.Store)(nil)
+	_ admin = (*redisstore.Store)(nil)
+)
+
 func setupStore(fs *flag.FlagSet) runFunc {
 	spec := fs.String("store", "", "the store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
 		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
@@ -208,6 +213,13 @@ func setupStore(fs *flag.FlagSet) runFunc {
 			if env := os.Getenv("IDFORGE_STORE"); env != "" {
 				*spec, src = env, "IDFORGE_STORE"
 			}
+		}
+		if strings.HasPrefix(*spec, "http://") || strings.HasPrefix(*spec, "https://") {
+			// A proxy store hands out leases and ranges only: the operator's
+			// commands change what every holder relies on, so they go to
+			// the store itself.
+			return usagef("%s %q is an HTTP address: `idforge store` works on the store itself, not through idforge serve -proxy;"+
+				" give it the -store that serve runs on", src, redact(*spec, *spec))
 		}
 		wd, err := os.Getwd()
 		if err != nil {

@@ -14,12 +14,9 @@ import (
 
 // store machines lists what instances hold, release gives back only an ID
 // whose holder is silent (or with -force), and chain shows a counter and
-// raises it, never lowering it.
+// raises it, never lowering it: on every kind of store.
 func TestStoreAdmin(t *testing.T) {
 	for _, s := range proxyStores {
-		if s.name == "redis" {
-			continue
-		}
 		t.Run(s.name, func(t *testing.T) {
 			spec := s.spec(t)
 			if spec == "" {
@@ -91,5 +88,16 @@ func TestStoreAdmin(t *testing.T) {
 				t.Fatalf("chain of a missing sequence: exit %d: %s", code, errOut)
 			}
 		})
+	}
+}
+
+// The store commands refuse the HTTP address of an idforge serve -proxy
+// with one clear error: they need the store itself.
+func TestStoreAdminNeedsTheStoreNotTheProxy(t *testing.T) {
+	for _, action := range [][]string{{"init"}, {"machines"}, {"release", "0"}, {"chain", "order"}} {
+		_, errOut, code := runArgs(t, append([]string{"store", "-store", "https://ids:s3cret@ids.example:8080"}, action...)...)
+		if code != 2 || !strings.Contains(errOut, "not through idforge serve -proxy") || strings.Contains(errOut, "s3cret") {
+			t.Errorf("store %v on a proxy address: exit %d: %s; want exit 2 saying it needs the store itself, no password", action, code, errOut)
+		}
 	}
 }
