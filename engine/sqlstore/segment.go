@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
+	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/schema"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
+	"github.com/idforge/idforge/engine/machine"
 )
 
 // LiveWindow is how long after its stored last timestamp (its lease's
