@@ -57,7 +57,7 @@ func (r *Registry) Dated(name, format string) (engine.StringGenerator, error) {
 		return nil, fmt.Errorf("%w: dated format %q needs a chain name", engine.ErrInvalidConfig, format)
 	case r.store == nil:
 		return nil, fmt.Errorf("%w: dated chain %q: kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st}))",
-			engine.ErrUnknownGenerator, name, KindChain)
+			engine.ErrUnknownGenerator, name, engine.KindChain)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -184,9 +184,9 @@ func (r *Registry) release(c *segment.Chain) error {
 	return c.Close()
 }
 
-// Close closes the dated chains, then every generator of the registry (see
-// engine.Registry.Close): the chains stop their prefetch workers and the
-// machine ID is given back.
+// Close closes the dated chains, then every generator of the registry: the
+// chains stop their prefetch workers and the machine ID is given back.
+// Lookups fail with engine.ErrClosed afterwards.
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	r.closed = true
@@ -197,5 +197,5 @@ func (r *Registry) Close() error {
 	for _, s := range series {
 		errs = append(errs, s.close())
 	}
-	return errors.Join(append(errs, r.Registry.Close())...)
+	return errors.Join(append(errs, r.gens.Close())...)
 }

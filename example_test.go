@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/idforge/idforge/engine"
 	"log"
 	"os"
 	"path/filepath"
@@ -42,10 +43,10 @@ func ExampleNew() {
 
 	fmt.Println(reg.Kinds())
 	for range 3 {
-		id, _ := reg.NextID(ctx, idforge.KindChain, "invoice")
+		id, _ := reg.NextID(ctx, engine.KindChain, "invoice")
 		fmt.Println("chain", id)
 	}
-	id, _ := reg.NextID(ctx, idforge.KindSnowflake, "")
+	id, _ := reg.NextID(ctx, engine.KindSnowflake, "")
 	p, _ := snowflake.Default.Decode(id)
 	fmt.Println("snowflake on machine", p.Machine, "=", reg.MachineID())
 	// Output:

@@ -8,7 +8,7 @@
 //	reg, err := idforge.New(ctx, idforge.Settings{Store: st, Namespace: "orders"})
 //	defer reg.Close() // gives the machine ID back, stops prefetch workers
 //
-// Registered kinds: "snowflake" (the shared default, name ""), "uuidv7"
+// Registered kinds (engine.Kind*): "snowflake" (the shared default, name ""), "uuidv7"
 // (RFC 9562 version 7 UUIDs, name "": see engine.UUIDGeneratorOf), and with
 // a store "chain" (a lock-free segment chain per name) and "segment" (a
 // synchronous single-segment generator per name).
@@ -41,21 +41,11 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
-// Kinds registered by [New]: the first element of an `idgen` struct tag.
-const (
-	KindSnowflake = "snowflake"
-	KindChain     = "chain"
-	KindSegment   = "segment"
-	// KindUUIDv7 gives 128-bit UUIDs, not int64 IDs: draw them with
-	// engine.UUIDGeneratorOf (the GORM plugin and the sqlx helper fill
-	// uuid.UUID and string fields with them).
-	KindUUIDv7 = "uuidv7"
-)
-
-// DefaultNamespace is the namespace of a registry given none.
-const DefaultNamespace = "default"
+// defaultNamespace is the namespace of a registry given none.
+const defaultNamespace = "default"
 
 // stateDirOff is the Settings.StateDir (or IDFORGE_STATE_DIR) that turns the
 // local state file off.
@@ -132,13 +122,14 @@ type Settings struct {
 	Zone *time.Location
 }
 
-// Registry is the engine.Registry New builds, plus what a running service
-// asks of it: which machine ID it holds and how its chains are doing. It is
-// an engine.Provider for the GORM plugin, the sqlx helper and the sharding
-// repositories.
+// Registry hands out the generators New builds, by kind and name, and
+// says how they are doing ([Registry.Stats]). It is an engine.Provider for
+// the GORM plugin, the sqlx helper and the sharding repositories, and safe
+// for concurrent use.
 type Registry struct {
-	*engine.Registry
-	sf *leased.Snowflake
+	gens  *genreg.Registry // the one cache of generators, each counted once
+	stats *stats
+	sf    *leased.Snowflake
 
 	// What dated chains are built with (see Dated); store is nil without one.
 	store Store
@@ -165,11 +156,12 @@ type discarder interface {
 // with a store registers chain and segment factories. Close the registry to
 // give the machine ID back and stop the chains' workers.
 func New(ctx context.Context, s Settings) (*Registry, error) {
-	dist, err := s.resolve()
+	st := newStats()
+	dist, err := s.resolve(st)
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{store: s.Store, chain: s.Chain, clock: s.Clock, zone: s.Zone}
+	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Clock, zone: s.Zone}
 	r.sf, err = leased.New(ctx, leased.Settings{
 		Distributor:  dist,
 		Instance:     s.Instance,
@@ -188,19 +180,19 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v: chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
 			engine.ErrInvalidConfig, f, res)
 	}
-	r.Registry = engine.NewRegistry()
-	if err := errors.Join(r.Register(KindSnowflake, "", r.sf), r.Register(KindUUIDv7, "", uuidv7.New(s.Clock))); err != nil {
+	if err := errors.Join(r.gens.Register(engine.KindSnowflake, "", r.stats.wrap(engine.KindSnowflake, "", r.sf)),
+		r.gens.Register(engine.KindUUIDv7, "", r.stats.wrap(engine.KindUUIDv7, "", uuidv7.New(s.Clock)))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
 	if s.Store != nil {
-		chain := r.segmentFactory(s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
+		chain := r.segmentFactory(engine.KindChain, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
 			return segment.NewChain(d, cs)
 		})
-		single := r.segmentFactory(s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
+		single := r.segmentFactory(engine.KindSegment, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
 			return segment.New(d, cs)
 		})
-		if err := errors.Join(r.RegisterFactory(KindChain, chain), r.RegisterFactory(KindSegment, single)); err != nil {
+		if err := errors.Join(r.gens.RegisterFactory(engine.KindChain, chain), r.gens.RegisterFactory(engine.KindSegment, single)); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -210,12 +202,15 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 
 // resolve fills the defaults into s, refuses contradictions, and returns the
 // machine-ID distributor to lease from.
-func (s *Settings) resolve() (machine.Distributor, error) {
+func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{engine.ErrInvalidConfig}, args...)...)
 	}
 	if s.Store != nil && reflect.ValueOf(s.Store).Kind() == reflect.Pointer && reflect.ValueOf(s.Store).IsNil() {
 		return nil, bad("Settings.Store is a nil %T", s.Store)
+	}
+	if s.Store != nil { // counted once, here: every lease call and segment fetch
+		s.Store = &countedStore{st: s.Store, s: st}
 	}
 	if s.Layout == (snowflake.Layout{}) {
 		s.Layout = snowflake.Default
@@ -236,7 +231,7 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 	case s.Namespace == "":
 		s.Namespace = s.Instance.Namespace
 		if s.Namespace == "" {
-			s.Namespace = DefaultNamespace
+			s.Namespace = defaultNamespace
 		}
 	case s.Instance.Namespace != "" && s.Instance.Namespace != s.Namespace:
 		return nil, bad("Instance.Namespace %q contradicts Namespace %q", s.Instance.Namespace, s.Namespace)
@@ -296,10 +291,14 @@ func (s *Settings) resolve() (machine.Distributor, error) {
 
 // segmentFactory builds the generators of a segment kind: one per sequence
 // name, drawing from st, remembered for a store reset.
-func (r *Registry) segmentFactory(st Store, cs segment.Settings,
-	build func(segment.Distributor, segment.Settings) (discarder, error)) engine.Factory {
+func (r *Registry) segmentFactory(kind string, st Store, cs segment.Settings,
+	build func(segment.Distributor, segment.Settings) (discarder, error)) genreg.Factory {
 	return func(ctx context.Context, name string) (engine.Generator, error) {
-		return r.sequence(st, cs, name, build)
+		g, err := r.sequence(st, cs, name, build)
+		if err != nil {
+			return nil, err
+		}
+		return r.stats.wrap(kind, name, g), nil
 	}
 }
 
@@ -382,26 +381,18 @@ func (r *Registry) discardHeld(cause error) {
 	}
 }
 
+// Generator returns the generator for kind (engine.KindSnowflake,
+// KindUUIDv7, and with a store KindChain and KindSegment) and name ("" for
+// the kind's shared default), building a chain or segment generator on the
+// first use of its name. An unknown kind or name wraps
+// engine.ErrUnknownGenerator; after Close, engine.ErrClosed.
+func (r *Registry) Generator(ctx context.Context, kind, name string) (engine.Generator, error) {
+	return r.gens.Generator(ctx, kind, name)
+}
+
 // MachineID returns the machine ID the snowflake generator issues under now
 // (it changes if the lease is lost and replaced), -1 after Close.
 func (r *Registry) MachineID() int64 { return r.sf.MachineID() }
-
-// Snowflake returns the registry's snowflake generator, with its lease, for
-// monitoring.
-func (r *Registry) Snowflake() *leased.Snowflake { return r.sf }
-
-// Chains returns the chains built so far, by sequence name, for monitoring.
-func (r *Registry) Chains() map[string]*segment.Chain {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[string]*segment.Chain{}
-	for _, g := range r.held {
-		if c, ok := g.(*segment.Chain); ok {
-			out[c.Name()] = c
-		}
-	}
-	return out
-}
 
 var (
 	defaultOnce sync.Once
@@ -419,4 +410,14 @@ var (
 func Default() (*Registry, error) {
 	defaultOnce.Do(func() { defaultReg, defaultErr = New(context.Background(), Settings{}) })
 	return defaultReg, defaultErr
+}
+
+// NextID draws one ID from the generator for kind and name (see
+// [Registry.Generator]).
+func (r *Registry) NextID(ctx context.Context, kind, name string) (int64, error) {
+	g, err := r.Generator(ctx, kind, name)
+	if err != nil {
+		return 0, err
+	}
+	return g.NextID(ctx)
 }

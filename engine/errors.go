@@ -7,8 +7,6 @@ import "errors"
 var (
 	// ErrUnknownGenerator: no generator is registered under the requested kind or name.
 	ErrUnknownGenerator = errors.New("idforge: unknown generator")
-	// ErrDuplicateGenerator: a kind or name is registered twice.
-	ErrDuplicateGenerator = errors.New("idforge: generator already registered")
 	// ErrInvalidLayout: a snowflake bit layout that cannot work.
 	ErrInvalidLayout = errors.New("idforge: invalid layout")
 	// ErrInvalidConfig: an option or argument out of range.

@@ -2,9 +2,31 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 )
+
+// The kinds of generator a provider hands out: the first element of an
+// `idgen` struct tag, and the kind argument of [Provider.Generator].
+const (
+	// KindSnowflake is the time-ordered snowflake generator, one per
+	// registry (name "").
+	KindSnowflake = "snowflake"
+	// KindChain is a lock-free segment chain per sequence name.
+	KindChain = "chain"
+	// KindSegment is a synchronous single-segment generator per sequence name.
+	KindSegment = "segment"
+	// KindUUIDv7 gives 128-bit RFC 9562 version 7 UUIDs, not int64 IDs:
+	// its generator is a [UUIDGenerator].
+	KindUUIDv7 = "uuidv7"
+)
+
+// Provider hands out generators by kind and name; the empty name is the
+// kind's shared default. An *idforge.Registry is one; the GORM plugin, the
+// sqlx helper and the sharding repositories draw from any. An unknown kind
+// or name wraps [ErrUnknownGenerator].
+type Provider interface {
+	Generator(ctx context.Context, kind, name string) (Generator, error)
+}
 
 // Generator hands out unique int64 IDs. Implementations are safe for
 // concurrent use. A non-nil error means no ID was consumed. The GORM plugin
@@ -25,33 +47,12 @@ type Floor func(ctx context.Context, name string) (int64, error)
 
 // UUIDGenerator hands out 128-bit IDs: RFC 9562 UUIDs as their 16 bytes,
 // which convert to a uuid.UUID (github.com/google/uuid) as they are. The
-// registry kind "uuidv7" (engine/uuidv7) is one. A [Provider] hands out
-// engine.Generator values, so a UUID generator is also a Generator whose
-// NextID refuses (128 bits do not fit an int64); [UUIDGeneratorOf] looks
-// one up by kind and name, as a database/sql marker or any integration
-// holding a Provider does.
+// generator of kind [KindUUIDv7] (engine/uuidv7) is one. A [Provider] hands
+// out Generator values, so a UUID generator is also a Generator whose
+// NextID refuses (128 bits do not fit an int64): assert it to
+// UUIDGenerator to draw UUIDs.
 type UUIDGenerator interface {
 	NextUUID(ctx context.Context) ([16]byte, error)
-}
-
-// UUIDGeneratorOf returns p's generator for kind and name as a
-// [UUIDGenerator]:
-//
-//	g, err := engine.UUIDGeneratorOf(ctx, reg, "uuidv7", "")
-//	u, err := g.NextUUID(ctx) // uuid.UUID(u) for github.com/google/uuid
-//
-// A generator of int64 IDs under that kind and name is an error wrapping
-// [ErrInvalidConfig]; p's own errors are returned as they are.
-func UUIDGeneratorOf(ctx context.Context, p Provider, kind, name string) (UUIDGenerator, error) {
-	g, err := p.Generator(ctx, kind, name)
-	if err != nil {
-		return nil, err
-	}
-	u, ok := g.(UUIDGenerator)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind \"uuidv7\" gives UUIDs)", ErrInvalidConfig, genKey{kind, name})
-	}
-	return u, nil
 }
 
 // StringGenerator hands out unique IDs already formatted as strings

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/idforge/idforge/engine/internal/radix"
 )
@@ -22,35 +21,6 @@ func (id ID) Int64() int64 { return int64(id) }
 
 // String returns the decimal form of the ID.
 func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
-
-// IsZero reports whether the ID is unset.
-func (id ID) IsZero() bool { return id == 0 }
-
-// Parts is a snowflake ID taken apart by its bit layout: when it was made,
-// by which machine, and its place among that machine's IDs of the tick.
-type Parts struct {
-	ID       int64
-	Time     time.Time // start of the tick, UTC
-	Tick     int64     // units since the epoch
-	Machine  int64
-	Sequence int64
-}
-
-// Decoder takes IDs of one bit layout apart: snowflake.Layout is one. IDs it
-// cannot hold are errors wrapping [ErrInvalidID].
-type Decoder interface {
-	Decode(id int64) (Parts, error)
-}
-
-// Decompose returns the ID's time, machine and sequence under the layout l,
-// as sonyflake's Decompose and bwmarrin/snowflake's Time, Node and Step do
-// under their fixed layouts:
-//
-//	p, err := id.Decompose(snowflake.Default) // p.Time, p.Machine, p.Sequence
-//
-// Any integer in the layout's range decodes, a chain ID too: only a
-// snowflake ID's parts mean anything.
-func (id ID) Decompose(l Decoder) (Parts, error) { return l.Decode(int64(id)) }
 
 // Base62 returns the ID in base 62 (0-9A-Za-z), zero-padded to 11 digits so
 // that the strings of non-negative IDs sort like the IDs: the radix62 form
@@ -167,14 +137,6 @@ func (id *ID) UnmarshalText(b []byte) error {
 	}
 	*id = v
 	return nil
-}
-
-// MarshalJSON writes the ID as a JSON string: "1234".
-func (id ID) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 22)
-	b = append(b, '"')
-	b = strconv.AppendInt(b, int64(id), 10)
-	return append(b, '"'), nil
 }
 
 // UnmarshalJSON accepts "1234", 1234 and null (which leaves the ID unchanged).

@@ -1,6 +1,7 @@
 package idplugin_test
 
 import (
+	"github.com/idforge/idforge/internal/genreg"
 	"context"
 	"slices"
 	"strconv"
@@ -56,7 +57,7 @@ func benchOpen(b *testing.B, dial gorm.Dialector, conns int, gen engine.Generato
 	}
 	b.Cleanup(func() { sqlDB.Close() })
 	if withPlugin {
-		reg := engine.NewRegistry()
+		reg := genreg.New()
 		if err := reg.Register("snowflake", "", gen); err != nil {
 			b.Fatal(err)
 		}

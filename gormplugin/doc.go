@@ -22,7 +22,7 @@
 // replicas pass a registry from idforge.New with a shared store.
 //
 // The tag syntax is `idgen:"<kind>[,name=<name>][,format=<format>]"`; kind and
-// name pick a generator from the [engine.Registry], format (decimal, radix62,
+// name pick a generator from the [genreg.Registry], format (decimal, radix62,
 // radix36) applies to string fields; the radix forms are zero-padded to full
 // width (11 and 13 characters) so string keys sort like the IDs. Tagged fields
 // may be int64, uint64, int, engine.ID, string, or pointers to them.

@@ -2,6 +2,7 @@ package idplugin_test
 
 import (
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"log"
 
 	"github.com/glebarez/sqlite"
@@ -31,7 +32,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", gen); err != nil {
 		log.Fatal(err)
 	}

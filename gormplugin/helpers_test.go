@@ -1,6 +1,7 @@
 package idplugin_test
 
 import (
+	"github.com/idforge/idforge/internal/genreg"
 	"fmt"
 	"reflect"
 	"testing"
@@ -18,7 +19,7 @@ import (
 )
 
 // newRegistry is the shared test registry: snowflake, and a counter per chain name.
-func newRegistry(t testing.TB) *engine.Registry { return testreg.New(t) }
+func newRegistry(t testing.TB) *genreg.Registry { return testreg.New(t) }
 
 type gormDB struct {
 	testdb.DB

@@ -121,7 +121,7 @@ func (p *Plugin) resolve() error {
 		if err != nil {
 			return fmt.Errorf("idplugin: the default registry: %w", err)
 		}
-		p.cfg.registry = reg.Registry
+		p.cfg.registry = reg
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"sync"
 	"testing"
@@ -77,7 +78,7 @@ func TestGeneratorGetsStatementContextAndErrors(t *testing.T) {
 		seen []any
 		fail error
 	)
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	var n int64
 	if err := reg.Register("snowflake", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) {
 		mu.Lock()
@@ -186,7 +187,7 @@ func TestDefaultRegistry(t *testing.T) {
 	}
 }
 
-// TestTypedNilRegistryRefused: a nil *engine.Registry is a registry that
+// TestTypedNilRegistryRefused: a nil *genreg.Registry is a registry that
 // was never built, not a request for the default one, which would issue
 // IDs on machine 0 beside every other instance.
 func TestTypedNilRegistryRefused(t *testing.T) {
@@ -194,8 +195,8 @@ func TestTypedNilRegistryRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reg *engine.Registry
+	var reg *genreg.Registry
 	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Registry") {
-		t.Fatalf("Use with a nil *engine.Registry: %v; want ErrInvalidConfig naming WithRegistry", err)
+		t.Fatalf("Use with a nil *genreg.Registry: %v; want ErrInvalidConfig naming Settings.Registry", err)
 	}
 }

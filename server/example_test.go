@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"net/http/httptest"
 
@@ -13,7 +14,7 @@ import (
 // The server draws from any engine.Provider; `idforge serve` gives it the
 // registry built on the configured store.
 func Example() {
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	g, _ := snowflake.New(7)
 	reg.Register(server.KindSnowflake, "", g)
 	s, _ := server.New(server.Config{Provider: reg, Layout: snowflake.Default})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -281,7 +282,7 @@ func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
 
 // serveUUIDs writes q.count UUIDs of kind uuidv7.
 func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, q idQuery) {
-	s.uuidOnce.Do(func() { s.uuid, s.uuidErr = engine.UUIDGeneratorOf(r.Context(), s.cfg.Provider, KindUUIDv7, "") })
+	s.uuidOnce.Do(func() { s.uuid, s.uuidErr = genreg.UUIDOf(r.Context(), s.cfg.Provider, KindUUIDv7, "") })
 	if s.uuidErr != nil {
 		generatorError(s.uuidErr).write(w)
 		return

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/idforge/idforge/internal/genreg"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -20,7 +21,7 @@ import (
 // datedRegistry is testRegistry with kind uuidv7 and dated chains that
 // count from 1 per name, on 2026-11-25.
 type datedRegistry struct {
-	*engine.Registry
+	*genreg.Registry
 	mu     sync.Mutex
 	counts map[string]*atomic.Int64
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"net"
 	"net/http"
@@ -38,10 +39,10 @@ func twoTokens(t testing.TB) *Tokens {
 
 // blocking is a provider whose snowflake generator blocks until release
 // is closed, reporting each caller on entered.
-func blocking(t testing.TB) (reg *engine.Registry, entered chan struct{}, release chan struct{}) {
+func blocking(t testing.TB) (reg *genreg.Registry, entered chan struct{}, release chan struct{}) {
 	t.Helper()
 	entered, release = make(chan struct{}, 64), make(chan struct{})
-	reg = engine.NewRegistry()
+	reg = genreg.New()
 	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
@@ -266,7 +267,7 @@ func TestConfigValidation(t *testing.T) {
 		"ReadyInterval":       func(c *Config) { c.ReadyInterval = -time.Second },
 		"AllowedHosts":        func(c *Config) { c.AllowedHosts = []string{"ids.internal:8080"} },
 	} {
-		cfg := Config{Provider: engine.NewRegistry(), Layout: snowflake.Default}
+		cfg := Config{Provider: genreg.New(), Layout: snowflake.Default}
 		mod(&cfg)
 		if _, err := New(cfg); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config."+field) {
 			t.Errorf("%s: %v; want ErrInvalidConfig naming Config.%s", field, err, field)

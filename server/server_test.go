@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"log/slog"
 	"net"
@@ -25,9 +26,9 @@ import (
 
 // testRegistry is a registry like the root builds: snowflake on machine 7,
 // chains on in-memory sequences.
-func testRegistry(t testing.TB) *engine.Registry {
+func testRegistry(t testing.TB) *genreg.Registry {
 	t.Helper()
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	g, err := snowflake.New(7)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func TestBadRequests(t *testing.T) {
 func TestHead(t *testing.T) {
 	var drawn atomic.Int64
 	count := engine.GeneratorFunc(func(context.Context) (int64, error) { return drawn.Add(1), nil })
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	reg.Register(KindSnowflake, "", count)
 	reg.RegisterFactory(KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
 	s := newTestServer(t, func(c *Config) { c.Provider = reg })
@@ -402,7 +403,7 @@ func TestTokens(t *testing.T) {
 // A generator that fails answers 503 with a JSON error, never 500; a
 // panicking one too.
 func TestUnavailable(t *testing.T) {
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
 		return 0, engine.ErrMachineIDLost
 	}))
@@ -506,7 +507,7 @@ func TestHTTPServer(t *testing.T) {
 func TestMaxInFlight(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release

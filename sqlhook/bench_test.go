@@ -1,6 +1,7 @@
 package sqlhook_test
 
 import (
+	"github.com/idforge/idforge/internal/genreg"
 	"context"
 	"database/sql"
 	"slices"
@@ -78,7 +79,7 @@ func execs(b *testing.B, open benchTarget) (bare, marker, plain func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", gen); err != nil {
 		b.Fatal(err)
 	}

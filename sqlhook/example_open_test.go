@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"log"
 
 	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite", pure Go
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sqlhook"
 )
@@ -20,7 +20,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := engine.NewRegistry() // or idforge.New(ctx, idforge.Settings{Store: st})
+	reg := genreg.New() // or idforge.New(ctx, idforge.Settings{Store: st})
 	if err := reg.Register("snowflake", "", gen); err != nil {
 		log.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package sqlhook_test
 import (
 	"context"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"log"
 
 	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite", pure Go
 	"github.com/jmoiron/sqlx"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sqlhook"
 )
@@ -25,7 +25,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", gen); err != nil {
 		log.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 )
 
@@ -74,7 +73,7 @@ func Next(kind, name string) *Marker { return &Marker{kind: kind, name: name} }
 // an *idforge.Registry built with a store; LastInsertId is left to the
 // base driver, as for UUIDs.
 func NextDated(name, format string) *Marker {
-	return &Marker{kind: idforge.KindChain, name: name, format: format}
+	return &Marker{kind: engine.KindChain, name: name, format: format}
 }
 
 // ID returns the int64 ID drawn for the marker's latest execution, 0
@@ -221,7 +220,7 @@ func (h *hook) giveBack(m *Marker, v driver.Value) {
 }
 
 func storeHint(kind string, err error) string {
-	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != idforge.KindChain && kind != idforge.KindSegment) {
+	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != engine.KindChain && kind != engine.KindSegment) {
 		return ""
 	}
 	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st})) in sqlhook.Settings.Registry: "+

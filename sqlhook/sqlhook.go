@@ -91,7 +91,7 @@ func (h *hook) provider() (engine.Provider, error) {
 			h.err = fmt.Errorf("sqlhook: the default registry: %w", err)
 			return
 		}
-		h.reg = reg.Registry
+		h.reg = reg
 	})
 	return h.reg, h.err
 }

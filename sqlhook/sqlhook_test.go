@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"testing"
 
@@ -249,7 +250,7 @@ func TestDrawErrors(t *testing.T) {
 	}
 
 	// Chains need a registry with a store; the default has none.
-	noChain := engine.NewRegistry()
+	noChain := genreg.New()
 	db2, err := sqlhook.Open(d.Driver, d.DSN, sqlhook.Settings{Registry: noChain})
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func (h *Helper) provider() (engine.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlhook: the default registry: %w", err)
 	}
-	return def.Registry, nil
+	return def, nil
 }
 
 // filler returns the bound filler of struct type t.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,7 @@ import (
 )
 
 // newRegistry is the shared test registry: snowflake, and a counter per chain name.
-func newRegistry(t testing.TB) *engine.Registry { return testreg.New(t) }
+func newRegistry(t testing.TB) *genreg.Registry { return testreg.New(t) }
 
 // Row has one key of every supported kind.
 type Row struct {
@@ -292,7 +293,7 @@ func TestValue(t *testing.T) {
 	ctx := context.Background()
 	var draws atomic.Int64
 	boom := fmt.Errorf("%w: test", engine.ErrStoreUnavailable)
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := errors.Join(
 		reg.Register("count", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return draws.Add(1), nil })),
 		reg.Register("broken", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })),
@@ -327,7 +328,7 @@ func TestValue(t *testing.T) {
 	ctxDone, cancel := context.WithCancel(ctx)
 	cancel()
 	var seen error
-	reg2 := engine.NewRegistry()
+	reg2 := genreg.New()
 	if err := reg2.Register("ctx", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) { seen = ctx.Err(); return 1, nil })); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestValue(t *testing.T) {
 
 func TestValueErrorOnAllDatabases(t *testing.T) {
 	boom := fmt.Errorf("%w: test", engine.ErrStoreUnavailable)
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("broken", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestDefaultRegistry(t *testing.T) {
 		t.Fatalf("Next on kind chain of the default registry: %v", err)
 	}
 	// A typed nil registry is no registry, not a panic.
-	if err := sqlhook.New((*engine.Registry)(nil)).Fill(ctx, &SnowflakeOnly{}); err != nil {
+	if err := sqlhook.New((*genreg.Registry)(nil)).Fill(ctx, &SnowflakeOnly{}); err != nil {
 		t.Fatalf("typed nil registry: %v", err)
 	}
 

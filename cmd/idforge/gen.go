@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"log/slog"
 	"os"
@@ -23,19 +24,19 @@ import (
 )
 
 // genKinds are the kinds gen draws.
-var genKinds = []string{idforge.KindSnowflake, idforge.KindUUIDv7, idforge.KindChain}
+var genKinds = []string{engine.KindSnowflake, engine.KindUUIDv7, engine.KindChain}
 
 func setupGen(fs *flag.FlagSet) runFunc {
 	n := parsedVar(fs, "n", 1, strconv.Atoi, "want a whole number", "how many IDs to print, a whole `number`")
 	machineID := parsedVar(fs, "machine", 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
 		"want a whole number", "machine `ID` (0 to the layout's maximum), without -store")
-	kind := enumVar(fs, "kind", idforge.KindSnowflake, genKinds, "`kind` of ID")
+	kind := enumVar(fs, "kind", engine.KindSnowflake, genKinds, "`kind` of ID")
 	name := fs.String("name", "", "chain `name` (kind chain)")
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
 	format := formatVar(fs, "format", "output `format`")
 	store := fs.String("store", "", "the `store` to lease the machine ID from, as serve's -store: a redis:// URL, a postgres:// URL, "+
 		"a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; needed for chains. Without it snowflake IDs use -machine, with no lease")
-	namespace := fs.String("namespace", idforge.DefaultNamespace, "machine-ID `namespace` with -store")
+	namespace := fs.String("namespace", "default", "machine-ID `namespace` with -store")
 	zone := parsedVar(fs, "zone", time.UTC, time.LoadLocation, "want a time zone such as UTC or Europe/Berlin",
 		"time `zone` whose days a dated format counts in (default UTC)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,34 +49,34 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			return usagef("-n %d: want at least 1", *n)
 		case *store != "" && machineGiven:
 			return usagef("-machine with -store: the store leases the machine ID")
-		case kind.value == idforge.KindChain && (*store == "" || *name == ""):
+		case kind.value == engine.KindChain && (*store == "" || *name == ""):
 			return usagef("-kind chain needs -store and -name: chains count in a store")
-		case kind.value != idforge.KindChain && *name != "":
+		case kind.value != engine.KindChain && *name != "":
 			return usagef("-name is for -kind chain")
-		case kind.value == idforge.KindUUIDv7 && format.value != "decimal":
+		case kind.value == engine.KindUUIDv7 && format.value != "decimal":
 			return usagef("-kind uuidv7 takes no -format: UUIDs come in their canonical form")
-		case kind.value == idforge.KindChain && format.value == "friendly":
+		case kind.value == engine.KindChain && format.value == "friendly":
 			return usagef("-format friendly is for snowflake IDs")
-		case dated.IsFormat(format.value) && kind.value != idforge.KindChain:
+		case dated.IsFormat(format.value) && kind.value != engine.KindChain:
 			return usagef("a dated -format is for -kind chain")
 		}
 		l := layoutByName(layout.value)
 		var prov engine.Provider
 		if *store == "" {
 			m := *machineID
-			reg := engine.NewRegistry()
+			reg := genreg.New()
 			defer reg.Close()
 			g, err := snowflake.New(m, snowflake.WithLayout(l))
 			if err != nil {
 				return err
 			}
-			if err := reg.Register(idforge.KindSnowflake, "", g); err != nil {
+			if err := reg.Register(engine.KindSnowflake, "", g); err != nil {
 				return err
 			}
-			if err := reg.Register(idforge.KindUUIDv7, "", uuidv7.New(nil)); err != nil {
+			if err := reg.Register(engine.KindUUIDv7, "", uuidv7.New(nil)); err != nil {
 				return err
 			}
-			if kind.value == idforge.KindSnowflake {
+			if kind.value == engine.KindSnowflake {
 				fmt.Fprintf(stderr, "idforge gen: machine ID %d (-machine), no lease: another process issuing under machine ID %d now "+
 					"can issue the same IDs; give -store to lease a machine ID\n", m, m)
 			}
@@ -115,8 +116,8 @@ func setupGen(fs *flag.FlagSet) runFunc {
 // from p as text in format.
 func drawer(ctx context.Context, p engine.Provider, kind, name, format string, l snowflake.Layout) (func(context.Context) (string, error), error) {
 	switch {
-	case kind == idforge.KindUUIDv7:
-		g, err := engine.UUIDGeneratorOf(ctx, p, kind, "")
+	case kind == engine.KindUUIDv7:
+		g, err := genreg.UUIDOf(ctx, p, kind, "")
 		if err != nil {
 			return nil, err
 		}

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/metrics"
 )
 
 // registrySettings are what serve configures of the registry.
@@ -22,20 +20,9 @@ type registrySettings struct {
 	Zone     *time.Location // of dated chains
 }
 
-// registry is the generator registry serve draws from.
-type registry interface {
-	engine.Provider
-	metrics.Source // MachineID and Chains
-	Close() error
-}
-
 // newRegistry builds the registry on the store: the one place that knows
 // the root's constructor.
-func newRegistry(ctx context.Context, s registrySettings) (registry, error) {
+func newRegistry(ctx context.Context, s registrySettings) (*idforge.Registry, error) {
 	set := idforge.Settings{Namespace: s.Instance.Namespace, Instance: s.Instance, Layout: s.Layout, Store: s.Store, Logger: s.Logger, Zone: s.Zone}
-	reg, err := idforge.New(ctx, set)
-	if err != nil {
-		return nil, err // not a nil *Registry in a non-nil interface
-	}
-	return reg, nil
+	return idforge.New(ctx, set)
 }

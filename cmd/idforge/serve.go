@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server"
@@ -207,7 +208,6 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	defer func() { err = errors.Join(err, st.close()) }()
 
 	layout := layoutByName(o.layout.value)
-	col := metrics.New(metrics.Options{})
 	// The instance is chosen here, not in the registry, so the proxy can
 	// refuse to serve it to anyone else.
 	inst := machine.Instance{Namespace: o.namespace, ID: o.instance, Stable: true}
@@ -224,11 +224,11 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		}
 		dated[name] = format
 	}
-	reg, err := newRegistry(ctx, registrySettings{Instance: inst, Layout: layout, Logger: log, Store: col.Store(st.store), Zone: *o.zone})
+	reg, err := newRegistry(ctx, registrySettings{Instance: inst, Layout: layout, Logger: log, Store: st.store, Zone: *o.zone})
 	if err != nil {
 		return err
 	}
-	col.Watch(reg)
+	col := metrics.New(reg, metrics.Settings{})
 	defer func() {
 		id := reg.MachineID()
 		if cerr := reg.Close(); cerr != nil {
@@ -239,9 +239,9 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	}()
 
 	cfg := server.Config{
-		Provider: col.Provider(reg),
+		Provider: reg,
 		Metrics:  metricsHandler(col),
-		Page: statepage.New(statepage.Config{Collector: col, Namespace: o.namespace, LayoutName: o.layout.value,
+		Page: statepage.New(statepage.Config{Registry: reg, Namespace: o.namespace, LayoutName: o.layout.value,
 			Store: st.public, Layout: layout, Logger: log}),
 		Layout:       layout,
 		LayoutName:   o.layout.value,
@@ -255,7 +255,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		Ready: func(ctx context.Context) error {
 			// A snowflake ID is free to draw, and drawing one asks the
 			// lease's fence whether the machine ID is still held.
-			g, err := reg.Generator(ctx, server.KindSnowflake, "")
+			g, err := reg.Generator(ctx, engine.KindSnowflake, "")
 			if err == nil {
 				_, err = g.NextID(ctx)
 			}

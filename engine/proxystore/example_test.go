@@ -3,9 +3,9 @@ package proxystore_test
 import (
 	"context"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"net/http/httptest"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
@@ -20,7 +20,7 @@ import (
 func Example() {
 	// The serve side (here in process, on an in-memory store).
 	segs := &memSegments{}
-	h, _ := server.New(server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default,
+	h, _ := server.New(server.Config{Provider: genreg.New(), Layout: snowflake.Default,
 		Proxy: backing{machinetest.NewMemory(clock.System), segs.Segment}})
 	ts := httptest.NewServer(h)
 	defer ts.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/idforge/idforge/internal/genreg"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,7 @@ func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distribut
 func serveProxy(t *testing.T, st server.ProxyStore, token string, opts ...func(*server.Config)) *proxystore.Store {
 	t.Helper()
 	// The contract's large step (2^40) is above the server's default bound.
-	cfg := server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default, Proxy: st, MaxStep: 1 << 41}
+	cfg := server.Config{Provider: genreg.New(), Layout: snowflake.Default, Proxy: st, MaxStep: 1 << 41}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -209,13 +210,13 @@ func TestRefusedChainFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	if _, err := reg.NextID(ctx, idforge.KindChain, "order"); err != nil {
+	if _, err := reg.NextID(ctx, engine.KindChain, "order"); err != nil {
 		t.Fatalf("a chain the server serves: %v", err)
 	}
 	// No deadline but the chain's MaxWait (10 s): only an immediate answer
 	// leaves context.DeadlineExceeded out of the error.
 	for _, name := range []string{"other", "other", "invoice-2026"} {
-		_, err := reg.NextID(ctx, idforge.KindChain, name)
+		_, err := reg.NextID(ctx, engine.KindChain, name)
 		if !errors.Is(err, engine.ErrUnknownGenerator) || errors.Is(err, context.DeadlineExceeded) ||
 			errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), name) {
 			t.Fatalf("NextID of chain %q, refused by the server: %v; want ErrUnknownGenerator at once, naming the chain", name, err)
@@ -226,7 +227,7 @@ func TestRefusedChainFailsAtOnce(t *testing.T) {
 // Malformed proxy requests are 4xx with a JSON error.
 func TestProxyBadBodies(t *testing.T) {
 	segs := &memSegments{}
-	h, _ := server.New(server.Config{Provider: engine.NewRegistry(), Layout: snowflake.Default,
+	h, _ := server.New(server.Config{Provider: genreg.New(), Layout: snowflake.Default,
 		Proxy: backing{machinetest.NewMemory(clock.System), segs.Segment}})
 	for _, c := range []struct {
 		path, body string
@@ -282,7 +283,7 @@ func TestRegistryOnProxyStore(t *testing.T) {
 	seen := map[int64]bool{}
 	for range 500 {
 		for _, r := range []*idforge.Registry{a, b} {
-			id, err := r.NextID(ctx, idforge.KindChain, "order")
+			id, err := r.NextID(ctx, engine.KindChain, "order")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +293,7 @@ func TestRegistryOnProxyStore(t *testing.T) {
 			seen[id] = true
 		}
 	}
-	if _, err := a.NextID(ctx, idforge.KindSnowflake, ""); err != nil {
+	if _, err := a.NextID(ctx, engine.KindSnowflake, ""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -269,10 +269,15 @@ func (l Layout) ComposeTick(tick, machine, seq int64) (int64, error) {
 	return tick<<(l.MachineBits+l.SequenceBits) | machine<<l.SequenceBits | seq, nil
 }
 
-// Parts is a decoded snowflake ID, as engine.ID's Decompose returns it.
-type Parts = engine.Parts
-
-var _ engine.Decoder = Layout{}
+// Parts is a snowflake ID taken apart by its bit layout: when it was made,
+// by which machine, and its place among that machine's IDs of the tick.
+type Parts struct {
+	ID       int64
+	Time     time.Time // start of the tick, UTC
+	Tick     int64     // units since the epoch
+	Machine  int64
+	Sequence int64
+}
 
 // Decode splits id into its parts. Negative IDs and IDs above MaxID are
 // errors wrapping engine.ErrInvalidID.

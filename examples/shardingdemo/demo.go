@@ -138,7 +138,7 @@ func demo(ctx context.Context, o options, progress io.Writer) (_ *report, err er
 // plain per-tick-reset snowflake for contrast (machine 1023, so its IDs can
 // never collide with the store-assigned machine's). At a rate of 1000
 // inserts/s or less the plain one draws at most one ID per tick.
-func registry(ctx context.Context, ids *sql.DB, rate float64) (*idforge.Registry, error) {
+func registry(ctx context.Context, ids *sql.DB, rate float64) (*demoRegistry, error) {
 	// The demo's database files are new on every run: nothing was ever
 	// handed out from them, so the store is declared brand-new.
 	st, err := sqlstore.Open(ctx, ids, sqlstore.Settings{CreateTables: true, Init: true})
@@ -162,13 +162,25 @@ func registry(ctx context.Context, ids *sql.DB, rate float64) (*idforge.Registry
 		if rate > 0 && rate <= 1000 {
 			gen = &onePerTick{g: g}
 		}
-		err = reg.Register("plain-snowflake", "", gen)
+		return &demoRegistry{Registry: reg, plain: gen}, nil
 	}
-	if err != nil {
-		reg.Close()
-		return nil, err
+	reg.Close()
+	return nil, err
+}
+
+// demoRegistry adds kind "plain-snowflake" to the registry's kinds.
+type demoRegistry struct {
+	*idforge.Registry
+	plain engine.Generator
+}
+
+// Generator returns the plain snowflake generator for its kind, the
+// registry's generators for the others.
+func (r *demoRegistry) Generator(ctx context.Context, kind, name string) (engine.Generator, error) {
+	if kind == "plain-snowflake" && name == "" {
+		return r.plain, nil
 	}
-	return reg, nil
+	return r.Registry.Generator(ctx, kind, name)
 }
 
 func insert(ctx context.Context, repo *shardgorm.Repository, o options, name string, row func(Course) any, progress io.Writer) error {

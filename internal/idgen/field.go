@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"reflect"
 	"slices"
 	"strconv"
@@ -177,7 +178,7 @@ func (f *Field) bind(ctx context.Context, p engine.Provider) (source, error) {
 	)
 	switch {
 	case f.uuid:
-		src.uuid, err = engine.UUIDGeneratorOf(ctx, p, f.Spec.Kind, f.Spec.Name)
+		src.uuid, err = genreg.UUIDOf(ctx, p, f.Spec.Kind, f.Spec.Name)
 	case f.dated != nil:
 		src.str, err = Dated(p, f.Spec.Name, f.Spec.Format)
 	default:

@@ -3,6 +3,7 @@ package idgen
 import (
 	"context"
 	"errors"
+	"github.com/idforge/idforge/internal/genreg"
 	"reflect"
 	"strconv"
 	"strings"
@@ -69,12 +70,12 @@ type Good struct {
 	Other  int64
 }
 
-func counterRegistry(t testing.TB) (*engine.Registry, *atomic.Int64) {
+func counterRegistry(t testing.TB) (*genreg.Registry, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	n.Store(1_000_000)
 	g := engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil })
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestUnknownKindNamesModelAndField(t *testing.T) {
 	type Invoice struct {
 		No int64 `idgen:"chain,name=invoice"`
 	}
-	snowOnly := engine.NewRegistry()
+	snowOnly := genreg.New()
 	if err := snowOnly.Register("snowflake", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 1, nil })); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -32,7 +33,7 @@ type withUUIDs struct {
 // count per format from 1, as a registry on a store would in its first
 // period.
 type datedProvider struct {
-	*engine.Registry
+	*genreg.Registry
 	n atomic.Int64
 }
 
@@ -119,10 +120,10 @@ func TestDatedFields(t *testing.T) {
 	if want := "INV-20261125-000001 INV-20261125-000002 INV-20260101-000099 INV-20261125-000003"; got != want {
 		t.Errorf("numbers %s, want %s", got, want)
 	}
-	// A provider without dated chains (engine.Registry) is refused at Bind.
+	// A provider without dated chains (genreg.Registry) is refused at Bind.
 	reg, _ := counterRegistry(t)
 	if _, err := p.Bind(t.Context(), reg); !errors.Is(err, engine.ErrUnknownGenerator) || !strings.Contains(err.Error(), "field Number") {
-		t.Errorf("Bind to an engine.Registry: %v; want ErrUnknownGenerator naming the field", err)
+		t.Errorf("Bind to an genreg.Registry: %v; want ErrUnknownGenerator naming the field", err)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/metrics"
+	"github.com/idforge/idforge"
 )
 
 //go:embed page.html
@@ -42,11 +42,10 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 }).Parse(pageHTML))
 
-// Config configures [New]. Collector is required.
+// Config configures [New]. Registry is required.
 type Config struct {
-	// Collector supplies the figures; it must instrument the registry's
-	// store and provider (metrics.Collector.Store and Provider).
-	Collector *metrics.Collector
+	// Registry supplies the figures (Registry.Stats).
+	Registry *idforge.Registry
 	// Namespace, LayoutName and Store describe the service in the header.
 	Namespace, LayoutName, Store string
 	// Layout is the snowflake layout, shown with its expiry.
@@ -76,21 +75,31 @@ type handler struct {
 // view is what the template renders.
 type view struct {
 	Config
-	Snap          metrics.Snapshot
+	Snap          idforge.Stats
+	Now           time.Time
+	Recent        []idforge.StoreCall // segment fetches
+	RecentLease   []idforge.StoreCall // machine-ID calls
 	RefreshSec    int
 	Uptime        string
 	LeaseState    string
 	LeaseOK       bool
 	Expiry        string
-	Chains        []metrics.Generator
-	Others        []metrics.Generator
+	Chains        []idforge.GeneratorStats
+	Others        []idforge.GeneratorStats
 	P50, P99, Max time.Duration
 	Fetches       int
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s := h.cfg.Collector.Snapshot()
-	v := view{Config: h.cfg, Snap: s, Uptime: time.Since(h.started).Round(time.Second).String()}
+	s := h.cfg.Registry.Stats()
+	v := view{Config: h.cfg, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
+	for _, c := range s.StoreCalls {
+		if c.Op == "next_max_id" {
+			v.Recent = append(v.Recent, c)
+		} else {
+			v.RecentLease = append(v.RecentLease, c)
+		}
+	}
 	if h.cfg.Refresh > 0 {
 		v.RefreshSec = max(1, int(h.cfg.Refresh.Seconds()))
 	}
@@ -115,7 +124,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var ds []time.Duration
-	for _, c := range s.Recent {
+	for _, c := range v.Recent {
 		ds = append(ds, c.Duration)
 	}
 	if len(ds) > 0 {

@@ -3,6 +3,7 @@ package shardgorm_test
 import (
 	"context"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"log"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/sharding"
@@ -36,7 +36,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", g); err != nil {
 		log.Fatal(err)
 	}

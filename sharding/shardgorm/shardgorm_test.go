@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"sync"
 	"testing"
@@ -232,7 +233,7 @@ func TestGormInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}

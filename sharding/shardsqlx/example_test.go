@@ -3,6 +3,7 @@ package shardsqlx_test
 import (
 	"context"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"log"
 	"os"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 	_ "github.com/glebarez/go-sqlite" // registers "sqlite"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/shardsqlx"
@@ -35,8 +35,8 @@ func Example() {
 	}
 	defer db.Close()
 
-	reg := engine.NewRegistry() // the provider IDs are drawn from
-	g, err := snowflake.New(1)  // machine ID 1; see engine/machine for assigned ones
+	reg := genreg.New()        // the provider IDs are drawn from
+	g, err := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
 	if err == nil {
 		err = reg.Register("snowflake", "", g)
 	}

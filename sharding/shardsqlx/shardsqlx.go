@@ -68,7 +68,7 @@ type shared struct {
 // New returns a repository routing with r over dbs, one per database of the
 // router, drawing IDs from p (an idforge registry), configured by at most
 // one [sharding.Settings]. A nil or typed-nil
-// provider or router (a nil *engine.Registry would otherwise fall back on
+// provider or router (a nil *idforge.Registry would otherwise fall back on
 // the default registry, machine 0 on every instance), a database given
 // twice, a count of databases other than the router uses, or settings out
 // of range is an error wrapping engine.ErrInvalidConfig.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/idforge/idforge/internal/genreg"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -228,11 +229,11 @@ func TestSqlxErrors(t *testing.T) {
 
 }
 
-// A nil provider, or a nil *engine.Registry in the interface, is refused:
+// A nil provider, or a nil *genreg.Registry in the interface, is refused:
 // IDs would come from the default registry on machine 0.
 func TestSqlxNilProvider(t *testing.T) {
 	dbs := open(t, shardtest.Backends[0].Open(t))
-	var reg *engine.Registry
+	var reg *genreg.Registry
 	for name, p := range map[string]engine.Provider{"nil": nil, "typed nil": reg} {
 		if _, err := shardsqlx.New(dbs, shardtest.CourseRouter(t), p); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "provider") {
 			t.Errorf("%s provider: err = %v, want engine.ErrInvalidConfig naming the provider", name, err)
@@ -299,7 +300,7 @@ func TestSqlxInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}

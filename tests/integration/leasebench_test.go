@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"github.com/idforge/idforge/engine"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -67,7 +68,7 @@ func BenchmarkLeaseProtection(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer reg.Close()
-					sf, err := reg.Generator(ctx, idforge.KindSnowflake, "")
+					sf, err := reg.Generator(ctx, engine.KindSnowflake, "")
 					if err != nil {
 						b.Fatal(err)
 					}

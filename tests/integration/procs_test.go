@@ -349,7 +349,7 @@ func runWorker(cfg workerConfig) int {
 		}
 	}
 	if cfg.Snowflake.Burst > 0 {
-		sf, err := reg.Generator(ctx, idforge.KindSnowflake, "")
+		sf, err := reg.Generator(ctx, engine.KindSnowflake, "")
 		if err != nil {
 			o.printf("err setup other %s", oneLine(err))
 			return 1
@@ -359,7 +359,7 @@ func runWorker(cfg workerConfig) int {
 	}
 	var ch *segment.Chain
 	if cfg.Chain.Burst > 0 {
-		g, err := reg.Generator(ctx, idforge.KindChain, "reset")
+		g, err := reg.Generator(ctx, engine.KindChain, "reset")
 		if err != nil {
 			o.printf("err setup other %s", oneLine(err))
 			return 1

@@ -5,6 +5,7 @@ package testreg
 import (
 	"context"
 	"errors"
+	"github.com/idforge/idforge/internal/genreg"
 	"sync/atomic"
 	"testing"
 
@@ -17,13 +18,13 @@ import (
 // kind "snowflake", the UUIDv7 generator as kind "uuidv7" and, standing in
 // for segment chains, a counter per name from 1,000,001 as kind "chain". It
 // is closed when the test ends.
-func New(t testing.TB) *engine.Registry {
+func New(t testing.TB) *genreg.Registry {
 	t.Helper()
 	sf, err := snowflake.New(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := errors.Join(reg.Register("snowflake", "", sf), reg.Register("uuidv7", "", uuidv7.New(nil))); err != nil {
 		t.Fatal(err)
 	}

@@ -96,12 +96,12 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		return nil, err
 	}
 	reg.AddFloor(chainName, w.chainFloor) // as the GORM plugin would, from the rows
-	sf, err := reg.Generator(ctx, idforge.KindSnowflake, "")
+	sf, err := reg.Generator(ctx, engine.KindSnowflake, "")
 	if err != nil {
 		reg.Close()
 		return nil, err
 	}
-	ch, err := reg.Generator(ctx, idforge.KindChain, chainName)
+	ch, err := reg.Generator(ctx, engine.KindChain, chainName)
 	if err != nil {
 		reg.Close()
 		return nil, err

@@ -20,7 +20,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/metrics"
+	"github.com/idforge/idforge/internal/reason"
 )
 
 // workerConfig is what the driver passes to a worker process (as JSON in the
@@ -357,7 +357,7 @@ func (w *worker) next(ctx context.Context, gen string, g engine.Generator, prev 
 				return 0, time.Time{}, ferr
 			}
 		}
-		refusals[metrics.Reason(err)]++
+		refusals[reason.Of(err)]++
 		if err := clock.System.Sleep(ctx, retryDelay); err != nil {
 			return 0, time.Time{}, err
 		}

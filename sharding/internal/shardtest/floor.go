@@ -293,7 +293,7 @@ func StoreRegistry(t testing.TB, st idforge.Store) *idforge.Registry {
 // context already ended, which answers at once with the store's error.
 func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 	t.Helper()
-	g, err := reg.Generator(context.Background(), idforge.KindChain, name)
+	g, err := reg.Generator(context.Background(), engine.KindChain, name)
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,11 @@
 package shardtest
 
 import (
+	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sharding"
@@ -35,13 +35,13 @@ var Start = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
 // Registry holds kind "snowflake" on a fake clock standing still: a batch's
 // IDs share a tick and carry consecutive sequences, so 4·k IDs split k per
 // shard under the course rule.
-func Registry(t testing.TB) *engine.Registry {
+func Registry(t testing.TB) *genreg.Registry {
 	t.Helper()
 	g, err := snowflake.New(5, snowflake.WithClock(clock.NewFake(Start)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := engine.NewRegistry()
+	reg := genreg.New()
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}

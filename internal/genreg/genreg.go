@@ -1,4 +1,7 @@
-package engine
+// Package genreg is the one cache of generators by kind and name: the root
+// registry keeps its generators in one, and tests and the CLI build small
+// providers with it. It imports engine only.
+package genreg
 
 import (
 	"context"
@@ -7,20 +10,19 @@ import (
 	"io"
 	"slices"
 	"sync"
+
+	"github.com/idforge/idforge/engine"
 )
 
 // Factory builds the generator for one name of a kind, for example the
 // segment chain of kind "chain" named "order". The registry calls it once per
 // name and caches the result.
-type Factory func(ctx context.Context, name string) (Generator, error)
+type Factory func(ctx context.Context, name string) (engine.Generator, error)
 
-// Provider hands out generators by kind and name. [*Registry] is one; the
-// GORM plugin, the sqlx helper and the sharding repositories draw from any.
-type Provider interface {
-	Generator(ctx context.Context, kind, name string) (Generator, error)
-}
+// ErrDuplicateGenerator: a kind or name is registered twice.
+var ErrDuplicateGenerator = errors.New("idforge: generator already registered")
 
-var _ Provider = (*Registry)(nil)
+var _ engine.Provider = (*Registry)(nil)
 
 type genKey struct{ kind, name string }
 
@@ -33,7 +35,7 @@ type genKey struct{ kind, name string }
 // kind "chain", name "order". A Registry is safe for concurrent use.
 type Registry struct {
 	mu        sync.RWMutex
-	gens      map[genKey]Generator
+	gens      map[genKey]engine.Generator
 	factories map[string]Factory
 	creating  map[genKey]*creation // factory calls in flight
 	closed    bool
@@ -42,24 +44,24 @@ type Registry struct {
 // creation is one factory call that concurrent lookups of the same name wait for.
 type creation struct {
 	done chan struct{}
-	g    Generator
+	g    engine.Generator
 	err  error
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry {
-	return &Registry{gens: map[genKey]Generator{}, factories: map[string]Factory{}, creating: map[genKey]*creation{}}
+// New returns an empty registry.
+func New() *Registry {
+	return &Registry{gens: map[genKey]engine.Generator{}, factories: map[string]Factory{}, creating: map[genKey]*creation{}}
 }
 
 // Register adds g under kind and name ("" for the kind's shared default).
-func (r *Registry) Register(kind, name string, g Generator) error {
+func (r *Registry) Register(kind, name string, g engine.Generator) error {
 	if kind == "" || g == nil {
-		return fmt.Errorf("%w: Register needs a kind and a generator", ErrInvalidConfig)
+		return fmt.Errorf("%w: Register needs a kind and a generator", engine.ErrInvalidConfig)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return ErrClosed
+		return engine.ErrClosed
 	}
 	k := genKey{kind, name}
 	if _, ok := r.gens[k]; ok {
@@ -73,34 +75,18 @@ func (r *Registry) Register(kind, name string, g Generator) error {
 // name the registry does not hold yet calls f.
 func (r *Registry) RegisterFactory(kind string, f Factory) error {
 	if kind == "" || f == nil {
-		return fmt.Errorf("%w: RegisterFactory needs a kind and a factory", ErrInvalidConfig)
+		return fmt.Errorf("%w: RegisterFactory needs a kind and a factory", engine.ErrInvalidConfig)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return ErrClosed
+		return engine.ErrClosed
 	}
 	if _, ok := r.factories[kind]; ok {
 		return fmt.Errorf("%w: factory for kind %q", ErrDuplicateGenerator, kind)
 	}
 	r.factories[kind] = f
 	return nil
-}
-
-// Has reports whether kind has a generator or a factory, without creating
-// anything. Integrations use it to reject unknown kinds when a model is first seen.
-func (r *Registry) Has(kind string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if _, ok := r.factories[kind]; ok {
-		return true
-	}
-	for k := range r.gens {
-		if k.kind == kind {
-			return true
-		}
-	}
-	return false
 }
 
 // Kinds lists the registered kinds, sorted.
@@ -119,8 +105,8 @@ func (r *Registry) Kinds() []string {
 }
 
 // Generator returns the generator for kind and name, creating it with the
-// kind's factory if needed. An unknown kind or name wraps [ErrUnknownGenerator].
-func (r *Registry) Generator(ctx context.Context, kind, name string) (Generator, error) {
+// kind's factory if needed. An unknown kind or name wraps [engine.ErrUnknownGenerator].
+func (r *Registry) Generator(ctx context.Context, kind, name string) (engine.Generator, error) {
 	k := genKey{kind, name}
 	r.mu.RLock()
 	g, ok := r.gens[k]
@@ -131,9 +117,9 @@ func (r *Registry) Generator(ctx context.Context, kind, name string) (Generator,
 	case ok:
 		return g, nil
 	case closed:
-		return nil, ErrClosed
+		return nil, engine.ErrClosed
 	case f == nil:
-		return nil, fmt.Errorf("%w: %s (registered kinds: %v)", ErrUnknownGenerator, k, r.Kinds())
+		return nil, fmt.Errorf("%w: %s (registered kinds: %v)", engine.ErrUnknownGenerator, k, r.Kinds())
 	}
 	r.mu.Lock()
 	if g, ok := r.gens[k]; ok {
@@ -164,7 +150,7 @@ func (r *Registry) Generator(ctx context.Context, kind, name string) (Generator,
 		c.err = fmt.Errorf("idforge: create generator %s: %w", k, err)
 	case r.closed:
 		closeGenerator(g)
-		c.err = ErrClosed
+		c.err = engine.ErrClosed
 	default:
 		r.gens[k] = g
 		c.g = g
@@ -192,7 +178,7 @@ func (r *Registry) Close() error {
 	}
 	r.closed = true
 	gens := r.gens
-	r.gens = map[genKey]Generator{}
+	r.gens = map[genKey]engine.Generator{}
 	r.mu.Unlock()
 	var errs []error
 	for _, g := range gens {
@@ -201,7 +187,7 @@ func (r *Registry) Close() error {
 	return errors.Join(errs...)
 }
 
-func closeGenerator(g Generator) error {
+func closeGenerator(g engine.Generator) error {
 	if c, ok := g.(io.Closer); ok {
 		return c.Close()
 	}
@@ -213,4 +199,20 @@ func (k genKey) String() string {
 		return fmt.Sprintf("%q", k.kind)
 	}
 	return fmt.Sprintf("%q name %q", k.kind, k.name)
+}
+
+// UUIDOf returns p's generator for kind and name as an
+// engine.UUIDGenerator. A generator of int64 IDs under that kind and name
+// is an error wrapping engine.ErrInvalidConfig; p's own errors are returned
+// as they are.
+func UUIDOf(ctx context.Context, p engine.Provider, kind, name string) (engine.UUIDGenerator, error) {
+	g, err := p.Generator(ctx, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := g.(engine.UUIDGenerator)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind %q gives UUIDs)", engine.ErrInvalidConfig, genKey{kind, name}, engine.KindUUIDv7)
+	}
+	return u, nil
 }

@@ -1,4 +1,4 @@
-package engine_test
+package genreg_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // counter is a Generator that counts up and records whether it was closed.
@@ -30,7 +31,7 @@ func (c *closer) Close() error {
 
 func TestRegistryRegisterAndLookup(t *testing.T) {
 	ctx := context.Background()
-	r := engine.NewRegistry()
+	r := genreg.New()
 	def, order := &counter{}, &counter{}
 	if err := r.Register("snowflake", "", def); err != nil {
 		t.Fatal(err)
@@ -50,18 +51,18 @@ func TestRegistryRegisterAndLookup(t *testing.T) {
 	if id, _ := r.NextID(ctx, "snowflake", "order"); id != 2 {
 		t.Errorf("second NextID = %d, want 2 from the same generator", id)
 	}
-	if !r.Has("snowflake") || r.Has("chain") {
-		t.Errorf("Has(snowflake) = %v, Has(chain) = %v", r.Has("snowflake"), r.Has("chain"))
+	if k := r.Kinds(); len(k) != 1 || k[0] != "snowflake" {
+		t.Errorf("Kinds = %v, want [snowflake]", k)
 	}
 }
 
 func TestRegistryDuplicate(t *testing.T) {
-	r := engine.NewRegistry()
+	r := genreg.New()
 	if err := r.Register("snowflake", "order", &counter{}); err != nil {
 		t.Fatal(err)
 	}
 	err := r.Register("snowflake", "order", &counter{})
-	if !errors.Is(err, engine.ErrDuplicateGenerator) || !strings.Contains(err.Error(), `"order"`) {
+	if !errors.Is(err, genreg.ErrDuplicateGenerator) || !strings.Contains(err.Error(), `"order"`) {
 		t.Errorf("second Register: %v; want ErrDuplicateGenerator naming \"order\"", err)
 	}
 	// Same name, other kind: no clash.
@@ -72,13 +73,13 @@ func TestRegistryDuplicate(t *testing.T) {
 	if err := r.RegisterFactory("segment", f); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.RegisterFactory("segment", f); !errors.Is(err, engine.ErrDuplicateGenerator) {
+	if err := r.RegisterFactory("segment", f); !errors.Is(err, genreg.ErrDuplicateGenerator) {
 		t.Errorf("second RegisterFactory: %v; want ErrDuplicateGenerator", err)
 	}
 }
 
 func TestRegistryBadArguments(t *testing.T) {
-	r := engine.NewRegistry()
+	r := genreg.New()
 	for name, err := range map[string]error{
 		"Register no kind":        r.Register("", "x", &counter{}),
 		"Register nil":            r.Register("snowflake", "x", nil),
@@ -93,7 +94,7 @@ func TestRegistryBadArguments(t *testing.T) {
 
 func TestRegistryUnknownKind(t *testing.T) {
 	ctx := context.Background()
-	r := engine.NewRegistry()
+	r := genreg.New()
 	_ = r.Register("snowflake", "", &counter{})
 	_ = r.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) { return &counter{}, nil })
 
@@ -120,7 +121,7 @@ func TestRegistryUnknownKind(t *testing.T) {
 
 func TestRegistryFactoryPerName(t *testing.T) {
 	ctx := context.Background()
-	r := engine.NewRegistry()
+	r := genreg.New()
 	var names []string
 	err := r.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
 		names = append(names, name)
@@ -142,7 +143,7 @@ func TestRegistryFactoryPerName(t *testing.T) {
 
 func TestRegistryFactoryError(t *testing.T) {
 	ctx := context.Background()
-	r := engine.NewRegistry()
+	r := genreg.New()
 	calls := 0
 	_ = r.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) {
 		calls++
@@ -166,7 +167,7 @@ func TestRegistryFactoryError(t *testing.T) {
 // prefetch worker) must run once per name.
 func TestRegistryFactoryOncePerNameConcurrent(t *testing.T) {
 	ctx := context.Background()
-	r := engine.NewRegistry()
+	r := genreg.New()
 	var calls sync.Map // name -> *atomic.Int32
 	_ = r.RegisterFactory("chain", func(_ context.Context, name string) (engine.Generator, error) {
 		n, _ := calls.LoadOrStore(name, new(atomic.Int32))
@@ -206,7 +207,7 @@ func TestRegistryFactoryOncePerNameConcurrent(t *testing.T) {
 
 func TestRegistryClose(t *testing.T) {
 	ctx := context.Background()
-	r := engine.NewRegistry()
+	r := genreg.New()
 	registered, plain := &closer{}, &counter{}
 	_ = r.Register("segment", "order", registered)
 	_ = r.Register("snowflake", "", plain)
@@ -250,7 +251,7 @@ type failingCloser struct{ counter }
 func (*failingCloser) Close() error { return engine.ErrStoreUnavailable }
 
 func TestRegistryCloseJoinsErrors(t *testing.T) {
-	r := engine.NewRegistry()
+	r := genreg.New()
 	ok := &closer{}
 	_ = r.Register("a", "", &failingCloser{})
 	_ = r.Register("b", "", ok)

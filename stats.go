@@ -1,0 +1,375 @@
+package idforge
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/reason"
+)
+
+// Stats is a snapshot of a registry's figures, as [Registry.Stats] returns
+// it: a value the caller owns, read by the Prometheus collector (package
+// metrics) and the state page of `idforge serve`.
+type Stats struct {
+	// MachineID is the machine ID issued under now, -1 when none.
+	MachineID int64
+	// Acquired is when the store last handed the machine ID out, Confirmed
+	// when it last confirmed it (zero: never, or no store).
+	Acquired, Confirmed time.Time
+	// LeaseLost counts machine IDs found taken over; LeaseError is the last
+	// failed lease call, "" once one succeeds again.
+	LeaseLost  int64
+	LeaseError string
+	// Generators are the generators drawn from so far, sorted by kind and
+	// name.
+	Generators []GeneratorStats
+	// StoreCalls are the recent store calls, newest first: the last 32
+	// segment fetches (op "next_max_id") and the last 8 machine-ID calls
+	// (ops "distribute", "guard", "revert").
+	StoreCalls []StoreCall
+	// StoreDown is when the store stopped answering, zero while it answers.
+	// OutageServed and OutageRefused count the IDs handed out and refused
+	// during the current outage, or the last one when it is over.
+	StoreDown                   time.Time
+	OutageServed, OutageRefused int64
+}
+
+// GeneratorStats is one generator's figures in [Stats].
+type GeneratorStats struct {
+	Kind, Name string
+	// Issued counts the IDs handed out.
+	Issued int64
+	// Errors counts failed draws by reason (store_unavailable,
+	// clock_backwards, machine_id_lost, ...).
+	Errors map[string]int64
+	// Chain is a segment chain's state, nil for other kinds.
+	Chain *segment.Stats
+}
+
+// StoreCall is one store call in [Stats].
+type StoreCall struct {
+	Time     time.Time
+	Op       string // next_max_id, distribute, guard, revert
+	Name     string // the sequence, or the namespace of a machine-ID call
+	Duration time.Duration
+	Err      string
+}
+
+// Stats returns the registry's figures now.
+func (r *Registry) Stats() Stats {
+	s := Stats{MachineID: r.MachineID()}
+	r.stats.fill(&s)
+	seen := map[genKey]bool{}
+	r.stats.mu.Lock()
+	for k, c := range r.stats.gens {
+		seen[k] = true
+		s.Generators = append(s.Generators, c.stats())
+	}
+	r.stats.mu.Unlock()
+	for name, c := range r.chains() { // dated chains, drawn from outside the cache
+		if !seen[genKey{engine.KindChain, name}] {
+			st := c.Stats()
+			s.Generators = append(s.Generators, GeneratorStats{Kind: engine.KindChain, Name: name, Issued: st.Issued, Errors: map[string]int64{}, Chain: &st})
+		}
+	}
+	sort.Slice(s.Generators, func(i, j int) bool {
+		a, b := s.Generators[i], s.Generators[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	return s
+}
+
+// chains returns the chains built so far, by sequence name.
+func (r *Registry) chains() map[string]*segment.Chain {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]*segment.Chain{}
+	for _, g := range r.held {
+		if c, ok := g.(*segment.Chain); ok {
+			out[c.Name()] = c
+		}
+	}
+	return out
+}
+
+type genKey struct{ kind, name string }
+
+// stats is what a registry counts: its generators' draws, its store's
+// calls and the lease they tell of.
+type stats struct {
+	mu     sync.Mutex
+	gens   map[genKey]*counted
+	calls  ring // segment fetches
+	leases ring // machine-ID calls
+
+	acquired, confirmed atomic.Int64 // Unix nanoseconds; 0: never
+	lost                atomic.Int64
+	leaseErr            atomic.Pointer[string]
+
+	down            atomic.Int64 // Unix nanoseconds the store stopped answering; 0: it answers
+	served, refused atomic.Int64 // during the current or last outage
+}
+
+func newStats() *stats {
+	return &stats{gens: map[genKey]*counted{}, calls: ring{calls: make([]StoreCall, 0, 32)}, leases: ring{calls: make([]StoreCall, 0, 8)}}
+}
+
+func (st *stats) fill(s *Stats) {
+	if t := st.acquired.Load(); t != 0 {
+		s.Acquired = time.Unix(0, t)
+	}
+	if t := st.confirmed.Load(); t != 0 {
+		s.Confirmed = time.Unix(0, t)
+	}
+	s.LeaseLost = st.lost.Load()
+	if e := st.leaseErr.Load(); e != nil {
+		s.LeaseError = *e
+	}
+	if t := st.down.Load(); t != 0 {
+		s.StoreDown = time.Unix(0, t)
+	}
+	s.OutageServed, s.OutageRefused = st.served.Load(), st.refused.Load()
+	st.mu.Lock()
+	s.StoreCalls = append(st.calls.newestFirst(), st.leases.newestFirst()...)
+	st.mu.Unlock()
+	sort.SliceStable(s.StoreCalls, func(i, j int) bool { return s.StoreCalls[i].Time.After(s.StoreCalls[j].Time) })
+}
+
+// wrap returns g counted under kind and name; a UUID generator stays one.
+func (st *stats) wrap(kind, name string, g engine.Generator) engine.Generator {
+	c := &counted{st: st, kind: kind, name: name, g: g, errors: map[string]int64{}}
+	st.mu.Lock()
+	st.gens[genKey{kind, name}] = c
+	st.mu.Unlock()
+	if _, ok := g.(engine.UUIDGenerator); ok {
+		return countedUUIDs{c}
+	}
+	return c
+}
+
+// record notes one store call and whether the store answered.
+func (st *stats) record(op, name string, start time.Time, err error) {
+	call := StoreCall{Time: start, Op: op, Name: name, Duration: time.Since(start)}
+	if err != nil {
+		call.Err = err.Error()
+	}
+	switch {
+	case err == nil:
+		st.down.Store(0)
+	case errors.Is(err, engine.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded):
+		if st.down.CompareAndSwap(0, start.UnixNano()) {
+			st.served.Store(0)
+			st.refused.Store(0)
+		}
+	}
+	st.mu.Lock()
+	if op == "next_max_id" {
+		st.calls.add(call)
+	} else {
+		st.leases.add(call)
+	}
+	st.mu.Unlock()
+}
+
+// ring keeps the last cap(calls) calls.
+type ring struct {
+	calls []StoreCall
+	next  int
+}
+
+func (r *ring) add(c StoreCall) {
+	if len(r.calls) < cap(r.calls) {
+		r.calls = append(r.calls, c)
+	} else {
+		r.calls[r.next] = c
+	}
+	r.next = (r.next + 1) % cap(r.calls)
+}
+
+func (r *ring) newestFirst() []StoreCall {
+	out := make([]StoreCall, 0, len(r.calls))
+	for i := range len(r.calls) {
+		out = append(out, r.calls[(r.next-1-i+2*cap(r.calls))%cap(r.calls)])
+	}
+	return out
+}
+
+// counted is a generator of the registry that counts what it hands out.
+type counted struct {
+	st         *stats
+	kind, name string
+	g          engine.Generator
+	issued     atomic.Int64
+	mu         sync.Mutex
+	errors     map[string]int64
+}
+
+// NextID draws from the generator and counts the outcome.
+func (c *counted) NextID(ctx context.Context) (int64, error) {
+	id, err := c.g.NextID(ctx)
+	c.count(1, err)
+	return id, err
+}
+
+// NextIDs fills dst, counting the batch once; it returns how many IDs it
+// drew before an error (the batch form `idforge serve` draws with).
+func (c *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
+	for i := range dst {
+		id, err := c.g.NextID(ctx)
+		if err != nil {
+			c.count(int64(i), err)
+			return i, err
+		}
+		dst[i] = id
+	}
+	c.count(int64(len(dst)), nil)
+	return len(dst), nil
+}
+
+func (c *counted) count(n int64, err error) {
+	c.issued.Add(n)
+	if c.st.down.Load() != 0 {
+		c.st.served.Add(n)
+		if err != nil {
+			c.st.refused.Add(1)
+		}
+	}
+	if err != nil {
+		r := reason.Of(err)
+		c.mu.Lock()
+		c.errors[r]++
+		c.mu.Unlock()
+	}
+}
+
+// Close closes the generator, when it holds anything to close.
+func (c *counted) Close() error {
+	if cl, ok := c.g.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+func (c *counted) stats() GeneratorStats {
+	out := GeneratorStats{Kind: c.kind, Name: c.name, Issued: c.issued.Load(), Errors: map[string]int64{}}
+	c.mu.Lock()
+	for r, n := range c.errors {
+		out.Errors[r] = n
+	}
+	c.mu.Unlock()
+	if ch, ok := c.g.(interface{ Stats() segment.Stats }); ok {
+		st := ch.Stats()
+		out.Chain = &st
+	}
+	return out
+}
+
+// countedUUIDs counts a generator of UUIDs.
+type countedUUIDs struct{ *counted }
+
+// NextUUID draws from the generator and counts the outcome.
+func (c countedUUIDs) NextUUID(ctx context.Context) ([16]byte, error) {
+	u, err := c.g.(engine.UUIDGenerator).NextUUID(ctx)
+	c.count(1, err)
+	return u, err
+}
+
+// countedStore is the registry's store with every call timed and the lease
+// followed.
+type countedStore struct {
+	st Store
+	s  *stats
+}
+
+// ResetGrace passes the store's through, so the lease is checked against it.
+func (c *countedStore) ResetGrace() time.Duration { return machine.ResetGraceOf(c.st) }
+
+// ServerTime passes the store's through, so the lease checks the clock against it.
+func (c *countedStore) ServerTime(ctx context.Context) (time.Time, error) {
+	return machine.ServerTimeOf(ctx, c.st)
+}
+
+func (c *countedStore) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
+	start := time.Now()
+	st, err := c.st.Distribute(ctx, inst, machineBits, safeGuard)
+	c.s.record("distribute", inst.Namespace, start, err)
+	if err != nil {
+		c.leaseFailed(err)
+		return st, err
+	}
+	now := time.Now().UnixNano()
+	c.s.acquired.Store(now)
+	c.s.confirmed.Store(now)
+	c.s.leaseErr.Store(nil)
+	return st, nil
+}
+
+func (c *countedStore) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
+	start := time.Now()
+	err := c.st.Guard(ctx, inst, st)
+	c.s.record("guard", inst.Namespace, start, err)
+	if err != nil {
+		c.leaseFailed(err)
+		return err
+	}
+	c.s.confirmed.Store(time.Now().UnixNano())
+	c.s.leaseErr.Store(nil)
+	return nil
+}
+
+func (c *countedStore) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
+	start := time.Now()
+	err := c.st.Revert(ctx, inst, st)
+	c.s.record("revert", inst.Namespace, start, err)
+	if err != nil {
+		c.leaseFailed(err)
+	}
+	return err
+}
+
+func (c *countedStore) leaseFailed(err error) {
+	if errors.Is(err, engine.ErrMachineIDLost) {
+		c.s.lost.Add(1)
+	}
+	msg := err.Error()
+	c.s.leaseErr.Store(&msg)
+}
+
+func (c *countedStore) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
+	d, err := c.st.Segment(name, floors...)
+	if err != nil {
+		return nil, err
+	}
+	return countedSegment{s: c.s, name: name, d: d}, nil
+}
+
+type countedSegment struct {
+	s    *stats
+	name string
+	d    segment.Distributor
+}
+
+func (d countedSegment) NextMaxID(ctx context.Context, step int64) (int64, error) {
+	start := time.Now()
+	max, err := d.d.NextMaxID(ctx, step)
+	d.s.record("next_max_id", d.name, start, err)
+	return max, err
+}
+
+// Confirmed passes the store's confirmations through to a chain's fence.
+func (d countedSegment) Confirmed() time.Time {
+	if c, ok := d.d.(interface{ Confirmed() time.Time }); ok {
+		return c.Confirmed()
+	}
+	return time.Time{}
+}
