@@ -41,7 +41,6 @@ func ExampleNew() {
 	}
 	defer reg.Close() // gives the machine ID back
 
-	fmt.Println(reg.Kinds())
 	for range 3 {
 		id, _ := reg.NextID(ctx, engine.KindChain, "invoice")
 		fmt.Println("chain", id)
@@ -50,7 +49,6 @@ func ExampleNew() {
 	p, _ := snowflake.Default.Decode(id)
 	fmt.Println("snowflake on machine", p.Machine, "=", reg.MachineID())
 	// Output:
-	// [chain segment snowflake uuidv7]
 	// chain 1
 	// chain 2
 	// chain 3

@@ -20,7 +20,6 @@ import (
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/metrics"
 )
 
 // Both stores plug into New.
@@ -131,13 +130,13 @@ func newSQLiteStore(t *testing.T) *sqlstore.Store {
 // TestLeaseOutlivingStoreResetGraceRefused: on a real store, a lease
 // without a reservation would go on issuing for minutes after it lost the
 // store, long past the store's 2 s reset grace; New refuses it by name, also
-// when the store is wrapped (a state directory, a metrics collector).
+// when the store is wrapped (a state directory; the registry's own counting
+// wrapper wraps every store).
 func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
 	st := newSQLiteStore(t)
 	for name, s := range map[string]idforge.Settings{
 		"store":     {Store: st},
 		"state dir": {Store: st, StateDir: t.TempDir()},
-		"metrics":   {Store: metrics.New(metrics.Options{}).Store(st)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s.Lease = machine.Settings{Reservation: -1}
@@ -252,23 +251,28 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := reg.Chains()["order"]
-	if chain == nil {
-		t.Fatal("Chains() lacks the chain just used")
+	chain := func() segment.Stats {
+		for _, g := range reg.Stats().Generators {
+			if g.Kind == engine.KindChain && g.Name == "order" && g.Chain != nil {
+				return *g.Chain
+			}
+		}
+		t.Fatal("Stats() lacks the chain just used")
+		return segment.Stats{}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for chain.Stats().Ahead == 0 && time.Now().Before(deadline) {
+	for chain().Ahead == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	held := chain.Stats().Ahead
+	held := chain().Ahead
 	st.reset.Store(true)
-	for chain.Stats().Discarded < held && time.Now().Before(deadline) {
+	for chain().Discarded < held && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := chain.Stats().Discarded; got < held {
+	if got := chain().Discarded; got < held {
 		t.Fatalf("after the reset the chain still holds IDs: discarded %d of %d", got, held)
 	}
-	reg.Chains() // waits until the discard has gone through every generator
+	reg.Stats() // waits until the discard has gone through every generator
 	single, err := reg.NextID(ctx, engine.KindSegment, "invoice")
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ type StoreCall struct {
 
 // Stats returns the registry's figures now.
 func (r *Registry) Stats() Stats {
-	s := Stats{MachineID: r.MachineID()}
+	s := Stats{MachineID: r.MachineID(), LeaseLost: r.sf.Lost()}
 	r.stats.fill(&s)
 	seen := map[genKey]bool{}
 	r.stats.mu.Lock()
@@ -113,7 +113,6 @@ type stats struct {
 	leases ring // machine-ID calls
 
 	acquired, confirmed atomic.Int64 // Unix nanoseconds; 0: never
-	lost                atomic.Int64
 	leaseErr            atomic.Pointer[string]
 
 	down            atomic.Int64 // Unix nanoseconds the store stopped answering; 0: it answers
@@ -131,7 +130,6 @@ func (st *stats) fill(s *Stats) {
 	if t := st.confirmed.Load(); t != 0 {
 		s.Confirmed = time.Unix(0, t)
 	}
-	s.LeaseLost = st.lost.Load()
 	if e := st.leaseErr.Load(); e != nil {
 		s.LeaseError = *e
 	}
@@ -252,6 +250,14 @@ func (c *counted) count(n int64, err error) {
 	}
 }
 
+// Discard drops what the generator holds from the store, when it holds
+// anything: what the registry does to every chain on a store reset.
+func (c *counted) Discard(cause error) {
+	if d, ok := c.g.(discarder); ok {
+		d.Discard(cause)
+	}
+}
+
 // Close closes the generator, when it holds anything to close.
 func (c *counted) Close() error {
 	if cl, ok := c.g.(interface{ Close() error }); ok {
@@ -338,9 +344,6 @@ func (c *countedStore) Revert(ctx context.Context, inst machine.Instance, st mac
 }
 
 func (c *countedStore) leaseFailed(err error) {
-	if errors.Is(err, engine.ErrMachineIDLost) {
-		c.s.lost.Add(1)
-	}
 	msg := err.Error()
 	c.s.leaseErr.Store(&msg)
 }

@@ -1,7 +1,6 @@
 package idplugin_test
 
 import (
-	"github.com/idforge/idforge/internal/genreg"
 	"context"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/tests/testdb"
 )
 

@@ -1,8 +1,10 @@
 package idplugin_test
 
 import (
+	"context"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/machine"
 	"log"
 
 	"github.com/glebarez/sqlite"
@@ -28,14 +30,12 @@ type Item struct {
 }
 
 func Example() {
-	gen, err := snowflake.New(1) // machine ID 1; engine/machine can hand these out
+	// Machine ID 1; a store hands these out to several instances.
+	reg, err := idforge.New(context.Background(), idforge.Settings{Machine: machine.Manual(1), StateDir: "off"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := genreg.New()
-	if err := reg.Register("snowflake", "", gen); err != nil {
-		log.Fatal(err)
-	}
+	defer reg.Close()
 
 	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Discard})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/gormplugin"
@@ -110,7 +111,11 @@ func TestDerivedFloor(t *testing.T) {
 			}
 			// As the registry does when the lease's heartbeat sees the
 			// wipe: the chain drops what it held and fetches anew.
-			reg.Chains()["floor_int"].Discard(errors.New("the store was wiped"))
+			g, err := reg.Generator(t.Context(), engine.KindChain, "floor_int")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.(interface{ Discard(error) }).Discard(errors.New("the store was wiped"))
 			var again floorInt
 			if err := db.Create(&again).Error; err != nil || again.ID <= i.ID {
 				t.Errorf("integer key after the store was wiped: %d, %v; want above %d", again.ID, err, i.ID)

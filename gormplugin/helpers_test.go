@@ -1,7 +1,6 @@
 package idplugin_test
 
 import (
-	"github.com/idforge/idforge/internal/genreg"
 	"fmt"
 	"reflect"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/tests/testdb"
 	"github.com/idforge/idforge/tests/testreg"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/tests/testdb"
 )
 

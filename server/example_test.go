@@ -2,12 +2,11 @@ package server_test
 
 import (
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"net/http/httptest"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/server"
 )
 

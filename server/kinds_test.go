@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/idforge/idforge/internal/genreg"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // datedRegistry is testRegistry with kind uuidv7 and dated chains that

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 const (

@@ -1,7 +1,6 @@
 package sqlhook_test
 
 import (
-	"github.com/idforge/idforge/internal/genreg"
 	"context"
 	"database/sql"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sqlhook"
 	"github.com/idforge/idforge/tests/testdb"
 )

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"log"
 
 	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite", pure Go
 
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sqlhook"
 )
 

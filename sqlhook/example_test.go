@@ -3,13 +3,13 @@ package sqlhook_test
 import (
 	"context"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/machine"
 	"log"
 
 	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite", pure Go
 	"github.com/jmoiron/sqlx"
 
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sqlhook"
 )
 
@@ -21,14 +21,12 @@ type Order struct {
 
 func Example() {
 	ctx := context.Background()
-	gen, err := snowflake.New(1) // machine ID 1; engine/machine can hand these out
+	// Machine ID 1; a store hands these out to several instances.
+	reg, err := idforge.New(ctx, idforge.Settings{Machine: machine.Manual(1), StateDir: "off"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := genreg.New()
-	if err := reg.Register("snowflake", "", gen); err != nil {
-		log.Fatal(err)
-	}
+	defer reg.Close()
 
 	db, err := sqlx.Open("sqlite", "file::memory:")
 	if err != nil {

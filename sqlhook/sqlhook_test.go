@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sqlhook"
 	"github.com/idforge/idforge/tests/testdb"
 )

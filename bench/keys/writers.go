@@ -127,7 +127,7 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 		n = cfg.Fleet
 	}
 	for i := range n {
-		reg := engine.NewRegistry()
+		reg := provider{}
 		var closer func()
 		switch variant {
 		case VarSnowflake, VarFleet:
@@ -135,13 +135,9 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 			if err != nil {
 				return ws, err
 			}
-			if err := reg.Register("key", "", g); err != nil {
-				return ws, err
-			}
+			reg["key"] = g
 		case VarIDUUIDv7:
-			if err := reg.Register("uuidv7", "", uuidv7.New(nil)); err != nil {
-				return ws, err
-			}
+			reg["uuidv7"] = uuidv7.New(nil)
 		case VarChain:
 			var next atomic.Int64 // the store: one instance, so any counter serves
 			c, err := segment.NewChain(segment.DistributorFunc(func(_ context.Context, step int64) (int64, error) {
@@ -151,10 +147,7 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 				return ws, err
 			}
 			closer = func() { c.Close() }
-			if err := reg.Register("key", "", c); err != nil {
-				c.Close()
-				return ws, err
-			}
+			reg["key"] = c
 		}
 		w, err := newWriter(cfg, srv, variant, table, reg, uint64(i))
 		if err != nil {
@@ -169,7 +162,7 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 	return ws, nil
 }
 
-func newWriter(cfg *Config, srv *server, variant, table string, reg *engine.Registry, stream uint64) (*writer, error) {
+func newWriter(cfg *Config, srv *server, variant, table string, reg provider, stream uint64) (*writer, error) {
 	sqlDB, err := srv.OpenPool()
 	if err != nil {
 		return nil, err
@@ -257,4 +250,16 @@ func newDataStream(cfg *Config, stream uint64) *dataStream {
 func (d *dataStream) next() (int64, string) {
 	off := d.rng.IntN(len(d.text) - d.payload + 1)
 	return d.rng.Int64N(d.accounts) + 1, d.text[off : off+d.payload]
+}
+
+// provider hands out one generator per kind, by the kind's shared default
+// name "": all a writer draws from.
+type provider map[string]engine.Generator
+
+// Generator implements engine.Provider.
+func (p provider) Generator(_ context.Context, kind, name string) (engine.Generator, error) {
+	if g, ok := p[kind]; ok && name == "" {
+		return g, nil
+	}
+	return nil, fmt.Errorf("%w: %s %q", engine.ErrUnknownGenerator, kind, name)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"io"
 	"log/slog"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
 )
 

@@ -3,7 +3,6 @@ package proxystore_test
 import (
 	"context"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"net/http/httptest"
 
 	"github.com/idforge/idforge/engine/clock"
@@ -12,6 +11,7 @@ import (
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/server"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // Field is one field that receives IDs: where they come from and how values

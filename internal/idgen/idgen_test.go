@@ -3,7 +3,6 @@ package idgen
 import (
 	"context"
 	"errors"
-	"github.com/idforge/idforge/internal/genreg"
 	"reflect"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 func TestParseTag(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 type withUUIDs struct {

@@ -9,23 +9,26 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/metrics"
 	"github.com/idforge/idforge/server/statepage"
 )
 
-// The page renders what a metrics collector saw; serve mounts it at /.
+// The page renders what the registry counted; serve mounts it at /.
 func Example() {
-	col := metrics.New(metrics.Options{MachineID: func() int64 { return 42 }})
-	sf, err := snowflake.New(42)
+	ctx := context.Background()
+	reg, err := idforge.New(ctx, idforge.Settings{Machine: machine.Manual(42), StateDir: "off"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := col.Generator("snowflake", "", sf).NextID(context.Background()); err != nil {
+	defer reg.Close()
+	if _, err := reg.NextID(ctx, engine.KindSnowflake, ""); err != nil {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", statepage.New(statepage.Config{Collector: col, Namespace: "orders", LayoutName: "default", Layout: snowflake.Default}))
+	mux.Handle("GET /{$}", statepage.New(statepage.Config{Registry: reg, Namespace: "orders", LayoutName: "default", Layout: snowflake.Default}))
 	srv := httptest.NewServer(mux) // a program: http.ListenAndServe(addr, mux)
 	defer srv.Close()
 

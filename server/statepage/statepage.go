@@ -15,8 +15,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/snowflake"
 )
 
 //go:embed page.html
@@ -64,11 +64,12 @@ func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &handler{cfg: cfg, started: time.Now()}
+	return &handler{cfg: cfg, stats: cfg.Registry.Stats, started: time.Now()}
 }
 
 type handler struct {
 	cfg     Config
+	stats   func() idforge.Stats
 	started time.Time
 }
 
@@ -91,7 +92,7 @@ type view struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s := h.cfg.Registry.Stats()
+	s := h.stats()
 	v := view{Config: h.cfg, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
 	for _, c := range s.StoreCalls {
 		if c.Op == "next_max_id" {

@@ -1,26 +1,29 @@
-package statepage_test
+package statepage
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/metrics"
-	"github.com/idforge/idforge/server/statepage"
 )
 
+// The page shows what Registry.Stats says (the registry's own tests check
+// the counting): the machine ID, each chain's state, errors by reason.
 func TestPageShowsMachineAndChains(t *testing.T) {
-	ctx := context.Background()
-	col := metrics.New(metrics.Options{MachineID: func() int64 { return 42 }})
-	h := statepage.New(statepage.Config{Collector: col, Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default})
-
+	var stats idforge.Stats
+	h := &handler{
+		cfg:     Config{Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default, Refresh: 5 * time.Second},
+		stats:   func() idforge.Stats { return stats },
+		started: time.Now(),
+	}
+	stats = idforge.Stats{MachineID: 42}
 	body := get(t, h)
 	for _, want := range []string{`id="machine-id">42<`, `id="no-chains"`, "orders&lt;b&gt;", "No segment fetched yet", `http-equiv="refresh"`} {
 		if !strings.Contains(body, want) {
@@ -28,22 +31,12 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 		}
 	}
 
-	fake := segmenttest.NewFake()
-	chain, err := segment.NewChain(fake, segment.WithStep(50))
-	if err != nil {
-		t.Fatal(err)
+	stats.Generators = []idforge.GeneratorStats{
+		{Kind: engine.KindChain, Name: "down", Errors: map[string]int64{"store_unavailable": 1}, Chain: &segment.Stats{Step: 50, Failures: 1}},
+		{Kind: engine.KindChain, Name: "order", Issued: 120, Errors: map[string]int64{}, Chain: &segment.Stats{Step: 50, Issued: 120, Fetches: 3}},
+		{Kind: engine.KindSnowflake, Issued: 1, Errors: map[string]int64{}},
+		{Kind: engine.KindSnowflake, Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
 	}
-	defer chain.Close()
-	g := col.Generator("chain", "order", chain)
-	for range 120 {
-		if _, err := g.NextID(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sf, _ := snowflake.New(42)
-	col.Generator("snowflake", "", sf).NextID(ctx)
-	col.Generator("chain", "down", engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, engine.ErrStoreUnavailable })).NextID(ctx)
-
 	body = get(t, h)
 	for _, want := range []string{`data-chain="order"`, `<td class="issued">120</td>`, "store_unavailable: 1"} {
 		if !strings.Contains(body, want) {
@@ -52,9 +45,7 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, h interface {
-	ServeHTTP(w http.ResponseWriter, r *http.Request)
-}) string {
+func get(t *testing.T, h http.Handler) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

@@ -3,7 +3,8 @@ package shardgorm_test
 import (
 	"context"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/machine"
 	"log"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/shardgorm"
@@ -32,14 +32,12 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	g, err := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
+	// Machine ID 1; a store hands these out to several instances.
+	reg, err := idforge.New(context.Background(), idforge.Settings{Machine: machine.Manual(1), StateDir: "off"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	reg := genreg.New()
-	if err := reg.Register("snowflake", "", g); err != nil {
-		log.Fatal(err)
-	}
+	defer reg.Close()
 
 	var dbs []*gorm.DB
 	for _, name := range []string{"m0", "m1"} {

@@ -3,7 +3,8 @@ package shardsqlx_test
 import (
 	"context"
 	"fmt"
-	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/machine"
 	"log"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	_ "github.com/glebarez/go-sqlite" // registers "sqlite"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/shardsqlx"
 )
@@ -35,14 +35,12 @@ func Example() {
 	}
 	defer db.Close()
 
-	reg := genreg.New()        // the provider IDs are drawn from
-	g, err := snowflake.New(1) // machine ID 1; see engine/machine for assigned ones
-	if err == nil {
-		err = reg.Register("snowflake", "", g)
-	}
+	// Machine ID 1; a store hands these out to several instances.
+	reg, err := idforge.New(context.Background(), idforge.Settings{Machine: machine.Manual(1), StateDir: "off"})
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer reg.Close()
 
 	router, err := sharding.NewMod(sharding.Mod{Databases: "school", Tables: "lesson_{0..3}"})
 	if err != nil {

@@ -38,7 +38,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/metrics"
+	"github.com/idforge/idforge/internal/reason"
 )
 
 // workerEnv holds a worker's JSON configuration; the test binary started
@@ -379,7 +379,7 @@ func runWorker(cfg workerConfig) int {
 	if ch != nil {
 		discarded = ch.Stats().Discarded
 	}
-	lost := reg.Snowflake().Lost()
+	lost := reg.Stats().LeaseLost
 	errsMu.Lock()
 	var classes []string
 	for k, v := range errs {
@@ -395,7 +395,7 @@ func runWorker(cfg workerConfig) int {
 // machine.ResetGracer of the store it embeds.
 type graceHidden struct{ idforge.Store }
 
-// refusalClass names the sentinel error behind a refusal (metrics.Reason).
+// refusalClass names the sentinel error behind a refusal (reason.Of).
 // A chain refusal that names neither a reset nor a store failure ("the
 // store has not failed, it is slow to answer") is "unexplained".
 func refusalClass(err error) string {
@@ -403,7 +403,7 @@ func refusalClass(err error) string {
 	if errors.As(err, &ex) && ex.Store == nil && !errors.Is(err, engine.ErrStoreReset) {
 		return "unexplained"
 	}
-	return metrics.Reason(err)
+	return reason.Of(err)
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }

@@ -5,13 +5,13 @@ package testreg
 import (
 	"context"
 	"errors"
-	"github.com/idforge/idforge/internal/genreg"
 	"sync/atomic"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // New returns a registry holding the real snowflake generator (machine 1) as

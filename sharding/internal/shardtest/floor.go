@@ -11,7 +11,6 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/sharding"
@@ -297,12 +296,12 @@ func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 	if err != nil {
 		return err
 	}
-	c, ok := g.(interface{ Stats() segment.Stats })
-	if !ok {
-		t.Fatalf("chain %q is a %T, which has no Stats", name, g)
-	}
-	for c.Stats().LastError == nil {
-		time.Sleep(time.Millisecond)
+	for failed := false; !failed; time.Sleep(time.Millisecond) {
+		for _, gs := range reg.Stats().Generators {
+			if gs.Kind == engine.KindChain && gs.Name == name && gs.Chain != nil && gs.Chain.LastError != nil {
+				failed = true
+			}
+		}
 	}
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -4,13 +4,13 @@
 package shardtest
 
 import (
-	"github.com/idforge/idforge/internal/genreg"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/tests/testdb"
 )
