@@ -14,7 +14,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/proxystore"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 // leases are the machine-ID leases handed out through the proxy, by
@@ -119,12 +119,12 @@ func (l *leases) claim(c *caller, quota int, k leaseKey, secret string, stable b
 	// of a stable instance held live, and lets an unstable one take its ID
 	// over); a live lease of another token's is refused here.
 	if cur != nil && cur.live(now) && (cur.pending || cur.caller != c.name) {
-		return nil, &httpError{http.StatusConflict, proxystore.CodeInstanceInUse, fmt.Sprintf(
+		return nil, &httpError{http.StatusConflict, wire.CodeInstanceInUse, fmt.Sprintf(
 			"instance %q of namespace %q is held by a live lease of another process (machine ID %d); "+
 				"two processes with one instance ID would issue the same IDs: give each its own", k.instance, k.namespace, cur.machineID)}
 	}
 	if (cur == nil || cur.caller != c.name) && l.count[c.name] >= quota {
-		return nil, &httpError{http.StatusTooManyRequests, proxystore.CodeQuota, fmt.Sprintf(
+		return nil, &httpError{http.StatusTooManyRequests, wire.CodeQuota, fmt.Sprintf(
 			"this token holds %d machine IDs through the proxy, its quota", quota)}
 	}
 	cl := &claim{key: k, prev: cur, secret: secret}
@@ -167,7 +167,7 @@ func (l *leases) hold(c *caller, k leaseKey, id int64, secret string) (*lease, m
 		if e != nil {
 			found = hex.EncodeToString(e.secret[:4]) // machine.Holder's fingerprint
 		}
-		return nil, "", &httpError{http.StatusConflict, proxystore.CodeMachineIDLost, fmt.Sprintf(
+		return nil, "", &httpError{http.StatusConflict, wire.CodeMachineIDLost, fmt.Sprintf(
 			"machine ID %d of instance %q in namespace %q is not held by this caller's lease but by holder %s (lost, given back, taken over, "+
 				"or handed out by a server that has restarted since): acquire a new one", id, k.instance, k.namespace, found)}
 	}

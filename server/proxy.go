@@ -13,8 +13,9 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/reason"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 // ProxyStore is the store the /v1/proxy endpoints serve: the root store
@@ -62,36 +63,32 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
 }
 
 // instanceOf is the instance a machine request names.
-func instanceOf(m *proxystore.MachineRequest) machine.Instance {
+func instanceOf(m *wire.MachineRequest) machine.Instance {
 	return machine.Instance{Namespace: m.Namespace, ID: m.Instance, Stable: m.Stable}
 }
 
 // stateOf is the machine state a machine request names.
-func stateOf(m *proxystore.MachineRequest) machine.State {
+func stateOf(m *wire.MachineRequest) machine.State {
 	return machine.State{MachineID: m.MachineID, LastTimestamp: m.LastTimestamp}
 }
 
-func keyOf(m *proxystore.MachineRequest) leaseKey { return leaseKey{m.Namespace, m.Instance} }
+func keyOf(m *wire.MachineRequest) leaseKey { return leaseKey{m.Namespace, m.Instance} }
 
-// proxyError maps a store error to a status and a code proxystore reads back.
+// proxyError maps a store error to a status and a code proxystore reads
+// back: the error's reason (internal/reason), timeout for a canceled or
+// expired call, store_unavailable for what proxystore has no sentinel of.
 func proxyError(err error) *httpError {
-	switch {
-	case errors.Is(err, engine.ErrInvalidConfig):
-		return &httpError{http.StatusBadRequest, proxystore.CodeInvalidConfig, err.Error()}
-	case errors.Is(err, engine.ErrInstanceInUse):
-		return &httpError{http.StatusConflict, proxystore.CodeInstanceInUse, err.Error()}
-	case errors.Is(err, engine.ErrNoFloor):
-		return &httpError{http.StatusConflict, proxystore.CodeNoFloor, err.Error()}
-	case errors.Is(err, engine.ErrMachineIDLost):
-		return &httpError{http.StatusConflict, proxystore.CodeMachineIDLost, err.Error()}
-	case errors.Is(err, engine.ErrMachineIDOverflow):
-		return &httpError{http.StatusConflict, proxystore.CodeMachineIDOverflow, err.Error()}
-	case errors.Is(err, engine.ErrStoreReset):
-		return &httpError{http.StatusServiceUnavailable, proxystore.CodeStoreReset, err.Error()}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &httpError{http.StatusServiceUnavailable, proxystore.CodeTimeout, err.Error()}
+	switch r := reason.Of(err); r {
+	case reason.InvalidConfig:
+		return &httpError{http.StatusBadRequest, r, err.Error()}
+	case reason.InstanceInUse, reason.NoFloor, reason.MachineIDLost, reason.MachineIDOverflow:
+		return &httpError{http.StatusConflict, r, err.Error()}
+	case reason.StoreReset:
+		return &httpError{http.StatusServiceUnavailable, r, err.Error()}
+	case reason.Canceled, reason.Deadline:
+		return &httpError{http.StatusServiceUnavailable, wire.CodeTimeout, err.Error()}
 	default:
-		return &httpError{http.StatusServiceUnavailable, proxystore.CodeStoreUnavailable, err.Error()}
+		return &httpError{http.StatusServiceUnavailable, wire.CodeStoreUnavailable, err.Error()}
 	}
 }
 
@@ -103,19 +100,19 @@ func proxyContext(r *http.Request) (context.Context, context.CancelFunc) {
 // machineRequest reads a MachineRequest and checks what every machine call
 // must: names in the grammar, a namespace the caller may use, not the
 // server's own instance.
-func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *caller, req *proxystore.MachineRequest) *httpError {
+func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *caller, req *wire.MachineRequest) *httpError {
 	if herr := readBody(w, r, req); herr != nil {
 		return herr
 	}
 	switch {
 	case !validName(req.Namespace):
-		return badRequest(proxystore.CodeInvalidConfig, "namespace %s: %s", quoteBounded(req.Namespace), nameRule)
+		return badRequest(wire.CodeInvalidConfig, "namespace %s: %s", quoteBounded(req.Namespace), nameRule)
 	case !validName(req.Instance):
-		return badRequest(proxystore.CodeInvalidConfig, "instance %s: %s", quoteBounded(req.Instance), nameRule)
+		return badRequest(wire.CodeInvalidConfig, "instance %s: %s", quoteBounded(req.Instance), nameRule)
 	case !c.namespaces.allows(req.Namespace):
-		return &httpError{http.StatusForbidden, proxystore.CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace)}
+		return &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace)}
 	case req.Namespace == s.cfg.Instance.Namespace && req.Instance == s.cfg.Instance.ID:
-		return &httpError{http.StatusForbidden, proxystore.CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace)}
+		return &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace)}
 	}
 	return nil
 }
@@ -125,7 +122,7 @@ func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *calle
 // server's clock than MaxTimestampAhead.
 func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
 	if limit := now.Add(s.cfg.MaxTimestampAhead).UnixMilli(); ts < 0 || ts > limit {
-		return badRequest(proxystore.CodeInvalidConfig, "last_timestamp %d: want a Unix millisecond time from 0 to %d, this server's clock plus %v",
+		return badRequest(wire.CodeInvalidConfig, "last_timestamp %d: want a Unix millisecond time from 0 to %d, this server's clock plus %v",
 			ts, limit, s.cfg.MaxTimestampAhead)
 	}
 	return nil
@@ -133,7 +130,7 @@ func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
 
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
-	var req proxystore.MachineRequest
+	var req wire.MachineRequest
 	id, herr := s.distribute(w, r, c, &req)
 	s.audit("distribute", c, &req, id, herr)
 	if herr != nil {
@@ -141,12 +138,12 @@ func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, req *proxystore.MachineRequest) (int64, *httpError) {
+func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, req *wire.MachineRequest) (int64, *httpError) {
 	if herr := s.machineRequest(w, r, c, req); herr != nil {
 		return -1, herr
 	}
 	if req.SafeGuardMillis <= 0 || req.SafeGuardMillis > math.MaxInt64/int64(time.Millisecond) {
-		return -1, badRequest(proxystore.CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
+		return -1, badRequest(wire.CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
 	}
 	safeGuard := time.Duration(req.SafeGuardMillis) * time.Millisecond
 	// machine.Acquire refuses a lease that may issue alone for as long as
@@ -170,7 +167,7 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	if err != nil {
 		return -1, proxyError(err)
 	}
-	writeJSON(w, http.StatusOK, proxystore.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
+	writeJSON(w, http.StatusOK, wire.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
 		ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds(), Lease: cl.secret})
 	return st.MachineID, nil
 }
@@ -187,7 +184,7 @@ func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
 // store, within the proxy's time bound.
 func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string, call func(context.Context, machine.Instance, machine.State) error) {
 	c := callerOf(r)
-	var req proxystore.MachineRequest
+	var req wire.MachineRequest
 	herr := s.machineRequest(w, r, c, &req)
 	if herr == nil {
 		herr = s.checkTimestamp(req.LastTimestamp, time.Now())
@@ -222,7 +219,7 @@ func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string
 // server without tokens), which instance, which machine ID, and the
 // outcome. A guard that succeeds is a heartbeat, several a second per
 // holder: it is logged at debug level only.
-func (s *Server) audit(action string, c *caller, req *proxystore.MachineRequest, id int64, herr *httpError) {
+func (s *Server) audit(action string, c *caller, req *wire.MachineRequest, id int64, herr *httpError) {
 	level, result := slog.LevelInfo, "ok"
 	switch {
 	case herr != nil:
@@ -244,7 +241,7 @@ func boundedAttr(v string) string {
 
 func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
-	var req proxystore.SegmentRequest
+	var req wire.SegmentRequest
 	max, herr := s.segment(w, r, c, &req)
 	level, result := slog.LevelInfo, "ok"
 	if herr != nil {
@@ -256,20 +253,20 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, proxystore.SegmentRange{MaxID: max})
+	writeJSON(w, http.StatusOK, wire.SegmentRange{MaxID: max})
 }
 
-func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req *proxystore.SegmentRequest) (int64, *httpError) {
+func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req *wire.SegmentRequest) (int64, *httpError) {
 	if herr := readBody(w, r, req); herr != nil {
 		return 0, herr
 	}
 	switch {
 	case !validName(req.Name):
-		return 0, badRequest(proxystore.CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
+		return 0, badRequest(wire.CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
 	case !c.segments.allows(req.Name):
-		return 0, &httpError{http.StatusForbidden, proxystore.CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
+		return 0, &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
 	case req.Step <= 0 || req.Step > s.cfg.MaxStep:
-		return 0, badRequest(proxystore.CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.MaxStep)
+		return 0, badRequest(wire.CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.MaxStep)
 	}
 	if herr := s.admit(req.Name); herr != nil {
 		return 0, herr

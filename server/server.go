@@ -64,7 +64,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -81,10 +80,11 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/outage"
+	"github.com/idforge/idforge/internal/reason"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 // MaxCount is the largest ?count= one request may ask for.
@@ -591,7 +591,7 @@ func (s *Server) admit(name string) *httpError {
 		return &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
 	}
 	if !s.serves(name) {
-		return &httpError{http.StatusNotFound, proxystore.CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name)}
+		return &httpError{http.StatusNotFound, wire.CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -599,7 +599,7 @@ func (s *Server) admit(name string) *httpError {
 		return nil
 	}
 	if s.allowed == nil && len(s.chains) >= MaxChains {
-		return &httpError{http.StatusTooManyRequests, proxystore.CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+		return &httpError{http.StatusTooManyRequests, wire.CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
 	}
 	s.chains[name] = nil
 	return nil
@@ -631,24 +631,19 @@ func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *htt
 	return g, nil
 }
 
-// generatorError maps an engine error to a status: configuration and unknown
-// generators are the caller's fault (4xx), everything else is 503.
+// generatorError maps an engine error to a status and a code, by its
+// reason (internal/reason): configuration and unknown generators are the
+// caller's fault (4xx), everything else is 503.
 func generatorError(err error) *httpError {
-	switch {
-	case errors.Is(err, engine.ErrUnknownGenerator):
-		return &httpError{http.StatusNotFound, "unknown_generator", err.Error()}
-	case errors.Is(err, engine.ErrInvalidConfig):
+	switch r := reason.Of(err); r {
+	case reason.UnknownGenerator:
+		return &httpError{http.StatusNotFound, r, err.Error()}
+	case reason.InvalidConfig:
 		return &httpError{http.StatusBadRequest, "invalid", err.Error()}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &httpError{http.StatusServiceUnavailable, "timeout", err.Error()}
-	case errors.Is(err, engine.ErrStoreReset): // before lost: a reset ends the lease as lost too
-		return &httpError{http.StatusServiceUnavailable, "store_reset", err.Error()}
-	case errors.Is(err, engine.ErrMachineIDLost):
-		return &httpError{http.StatusServiceUnavailable, "machine_id_lost", err.Error()}
-	case errors.Is(err, engine.ErrClockBackwards):
-		return &httpError{http.StatusServiceUnavailable, "clock_backwards", err.Error()}
-	case errors.Is(err, engine.ErrClosed):
-		return &httpError{http.StatusServiceUnavailable, "closed", err.Error()}
+	case reason.Canceled, reason.Deadline:
+		return &httpError{http.StatusServiceUnavailable, wire.CodeTimeout, err.Error()}
+	case reason.StoreReset, reason.MachineIDLost, reason.ClockBackwards, reason.Closed:
+		return &httpError{http.StatusServiceUnavailable, r, err.Error()}
 	default:
 		return &httpError{http.StatusServiceUnavailable, "unavailable", err.Error()}
 	}

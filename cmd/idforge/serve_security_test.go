@@ -18,6 +18,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/server"
 	"github.com/idforge/idforge/tests/faultproxy"
 	"github.com/idforge/idforge/tests/testdb"
@@ -172,7 +173,7 @@ func leaseOwnership(t *testing.T, base string) {
 	guess := fmt.Sprintf(`{"namespace":"shared","instance":"pod-0","stable":true,"machine_id":%d,"last_timestamp":%d,"lease":"guessed"}`,
 		held.MachineID, time.Now().UnixMilli())
 	code, body := send(t, "POST", base+"/v1/proxy/machines/revert", bob, guess)
-	refused(t, "revert with a guessed secret", code, body, 409, proxystore.CodeMachineIDLost)
+	refused(t, "revert with a guessed secret", code, body, 409, wire.CodeMachineIDLost)
 	// The owner's lease stands, and a newcomer gets another machine ID.
 	if err := lease.Heartbeat(ctx); err != nil {
 		t.Fatalf("the owner's heartbeat after the refused reverts: %v", err)
@@ -186,7 +187,7 @@ func leaseOwnership(t *testing.T, base string) {
 	for _, op := range []string{"distribute", "guard", "revert"} {
 		code, body := send(t, "POST", base+"/v1/proxy/machines/"+op, alice,
 			fmt.Sprintf(`{"namespace":"svc","instance":"serve-0","stable":true,"machine_bits":10,"safe_guard_ms":60000,"machine_id":0,"last_timestamp":%d}`, time.Now().UnixMilli()))
-		refused(t, op+" of serve's own instance", code, body, 403, proxystore.CodeForbidden)
+		refused(t, op+" of serve's own instance", code, body, 403, wire.CodeForbidden)
 	}
 	var layout struct {
 		MachineID int64 `json:"machine_id"`
@@ -239,7 +240,7 @@ func boundedInputs(t *testing.T, base string) {
 	// A poisoned last timestamp: refused on guard and revert.
 	code, body := send(t, "POST", base+"/v1/proxy/machines/distribute", alice,
 		`{"namespace":"shared","instance":"poisoner","machine_bits":10,"safe_guard_ms":60000}`)
-	var ms proxystore.MachineState
+	var ms wire.MachineState
 	if code != 200 || json.Unmarshal([]byte(body), &ms) != nil || ms.Lease == "" {
 		t.Fatalf("distribute: %d %s", code, body)
 	}
@@ -250,7 +251,7 @@ func boundedInputs(t *testing.T, base string) {
 	for _, ts := range []int64{9223372036854775807, time.Now().Add(time.Hour).UnixMilli(), -1} {
 		for _, op := range []string{"guard", "revert"} {
 			code, body := call(op, ts)
-			refused(t, fmt.Sprintf("%s with last_timestamp %d", op, ts), code, body, 400, proxystore.CodeInvalidConfig)
+			refused(t, fmt.Sprintf("%s with last_timestamp %d", op, ts), code, body, 400, wire.CodeInvalidConfig)
 		}
 	}
 	if code, body := call("revert", time.Now().UnixMilli()); code != 200 {
@@ -272,7 +273,7 @@ func boundedInputs(t *testing.T, base string) {
 
 	// A step beyond MaxStep is refused; the chain stays where it was.
 	code, body = send(t, "POST", base+"/v1/proxy/segments/next", alice, `{"name":"order","step":9223372036754775807}`)
-	refused(t, "a step of 9.2e18", code, body, 400, proxystore.CodeInvalidConfig)
+	refused(t, "a step of 9.2e18", code, body, 400, wire.CodeInvalidConfig)
 	var ids struct{ IDs []string }
 	if code, body := send(t, "GET", base+"/v1/ids/order", alice, ""); code != 200 || json.Unmarshal([]byte(body), &ids) != nil || len(ids.IDs) != 1 {
 		t.Fatalf("chain order: %d %s", code, body)
@@ -323,12 +324,12 @@ func boundedInputs(t *testing.T, base string) {
 		q, _ := json.Marshal(bad)
 		code, body := send(t, "POST", base+"/v1/proxy/machines/distribute", alice,
 			fmt.Sprintf(`{"namespace":%s,"instance":"i","machine_bits":10,"safe_guard_ms":60000}`, q))
-		refused(t, fmt.Sprintf("namespace %q", bad), code, body, 400, proxystore.CodeInvalidConfig)
+		refused(t, fmt.Sprintf("namespace %q", bad), code, body, 400, wire.CodeInvalidConfig)
 		code, body = send(t, "POST", base+"/v1/proxy/machines/distribute", alice,
 			fmt.Sprintf(`{"namespace":"shared","instance":%s,"machine_bits":10,"safe_guard_ms":60000}`, q))
-		refused(t, fmt.Sprintf("instance %q", bad), code, body, 400, proxystore.CodeInvalidConfig)
+		refused(t, fmt.Sprintf("instance %q", bad), code, body, 400, wire.CodeInvalidConfig)
 		code, body = send(t, "POST", base+"/v1/proxy/segments/next", carol, fmt.Sprintf(`{"name":%s,"step":1}`, q))
-		refused(t, fmt.Sprintf("segment %q", bad), code, body, 400, proxystore.CodeInvalidConfig)
+		refused(t, fmt.Sprintf("segment %q", bad), code, body, 400, wire.CodeInvalidConfig)
 	}
 }
 

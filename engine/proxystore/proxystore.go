@@ -49,6 +49,8 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/reason"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 // Settings configure [New]. URL is required.
@@ -142,35 +144,29 @@ func (s *Store) call(ctx context.Context, path string, body, out any) error {
 	return nil
 }
 
-// sentinel maps a proxy error code back to the engine's sentinel.
+// sentinel maps a proxy error code back to the engine's sentinel: a code
+// named like a reason is that reason's sentinel (internal/reason), the
+// proxy's own codes are mapped here, anything else is an outage.
 func sentinel(ctx context.Context, status int, code string) error {
 	switch code {
-	case CodeInvalidConfig:
-		return engine.ErrInvalidConfig
-	case CodeMachineIDLost:
-		return engine.ErrMachineIDLost
-	case CodeMachineIDOverflow:
-		return engine.ErrMachineIDOverflow
-	case CodeStoreReset:
-		return engine.ErrStoreReset
-	case CodeTimeout:
+	case wire.CodeTimeout:
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-	case CodeQuota:
+		return engine.ErrStoreUnavailable
+	case wire.CodeQuota:
 		return engine.ErrMachineIDOverflow
-	case CodeInstanceInUse:
-		return engine.ErrInstanceInUse
-	case CodeNoFloor:
-		return engine.ErrNoFloor
-	case CodeForbidden:
+	case wire.CodeForbidden:
 		return engine.ErrInvalidConfig
-	case CodeUnknownChain, CodeTooManyChains:
+	case wire.CodeUnknownChain, wire.CodeTooManyChains:
 		// The server does not serve the sequence: a refusal, not an
 		// outage, so a chain fails at once instead of retrying.
 		return engine.ErrUnknownGenerator
 	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
+	}
+	if err := reason.Err(code); err != nil {
+		return err
 	}
 	return engine.ErrStoreUnavailable
 }
@@ -180,8 +176,8 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
-	var out MachineState
-	err := s.call(ctx, "/v1/proxy/machines/distribute", MachineRequest{
+	var out wire.MachineState
+	err := s.call(ctx, "/v1/proxy/machines/distribute", wire.MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(),
 	}, &out)
@@ -209,7 +205,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 }
 
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
-	return s.call(ctx, path, MachineRequest{
+	return s.call(ctx, path, wire.MachineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Lease: string(st.Holder),
 	}, &struct{}{})
@@ -238,8 +234,8 @@ func (d *Segment) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: proxystore: step %d: want at least 1", engine.ErrInvalidConfig, step)
 	}
-	var out SegmentRange
-	if err := d.s.call(ctx, "/v1/proxy/segments/next", SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
+	var out wire.SegmentRange
+	if err := d.s.call(ctx, "/v1/proxy/segments/next", wire.SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
 		return 0, err
 	}
 	return out.MaxID, nil

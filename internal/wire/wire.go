@@ -1,7 +1,9 @@
-package proxystore
-
-// The wire types of the /v1/proxy endpoints of `idforge serve`, declared once
-// for both sides: the server decodes what this package's Store sends.
+// Package wire holds the types of the /v1/proxy endpoints of `idforge
+// serve`, declared once for both sides: package server decodes what
+// engine/proxystore sends. Error codes are internal/reason's names where one
+// exists, so both sides map errors through that one table. It imports
+// nothing.
+package wire
 
 // MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
 // reads MachineBits and SafeGuardMillis, and Lease when the caller asks
@@ -43,7 +45,8 @@ type SegmentRange struct {
 }
 
 // Error codes of the proxy endpoints, which package proxystore maps back to
-// the engine's sentinel errors.
+// the engine's sentinel errors. Those named like a reason of internal/reason
+// (invalid_config, machine_id_lost, ...) are that reason's sentinel.
 const (
 	CodeInvalidConfig     = "invalid_config"
 	CodeMachineIDLost     = "machine_id_lost"
