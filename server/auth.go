@@ -15,13 +15,13 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// Tokens are the bearer tokens callers may present, one per caller, each
+// tokenSet are the bearer tokens callers may present, one per caller, each
 // with what its caller may do through the proxy. The server compares hashes
 // of the presented token with every known token in constant time, so
-// neither a token nor its length leaks through timing. A nil *Tokens admits
-// every request, as one anonymous caller that may use every namespace and
-// segment.
-type Tokens struct {
+// neither a token nor its length leaks through timing. A nil *tokenSet
+// admits every request, as one anonymous caller that may use every
+// namespace and segment.
+type tokenSet struct {
 	callers []*caller
 	hashes  [][sha256.Size]byte
 }
@@ -34,12 +34,12 @@ type caller struct {
 	// lists them.
 	namespaces, segments access
 	// machines is its quota of machine IDs through the proxy; 0 means
-	// Config.MaxMachinesPerToken.
+	// the default of 256.
 	machines int
 }
 
 // anonymous is the caller of a server without tokens, which is loopback
-// only unless the operator says otherwise (see Config.AllowedHosts).
+// only unless the operator says otherwise (see Settings.AllowedHosts).
 var anonymous = &caller{name: "", namespaces: access{all: true}, segments: access{all: true}}
 
 // access is a list of names, or every name.
@@ -50,7 +50,8 @@ type access struct {
 
 func (a access) allows(name string) bool { return a.all || a.names[name] }
 
-// ReadTokens reads a tokens file. Each line is one caller:
+// readTokens reads a tokens file (Settings.TokensFile). Each line is one
+// caller:
 //
 //	name token [namespaces=a,b|*] [segments=a,b|*] [machines=N]
 //
@@ -59,34 +60,33 @@ func (a access) allows(name string) bool { return a.all || a.names[name] }
 // # are skipped. namespaces lists the machine-ID namespaces the caller's
 // proxy leases may name and segments the sequences it may fetch through the
 // proxy ("*": any); a caller without them may not use the proxy. machines
-// is its quota of machine IDs held through the proxy (default
-// Config.MaxMachinesPerToken). Tokens shorter than 16 bytes, repeated names
+// is its quota of machine IDs held through the proxy (default 256). Tokens shorter than 16 bytes, repeated names
 // or tokens, and unknown options are refused. An empty file is an error: it
 // would lock every caller out. On Unix a file that group or others may read
 // or write is refused, since whoever reads it can act as every caller in it.
 // Every error wraps engine.ErrInvalidConfig.
-func ReadTokens(path string) (*Tokens, error) {
+func readTokens(path string) (*tokenSet, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tokens file: %v", engine.ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile): %v", engine.ErrInvalidConfig, err)
 	}
 	defer f.Close()
 	if runtime.GOOS != "windows" {
 		fi, err := f.Stat()
 		if err != nil {
-			return nil, fmt.Errorf("%w: tokens file: %v", engine.ErrInvalidConfig, err)
+			return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile): %v", engine.ErrInvalidConfig, err)
 		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-			return nil, fmt.Errorf("%w: tokens file %s: mode %04o lets group or others read or write it; chmod 600 it (or 400)",
+			return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile) %s: mode %04o lets group or others read or write it; chmod 600 it (or 400)",
 				engine.ErrInvalidConfig, path, perm)
 		}
 	}
-	return ParseTokens(f)
+	return parseTokens(f)
 }
 
-// ParseTokens reads tokens in the format of [ReadTokens].
-func ParseTokens(r io.Reader) (*Tokens, error) {
-	t := &Tokens{}
+// parseTokens reads tokens in the format of readTokens.
+func parseTokens(r io.Reader) (*tokenSet, error) {
+	t := &tokenSet{}
 	names := map[string]bool{}
 	hashes := map[[sha256.Size]byte]bool{}
 	sc := bufio.NewScanner(r)
@@ -178,17 +178,17 @@ func parseAccess(v string) (access, error) {
 	return a, nil
 }
 
-// Len is the number of tokens.
-func (t *Tokens) Len() int {
+// len is the number of tokens.
+func (t *tokenSet) len() int {
 	if t == nil {
 		return 0
 	}
 	return len(t.hashes)
 }
 
-// Caller returns the name of the caller whose token r presents, and whether
+// caller returns the name of the caller whose token r presents, and whether
 // one does. Every known token is compared, whatever matched first.
-func (t *Tokens) Caller(r *http.Request) (string, bool) {
+func (t *tokenSet) caller(r *http.Request) (string, bool) {
 	c := t.lookup(r)
 	if c == nil {
 		return "", false
@@ -197,8 +197,8 @@ func (t *Tokens) Caller(r *http.Request) (string, bool) {
 }
 
 // lookup returns the caller whose token r presents, nil if none does; on a
-// nil *Tokens, the anonymous caller.
-func (t *Tokens) lookup(r *http.Request) *caller {
+// nil *tokenSet, the anonymous caller.
+func (t *tokenSet) lookup(r *http.Request) *caller {
 	if t == nil {
 		return anonymous
 	}

@@ -1,22 +1,30 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http/httptest"
 
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/server"
 )
 
-// The server draws from any engine.Provider; `idforge serve` gives it the
-// registry built on the configured store.
+// The server draws from a registry; `idforge serve` gives it the one built
+// on the configured store.
 func Example() {
-	reg := genreg.New()
-	g, _ := snowflake.New(7)
-	reg.Register(server.KindSnowflake, "", g)
-	s, _ := server.New(server.Config{Provider: reg, Layout: snowflake.Default})
+	reg, err := idforge.New(context.Background(), idforge.Settings{Machine: machine.Manual(7), StateDir: "off"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	s, err := server.New(server.Settings{Registry: reg, Layout: snowflake.Default})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	// Without tokens, the server answers requests that name a loopback host.
 	rec := httptest.NewRecorder()

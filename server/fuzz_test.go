@@ -24,7 +24,7 @@ func FuzzHandlers(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
-	s := newTestServer(f, func(c *Config) { c.Chains = []string{"order", "a..b"} })
+	s := newTestServer(f, func(c *Settings) { c.Chains = []string{"order", "a..b"} })
 	f.Fuzz(func(t *testing.T, method, target, accept string) {
 		if method == "" || strings.ContainsAny(method, " \t\r\n()<>@,;:\\\"/[]?={}") || !utf8.ValidString(method) {
 			return

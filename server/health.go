@@ -14,7 +14,7 @@ import (
 // readyTimeout bounds one readiness check.
 const readyTimeout = 2 * time.Second
 
-// readiness caches the answer of Config.Ready, so that probes, however
+// readiness caches the answer of Settings.Ready, so that probes, however
 // many, check the lease and the store at most once per ReadyInterval.
 type readiness struct {
 	mu      sync.Mutex
@@ -27,7 +27,7 @@ type readiness struct {
 	outage outage.Log
 }
 
-// check returns Config.Ready's answer, at most ReadyInterval old. While a
+// check returns Settings.Ready's answer, at most readyInterval old. While a
 // check runs, callers get the previous answer rather than wait, except
 // before the first one.
 func (s *Server) check() error {
@@ -36,7 +36,7 @@ func (s *Server) check() error {
 	}
 	rd := &s.ready
 	rd.mu.Lock()
-	if !rd.at.IsZero() && (time.Since(rd.at) < s.cfg.ReadyInterval || rd.running != nil) {
+	if !rd.at.IsZero() && (time.Since(rd.at) < s.cfg.readyInterval || rd.running != nil) {
 		err := rd.err
 		rd.mu.Unlock()
 		return err
@@ -66,7 +66,7 @@ func (s *Server) check() error {
 	return err
 }
 
-// runReady calls Config.Ready on a context of its own, so that a probe that
+// runReady calls Settings.Ready on a context of its own, so that a probe that
 // hangs up does not make the cached answer a failure; a panic is a failure.
 func (s *Server) runReady() (err error) {
 	defer func() {

@@ -21,15 +21,8 @@ import (
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
+	"github.com/idforge/idforge/internal/wire"
 )
-
-// Formats are the ?format= values: "decimal" (the default; JSON strings, so
-// that JavaScript reads them exactly), "number" (JSON numbers), "radix62" and
-// "radix36" (zero-padded, so they sort like the IDs), and "friendly"
-// (yyyyMMddHHmmssSSS-machine-sequence, snowflake IDs only). A chain also
-// takes a dated format such as INV-{yyyy}{MM}{dd}-{seq:6}, URL-encoded (see
-// idforge.Registry.Dated).
-var Formats = []string{"decimal", "number", "radix62", "radix36", "friendly"}
 
 // httpError is a refusal: status, a machine-readable code and a message.
 type httpError struct {
@@ -100,7 +93,7 @@ func (s *Server) format(name string, snowflakeIDs bool) (idFormat, *httpError) {
 		}
 		return idFormat{}, badRequest("bad_format", "format \"friendly\" is for snowflake IDs only; chain IDs take decimal, number, radix62 or radix36")
 	}
-	return idFormat{}, badRequest("bad_format", "unknown format %s (known: %s)", quoteBounded(name), strings.Join(Formats, ", "))
+	return idFormat{}, badRequest("bad_format", "unknown format %s (known: %s)", quoteBounded(name), strings.Join(wire.Formats, ", "))
 }
 
 // repeated refuses a query parameter given twice: which one counts would be
@@ -121,7 +114,7 @@ type idQuery struct {
 	count int
 	text  bool
 	f     idFormat
-	kind  string // /v1/ids: KindSnowflake or KindUUIDv7
+	kind  string // /v1/ids: engine.KindSnowflake or engine.KindUUIDv7
 	dated string // a chain's dated format, given or configured
 }
 
@@ -130,7 +123,7 @@ type idQuery struct {
 const maxFormat = maxEcho
 
 func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *httpError) {
-	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: KindSnowflake}
+	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: engine.KindSnowflake}
 	var format string
 	var seenCount, seenFormat, seenKind bool
 	// Parse the query by hand: url.Values allocates a map per request.
@@ -148,8 +141,8 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 			}
 			seenCount = true
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > MaxCount || v[0] == '+' {
-				return q, badRequest("bad_count", "count=%s: want a whole number from 1 to %d", quoteBounded(v), MaxCount)
+			if err != nil || n < 1 || n > wire.MaxCount || v[0] == '+' {
+				return q, badRequest("bad_count", "count=%s: want a whole number from 1 to %d", quoteBounded(v), wire.MaxCount)
 			}
 			q.count = n
 		case "format":
@@ -171,8 +164,8 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 				return q, repeated(k)
 			}
 			seenKind = true
-			if v != KindSnowflake && v != KindUUIDv7 {
-				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), KindSnowflake, KindUUIDv7)
+			if v != engine.KindSnowflake && v != engine.KindUUIDv7 {
+				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), engine.KindSnowflake, engine.KindUUIDv7)
 			}
 			q.kind = v
 		default:
@@ -184,9 +177,9 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 		}
 	}
 	switch {
-	case q.kind == KindUUIDv7 && format != "":
+	case q.kind == engine.KindUUIDv7 && format != "":
 		return q, badRequest("bad_format", "kind=uuidv7 takes no format: UUIDs come in their canonical 36-character form")
-	case q.kind == KindUUIDv7:
+	case q.kind == engine.KindUUIDv7:
 		q.f = idFormat{quoted: true}
 		return q, nil
 	case dated.IsFormat(format) && snowflakeIDs:
@@ -242,7 +235,7 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	if q.kind == KindUUIDv7 {
+	if q.kind == engine.KindUUIDv7 {
 		s.serveUUIDs(w, r, q)
 		return
 	}
@@ -282,13 +275,13 @@ func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
 
 // serveUUIDs writes q.count UUIDs of kind uuidv7.
 func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, q idQuery) {
-	s.uuidOnce.Do(func() { s.uuid, s.uuidErr = genreg.UUIDOf(r.Context(), s.cfg.Provider, KindUUIDv7, "") })
-	if s.uuidErr != nil {
-		generatorError(s.uuidErr).write(w)
+	g, err := genreg.UUIDOf(r.Context(), s.cfg.Registry, engine.KindUUIDv7, "")
+	if err != nil {
+		generatorError(err).write(w)
 		return
 	}
 	s.serveStrings(w, r, q, func(ctx context.Context) (string, error) {
-		u, err := s.uuid.NextUUID(ctx)
+		u, err := g.NextUUID(ctx)
 		return uuid.UUID(u).String(), err
 	})
 }
@@ -299,7 +292,7 @@ func (s *Server) serveDated(w http.ResponseWriter, r *http.Request, name string,
 		herr.write(w)
 		return
 	}
-	g, err := idgen.Dated(s.cfg.Provider, name, q.dated)
+	g, err := idgen.Dated(s.cfg.Registry, name, q.dated)
 	if err != nil {
 		generatorError(err).write(w)
 		return
@@ -382,10 +375,10 @@ var (
 	noStore   = []string{"no-store"}
 )
 
-// BatchGenerator is a generator that draws several IDs in one call. The
-// server uses it when a Provider's generator has it (the metrics collector's
+// batchGenerator is a generator that draws several IDs in one call. The
+// server uses it when a Registry's generator has it (an *idforge.Registry's
 // do, counting a batch once).
-type BatchGenerator interface {
+type batchGenerator interface {
 	// NextIDs fills dst with new IDs. On an error it returns how many were
 	// drawn before it; those IDs are lost to the caller.
 	NextIDs(ctx context.Context, dst []int64) (int, error)
@@ -394,7 +387,7 @@ type BatchGenerator interface {
 var idPool = sync.Pool{New: func() any { s := make([]int64, 0, 64); return &s }}
 
 func putIDs(ids *[]int64) {
-	if cap(*ids) <= MaxCount {
+	if cap(*ids) <= wire.MaxCount {
 		idPool.Put(ids)
 	}
 }
@@ -406,7 +399,7 @@ func (s *Server) draw(ctx context.Context, g engine.Generator, n int) (*[]int64,
 		*ids = make([]int64, n)
 	}
 	*ids = (*ids)[:n]
-	if bg, ok := g.(BatchGenerator); ok {
+	if bg, ok := g.(batchGenerator); ok {
 		if _, err := bg.NextIDs(ctx, *ids); err != nil {
 			putIDs(ids)
 			return nil, err
@@ -506,7 +499,7 @@ func (s *Server) decodeUUID(w http.ResponseWriter, raw string, u uuid.UUID) {
 		badRequest("bad_id", "id %s: a version %d UUID carries no time; only version 7 UUIDs decode", quoteBounded(raw), u.Version()).write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: KindUUIDv7, Timestamp: at.Format(timestampLayout)})
+	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: engine.KindUUIDv7, Timestamp: at.Format(timestampLayout)})
 }
 
 // parseDecimal reads a decimal ID. A digit-only string may be a radix ID
@@ -555,7 +548,7 @@ type layoutInfo struct {
 func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
 	l := s.cfg.Layout
 	writeJSON(w, http.StatusOK, layoutInfo{
-		Name:          s.cfg.LayoutName,
+		Name:          layoutName(l),
 		Layout:        l.String(),
 		Epoch:         l.Epoch.UTC().Format(timestampLayout),
 		Unit:          l.Unit.String(),
@@ -569,8 +562,8 @@ func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
 		Expiry:        l.Expiry().UTC().Format(timestampLayout),
 		YearsLeft:     int64(time.Until(l.Expiry()).Hours() / (24 * 365.25)),
 		MachineID:     s.machineID(),
-		MaxCount:      MaxCount,
-		Formats:       Formats,
+		MaxCount:      wire.MaxCount,
+		Formats:       wire.Formats,
 	})
 }
 
@@ -588,4 +581,20 @@ func writeIDs(w http.ResponseWriter, text bool, b []byte) {
 	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
+}
+
+// layoutName names l on /v1/layout: the name `idforge serve -layout`
+// gives it, "custom" for another.
+func layoutName(l snowflake.Layout) string {
+	switch l {
+	case snowflake.Default:
+		return "default"
+	case snowflake.Seconds:
+		return "second"
+	case snowflake.JSSafe:
+		return "jssafe"
+	case snowflake.JSSafeSeconds:
+		return "jssafe-second"
+	}
+	return "custom"
 }

@@ -48,11 +48,11 @@ func (g stringGen) NextString(ctx context.Context) (string, error) { return g(ct
 
 func newKindsServer(t *testing.T, conf map[string]string) *Server {
 	reg := testRegistry(t)
-	if err := reg.Register(KindUUIDv7, "", uuidv7.New(nil)); err != nil {
+	if err := reg.Register(engine.KindUUIDv7, "", uuidv7.New(nil)); err != nil {
 		t.Fatal(err)
 	}
 	d := &datedRegistry{Registry: reg, counts: map[string]*atomic.Int64{}}
-	return newTestServer(t, func(c *Config) { c.Provider, c.Dated = d, conf })
+	return newTestServer(t, func(c *Settings) { c.Registry, c.Dated = d, conf })
 }
 
 // /v1/ids?kind=uuidv7 gives increasing version 7 UUIDs, as JSON strings or
@@ -131,7 +131,7 @@ func TestDatedChains(t *testing.T) {
 	if res.StatusCode != 404 || !strings.Contains(body, "makes no dated chains") {
 		t.Errorf("a Provider without dated chains: %d %s", res.StatusCode, body)
 	}
-	if _, err := New(Config{Provider: testRegistry(t), Layout: s.cfg.Layout, Dated: map[string]string{"x": "{seq:4}"}}); err == nil {
+	if _, err := New(Settings{Registry: testRegistry(t), Layout: s.cfg.Layout, Dated: map[string]string{"x": "{seq:4}"}}); err == nil {
 		t.Error("New took a Config.Dated format without {yyyy}")
 	}
 }

@@ -28,9 +28,9 @@ const (
 	tokB = "token-b-0123456789"
 )
 
-func twoTokens(t testing.TB) *Tokens {
+func twoTokens(t testing.TB) *tokenSet {
 	t.Helper()
-	toks, err := ParseTokens(strings.NewReader("a " + tokA + "\nb " + tokB + "\n"))
+	toks, err := parseTokens(strings.NewReader("a " + tokA + "\nb " + tokB + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func blocking(t testing.TB) (reg *genreg.Registry, entered chan struct{}, releas
 	t.Helper()
 	entered, release = make(chan struct{}, 64), make(chan struct{})
 	reg = genreg.New()
-	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+	reg.Register(engine.KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
 		return 1, nil
@@ -95,8 +95,8 @@ func TestBoundedEcho(t *testing.T) {
 // Anonymous probes say ok or not; token holders get the details.
 func TestProbesSayLittle(t *testing.T) {
 	internals := errors.New("store 10.0.0.5:3306 (prefix idforge_): lease of instance serve-0, machine ID 7: connection refused")
-	s := newTestServer(t, func(c *Config) {
-		c.Tokens = twoTokens(t)
+	s := newTestServer(t, func(c *Settings) {
+		c.tokens = twoTokens(t)
 		c.Ready = func(context.Context) error { return internals }
 	})
 	for path, want := range map[string]string{
@@ -118,8 +118,8 @@ func TestProbesSayLittle(t *testing.T) {
 // Probes share one readiness check per interval, however many arrive.
 func TestReadinessCached(t *testing.T) {
 	var calls atomic.Int64
-	s := newTestServer(t, func(c *Config) {
-		c.ReadyInterval = time.Hour
+	s := newTestServer(t, func(c *Settings) {
+		c.readyInterval = time.Hour
 		c.Ready = func(context.Context) error { calls.Add(1); return nil }
 	})
 	var wg sync.WaitGroup
@@ -140,8 +140,8 @@ func TestReadinessCached(t *testing.T) {
 // requests in flight leave another's served.
 func TestProbesAndTokensOutsideAFlood(t *testing.T) {
 	reg, entered, release := blocking(t)
-	s := newTestServer(t, func(c *Config) {
-		c.Provider, c.Tokens, c.MaxInFlightPerToken, c.MaxInFlight = reg, twoTokens(t), 2, 3
+	s := newTestServer(t, func(c *Settings) {
+		c.Registry, c.tokens, c.maxInFlightPerToken, c.maxInFlight = reg, twoTokens(t), 2, 3
 	})
 	var wg sync.WaitGroup
 	defer func() { close(release); wg.Wait() }()
@@ -194,7 +194,7 @@ func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path, token string) (*ht
 // A token's connections past MaxConnsPerToken are answered 429 and closed;
 // another token's are not counted against it.
 func TestMaxConnsPerToken(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.Tokens, c.MaxConnsPerToken = twoTokens(t), 2 })
+	s := newTestServer(t, func(c *Settings) { c.tokens, c.maxConnsPerToken = twoTokens(t), 2 })
 	addr := serveLoopback(t, s)
 	dial := func() (net.Conn, *bufio.Reader) {
 		c, err := net.Dial("tcp", addr)
@@ -228,7 +228,7 @@ func TestMaxConnsPerToken(t *testing.T) {
 // token yet, so connections that never finish their headers cannot keep
 // a probe out.
 func TestMaxConnsEvictsSlowAnonymous(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxConns = 4 })
+	s := newTestServer(t, func(c *Settings) { c.maxConns = 4 })
 	addr := serveLoopback(t, s)
 	var slow []net.Conn
 	for range 8 {
@@ -255,32 +255,34 @@ func TestMaxConnsEvictsSlowAnonymous(t *testing.T) {
 	}
 }
 
-func TestConfigValidation(t *testing.T) {
-	for field, mod := range map[string]func(*Config){
-		"MaxInFlight":         func(c *Config) { c.MaxInFlight = -1 },
-		"MaxInFlightPerToken": func(c *Config) { c.MaxInFlightPerToken = -1 },
-		"MaxConns":            func(c *Config) { c.MaxConns = -1 },
-		"MaxConnsPerToken":    func(c *Config) { c.MaxConnsPerToken = -1 },
-		"MaxMachinesPerToken": func(c *Config) { c.MaxMachinesPerToken = -1 },
-		"MaxStep":             func(c *Config) { c.MaxStep = -1 },
-		"MaxTimestampAhead":   func(c *Config) { c.MaxTimestampAhead = -time.Second },
-		"ReadyInterval":       func(c *Config) { c.ReadyInterval = -time.Second },
-		"AllowedHosts":        func(c *Config) { c.AllowedHosts = []string{"ids.internal:8080"} },
+func TestSettingsValidation(t *testing.T) {
+	for field, mod := range map[string]func(*Settings){
+		"maxInFlight":         func(c *Settings) { c.maxInFlight = -1 },
+		"maxInFlightPerToken": func(c *Settings) { c.maxInFlightPerToken = -1 },
+		"maxConns":            func(c *Settings) { c.maxConns = -1 },
+		"maxConnsPerToken":    func(c *Settings) { c.maxConnsPerToken = -1 },
+		"maxMachinesPerToken": func(c *Settings) { c.maxMachinesPerToken = -1 },
+		"maxStep":             func(c *Settings) { c.maxStep = -1 },
+		"maxTimestampAhead":   func(c *Settings) { c.maxTimestampAhead = -time.Second },
+		"readyInterval":       func(c *Settings) { c.readyInterval = -time.Second },
+		"AllowedHosts":        func(c *Settings) { c.AllowedHosts = []string{"ids.internal:8080"} },
+		"Layout":              func(c *Settings) { c.Layout = snowflake.Layout{} },
+		"Registry":            func(c *Settings) { c.Registry = nil },
 	} {
-		cfg := Config{Provider: genreg.New(), Layout: snowflake.Default}
+		cfg := Settings{Registry: genreg.New(), Layout: snowflake.Default}
 		mod(&cfg)
-		if _, err := New(cfg); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config."+field) {
-			t.Errorf("%s: %v; want ErrInvalidConfig naming Config.%s", field, err, field)
+		if _, err := New(cfg); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings."+field) {
+			t.Errorf("%s: %v; want ErrInvalidConfig naming Settings.%s", field, err, field)
 		}
 	}
 	s := newTestServer(t, nil)
-	if s.cfg.MaxStep != defaultMaxStep || s.cfg.MaxConns != defaultMaxConns || s.cfg.ReadyInterval != defaultReadyInterval {
+	if s.cfg.maxStep != defaultMaxStep || s.cfg.maxConns != defaultMaxConns || s.cfg.readyInterval != defaultReadyInterval {
 		t.Errorf("defaults not filled in: %+v", s.cfg)
 	}
 }
 
 func TestTokenOptions(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("orders " + tokA + " namespaces=orders,jobs segments=* machines=8\nplain " + tokB + "\n"))
+	toks, err := parseTokens(strings.NewReader("orders " + tokA + " namespaces=orders,jobs segments=* machines=8\nplain " + tokB + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +303,8 @@ func TestTokenOptions(t *testing.T) {
 		"a " + tokA + " namespaces=bad\x00name\n":      "name",
 		"a " + tokA + " segments=,\n":                  `name ""`,
 	} {
-		if _, err := ParseTokens(strings.NewReader(bad)); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseTokens(%q) = %v; want ErrInvalidConfig saying %s", bad, err, want)
+		if _, err := parseTokens(strings.NewReader(bad)); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseTokens(%q) = %v; want ErrInvalidConfig saying %s", bad, err, want)
 		}
 	}
 
@@ -311,23 +313,23 @@ func TestTokenOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(path, 0o644)
-	if _, err := ReadTokens(path); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := readTokens(path); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("a tokens file of mode 644: %v; want it refused", err)
 	}
 	os.Chmod(path, 0o600)
-	if _, err := ReadTokens(path); err != nil {
+	if _, err := readTokens(path); err != nil {
 		t.Errorf("a tokens file of mode 600: %v", err)
 	}
 }
 
-// SetTokens takes effect for the next request; nil is refused.
+// setTokens takes effect for the next request; nil is refused.
 func TestSetTokens(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.Tokens = twoTokens(t) })
-	if err := s.SetTokens(nil); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Errorf("SetTokens(nil): %v", err)
+	s := newTestServer(t, func(c *Settings) { c.tokens = twoTokens(t) })
+	if err := s.setTokens(nil); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("setTokens(nil): %v", err)
 	}
-	toks, _ := ParseTokens(strings.NewReader("c token-c-0123456789\n"))
-	if err := s.SetTokens(toks); err != nil {
+	toks, _ := parseTokens(strings.NewReader("c token-c-0123456789\n"))
+	if err := s.setTokens(toks); err != nil {
 		t.Fatal(err)
 	}
 	if res, _ := do(t, s, "GET", "/v1/ids", "Authorization", "Bearer "+tokA); res.StatusCode != 401 {
@@ -335,6 +337,45 @@ func TestSetTokens(t *testing.T) {
 	}
 	if res, _ := do(t, s, "GET", "/v1/ids", "Authorization", "Bearer token-c-0123456789"); res.StatusCode != 200 {
 		t.Errorf("a new token: %d", res.StatusCode)
+	}
+}
+
+// New reads Settings.TokensFile, refusing a bad one by the field's name;
+// ReloadTokens reads it again, keeping the tokens in force when the file
+// has gone bad.
+func TestTokensFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("a "+tokA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Settings{Registry: testRegistry(t), Layout: snowflake.Default, TokensFile: path + ".missing"}); !errors.Is(err, engine.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "Settings.TokensFile") {
+		t.Errorf("New with a missing tokens file: %v; want ErrInvalidConfig naming Settings.TokensFile", err)
+	}
+	s := newTestServer(t, func(c *Settings) { c.TokensFile = path })
+	if res, _ := do(t, s, "GET", "/v1/ids", "Authorization", "Bearer "+tokA); res.StatusCode != 200 {
+		t.Errorf("a token of the file: %d", res.StatusCode)
+	}
+	if err := os.WriteFile(path, []byte("b "+tokB+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReloadTokens(); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := do(t, s, "GET", "/v1/ids", "Authorization", "Bearer "+tokA); res.StatusCode != 401 {
+		t.Errorf("a token removed from the file: %d", res.StatusCode)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReloadTokens(); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("ReloadTokens of an empty file: %v; want ErrInvalidConfig", err)
+	}
+	if res, _ := do(t, s, "GET", "/v1/ids", "Authorization", "Bearer "+tokB); res.StatusCode != 200 {
+		t.Errorf("after a refused reload, a token in force: %d", res.StatusCode)
+	}
+	if err := newTestServer(t, nil).ReloadTokens(); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("ReloadTokens without a tokens file: %v", err)
 	}
 }
 

@@ -11,19 +11,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
 )
-
-// ProxyStore is the store the /v1/proxy endpoints serve: the root store
-// contract, machine IDs and named segment sequences.
-type ProxyStore interface {
-	machine.Distributor
-	Segment(name string, floors ...engine.Floor) (segment.Distributor, error)
-}
 
 // maxProxyBody bounds a proxy request's body.
 const maxProxyBody = 4 << 10
@@ -121,9 +112,9 @@ func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *calle
 // machine ID could not wait out: negative, or further ahead of this
 // server's clock than MaxTimestampAhead.
 func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
-	if limit := now.Add(s.cfg.MaxTimestampAhead).UnixMilli(); ts < 0 || ts > limit {
+	if limit := now.Add(s.cfg.maxTimestampAhead).UnixMilli(); ts < 0 || ts > limit {
 		return badRequest(wire.CodeInvalidConfig, "last_timestamp %d: want a Unix millisecond time from 0 to %d, this server's clock plus %v",
-			ts, limit, s.cfg.MaxTimestampAhead)
+			ts, limit, s.cfg.maxTimestampAhead)
 	}
 	return nil
 }
@@ -152,7 +143,7 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	if alone <= 0 {
 		alone = safeGuard
 	}
-	quota := s.cfg.MaxMachinesPerToken
+	quota := s.cfg.maxMachinesPerToken
 	if c.machines > 0 {
 		quota = c.machines
 	}
@@ -265,8 +256,8 @@ func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req 
 		return 0, badRequest(wire.CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
 	case !c.segments.allows(req.Name):
 		return 0, &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
-	case req.Step <= 0 || req.Step > s.cfg.MaxStep:
-		return 0, badRequest(wire.CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.MaxStep)
+	case req.Step <= 0 || req.Step > s.cfg.maxStep:
+		return 0, badRequest(wire.CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.maxStep)
 	}
 	if herr := s.admit(req.Name); herr != nil {
 		return 0, herr

@@ -16,7 +16,7 @@
 //	GET  /readyz                 the lease is held and the store answers
 //	GET  /metrics                Prometheus text format (when a metrics handler is configured)
 //	GET  /                       the state page
-//	POST /v1/proxy/...           proxy-store endpoints (only when Config.Proxy is set)
+//	POST /v1/proxy/...           proxy-store endpoints (only when Settings.Proxy is set)
 //
 // Responses are JSON unless the client accepts text/plain more than
 // application/json, in which case ID lists are one ID a line. Every request
@@ -30,30 +30,31 @@
 //
 // # Threat model
 //
-// Callers are told apart by their bearer token ([Tokens]); a server without
+// Callers are told apart by their bearer token (Settings.TokensFile); a server without
 // tokens has one anonymous caller and should listen on loopback only.
 //
 //   - Anyone who can connect may call /healthz and /readyz, which say ok or
 //     not and nothing else: details go to token holders and to the log.
 //     Probes are answered outside every request limit, and readiness is
-//     cached (Config.ReadyInterval), so probes cannot load the store.
+//     cached for a second, so probes cannot load the store.
 //   - A token holder may draw IDs, decode, read the layout, the metrics and
 //     the state page. Its requests and connections are bounded per token
-//     and overall (Config.MaxInFlightPerToken, MaxConnsPerToken, MaxInFlight,
-//     MaxConns), so one token's flood leaves others served.
+//     and overall (64 requests and 256 connections a token, 1024 requests
+//     and 4096 connections in all), so one token's flood leaves others
+//     served.
 //   - Through the proxy a token may only name the namespaces and segments the
 //     tokens file gives it. A machine-ID lease belongs to whoever
 //     distributed it: the answer carries a secret that its guard and revert
 //     must present, a second claimant of a live lease is refused, each
 //     token holds at most its quota of machine IDs, and the server's own
 //     lease is never reachable. Steps and timestamps are bounded
-//     (Config.MaxStep, MaxTimestampAhead), so no call can burn a sequence
+//     (10^8 IDs a fetch, 2 s ahead of the server's clock), so no call can burn a sequence
 //     or poison a machine ID for its next holder. Every lease action is
 //     logged with the token's name.
 //   - A web page in a browser on the same machine holds no token: the server
 //     refuses requests with a foreign Origin or a cross-site
 //     Sec-Fetch-Site, POSTs without a JSON content type, and, without
-//     tokens, any Host but a loopback name or one of Config.AllowedHosts,
+//     tokens, any Host but a loopback name or one of Settings.AllowedHosts,
 //     which stops DNS rebinding.
 //
 // The proxy trusts a token holder with the IDs it draws: a caller that
@@ -71,6 +72,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -78,6 +80,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
@@ -85,22 +92,7 @@ import (
 	"github.com/idforge/idforge/internal/outage"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
-)
-
-// MaxCount is the largest ?count= one request may ask for.
-const MaxCount = 10000
-
-// MaxChains bounds the distinct chain names a server without an allow-list
-// creates, so that callers cannot make it open an unbounded number of
-// sequences (each one a store row and a prefetch worker). Proxy segment
-// names count against it too.
-const MaxChains = 256
-
-// Kinds of the registry the server draws from.
-const (
-	KindSnowflake = "snowflake"
-	KindChain     = "chain"
-	KindUUIDv7    = "uuidv7"
+	"github.com/idforge/idforge/metrics"
 )
 
 // nameRule says in words what validName accepts.
@@ -126,13 +118,12 @@ func quoteBounded(v string) string {
 	return strconv.Quote(v)
 }
 
-// Defaults of the Config fields whose zero value means a default.
+// Defaults of the limits: a Settings value leaves them zero, so they are
+// these.
 const (
-	// DefaultMaxInFlight is the default bound on concurrent requests: with
-	// MaxCount IDs an answer, it bounds the memory answers take to a few
-	// hundred MiB.
-	DefaultMaxInFlight = 1024
-
+	// defaultMaxInFlight bounds concurrent requests: with wire.MaxCount IDs
+	// an answer, it bounds the memory answers take to a few hundred MiB.
+	defaultMaxInFlight         = 1024
 	defaultMaxInFlightPerToken = 64
 	defaultMaxConns            = 4096
 	defaultMaxConnsPerToken    = 256
@@ -142,105 +133,98 @@ const (
 	defaultReadyInterval       = time.Second
 )
 
-// Config configures [New]. Provider and Layout are required; every other
-// field's zero value means its documented default, and a negative number
-// is refused with an error wrapping engine.ErrInvalidConfig that names it.
-type Config struct {
-	// Provider hands out the generators: kind "snowflake" (name "") and
-	// kind "chain" (one per name). An *idforge.Registry is one.
-	Provider engine.Provider
-	// Layout is the snowflake layout of the Provider's snowflake generator,
-	// used by /v1/decode, /v1/layout and the friendly format.
+// Settings configures [New]. Registry and Layout are required; every other
+// field's zero value means its documented default. New refuses a bad
+// value with an error wrapping engine.ErrInvalidConfig that names the field.
+type Settings struct {
+	// Registry hands out the generators: kind "snowflake" (name ""), and
+	// "chain" (one per name) and "uuidv7" when it has them. An
+	// *idforge.Registry also gives the machine ID on /v1/layout, the
+	// Prometheus metrics on /metrics and the state page at /; with another
+	// engine.Provider those two routes are absent.
+	Registry engine.Provider
+	// Layout is the layout of the Registry's snowflake generator, used by
+	// /v1/decode, /v1/layout and the friendly format.
 	Layout snowflake.Layout
-	// LayoutName names the layout on /v1/layout ("default", "jssafe"...).
-	LayoutName string
-	// MachineID reports the machine ID in use, -1 when none; optional.
-	MachineID func() int64
 	// Instance is the instance the server's own lease is held for: the proxy
 	// refuses every call that names it, so no caller can take, guard or
-	// give back the machine ID the server issues under.
+	// give back the machine ID the server issues under. Its Namespace is
+	// shown on the state page.
 	Instance machine.Instance
 	// Chains, when not empty, is the list of chain names callers may draw
 	// from, directly or as proxy segments; any other name is 404. Empty
-	// admits any valid name, up to MaxChains.
+	// admits any valid name, up to 256, so that callers cannot make the
+	// server open an unbounded number of sequences.
 	Chains []string
 	// Dated gives chains a dated format (name → format, such as "invoice" →
 	// "INV-{yyyy}{MM}{dd}-{seq:6}"): /v1/ids/{name} then serves that
-	// format, and no other. Other chains take one in ?format=. The Provider
-	// must make dated chains (an *idforge.Registry with a store, or the
-	// metrics collector's Provider of one).
+	// format, and no other. Other chains take one in ?format=. The Registry
+	// must make dated chains (an *idforge.Registry with a store).
 	Dated map[string]string
-	// Tokens, when not nil, requires "Authorization: Bearer <token>" on every
-	// route but /healthz and /readyz. [Server.SetTokens] replaces them.
-	Tokens *Tokens
+	// TokensFile, when set, is the file of the bearer tokens callers must
+	// present ("Authorization: Bearer <token>") on every route but /healthz
+	// and /readyz, one caller a line:
+	//
+	//	name token [namespaces=a,b|*] [segments=a,b|*] [machines=N]
+	//
+	// or a bare token (named after its line number, with no proxy rights);
+	// blank lines and lines starting with # are skipped. namespaces and
+	// segments are the machine-ID namespaces and the sequences the caller
+	// may use through the proxy ("*": any; none when absent); machines its
+	// quota of machine IDs held through the proxy (default 256). Tokens
+	// shorter than 16 bytes, repeated names or tokens, unknown options, an
+	// empty file and, on Unix, a file group or others may read or write are
+	// refused. [Server.ReloadTokens] reads it again.
+	TokensFile string
 	// AllowedHosts are the host names (without port) requests may name in
 	// their Host header besides loopback ones. Empty: a server without
 	// tokens takes loopback names only (so that DNS rebinding cannot reach
 	// it from a browser), one with tokens any name.
 	AllowedHosts []string
 	// Ready reports whether the server can issue IDs (lease held, store
-	// answers); nil means always ready.
+	// answers); nil means always ready. /readyz reuses an answer for a
+	// second, so that probes cannot load the store.
 	Ready func(ctx context.Context) error
-	// ReadyInterval is how long an answer of Ready is reused by /readyz
-	// (default 1 s), so that probes cannot load the store.
-	ReadyInterval time.Duration
-	// Metrics serves /metrics when not nil (for example
-	// promhttp.HandlerFor(registry, promhttp.HandlerOpts{})).
-	Metrics http.Handler
-	// Page renders the state page at / when not nil.
-	Page http.Handler
-	// Proxy enables the /v1/proxy endpoints on this store when not nil.
-	Proxy ProxyStore
-	// MaxInFlight bounds the requests served at once; more get 429 at
-	// once rather than queue. 0 is DefaultMaxInFlight. Probes do not count.
-	MaxInFlight int
-	// MaxInFlightPerToken bounds the requests of one token served at once
-	// (default 64), so that one caller cannot take all of MaxInFlight. A
-	// server without tokens has MaxInFlight alone.
-	MaxInFlightPerToken int
-	// MaxConns bounds the open connections (default 4096): one more is
-	// closed as soon as it is accepted. It holds with [NewHTTPServer]'s
-	// http.Server, which counts connections.
-	MaxConns int
-	// MaxConnsPerToken bounds the connections one token's requests arrive
-	// on (default 256): the request that would pass it gets 429 and its
-	// connection is closed. With NewHTTPServer only, like MaxConns.
-	MaxConnsPerToken int
-	// MaxStep is the largest step a proxy segment fetch may take (default
-	// 10^8), so that no call burns a sequence: a hungry chain asks for at
-	// most twice its prefetch distance in one fetch.
-	MaxStep int64
-	// MaxTimestampAhead is how far ahead of the server's clock a proxy
-	// guard or revert may put a machine ID's last timestamp (default 2 s:
-	// the lease's default reservation of 1 s and as much for clock skew).
-	// The next holder of the machine ID waits that timestamp out, and
-	// fails at once if it is further ahead than it can wait.
-	MaxTimestampAhead time.Duration
-	// MaxMachinesPerToken is the number of machine IDs one token may hold
-	// through the proxy at once (default 256), unless the tokens file gives
-	// it another (machines=N). A stable instance's ID counts even after
-	// its revert, as the store keeps it for the instance.
-	MaxMachinesPerToken int
+	// StoreName names the store behind the Registry on the state page, such
+	// as "sqlite idforge.db": every token holder reads it, so leave paths
+	// and credentials out. Empty: the Proxy's String, if any.
+	StoreName string
+	// Proxy enables the /v1/proxy endpoints on this store when not nil
+	// (engine/sqlstore's and engine/redisstore's Store are ones).
+	Proxy idforge.Store
 	// Logger receives recovered panics, readiness changes and the proxy's
 	// audit lines; nil is slog.Default().
 	Logger *slog.Logger
+
+	// Limits, fixed by `idforge serve`; the zero value is the default
+	// above. Tests set them.
+	maxInFlight         int           // requests served at once; more get 429 at once. Probes do not count.
+	maxInFlightPerToken int           // of one token, so that one caller cannot take all of maxInFlight
+	maxConns            int           // open connections, with NewHTTPServer's http.Server
+	maxConnsPerToken    int           // connections one token's requests arrive on, with NewHTTPServer
+	maxStep             int64         // largest proxy segment step, so that no call burns a sequence
+	maxTimestampAhead   time.Duration // how far ahead of this clock a proxy guard may put a last timestamp
+	maxMachinesPerToken int           // machine IDs one token may hold through the proxy (tokens file: machines=N)
+	readyInterval       time.Duration // how long /readyz reuses an answer of Ready
+	machineID           func() int64  // the machine ID in use; default the Registry's
+	tokens              *tokenSet     // instead of TokensFile
 }
 
 // validate fills in the defaults and refuses negative limits.
-func (c *Config) validate() error {
+func (c *Settings) validate() error {
 	for _, f := range []struct {
 		name string
 		v    *int
 		def  int
 	}{
-		{"MaxInFlight", &c.MaxInFlight, DefaultMaxInFlight},
-		{"MaxInFlightPerToken", &c.MaxInFlightPerToken, defaultMaxInFlightPerToken},
-		{"MaxConns", &c.MaxConns, defaultMaxConns},
-		{"MaxConnsPerToken", &c.MaxConnsPerToken, defaultMaxConnsPerToken},
-		{"MaxMachinesPerToken", &c.MaxMachinesPerToken, defaultMaxMachinesPerToken},
+		{"maxInFlight", &c.maxInFlight, defaultMaxInFlight},
+		{"maxInFlightPerToken", &c.maxInFlightPerToken, defaultMaxInFlightPerToken},
+		{"maxConns", &c.maxConns, defaultMaxConns},
+		{"maxConnsPerToken", &c.maxConnsPerToken, defaultMaxConnsPerToken},
+		{"maxMachinesPerToken", &c.maxMachinesPerToken, defaultMaxMachinesPerToken},
 	} {
 		if *f.v < 0 {
-			return fmt.Errorf("%w: server: Config.%s %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
+			return fmt.Errorf("%w: server: Settings.%s %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
 		}
 		if *f.v == 0 {
 			*f.v = f.def
@@ -251,51 +235,49 @@ func (c *Config) validate() error {
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"MaxTimestampAhead", &c.MaxTimestampAhead, defaultMaxTimestampAhead},
-		{"ReadyInterval", &c.ReadyInterval, defaultReadyInterval},
+		{"maxTimestampAhead", &c.maxTimestampAhead, defaultMaxTimestampAhead},
+		{"readyInterval", &c.readyInterval, defaultReadyInterval},
 	} {
 		if *f.v < 0 {
-			return fmt.Errorf("%w: server: Config.%s %v: want 0 (the default, %v) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
+			return fmt.Errorf("%w: server: Settings.%s %v: want 0 (the default, %v) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
 		}
 		if *f.v == 0 {
 			*f.v = f.def
 		}
 	}
 	switch {
-	case c.MaxStep < 0:
-		return fmt.Errorf("%w: server: Config.MaxStep %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, c.MaxStep, defaultMaxStep)
-	case c.MaxStep == 0:
-		c.MaxStep = defaultMaxStep
+	case c.maxStep < 0:
+		return fmt.Errorf("%w: server: Settings.maxStep %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, c.maxStep, defaultMaxStep)
+	case c.maxStep == 0:
+		c.maxStep = defaultMaxStep
 	}
 	for _, h := range c.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/:@ \t[]") {
-			return fmt.Errorf("%w: server: Config.AllowedHosts %s: want a host name without port", engine.ErrInvalidConfig, quoteBounded(h))
+			return fmt.Errorf("%w: server: Settings.AllowedHosts %s: want a host name without port", engine.ErrInvalidConfig, quoteBounded(h))
 		}
+	}
+	if c.Proxy != nil && reflect.ValueOf(c.Proxy).Kind() == reflect.Pointer && reflect.ValueOf(c.Proxy).IsNil() {
+		return fmt.Errorf("%w: server: Settings.Proxy is a nil %T", engine.ErrInvalidConfig, c.Proxy)
 	}
 	return nil
 }
 
 // Server is the HTTP handler of `idforge serve`. It is safe for concurrent use.
 type Server struct {
-	cfg     Config
+	cfg     Settings
 	mux     *http.ServeMux
 	allowed map[string]bool
 	hosts   map[string]bool
 	log     *slog.Logger
 	started time.Time
 	fmts    formatters
-	tokens  atomic.Pointer[Tokens]
+	tokens  atomic.Pointer[tokenSet]
 
-	sfOnce sync.Once
-	sf     engine.Generator
-	sfErr  error
+	page    http.Handler // the state page, nil without an *idforge.Registry
+	metrics http.Handler // /metrics, likewise
 
-	uuidOnce sync.Once
-	uuid     engine.UUIDGenerator
-	uuidErr  error
-
-	mu     sync.RWMutex
-	chains map[string]engine.Generator
+	mu    sync.RWMutex
+	names map[string]bool // chain and segment names admitted; true once the Registry built the chain
 
 	inFlight atomic.Int64
 	limits   limits
@@ -303,24 +285,40 @@ type Server struct {
 	leases   leases
 }
 
-// New returns the server for cfg. A missing Provider, an invalid layout,
+// New returns the server for cfg. A missing Registry, an invalid layout,
 // chain name or limit wraps engine.ErrInvalidConfig.
-func New(cfg Config) (*Server, error) {
-	if cfg.Provider == nil {
-		return nil, fmt.Errorf("%w: server: no Provider", engine.ErrInvalidConfig)
+func New(cfg Settings) (*Server, error) {
+	if cfg.Registry == nil || reflect.ValueOf(cfg.Registry).Kind() == reflect.Pointer && reflect.ValueOf(cfg.Registry).IsNil() {
+		return nil, fmt.Errorf("%w: server: Settings.Registry is required", engine.ErrInvalidConfig)
 	}
 	if err := cfg.Layout.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: server: %w", engine.ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: server: Settings.Layout: %w", engine.ErrInvalidConfig, err)
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), chains: map[string]engine.Generator{}, fmts: newFormatters(cfg.Layout)}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), names: map[string]bool{}, fmts: newFormatters(cfg.Layout)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	if reg, ok := cfg.Registry.(*idforge.Registry); ok {
+		if s.cfg.machineID == nil {
+			s.cfg.machineID = reg.MachineID
+		}
+		s.page = newPage(reg.Stats, s)
+		s.metrics = metricsHandler(reg)
+	}
 	s.ready.outage = outage.Log{Logger: s.log, Still: "idforge serve: still not ready", End: "idforge serve: ready again"}
-	s.tokens.Store(cfg.Tokens)
+	switch {
+	case cfg.tokens != nil:
+		s.tokens.Store(cfg.tokens)
+	case cfg.TokensFile != "":
+		t, err := readTokens(cfg.TokensFile)
+		if err != nil {
+			return nil, err
+		}
+		s.tokens.Store(t)
+	}
 	if len(cfg.Chains) > 0 {
 		s.allowed = map[string]bool{}
 		for _, c := range cfg.Chains {
@@ -348,12 +346,26 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// SetTokens replaces the tokens callers must present, at once for every
-// request that starts afterwards. nil is refused: a reload must not open
-// the server to everyone.
-func (s *Server) SetTokens(t *Tokens) error {
+// ReloadTokens reads Settings.TokensFile again and puts its tokens in
+// force at once for every request that starts afterwards. A file that
+// cannot be read or parsed leaves the tokens in use as they are; a server
+// started without a tokens file has none to reload and stays as it is.
+func (s *Server) ReloadTokens() error {
+	if s.cfg.TokensFile == "" {
+		return fmt.Errorf("%w: server: no Settings.TokensFile to reload", engine.ErrInvalidConfig)
+	}
+	t, err := readTokens(s.cfg.TokensFile)
+	if err != nil {
+		return err
+	}
+	return s.setTokens(t)
+}
+
+// setTokens replaces the tokens callers must present. nil is refused: a
+// reload must not open the server to everyone.
+func (s *Server) setTokens(t *tokenSet) error {
 	if t == nil {
-		return fmt.Errorf("%w: server: SetTokens(nil) would admit every request", engine.ErrInvalidConfig)
+		return fmt.Errorf("%w: server: setTokens(nil) would admit every request", engine.ErrInvalidConfig)
 	}
 	s.tokens.Store(t)
 	return nil
@@ -371,11 +383,11 @@ func (s *Server) routes() {
 	// 405 to other methods.
 	m.HandleFunc("GET /healthz", s.handleHealth)
 	m.HandleFunc("GET /readyz", s.handleReady)
-	if s.cfg.Metrics != nil {
-		m.Handle("GET /metrics", s.cfg.Metrics)
+	if s.metrics != nil {
+		m.Handle("GET /metrics", s.metrics)
 	}
-	if s.cfg.Page != nil {
-		m.Handle("GET /{$}", s.cfg.Page)
+	if s.page != nil {
+		m.Handle("GET /{$}", s.page)
 	}
 	if s.cfg.Proxy != nil {
 		s.proxyRoutes()
@@ -413,10 +425,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	if n := s.inFlight.Add(1); n > int64(s.cfg.MaxInFlight) {
+	if n := s.inFlight.Add(1); n > int64(s.cfg.maxInFlight) {
 		s.inFlight.Add(-1)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "busy", fmt.Sprintf("more than %d requests in flight; retry", s.cfg.MaxInFlight))
+		writeError(w, http.StatusTooManyRequests, "busy", fmt.Sprintf("more than %d requests in flight; retry", s.cfg.maxInFlight))
 		return
 	}
 	defer s.inFlight.Add(-1)
@@ -427,7 +439,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c != nil && c != anonymous { // without tokens, MaxInFlight is everyone's
-		cl, herr := s.limits.enter(w, r, c.name, s.cfg.MaxInFlightPerToken, s.cfg.MaxConnsPerToken)
+		cl, herr := s.limits.enter(w, r, c.name, s.cfg.maxInFlightPerToken, s.cfg.maxConnsPerToken)
 		if herr != nil {
 			herr.write(w)
 			return
@@ -567,25 +579,24 @@ func (s *statusOnly) WriteHeader(code int) {
 }
 
 func (s *Server) machineID() int64 {
-	if s.cfg.MachineID == nil {
+	if s.cfg.machineID == nil {
 		return -1
 	}
-	return s.cfg.MachineID()
+	return s.cfg.machineID()
 }
 
-// snowflake returns the shared snowflake generator, looked up once.
+// snowflake returns the shared snowflake generator.
 func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
-	s.sfOnce.Do(func() { s.sf, s.sfErr = s.cfg.Provider.Generator(ctx, KindSnowflake, "") })
-	return s.sf, s.sfErr
+	return s.cfg.Registry.Generator(ctx, engine.KindSnowflake, "")
 }
 
 // serves reports whether the allow-list, if any, admits chain name.
 func (s *Server) serves(name string) bool { return s.allowed == nil || s.allowed[name] }
 
 // admit checks a chain or proxy segment name and takes its slot among the
-// names this server serves, within the allow-list and MaxChains. A new
-// name takes its slot (a nil entry) before the Provider or the store is
-// asked, so concurrent first requests cannot pass the limit together.
+// names this server serves, within the allow-list and wire.MaxChains. A
+// new name takes its slot before the Registry or the store is asked, so
+// concurrent first requests cannot pass the limit together.
 func (s *Server) admit(name string) *httpError {
 	if !validName(name) {
 		return &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
@@ -595,39 +606,44 @@ func (s *Server) admit(name string) *httpError {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.chains[name]; ok {
+	if _, ok := s.names[name]; ok {
 		return nil
 	}
-	if s.allowed == nil && len(s.chains) >= MaxChains {
-		return &httpError{http.StatusTooManyRequests, wire.CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", MaxChains)}
+	if s.allowed == nil && len(s.names) >= wire.MaxChains {
+		return &httpError{http.StatusTooManyRequests, wire.CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", wire.MaxChains)}
 	}
-	s.chains[name] = nil
+	s.names[name] = false
 	return nil
 }
 
-// chain returns the chain generator for name, creating it through the
-// Provider on first use (see admit).
+// chain returns the chain generator for name, which the Registry creates
+// on first use (see admit).
 func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *httpError) {
 	s.mu.RLock()
-	g := s.chains[name]
+	built := s.names[name]
 	s.mu.RUnlock()
-	if g != nil {
+	if !built {
+		if herr := s.admit(name); herr != nil {
+			return nil, herr
+		}
+	}
+	// The Registry makes one generator per name, however many ask at once.
+	g, err := s.cfg.Registry.Generator(ctx, engine.KindChain, name)
+	if built {
+		if err != nil {
+			return nil, generatorError(err)
+		}
 		return g, nil
 	}
-	if herr := s.admit(name); herr != nil {
-		return nil, herr
-	}
-	// The Provider makes one generator per name, however many ask at once.
-	g, err := s.cfg.Provider.Generator(ctx, KindChain, name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		if s.chains[name] == nil {
-			delete(s.chains, name) // give the slot back
+		if !s.names[name] {
+			delete(s.names, name) // give the slot back
 		}
 		return nil, generatorError(err)
 	}
-	s.chains[name] = g
+	s.names[name] = true
 	return g, nil
 }
 
@@ -667,7 +683,15 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 	}
 	if s, ok := h.(*Server); ok {
 		srv.ConnContext = s.limits.connContext
-		srv.ConnState = func(c net.Conn, st http.ConnState) { s.limits.connState(c, st, s.cfg.MaxConns) }
+		srv.ConnState = func(c net.Conn, st http.ConnState) { s.limits.connState(c, st, s.cfg.maxConns) }
 	}
 	return srv
+}
+
+// metricsHandler serves the registry's metrics, the Go runtime's and the
+// process's, from a Prometheus registry of the server's own.
+func metricsHandler(reg *idforge.Registry) http.Handler {
+	r := prometheus.NewRegistry()
+	r.MustRegister(metrics.New(reg, metrics.Settings{}), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(r, promhttp.HandlerOpts{})
 }

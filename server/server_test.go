@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idforge/idforge/internal/wire"
 	"io"
 	"log/slog"
 	"net"
@@ -33,12 +34,12 @@ func testRegistry(t testing.TB) *genreg.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Register(KindSnowflake, "", g); err != nil {
+	if err := reg.Register(engine.KindSnowflake, "", g); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	seqs := map[string]*segmenttest.Fake{}
-	err = reg.RegisterFactory(KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
+	err = reg.RegisterFactory(engine.KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
 		mu.Lock()
 		f, ok := seqs[name]
 		if !ok {
@@ -55,9 +56,9 @@ func testRegistry(t testing.TB) *genreg.Registry {
 	return reg
 }
 
-func newTestServer(t testing.TB, mod func(*Config)) *Server {
+func newTestServer(t testing.TB, mod func(*Settings)) *Server {
 	t.Helper()
-	cfg := Config{Provider: testRegistry(t), Layout: snowflake.Default, LayoutName: "default", MachineID: func() int64 { return 7 }}
+	cfg := Settings{Registry: testRegistry(t), Layout: snowflake.Default, machineID: func() int64 { return 7 }}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -206,7 +207,7 @@ func TestChains(t *testing.T) {
 		t.Fatalf("friendly chain ID: %d %s", res.StatusCode, body)
 	}
 
-	limited := newTestServer(t, func(c *Config) { c.Chains = []string{"order"} })
+	limited := newTestServer(t, func(c *Settings) { c.Chains = []string{"order"} })
 	if res, body := do(t, limited, "GET", "/v1/ids/user"); res.StatusCode != 404 || !strings.Contains(body, "unknown_chain") {
 		t.Fatalf("chain outside the allow-list: %d %s", res.StatusCode, body)
 	}
@@ -262,9 +263,9 @@ func TestHead(t *testing.T) {
 	var drawn atomic.Int64
 	count := engine.GeneratorFunc(func(context.Context) (int64, error) { return drawn.Add(1), nil })
 	reg := genreg.New()
-	reg.Register(KindSnowflake, "", count)
-	reg.RegisterFactory(KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
-	s := newTestServer(t, func(c *Config) { c.Provider = reg })
+	reg.Register(engine.KindSnowflake, "", count)
+	reg.RegisterFactory(engine.KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
+	s := newTestServer(t, func(c *Settings) { c.Registry = reg })
 	for _, target := range []string{"/v1/ids", "/v1/ids?count=5", "/v1/ids/order"} {
 		for _, method := range []string{"HEAD", "POST"} {
 			res, body := do(t, s, method, target)
@@ -286,8 +287,8 @@ func TestHead(t *testing.T) {
 
 func TestLayoutHealthReady(t *testing.T) {
 	notReady := false
-	s := newTestServer(t, func(c *Config) {
-		c.ReadyInterval = time.Nanosecond // no caching: each probe checks
+	s := newTestServer(t, func(c *Settings) {
+		c.readyInterval = time.Nanosecond // no caching: each probe checks
 		c.Ready = func(context.Context) error {
 			if notReady {
 				return engine.ErrMachineIDLost
@@ -335,9 +336,9 @@ func TestReadinessOutageLoggedOnce(t *testing.T) {
 	logs := &countHandler{n: map[string]int{}}
 	var checks atomic.Int64
 	var down atomic.Bool
-	s := newTestServer(t, func(c *Config) {
+	s := newTestServer(t, func(c *Settings) {
 		c.Logger = slog.New(logs)
-		c.ReadyInterval = time.Nanosecond // every probe checks
+		c.readyInterval = time.Nanosecond // every probe checks
 		c.Ready = func(context.Context) error {
 			if n := checks.Add(1); down.Load() {
 				return fmt.Errorf("%w: check %d", engine.ErrStoreUnavailable, n)
@@ -367,16 +368,16 @@ func TestReadinessOutageLoggedOnce(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("# callers\nbilling s3cr3t-billing-token\n  \nanonymous-token-0123456789\n"))
-	if err != nil || toks.Len() != 2 {
-		t.Fatalf("ParseTokens: %v, %d", err, toks.Len())
+	toks, err := parseTokens(strings.NewReader("# callers\nbilling s3cr3t-billing-token\n  \nanonymous-token-0123456789\n"))
+	if err != nil || toks.len() != 2 {
+		t.Fatalf("ParseTokens: %v, %d", err, toks.len())
 	}
 	for _, bad := range []string{"", "# only a comment\n", "short\n", "a b c\n"} {
-		if _, err := ParseTokens(strings.NewReader(bad)); err == nil {
-			t.Errorf("ParseTokens(%q) accepted", bad)
+		if _, err := parseTokens(strings.NewReader(bad)); err == nil {
+			t.Errorf("parseTokens(%q) accepted", bad)
 		}
 	}
-	s := newTestServer(t, func(c *Config) { c.Tokens = toks })
+	s := newTestServer(t, func(c *Settings) { c.tokens = toks })
 	for hdr, want := range map[string]int{
 		"":                                  401,
 		"Bearer wrong-token-wrong-token":    401,
@@ -395,7 +396,7 @@ func TestTokens(t *testing.T) {
 	}
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Authorization", "Bearer s3cr3t-billing-token")
-	if name, ok := toks.Caller(req); !ok || name != "billing" {
+	if name, ok := toks.caller(req); !ok || name != "billing" {
 		t.Errorf("Caller = %q, %v", name, ok)
 	}
 }
@@ -404,13 +405,13 @@ func TestTokens(t *testing.T) {
 // panicking one too.
 func TestUnavailable(t *testing.T) {
 	reg := genreg.New()
-	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+	reg.Register(engine.KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
 		return 0, engine.ErrMachineIDLost
 	}))
-	reg.RegisterFactory(KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
+	reg.RegisterFactory(engine.KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
 		return engine.GeneratorFunc(func(context.Context) (int64, error) { panic("boom") }), nil
 	})
-	s, err := New(Config{Provider: reg, Layout: snowflake.Default})
+	s, err := New(Settings{Registry: reg, Layout: snowflake.Default})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,12 +509,12 @@ func TestMaxInFlight(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
 	reg := genreg.New()
-	reg.Register(KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+	reg.Register(engine.KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
 		return 1, nil
 	}))
-	s, _ := New(Config{Provider: reg, Layout: snowflake.Default, MaxInFlight: 2})
+	s, _ := New(Settings{Registry: reg, Layout: snowflake.Default, maxInFlight: 2})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() { do(t, s, "GET", "/v1/ids") })
@@ -540,11 +541,11 @@ func TestGeneratorErrorResetFirst(t *testing.T) {
 	}
 }
 
-// Without an allow-list at most MaxChains names are served, however many
+// Without an allow-list at most wire.MaxChains names are served, however many
 // first requests for new names arrive at once; a served name keeps working.
 func TestMaxChainsUnderConcurrency(t *testing.T) {
 	s := newTestServer(t, nil)
-	const names = MaxChains + 64
+	const names = wire.MaxChains + 64
 	codes := make([]int, names)
 	var wg sync.WaitGroup
 	for i := range names {
@@ -568,8 +569,8 @@ func TestMaxChainsUnderConcurrency(t *testing.T) {
 			t.Fatalf("chain c%d: status %d", i, c)
 		}
 	}
-	if served != MaxChains || refused != names-MaxChains {
-		t.Fatalf("%d served, %d refused; want %d and %d", served, refused, MaxChains, names-MaxChains)
+	if served != wire.MaxChains || refused != names-wire.MaxChains {
+		t.Fatalf("%d served, %d refused; want %d and %d", served, refused, wire.MaxChains, names-wire.MaxChains)
 	}
 	if res, body := do(t, s, "GET", "/v1/ids/another"); res.StatusCode != 429 || !strings.Contains(body, "too_many_chains") {
 		t.Fatalf("a new name past the limit: %d %s", res.StatusCode, body)

@@ -54,7 +54,7 @@ import (
 	_ "time/tzdata" // -zone names work where the system has no time zone files (a scratch container)
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/server"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 func main() {
@@ -89,9 +89,9 @@ var commands = []command{
 			"within an hour of the epoch, as chain IDs are; or its time in the future) is decoded with a warning on stderr."},
 	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout, ""},
 	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-dated name=format,...] [-zone zone] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe,
-		"routes: GET /v1/ids (?kind=uuidv7 for UUIDs), /v1/ids/{chain} (?count=1.." + strconv.Itoa(server.MaxCount) + "&format=),\n" +
+		"routes: GET /v1/ids (?kind=uuidv7 for UUIDs), /v1/ids/{chain} (?count=1.." + strconv.Itoa(wire.MaxCount) + "&format=),\n" +
 			"/v1/decode/{id} (?format=), /v1/layout, /healthz, /readyz, /metrics and / (the state page); see README.md.\n" +
-			"formats (?format=): " + strings.Join(server.Formats, ", ") + "; decimal (the default)\n" +
+			"formats (?format=): " + strings.Join(wire.Formats, ", ") + "; decimal (the default)\n" +
 			"gives JSON strings, number JSON numbers, friendly is for snowflake IDs only. A chain also takes a dated\n" +
 			"format, URL-encoded: ?format=INV-%7Byyyy%7D%7BMM%7D%7Bdd%7D-%7Bseq:6%7D (or -dated gives it one).\n" +
 			"/v1/decode/{id} reads decimal and friendly IDs and UUIDv7s as they are; radix62 and radix36 IDs need\n" +

@@ -21,7 +21,7 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/server"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -228,7 +228,7 @@ func TestHelp(t *testing.T) {
 	}
 	// serve's help lists the ID formats and how decode takes radix IDs.
 	out, _, code = runArgs(t, "help", "serve")
-	for _, want := range append([]string{"IDFORGE_TOKENS_FILE", "?format=radix62"}, server.Formats...) {
+	for _, want := range append([]string{"IDFORGE_TOKENS_FILE", "?format=radix62"}, wire.Formats...) {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("help serve: exit %d, %q missing from\n%s", code, want, out)
 		}

@@ -16,15 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/metrics"
+	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/server"
-	"github.com/idforge/idforge/server/statepage"
 )
 
 // serveEnv maps serve's flags to the environment variables that set them
@@ -73,7 +68,7 @@ func setupServe(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&o.instance, "instance", "", "stable instance `ID` (a pod name) that keeps its machine ID across restarts; "+
 		"empty means a new host:pid instance every start [IDFORGE_INSTANCE]")
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
-	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from; empty admits any name, up to %d [IDFORGE_CHAINS]", server.MaxChains))
+	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from; empty admits any name, up to %d [IDFORGE_CHAINS]", wire.MaxChains))
 	fs.StringVar(&o.dated, "dated", "", "comma-separated `name=format` pairs: chains served in a dated format of their own, "+
 		"as invoice=INV-{yyyy}{MM}{dd}-{seq:6}; other chains take one in ?format= [IDFORGE_DATED]")
 	o.zone = parsedVar(fs, "zone", time.UTC, time.LoadLocation, "want a time zone such as UTC or Europe/Berlin",
@@ -133,14 +128,6 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// metricsHandler serves col, the Go runtime's and the process's metrics
-// from a registry of serve's own.
-func metricsHandler(col *metrics.Collector) http.Handler {
-	r := prometheus.NewRegistry()
-	r.MustRegister(col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return promhttp.HandlerFor(r, promhttp.HandlerOpts{})
-}
-
 // splitList returns the non-empty, trimmed items of a comma-separated list.
 func splitList(s string) []string {
 	var items []string
@@ -159,15 +146,11 @@ func reloadTokens(h *server.Server, path string, log *slog.Logger) {
 		log.Warn("idforge serve: SIGHUP: no tokens file to reload (serving without -tokens)")
 		return
 	}
-	t, err := server.ReadTokens(path)
-	if err == nil {
-		err = h.SetTokens(t)
-	}
-	if err != nil {
+	if err := h.ReloadTokens(); err != nil {
 		log.Error("idforge serve: SIGHUP: tokens not reloaded; the previous tokens stay in force", "err", err)
 		return
 	}
-	log.Info("idforge serve: tokens reloaded", "file", path, "tokens", t.Len())
+	log.Info("idforge serve: tokens reloaded", "file", path)
 }
 
 // serve runs the service until ctx ends, then shuts down: stop accepting,
@@ -175,17 +158,12 @@ func reloadTokens(h *server.Server, path string, log *slog.Logger) {
 // and the store. Each value on hup reloads the tokens file.
 func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io.Writer) (err error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	var tokens *server.Tokens
-	if o.tokens != "" {
-		if tokens, err = server.ReadTokens(o.tokens); err != nil {
-			return err
-		}
-	}
+	tokens := o.tokens != ""
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && !loopback(host) {
-		if *o.proxy && tokens == nil {
+		if *o.proxy && !tokens {
 			return usagef("-proxy on %s, beyond loopback, hands out machine IDs and segments to anyone who can connect: give -tokens", o.addr)
 		}
-		if tokens == nil {
+		if !tokens {
 			log.Warn("idforge serve: listening beyond loopback without -tokens: anyone who can connect draws IDs, "+
 				"if the request names a loopback host or one of -allowed-hosts", "addr", o.addr)
 		}
@@ -228,7 +206,6 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	if err != nil {
 		return err
 	}
-	col := metrics.New(reg, metrics.Settings{})
 	defer func() {
 		id := reg.MachineID()
 		if cerr := reg.Close(); cerr != nil {
@@ -238,18 +215,14 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		}
 	}()
 
-	cfg := server.Config{
-		Provider: reg,
-		Metrics:  metricsHandler(col),
-		Page: statepage.New(statepage.Config{Registry: reg, Namespace: o.namespace, LayoutName: o.layout.value,
-			Store: st.public, Layout: layout, Logger: log}),
+	cfg := server.Settings{
+		Registry:     reg,
 		Layout:       layout,
-		LayoutName:   o.layout.value,
-		MachineID:    reg.MachineID,
 		Instance:     inst,
 		Chains:       splitList(o.chains),
 		Dated:        dated,
-		Tokens:       tokens,
+		TokensFile:   o.tokens,
+		StoreName:    st.public,
 		AllowedHosts: splitList(o.hosts),
 		Logger:       log,
 		Ready: func(ctx context.Context) error {

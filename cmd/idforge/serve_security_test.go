@@ -19,7 +19,6 @@ import (
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/wire"
-	"github.com/idforge/idforge/server"
 	"github.com/idforge/idforge/tests/faultproxy"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -302,19 +301,19 @@ func boundedInputs(t *testing.T, base string) {
 	// Proxy segment names take chain slots: with serve's own chain order,
 	// MaxChains names in all.
 	admitted := 1 // order
-	for i := range server.MaxChains + 10 {
+	for i := range wire.MaxChains + 10 {
 		code, body := send(t, "POST", base+"/v1/proxy/segments/next", carol, fmt.Sprintf(`{"name":"seg%d","step":1}`, i))
 		switch {
 		case code == 200:
 			admitted++
-		case admitted < server.MaxChains:
+		case admitted < wire.MaxChains:
 			t.Fatalf("segment %d refused below the cap: %d %s", i, code, body)
 		default:
 			refused(t, "a segment past the chain cap", code, body, 429, "too_many_chains")
 		}
 	}
-	if admitted != server.MaxChains {
-		t.Errorf("%d chains and segments admitted; want %d", admitted, server.MaxChains)
+	if admitted != wire.MaxChains {
+		t.Errorf("%d chains and segments admitted; want %d", admitted, wire.MaxChains)
 	}
 	code, body = send(t, "GET", base+"/v1/ids/one-more", alice, "")
 	refused(t, "a chain past the cap", code, body, 429, "too_many_chains")

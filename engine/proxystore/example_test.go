@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/server"
 )
 
@@ -19,9 +22,10 @@ import (
 // segments from `idforge serve -proxy`, and draws every ID in process.
 func Example() {
 	// The serve side (here in process, on an in-memory store).
-	segs := &memSegments{}
-	h, _ := server.New(server.Config{Provider: genreg.New(), Layout: snowflake.Default,
-		Proxy: backing{machinetest.NewMemory(clock.System), segs.Segment}})
+	reg, _ := idforge.New(context.Background(), idforge.Settings{Machine: machine.Manual(1), StateDir: "off"})
+	defer reg.Close()
+	h, _ := server.New(server.Settings{Registry: reg, Layout: snowflake.Default,
+		Proxy: backing{machinetest.NewMemory(clock.System), &memSegments{}}})
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 
@@ -36,4 +40,35 @@ func Example() {
 	id, _ := chain.NextID(ctx)
 	fmt.Println("machine", lease.MachineID(), "first order", id)
 	// Output: machine 0 first order 1
+}
+
+// backing is a server-side store: machine IDs from a distributor, segments
+// from memory.
+type backing struct {
+	machine.Distributor
+	segs *memSegments
+}
+
+func (b backing) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) {
+	return b.segs.segment(name), nil
+}
+
+// memSegments keeps one counter per sequence name.
+type memSegments struct {
+	mu   sync.Mutex
+	seqs map[string]*atomic.Int64
+}
+
+func (m *memSegments) segment(name string) segment.Distributor {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seqs == nil {
+		m.seqs = map[string]*atomic.Int64{}
+	}
+	n, ok := m.seqs[name]
+	if !ok {
+		n = new(atomic.Int64)
+		m.seqs[name] = n
+	}
+	return segment.DistributorFunc(func(_ context.Context, step int64) (int64, error) { return n.Add(step), nil })
 }

@@ -29,7 +29,7 @@
 // secret with the machine ID (machine.State.Holder), which its guards and
 // reverts present; the server refuses them from anyone else, and refuses a
 // second process claiming an instance whose lease is live. The token must be allowed the
-// namespaces and segments the Store uses (see the server package's ReadTokens).
+// namespaces and segments the Store uses (see server.Settings.TokensFile).
 package proxystore
 
 import (

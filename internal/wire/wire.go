@@ -1,8 +1,9 @@
 // Package wire holds the types of the /v1/proxy endpoints of `idforge
 // serve`, declared once for both sides: package server decodes what
 // engine/proxystore sends. Error codes are internal/reason's names where one
-// exists, so both sides map errors through that one table. It imports
-// nothing.
+// exists, so both sides map errors through that one table. It also holds
+// the service's fixed limits and formats, which the CLI's help repeats. It
+// imports nothing.
 package wire
 
 // MachineRequest is the body of the /v1/proxy/machines/* calls. Distribute
@@ -70,3 +71,20 @@ const (
 	// has no allow-list.
 	CodeTooManyChains = "too_many_chains"
 )
+
+// MaxCount is the largest ?count= one request to `idforge serve` may ask for.
+const MaxCount = 10000
+
+// MaxChains bounds the distinct chain names a server without an allow-list
+// creates, so that callers cannot make it open an unbounded number of
+// sequences (each one a store row and a prefetch worker). Proxy segment
+// names count against it too.
+const MaxChains = 256
+
+// Formats are the ?format= values: "decimal" (the default; JSON strings, so
+// that JavaScript reads them exactly), "number" (JSON numbers), "radix62" and
+// "radix36" (zero-padded, so they sort like the IDs), and "friendly"
+// (yyyyMMddHHmmssSSS-machine-sequence, snowflake IDs only). A chain also
+// takes a dated format such as INV-{yyyy}{MM}{dd}-{seq:6}, URL-encoded (see
+// idforge.Registry.Dated).
+var Formats = []string{"decimal", "number", "radix62", "radix36", "friendly"}

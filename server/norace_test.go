@@ -1,5 +1,5 @@
 //go:build !race
 
-package proxystore_test
+package server
 
 const raceEnabled = false

@@ -1,7 +1,8 @@
-package statepage
+package server
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,13 +19,15 @@ import (
 // the counting): the machine ID, each chain's state, errors by reason.
 func TestPageShowsMachineAndChains(t *testing.T) {
 	var stats idforge.Stats
-	h := &handler{
-		cfg:     Config{Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default, Refresh: 5 * time.Second},
+	h := &page{
+		info:    pageInfo{Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default},
 		stats:   func() idforge.Stats { return stats },
+		refresh: 5 * time.Second,
+		log:     slog.Default(),
 		started: time.Now(),
 	}
 	stats = idforge.Stats{MachineID: 42}
-	body := get(t, h)
+	body := getPage(t, h)
 	for _, want := range []string{`id="machine-id">42<`, `id="no-chains"`, "orders&lt;b&gt;", "No segment fetched yet", `http-equiv="refresh"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
@@ -37,7 +40,7 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 		{Kind: engine.KindSnowflake, Issued: 1, Errors: map[string]int64{}},
 		{Kind: engine.KindSnowflake, Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
 	}
-	body = get(t, h)
+	body = getPage(t, h)
 	for _, want := range []string{`data-chain="order"`, `<td class="issued">120</td>`, "store_unavailable: 1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q:\n%s", want, body)
@@ -45,7 +48,7 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, h http.Handler) string {
+func getPage(t *testing.T, h http.Handler) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

@@ -1,4 +1,4 @@
-package proxystore_test
+package server
 
 import (
 	"context"
@@ -26,7 +26,6 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/genreg"
-	"github.com/idforge/idforge/server"
 )
 
 // backing is a server-side store made of a machine distributor and a
@@ -60,23 +59,24 @@ func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distribut
 	return f, nil
 }
 
-// serveProxy runs a proxy-enabled server on st, configured further by
+// serveProxy runs a proxy-enabled server on st (the engine/proxystore
+// contracts run through it here, where the test may raise its step bound), configured further by
 // opts, and returns a proxy store talking to it.
-func serveProxy(t *testing.T, st server.ProxyStore, token string, opts ...func(*server.Config)) *proxystore.Store {
+func serveProxy(t *testing.T, st idforge.Store, token string, opts ...func(*Settings)) *proxystore.Store {
 	t.Helper()
 	// The contract's large step (2^40) is above the server's default bound.
-	cfg := server.Config{Provider: genreg.New(), Layout: snowflake.Default, Proxy: st, MaxStep: 1 << 41}
+	cfg := Settings{Registry: genreg.New(), Layout: snowflake.Default, Proxy: st, maxStep: 1 << 41}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if token != "" {
-		toks, err := server.ParseTokens(strings.NewReader("client " + token + " namespaces=* segments=*\n"))
+		toks, err := parseTokens(strings.NewReader("client " + token + " namespaces=* segments=*\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Tokens = toks
+		cfg.tokens = toks
 	}
-	h, err := server.New(cfg)
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRefusedChainFailsAtOnce(t *testing.T) {
 	ctx := context.Background()
 	segs := &memSegments{}
 	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "",
-		func(c *server.Config) { c.Chains = []string{"order", "invoice"} })
+		func(c *Settings) { c.Chains = []string{"order", "invoice"} })
 	d, err := ps.Segment("other")
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestRefusedChainFailsAtOnce(t *testing.T) {
 // Malformed proxy requests are 4xx with a JSON error.
 func TestProxyBadBodies(t *testing.T) {
 	segs := &memSegments{}
-	h, _ := server.New(server.Config{Provider: genreg.New(), Layout: snowflake.Default,
+	h, _ := New(Settings{Registry: genreg.New(), Layout: snowflake.Default,
 		Proxy: backing{machinetest.NewMemory(clock.System), segs.Segment}})
 	for _, c := range []struct {
 		path, body string

@@ -1,9 +1,10 @@
-// Package statepage renders the state page of `idforge serve` at /: one
-// server-rendered HTML page (html/template, no script) showing the machine
-// ID and its lease, each generator's issued IDs, each segment chain's
-// prefetch state and hunger, and the latency of recent store calls. It
+// The state page of `idforge serve` at /: one server-rendered HTML page
+// (html/template, no script) showing the machine ID and its lease, each
+// generator's issued IDs, each segment chain's prefetch state and hunger,
+// and the latency of recent store calls, all read from Registry.Stats. It
 // refreshes itself every few seconds with a meta refresh.
-package statepage
+
+package server
 
 import (
 	"bytes"
@@ -22,7 +23,7 @@ import (
 //go:embed page.html
 var pageHTML string
 
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ms":  func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) },
 	"ago": ago,
 	"pct": func(part, whole int64) int64 {
@@ -42,40 +43,33 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 }).Parse(pageHTML))
 
-// Config configures [New]. Registry is required.
-type Config struct {
-	// Registry supplies the figures (Registry.Stats).
-	Registry *idforge.Registry
-	// Namespace, LayoutName and Store describe the service in the header.
+// pageInfo describes the service in the page's header.
+type pageInfo struct {
 	Namespace, LayoutName, Store string
-	// Layout is the snowflake layout, shown with its expiry.
-	Layout snowflake.Layout
-	// Refresh is the meta-refresh period; 0 is 5 s, negative turns it off.
-	Refresh time.Duration
-	// Logger receives template errors; nil is slog.Default().
-	Logger *slog.Logger
+	Layout                       snowflake.Layout
 }
 
-// New returns the state page handler.
-func New(cfg Config) http.Handler {
-	if cfg.Refresh == 0 {
-		cfg.Refresh = 5 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return &handler{cfg: cfg, stats: cfg.Registry.Stats, started: time.Now()}
-}
-
-type handler struct {
-	cfg     Config
+// page is the state page handler.
+type page struct {
+	info    pageInfo
 	stats   func() idforge.Stats
+	refresh time.Duration // the meta-refresh period; 0 turns it off
+	log     *slog.Logger
 	started time.Time
+}
+
+// newPage returns the state page of s, drawing its figures from stats.
+func newPage(stats func() idforge.Stats, s *Server) *page {
+	info := pageInfo{Namespace: s.cfg.Instance.Namespace, LayoutName: layoutName(s.cfg.Layout), Store: s.cfg.StoreName, Layout: s.cfg.Layout}
+	if st, ok := s.cfg.Proxy.(fmt.Stringer); ok && info.Store == "" {
+		info.Store = st.String()
+	}
+	return &page{info: info, stats: stats, refresh: 5 * time.Second, log: s.log, started: time.Now()}
 }
 
 // view is what the template renders.
 type view struct {
-	Config
+	pageInfo
 	Snap          idforge.Stats
 	Now           time.Time
 	Recent        []idforge.StoreCall // segment fetches
@@ -91,9 +85,9 @@ type view struct {
 	Fetches       int
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.stats()
-	v := view{Config: h.cfg, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
+	v := view{pageInfo: h.info, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
 	for _, c := range s.StoreCalls {
 		if c.Op == "next_max_id" {
 			v.Recent = append(v.Recent, c)
@@ -101,11 +95,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			v.RecentLease = append(v.RecentLease, c)
 		}
 	}
-	if h.cfg.Refresh > 0 {
-		v.RefreshSec = max(1, int(h.cfg.Refresh.Seconds()))
+	if h.refresh > 0 {
+		v.RefreshSec = max(1, int(h.refresh.Seconds()))
 	}
-	if h.cfg.Layout.Unit != 0 {
-		v.Expiry = h.cfg.Layout.Expiry().UTC().Format("2006-01-02")
+	if h.info.Layout.Unit != 0 {
+		v.Expiry = h.info.Layout.Expiry().UTC().Format("2006-01-02")
 	}
 	switch {
 	case s.MachineID < 0:
@@ -134,8 +128,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.Fetches = len(ds)
 	}
 	var buf bytes.Buffer
-	if err := page.Execute(&buf, v); err != nil {
-		h.cfg.Logger.Error("idforge serve: state page", "err", err)
+	if err := pageTemplate.Execute(&buf, v); err != nil {
+		h.log.Error("idforge serve: state page", "err", err)
 		http.Error(w, "the state page failed to render", http.StatusServiceUnavailable)
 		return
 	}

@@ -1,6 +1,6 @@
 //go:build race
 
-package proxystore_test
+package server
 
 // raceEnabled: the pure-Go SQLite runs an order of magnitude slower under
 // the race detector.
