@@ -64,6 +64,13 @@ func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distribut
 // opts, and returns a proxy store talking to it.
 func serveProxy(t *testing.T, st idforge.Store, token string, opts ...func(*Settings)) *proxystore.Store {
 	t.Helper()
+	ps, _ := serveProxyAt(t, st, token, opts...)
+	return ps
+}
+
+// serveProxyAt is serveProxy, also returning the server's URL.
+func serveProxyAt(t *testing.T, st idforge.Store, token string, opts ...func(*Settings)) (*proxystore.Store, string) {
+	t.Helper()
 	// The contract's large step (2^40) is above the server's default bound.
 	cfg := Settings{Registry: genreg.New(), Layout: snowflake.Default, Proxy: st, maxStep: 1 << 41}
 	for _, o := range opts {
@@ -86,8 +93,7 @@ func serveProxy(t *testing.T, st idforge.Store, token string, opts ...func(*Sett
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ps.Close() })
-	return ps
+	return ps, ts.URL
 }
 
 func TestMachineContractMemory(t *testing.T) {
@@ -158,7 +164,7 @@ func TestSegmentContractSQLite(t *testing.T) {
 func TestTokensAndErrors(t *testing.T) {
 	ctx := context.Background()
 	segs := &memSegments{}
-	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "proxy-token-0123456789")
+	ps, u := serveProxyAt(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "proxy-token-0123456789")
 	inst := machine.Instance{Namespace: "ns", ID: "a"}
 	st, err := ps.Distribute(ctx, inst, 10, 60e9)
 	if err != nil {
@@ -169,7 +175,6 @@ func TestTokensAndErrors(t *testing.T) {
 	}
 
 	// A proxy store without the token is refused, as a configuration error.
-	u := strings.TrimSuffix(strings.Split(ps.String(), " ")[0], "/")
 	bad, _ := proxystore.New(proxystore.Settings{URL: u})
 	if _, err := bad.Distribute(ctx, inst, 10, 60e9); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("no token: %v", err)

@@ -61,6 +61,10 @@
 // breaks its own lease (issues after its lease lapsed) gets duplicates of
 // its own. It does not trust one caller with another's lease, namespace,
 // sequence or share of the server.
+//
+// It imports the root package (the Registry and its Stats), engine,
+// metrics, the Prometheus client and the top-level internal packages (wire
+// types, the error table); nothing imports it but the CLI.
 package server
 
 import (

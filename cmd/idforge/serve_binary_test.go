@@ -245,7 +245,6 @@ func TestServeSIGHUP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ps.Close()
 	inst := machine.Instance{Namespace: "svc", ID: "worker-1"}
 	st, err := ps.Distribute(t.Context(), inst, 10, time.Minute)
 	if err != nil {

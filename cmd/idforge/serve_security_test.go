@@ -118,7 +118,6 @@ func newProxy(t *testing.T, base, token string) *proxystore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ps.Close() })
 	return ps
 }
 

@@ -12,7 +12,7 @@
 // Errors keep their meaning across the wire: they wrap the same engine
 // sentinels (ErrMachineIDLost, ErrMachineIDOverflow, ErrInvalidConfig,
 // ErrStoreReset, ErrNoFloor), a segment the server does not serve (not on
-// its -chains list, or past its MaxChains) gives engine.ErrUnknownGenerator,
+// its -chains list, or past its 256-chain cap) gives engine.ErrUnknownGenerator,
 // and a server that cannot be reached or answers garbage gives
 // engine.ErrStoreUnavailable. A segment chain fails at once on the
 // refusals and rides out only the outages.
@@ -30,6 +30,10 @@
 // reverts present; the server refuses them from anyone else, and refuses a
 // second process claiming an instance whose lease is live. The token must be allowed the
 // namespaces and segments the Store uses (see server.Settings.TokensFile).
+//
+// It imports engine and the top-level internal/wire (the wire types it
+// shares with package server) and internal/reason (the error table), never
+// the server itself.
 package proxystore
 
 import (
@@ -59,17 +63,27 @@ type Settings struct {
 	URL string
 	// Token is the bearer token sent with every call, when the server wants one.
 	Token string
-	// Client makes the calls; nil is a client of the package's own with
-	// keep-alive connections and a 10 s timeout per call.
-	Client *http.Client
+}
+
+// client makes every Store's calls: keep-alive connections shared by the
+// stores of a process, as http.DefaultClient's are, closed after 90 s
+// idle, and a 10 s timeout per call.
+var client = &http.Client{
+	Timeout: 10 * time.Second,
+	Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	},
 }
 
 // Store is a proxy store. It is safe for concurrent use.
 type Store struct {
-	base   string
-	auth   string
-	client *http.Client
-	grace  atomic.Int64 // the server store's reset grace, in ms, from its last Distribute answer
+	base  string
+	auth  string
+	grace atomic.Int64 // the server store's reset grace, in ms, from its last Distribute answer
 }
 
 // New returns a Store for the server at s.URL. It does not call the server;
@@ -79,21 +93,9 @@ func New(s Settings) (*Store, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: proxystore: URL %q: want http(s)://host:port", engine.ErrInvalidConfig, s.URL)
 	}
-	st := &Store{base: strings.TrimSuffix(u.String(), "/"), client: s.Client}
+	st := &Store{base: strings.TrimSuffix(u.String(), "/")}
 	if s.Token != "" {
 		st.auth = "Bearer " + s.Token
-	}
-	if st.client == nil {
-		st.client = &http.Client{
-			Timeout: 10 * time.Second,
-			Transport: &http.Transport{
-				Proxy:               http.ProxyFromEnvironment,
-				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-				MaxIdleConns:        64,
-				MaxIdleConnsPerHost: 64,
-				IdleConnTimeout:     90 * time.Second,
-			},
-		}
 	}
 	return st, nil
 }
@@ -116,7 +118,7 @@ func (s *Store) call(ctx context.Context, path string, body, out any) error {
 	if s.auth != "" {
 		req.Header.Set("Authorization", s.auth)
 	}
-	res, err := s.client.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("proxystore: %s: %w", path, cerr)
@@ -220,17 +222,17 @@ func (s *Store) Segment(name string, floors ...engine.Floor) (segment.Distributo
 	if name == "" {
 		return nil, fmt.Errorf("%w: proxystore: empty segment name", engine.ErrInvalidConfig)
 	}
-	return &Segment{s: s, name: name}, nil
+	return &sequence{s: s, name: name}, nil
 }
 
-// Segment is one named sequence on the server's store.
-type Segment struct {
+// sequence is one named sequence on the server's store.
+type sequence struct {
 	s    *Store
 	name string
 }
 
 // NextMaxID advances the sequence by step on the server's store.
-func (d *Segment) NextMaxID(ctx context.Context, step int64) (int64, error) {
+func (d *sequence) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: proxystore: step %d: want at least 1", engine.ErrInvalidConfig, step)
 	}
@@ -239,13 +241,4 @@ func (d *Segment) NextMaxID(ctx context.Context, step int64) (int64, error) {
 		return 0, err
 	}
 	return out.MaxID, nil
-}
-
-// String returns the server's base URL.
-func (s *Store) String() string { return s.base }
-
-// Close releases the idle connections of the package's own client.
-func (s *Store) Close() error {
-	s.client.CloseIdleConnections()
-	return nil
 }
