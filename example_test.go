@@ -47,7 +47,7 @@ func ExampleNew() {
 	}
 	id, _ := reg.NextID(ctx, engine.KindSnowflake, "")
 	p, _ := snowflake.Default.Decode(id)
-	fmt.Println("snowflake on machine", p.Machine, "=", reg.MachineID())
+	fmt.Println("snowflake on machine", p.Machine, "=", reg.Stats().MachineID)
 	// Output:
 	// chain 1
 	// chain 2

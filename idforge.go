@@ -390,10 +390,6 @@ func (r *Registry) Generator(ctx context.Context, kind, name string) (engine.Gen
 	return r.gens.Generator(ctx, kind, name)
 }
 
-// MachineID returns the machine ID the snowflake generator issues under now
-// (it changes if the lease is lost and replaced), -1 after Close.
-func (r *Registry) MachineID() int64 { return r.sf.MachineID() }
-
 var (
 	defaultOnce sync.Once
 	defaultReg  *Registry

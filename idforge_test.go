@@ -41,8 +41,8 @@ func newReg(t *testing.T, s idforge.Settings) *idforge.Registry {
 func TestNewWithoutStore(t *testing.T) {
 	ctx := context.Background()
 	reg := newReg(t, idforge.Settings{Machine: machine.Manual(7), StateDir: t.TempDir()})
-	if reg.MachineID() != 7 {
-		t.Fatalf("MachineID() = %d, want 7", reg.MachineID())
+	if reg.Stats().MachineID != 7 {
+		t.Fatalf("MachineID() = %d, want 7", reg.Stats().MachineID)
 	}
 	prev := int64(0)
 	for range 10_000 {
@@ -62,8 +62,8 @@ func TestNewWithoutStore(t *testing.T) {
 		t.Fatalf("chain without a store: %v, want ErrUnknownGenerator", err)
 	}
 	reg.Close()
-	if reg.MachineID() != -1 {
-		t.Fatalf("MachineID() after Close = %d, want -1", reg.MachineID())
+	if reg.Stats().MachineID != -1 {
+		t.Fatalf("MachineID() after Close = %d, want -1", reg.Stats().MachineID)
 	}
 }
 
@@ -191,8 +191,8 @@ func TestTwoRegistriesGetDifferentMachineIDs(t *testing.T) {
 	mem := machinetest.NewMemory(nil)
 	a := newReg(t, idforge.Settings{Machine: mem})
 	b := newReg(t, idforge.Settings{Machine: mem})
-	if a.MachineID() == b.MachineID() {
-		t.Fatalf("both registries issue on machine %d", a.MachineID())
+	if a.Stats().MachineID == b.Stats().MachineID {
+		t.Fatalf("both registries issue on machine %d", a.Stats().MachineID)
 	}
 }
 

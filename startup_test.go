@@ -40,7 +40,7 @@ func TestStableInstanceInTwoProcesses(t *testing.T) {
 	first, second := set, set
 	first.Store, second.Store = open(), open()
 	reg := newReg(t, first)
-	id := reg.MachineID()
+	id := reg.Stats().MachineID
 
 	again, err := idforge.New(ctx, second)
 	if err == nil {
@@ -53,7 +53,7 @@ func TestStableInstanceInTwoProcesses(t *testing.T) {
 	if err := reg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := newReg(t, second).MachineID(); got != id {
+	if got := newReg(t, second).Stats().MachineID; got != id {
 		t.Fatalf("after the first closed, the instance got machine ID %d, want its own %d", got, id)
 	}
 }

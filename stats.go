@@ -20,13 +20,12 @@ import (
 type Stats struct {
 	// MachineID is the machine ID issued under now, -1 when none.
 	MachineID int64
-	// Acquired is when the store last handed the machine ID out, Confirmed
-	// when it last confirmed it (zero: never, or no store).
-	Acquired, Confirmed time.Time
-	// LeaseLost counts machine IDs found taken over; LeaseError is the last
-	// failed lease call, "" once one succeeds again.
-	LeaseLost  int64
-	LeaseError string
+	// Confirmed is when the store last handed out or confirmed the
+	// machine ID (zero: never, or no store); a failed call shows in
+	// StoreCalls.
+	Confirmed time.Time
+	// LeaseLost counts machine IDs found taken over.
+	LeaseLost int64
 	// Generators are the generators drawn from so far, sorted by kind and
 	// name.
 	Generators []GeneratorStats
@@ -35,10 +34,7 @@ type Stats struct {
 	// (ops "distribute", "guard", "revert").
 	StoreCalls []StoreCall
 	// StoreDown is when the store stopped answering, zero while it answers.
-	// OutageServed and OutageRefused count the IDs handed out and refused
-	// during the current outage, or the last one when it is over.
-	StoreDown                   time.Time
-	OutageServed, OutageRefused int64
+	StoreDown time.Time
 }
 
 // GeneratorStats is one generator's figures in [Stats].
@@ -64,7 +60,7 @@ type StoreCall struct {
 
 // Stats returns the registry's figures now.
 func (r *Registry) Stats() Stats {
-	s := Stats{MachineID: r.MachineID(), LeaseLost: r.sf.Lost()}
+	s := Stats{MachineID: r.sf.MachineID(), LeaseLost: r.sf.Lost()}
 	r.stats.fill(&s)
 	seen := map[genKey]bool{}
 	r.stats.mu.Lock()
@@ -112,11 +108,9 @@ type stats struct {
 	calls  ring // segment fetches
 	leases ring // machine-ID calls
 
-	acquired, confirmed atomic.Int64 // Unix nanoseconds; 0: never
-	leaseErr            atomic.Pointer[string]
+	confirmed atomic.Int64 // Unix nanoseconds; 0: never
 
-	down            atomic.Int64 // Unix nanoseconds the store stopped answering; 0: it answers
-	served, refused atomic.Int64 // during the current or last outage
+	down atomic.Int64 // Unix nanoseconds the store stopped answering; 0: it answers
 }
 
 func newStats() *stats {
@@ -124,19 +118,12 @@ func newStats() *stats {
 }
 
 func (st *stats) fill(s *Stats) {
-	if t := st.acquired.Load(); t != 0 {
-		s.Acquired = time.Unix(0, t)
-	}
 	if t := st.confirmed.Load(); t != 0 {
 		s.Confirmed = time.Unix(0, t)
-	}
-	if e := st.leaseErr.Load(); e != nil {
-		s.LeaseError = *e
 	}
 	if t := st.down.Load(); t != 0 {
 		s.StoreDown = time.Unix(0, t)
 	}
-	s.OutageServed, s.OutageRefused = st.served.Load(), st.refused.Load()
 	st.mu.Lock()
 	s.StoreCalls = append(st.calls.newestFirst(), st.leases.newestFirst()...)
 	st.mu.Unlock()
@@ -165,10 +152,7 @@ func (st *stats) record(op, name string, start time.Time, err error) {
 	case err == nil:
 		st.down.Store(0)
 	case errors.Is(err, engine.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded):
-		if st.down.CompareAndSwap(0, start.UnixNano()) {
-			st.served.Store(0)
-			st.refused.Store(0)
-		}
+		st.down.CompareAndSwap(0, start.UnixNano())
 	}
 	st.mu.Lock()
 	if op == "next_max_id" {
@@ -236,12 +220,6 @@ func (c *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
 
 func (c *counted) count(n int64, err error) {
 	c.issued.Add(n)
-	if c.st.down.Load() != 0 {
-		c.st.served.Add(n)
-		if err != nil {
-			c.st.refused.Add(1)
-		}
-	}
 	if err != nil {
 		r := reason.Of(err)
 		c.mu.Lock()
@@ -309,43 +287,27 @@ func (c *countedStore) Distribute(ctx context.Context, inst machine.Instance, ma
 	start := time.Now()
 	st, err := c.st.Distribute(ctx, inst, machineBits, safeGuard)
 	c.s.record("distribute", inst.Namespace, start, err)
-	if err != nil {
-		c.leaseFailed(err)
-		return st, err
+	if err == nil {
+		c.s.confirmed.Store(time.Now().UnixNano())
 	}
-	now := time.Now().UnixNano()
-	c.s.acquired.Store(now)
-	c.s.confirmed.Store(now)
-	c.s.leaseErr.Store(nil)
-	return st, nil
+	return st, err
 }
 
 func (c *countedStore) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	start := time.Now()
 	err := c.st.Guard(ctx, inst, st)
 	c.s.record("guard", inst.Namespace, start, err)
-	if err != nil {
-		c.leaseFailed(err)
-		return err
+	if err == nil {
+		c.s.confirmed.Store(time.Now().UnixNano())
 	}
-	c.s.confirmed.Store(time.Now().UnixNano())
-	c.s.leaseErr.Store(nil)
-	return nil
+	return err
 }
 
 func (c *countedStore) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
 	start := time.Now()
 	err := c.st.Revert(ctx, inst, st)
 	c.s.record("revert", inst.Namespace, start, err)
-	if err != nil {
-		c.leaseFailed(err)
-	}
 	return err
-}
-
-func (c *countedStore) leaseFailed(err error) {
-	msg := err.Error()
-	c.s.leaseErr.Store(&msg)
 }
 
 func (c *countedStore) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {

@@ -77,6 +77,7 @@ type view struct {
 	RefreshSec    int
 	Uptime        string
 	LeaseState    string
+	LeaseError    string // the lease's last call failed with this; "" if it succeeded
 	LeaseOK       bool
 	Expiry        string
 	Chains        []idforge.GeneratorStats
@@ -101,10 +102,13 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.info.Layout.Unit != 0 {
 		v.Expiry = h.info.Layout.Expiry().UTC().Format("2006-01-02")
 	}
+	if len(v.RecentLease) > 0 { // newest first: the lease's last call
+		v.LeaseError = v.RecentLease[0].Err
+	}
 	switch {
 	case s.MachineID < 0:
 		v.LeaseState = "no machine ID"
-	case s.LeaseError != "":
+	case v.LeaseError != "":
 		v.LeaseState = "held, last heartbeat failed"
 	case !s.Confirmed.IsZero():
 		v.LeaseState, v.LeaseOK = "held, confirmed "+ago(s.Confirmed), true

@@ -282,8 +282,8 @@ func TestRegistryOnProxyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if a.MachineID() == b.MachineID() {
-		t.Fatalf("two registries on machine ID %d", a.MachineID())
+	if a.Stats().MachineID == b.Stats().MachineID {
+		t.Fatalf("two registries on machine ID %d", a.Stats().MachineID)
 	}
 	seen := map[int64]bool{}
 	for range 500 {

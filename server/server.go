@@ -307,7 +307,7 @@ func New(cfg Settings) (*Server, error) {
 	}
 	if reg, ok := cfg.Registry.(*idforge.Registry); ok {
 		if s.cfg.machineID == nil {
-			s.cfg.machineID = reg.MachineID
+			s.cfg.machineID = func() int64 { return reg.Stats().MachineID }
 		}
 		s.page = newPage(reg.Stats, s)
 		s.metrics = metricsHandler(reg)

@@ -101,7 +101,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 				return err
 			}
 			defer reg.Close() // gives the machine ID back
-			fmt.Fprintf(stderr, "idforge gen: machine ID %d leased from %s (namespace %s), given back on exit\n", reg.MachineID(), st.describe, *namespace)
+			fmt.Fprintf(stderr, "idforge gen: machine ID %d leased from %s (namespace %s), given back on exit\n", reg.Stats().MachineID, st.describe, *namespace)
 			prov = reg
 		}
 		next, err := drawer(ctx, prov, kind.value, *name, format.value, l)

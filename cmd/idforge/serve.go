@@ -207,7 +207,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		return err
 	}
 	defer func() {
-		id := reg.MachineID()
+		id := reg.Stats().MachineID
 		if cerr := reg.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("give machine ID %d back: %w", id, cerr))
 		} else if id >= 0 { // -1: the lease was lost, nothing to give back
@@ -250,7 +250,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	}
 	srv := server.NewHTTPServer(o.addr, h)
 	fmt.Fprintf(stdout, "idforge serve: listening on http://%s (machine ID %d, namespace %s, store %s)\n",
-		ln.Addr(), reg.MachineID(), o.namespace, st.describe)
+		ln.Addr(), reg.Stats().MachineID, o.namespace, st.describe)
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		f.Sync()
 	}

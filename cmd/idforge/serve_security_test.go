@@ -153,7 +153,7 @@ func leaseOwnership(t *testing.T, base string) {
 	}
 	if reg, err := idforge.New(ctx, idforge.Settings{Store: twin, Namespace: "shared", Instance: pod0}); err == nil {
 		reg.Close()
-		t.Errorf("a registry on a live lease's instance started on machine ID %d", reg.MachineID())
+		t.Errorf("a registry on a live lease's instance started on machine ID %d", reg.Stats().MachineID)
 	}
 
 	// Nobody else guards or reverts it: another process knows the machine
@@ -262,8 +262,8 @@ func boundedInputs(t *testing.T, base string) {
 		t.Fatalf("the next holder of the row: %v", err)
 	}
 	defer reg.Close()
-	if reg.MachineID() != ms.MachineID {
-		t.Errorf("the next holder got machine ID %d; want the reverted %d", reg.MachineID(), ms.MachineID)
+	if reg.Stats().MachineID != ms.MachineID {
+		t.Errorf("the next holder got machine ID %d; want the reverted %d", reg.Stats().MachineID, ms.MachineID)
 	}
 	if _, err := reg.NextID(ctx, engine.KindSnowflake, ""); err != nil {
 		t.Errorf("the next holder's first ID: %v", err)

@@ -264,7 +264,7 @@ func runWorker(cfg workerConfig) int {
 	}
 	took := time.Since(start)
 	defer reg.Close()
-	o.printf("ready %d %d %d", reg.MachineID(), took.Nanoseconds(), refused)
+	o.printf("ready %d %d %d", reg.Stats().MachineID, took.Nanoseconds(), refused)
 
 	var (
 		wg      sync.WaitGroup
@@ -273,7 +273,7 @@ func runWorker(cfg workerConfig) int {
 		machID  atomic.Int64
 		sawSeen = map[string]bool{}
 	)
-	machID.Store(reg.MachineID())
+	machID.Store(reg.Stats().MachineID)
 	seqBits := snowflake.Default.SequenceBits
 	if cfg.Layout != (snowflake.Layout{}) {
 		seqBits = cfg.Layout.SequenceBits
@@ -338,7 +338,7 @@ func runWorker(cfg workerConfig) int {
 			}
 			flush()
 			if gen == genSnowflake {
-				if m := reg.MachineID(); m != machID.Load() && m >= 0 {
+				if m := reg.Stats().MachineID; m != machID.Load() && m >= 0 {
 					machID.Store(m)
 					o.printf("machine %d", m)
 				}
