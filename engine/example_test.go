@@ -29,14 +29,14 @@ func ExampleID_json() {
 	// idforge: invalid id: "12ab": not a decimal number
 }
 
-// An ID has the radix forms idforge writes (padded base 62 and 36, which
-// sort like the IDs) and bwmarrin/snowflake's base 58.
-func ExampleID_Base62() {
+// An ID has bwmarrin/snowflake's base-58 form, for data written with that
+// library (engine/convert writes the padded radix-62 and radix-36 forms).
+func ExampleID_Base58() {
 	id := engine.ID(916018378039128106)
-	fmt.Println(id.Base62(), id.Base36(), id.Base58())
+	fmt.Println(id.Base58())
 	back, _ := engine.ParseBase58(id.Base58())
 	fmt.Println(back == id)
 	// Output:
-	// 15fNBENQBFy 06yjhexhauh4a 38jSnuRKmw7
+	// 38jSnuRKmw7
 	// true
 }

@@ -88,18 +88,3 @@ func (Decimal) Parse(s string) (int64, error) {
 	}
 	return v, nil
 }
-
-// Stringer combines a [Generator] and a [Formatter] into a [StringGenerator].
-type Stringer struct {
-	Generator Generator
-	Formatter Formatter
-}
-
-// NextString draws an ID and formats it.
-func (s Stringer) NextString(ctx context.Context) (string, error) {
-	id, err := s.Generator.NextID(ctx)
-	if err != nil {
-		return "", err
-	}
-	return s.Formatter.Format(id), nil
-}

@@ -16,34 +16,18 @@ import (
 // BIGINT ([driver.Valuer] and [sql.Scanner]).
 type ID int64
 
-// Int64 returns the ID as an int64.
-func (id ID) Int64() int64 { return int64(id) }
-
 // String returns the decimal form of the ID.
 func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
-
-// Base62 returns the ID in base 62 (0-9A-Za-z), zero-padded to 11 digits so
-// that the strings of non-negative IDs sort like the IDs: the radix62 form
-// of the `idgen` tags, `idforge serve` and engine/convert, which reads it
-// back.
-func (id ID) Base62() string { return id.radix(62, radix.Alphabet62, 11) }
-
-// Base36 returns the ID in base 36 (0-9a-z), zero-padded to 13 digits so
-// that the strings sort like the IDs: the radix36 form of the `idgen` tags,
-// `idforge serve` and engine/convert, which reads it back.
-// bwmarrin/snowflake's Base36 is strconv.FormatInt(id, 36), the same digits
-// without the leading zeros.
-func (id ID) Base36() string { return id.radix(36, radix.Alphabet36, 13) }
 
 // Base58 returns the ID in bwmarrin/snowflake's base 58 (Flickr's alphabet,
 // lower case before upper case, no padding): the same string as that
 // library's ID.Base58, for data written with it. These strings do not sort
 // like the IDs; [ParseBase58] reads them back.
-func (id ID) Base58() string { return id.radix(58, radix.Alphabet58, 0) }
+func (id ID) Base58() string { return id.base58() }
 
-// radix writes the ID in base, padded to width digits; negative IDs get a
-// leading '-', as strconv writes them.
-func (id ID) radix(base uint64, alphabet string, width int) string {
+// base58 writes the ID in base 58; negative IDs get a leading '-', as
+// strconv writes them.
+func (id ID) base58() string {
 	var tmp radix.Buffer
 	u := uint64(id)
 	var b [1 + len(tmp)]byte
@@ -52,19 +36,7 @@ func (id ID) radix(base uint64, alphabet string, width int) string {
 		b[0], n = '-', 1
 		u = -u // also right for math.MinInt64: 1<<63
 	}
-	var i int
-	switch base { // constant bases: see radix.Digits
-	case 62:
-		i = radix.Digits(&tmp, u, 62, alphabet)
-	case 36:
-		i = radix.Digits(&tmp, u, 36, alphabet)
-	default:
-		i = radix.Digits(&tmp, u, 58, alphabet)
-	}
-	for k := len(tmp) - i; k < width; k++ {
-		b[n] = '0'
-		n++
-	}
+	i := radix.Digits(&tmp, u, 58, radix.Alphabet58) // a constant base: see radix.Digits
 	n += copy(b[n:], tmp[i:])
 	return string(b[:n])
 }
@@ -115,8 +87,8 @@ var base58Digits = func() (t [256]int8) {
 	return t
 }()
 
-// ParseID reads the decimal form written by [ID.String].
-func ParseID(s string) (ID, error) {
+// parseID reads the decimal form written by [ID.String].
+func parseID(s string) (ID, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, invalidID(s, err)
@@ -131,7 +103,7 @@ func (id ID) MarshalText() ([]byte, error) {
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (id *ID) UnmarshalText(b []byte) error {
-	v, err := ParseID(string(b))
+	v, err := parseID(string(b))
 	if err != nil {
 		return err
 	}
@@ -150,7 +122,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 			return invalidID(string(b), err)
 		}
 	}
-	v, err := ParseID(s)
+	v, err := parseID(s)
 	if err != nil {
 		return err
 	}

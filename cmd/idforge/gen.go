@@ -140,7 +140,13 @@ func drawer(ctx context.Context, p engine.Provider, kind, name, format string, l
 	if err != nil {
 		return nil, err
 	}
-	return engine.Stringer{Generator: g, Formatter: f}.NextString, nil
+	return func(ctx context.Context) (string, error) {
+		id, err := g.NextID(ctx)
+		if err != nil {
+			return "", err
+		}
+		return f.Format(id), nil
+	}, nil
 }
 
 // gen writes n IDs from next, one per line. Buffered: a million IDs are a

@@ -384,19 +384,19 @@ func TestFormatAllocations(t *testing.T) {
 	}
 }
 
-// The package's formatters plug into engine.Stringer; convert adds no
+// The package's formatters write what a generator draws; convert adds no
 // string generator of its own.
 func TestStringer(t *testing.T) {
 	var n int64 = 60
 	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { n++; return n, nil })
-	s := engine.Stringer{Generator: gen, Formatter: convert.WithPrefix("ord_", mustRadix(t, convert.NewRadix62))}
+	f := convert.WithPrefix("ord_", mustRadix(t, convert.NewRadix62))
 	var got []string
 	for range 3 {
-		v, err := s.NextString(context.Background())
+		id, err := gen.NextID(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, v)
+		got = append(got, f.Format(id))
 	}
 	if want := []string{"ord_z", "ord_10", "ord_11"}; !slices.Equal(got, want) {
 		t.Fatalf("NextString: %q, want %q", got, want)

@@ -1,10 +1,12 @@
 // Package convert turns int64 IDs into strings and back: radix-62 and
 // radix-36 with optional zero padding, decimal, prefix and suffix wrappers and
-// a date prefix. Every formatter implements [engine.Formatter], so it plugs
-// into [engine.Stringer] to make a string generator:
+// a date prefix. Every formatter implements [engine.Formatter]; formatting
+// what a generator draws makes string IDs:
 //
 //	r, _ := convert.NewRadix62(convert.Padded())
-//	orders := engine.Stringer{Generator: gen, Formatter: convert.WithPrefix("ord_", r)}
+//	orders := convert.WithPrefix("ord_", r)
+//	id, err := gen.NextID(ctx)
+//	s := orders.Format(id) // ord_000001LY7VL
 //
 // # Canonical forms
 //

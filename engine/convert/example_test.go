@@ -9,8 +9,8 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 )
 
-// A string generator of prefixed, sortable radix-62 order numbers: engine.Stringer
-// joins any Generator with a Formatter from this package.
+// Prefixed, sortable radix-62 order numbers: a Formatter from this package
+// writes what any Generator draws.
 func Example() {
 	var next int64 = 1_234_567_890
 	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { next++; return next, nil })
@@ -19,10 +19,10 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	orders := engine.Stringer{Generator: gen, Formatter: convert.WithPrefix("ord_", r)}
+	orders := convert.WithPrefix("ord_", r)
 	for range 2 {
-		s, _ := orders.NextString(context.Background())
-		fmt.Println(s)
+		id, _ := gen.NextID(context.Background())
+		fmt.Println(orders.Format(id))
 	}
 	// Output:
 	// ord_000001LY7VL

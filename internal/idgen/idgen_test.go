@@ -131,7 +131,7 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 	add("Code", code)
 	add("U", int64(g.U))
 	add("I", int64(g.I))
-	add("E", g.E.Int64())
+	add("E", int64(g.E))
 	if g.PI != keep {
 		t.Error("PI pointed at 0 and was replaced instead of filled in place")
 	}
@@ -141,7 +141,7 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 		t.Fatalf("PS %q: %v", *g.PS, err)
 	}
 	add("PS", ps)
-	add("PE", g.PE.Int64())
+	add("PE", int64(*g.PE))
 	dec, err := engine.Decimal{}.Parse(g.Dec)
 	if err != nil {
 		t.Fatalf("Dec %q: %v", g.Dec, err)
