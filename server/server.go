@@ -14,8 +14,8 @@
 //	GET  /v1/layout              the bit layout, its capacity and expiry, the machine ID
 //	GET  /healthz                the process answers
 //	GET  /readyz                 the lease is held and the store answers
-//	GET  /metrics                Prometheus text format (when a metrics handler is configured)
-//	GET  /                       the state page
+//	GET  /metrics                Prometheus text format (when Settings.Registry is an *idforge.Registry)
+//	GET  /                       the state page (likewise)
 //	POST /v1/proxy/...           proxy-store endpoints (only when Settings.Proxy is set)
 //
 // Responses are JSON unless the client accepts text/plain more than
