@@ -109,9 +109,8 @@
 // struct type, the fields it fills and their generators. [Helper.Fill] fills
 // a struct or a slice without inserting; [Helper.Insert] and
 // [Helper.InsertBatch] fill and then run sqlx's NamedExecContext, the batch
-// as multi-row INSERTs; [Helper.Next] is a driver.Valuer for hand-written
-// SQL that draws its ID when the statement runs, once, on any database,
-// with or without the driver plugin. Only zero values (0, "", nil pointers)
+// as multi-row INSERTs. Hand-written SQL takes an ID drawn from the registry
+// (reg.NextID), or a [Next] marker through the driver plugin. Only zero values (0, "", nil pointers)
 // are filled: a set ID is kept.
 //
 // The helpers run the SQL they are given and offer no upsert of their own:

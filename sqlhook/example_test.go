@@ -46,21 +46,20 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// Many rows: multi-row INSERTs of up to sqlhook.DefaultBatchSize rows each.
+	// Many rows: multi-row INSERTs of up to 1,000 rows each.
 	batch := []Order{{Customer: "bob"}, {Customer: "cy"}, {ID: 7, Code: "pinned", Customer: "dee"}}
 	n, err := ids.InsertBatch(ctx, db, insert, batch, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	// Hand-written SQL: the ID is drawn when the statement runs. Rebind
-	// turns ? into the driver's placeholders ($1, $2, $3 on PostgreSQL).
-	itemID := ids.Next(ctx, "snowflake", "")
-	if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO items (id, order_id, sku) VALUES (?, ?, ?)`), itemID, ada.ID, "pen"); err != nil {
+	// Hand-written SQL: draw the ID from the registry. Rebind turns ? into
+	// the driver's placeholders ($1, $2, $3 on PostgreSQL).
+	id, err := reg.NextID(ctx, "snowflake", "")
+	if err != nil {
 		log.Fatal(err)
 	}
-	id, err := itemID.ID()
-	if err != nil {
+	if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO items (id, order_id, sku) VALUES (?, ?, ?)`), id, ada.ID, "pen"); err != nil {
 		log.Fatal(err)
 	}
 
