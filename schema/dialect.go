@@ -44,8 +44,8 @@ func (d Dialect) String() string {
 	return fmt.Sprintf("Dialect(%d)", int(d))
 }
 
-// Valid reports whether d is a supported dialect.
-func (d Dialect) Valid() bool { return d >= MySQL && d <= SQLite }
+// valid reports whether d is a supported dialect.
+func (d Dialect) valid() bool { return d >= MySQL && d <= SQLite }
 
 // ParseDialect maps a dialect or driver name to its Dialect, ignoring case:
 // mysql and mariadb; postgres, postgresql and pgx; sqlite and sqlite3.

@@ -29,45 +29,55 @@ const defaultTablePrefix = "idforge_"
 // PostgreSQL's 63-byte identifiers.
 const maxPrefix = 40
 
-// Tables names the store's tables: a prefix followed by "segment",
+// tables names the store's tables: a prefix followed by "segment",
 // "machine" and "meta". The zero value has the default prefix.
-type Tables struct{ prefix string }
+type tables struct{ prefix string }
 
-// NewTables returns the tables named with prefix ("" for
+// newTables returns the tables named with prefix ("" for
 // "idforge_"): a plain identifier (letters, digits and '_', not
 // starting with a digit) of at most 40 bytes, since it is written into SQL
 // unquoted; anything else is an error wrapping engine.ErrInvalidConfig.
-func NewTables(prefix string) (Tables, error) {
+func newTables(prefix string) (tables, error) {
 	if prefix == "" {
-		return Tables{defaultTablePrefix}, nil
+		return tables{defaultTablePrefix}, nil
 	}
 	if len(prefix) > maxPrefix {
-		return Tables{}, fmt.Errorf("%w: schema: table prefix %q: want at most %d bytes", engine.ErrInvalidConfig, prefix, maxPrefix)
+		return tables{}, fmt.Errorf("%w: schema: table prefix %q: want at most %d bytes", engine.ErrInvalidConfig, prefix, maxPrefix)
 	}
 	for i, r := range prefix {
 		ok := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9'
 		if !ok {
-			return Tables{}, fmt.Errorf("%w: schema: table prefix %q: only letters, digits and '_', not starting with a digit",
+			return tables{}, fmt.Errorf("%w: schema: table prefix %q: only letters, digits and '_', not starting with a digit",
 				engine.ErrInvalidConfig, prefix)
 		}
 	}
-	return Tables{prefix}, nil
+	return tables{prefix}, nil
 }
 
-// Prefix returns the prefix of the table names.
-func (t Tables) Prefix() string { return t.orDefault().prefix }
+// prefixOr returns the prefix of the table names, the default for none.
+func (t tables) prefixOr() string { return t.orDefault().prefix }
 
-// Expand writes the table names into a statement that names them {seg},
-// {machine} and {meta}, so statement text stays one string per dialect
-// whatever the prefix.
-func (t Tables) Expand(stmt string) string {
-	p := t.Prefix()
+// expand writes the table names into a statement; see [Expand].
+func (t tables) expand(stmt string) string {
+	p := t.prefixOr()
 	return strings.NewReplacer("{seg}", p+"segment", "{machine}", p+"machine", "{meta}", p+"meta").Replace(stmt)
 }
 
-func (t Tables) orDefault() Tables {
+// Expand writes the table names with tablePrefix ("" for "idforge_") into
+// a statement that names them {seg}, {machine} and {meta}, so statement
+// text stays one string per dialect whatever the prefix. A bad prefix is an
+// error as for [DDL].
+func Expand(stmt, tablePrefix string) (string, error) {
+	t, err := newTables(tablePrefix)
+	if err != nil {
+		return "", err
+	}
+	return t.expand(stmt), nil
+}
+
+func (t tables) orDefault() tables {
 	if t.prefix == "" {
-		return Tables{defaultTablePrefix}
+		return tables{defaultTablePrefix}
 	}
 	return t
 }
@@ -79,28 +89,36 @@ func (t Tables) orDefault() Tables {
 // since it is written into SQL unquoted; a bad prefix or dialect is an error
 // wrapping engine.ErrInvalidConfig.
 func DDL(d Dialect, tablePrefix string) (string, error) {
-	t, err := NewTables(tablePrefix)
+	t, err := newTables(tablePrefix)
 	if err != nil {
 		return "", err
 	}
 	return t.ddl(d)
 }
 
-func (t Tables) ddl(d Dialect) (string, error) {
-	if !d.Valid() {
+func (t tables) ddl(d Dialect) (string, error) {
+	if !d.valid() {
 		return "", fmt.Errorf("%w %v", errUnknownDialect, d)
 	}
 	b, err := ddlFiles.ReadFile("ddl/" + d.String() + ".sql")
 	if err != nil {
 		return "", fmt.Errorf("schema: %w", err) // every valid dialect is embedded; TestDDL covers them
 	}
-	return strings.ReplaceAll(string(b), defaultTablePrefix, t.Prefix()), nil
+	return strings.ReplaceAll(string(b), defaultTablePrefix, t.prefixOr()), nil
 }
 
-// Statements returns the DDL for d split into single statements without
-// comments, ready for one Exec each (drivers need not allow several
-// statements per Exec).
-func (t Tables) Statements(d Dialect) ([]string, error) {
+// Statements returns the DDL for d with tablePrefix (as for [DDL]) split
+// into single statements without comments, ready for one Exec each
+// (drivers need not allow several statements per Exec).
+func Statements(d Dialect, tablePrefix string) ([]string, error) {
+	t, err := newTables(tablePrefix)
+	if err != nil {
+		return nil, err
+	}
+	return t.statements(d)
+}
+
+func (t tables) statements(d Dialect) ([]string, error) {
 	ddl, err := t.ddl(d)
 	if err != nil {
 		return nil, err
@@ -125,12 +143,13 @@ func (t Tables) Statements(d Dialect) ([]string, error) {
 // existence check and one then fails on the catalog's unique index.
 const advisoryLockKey = 0x1df0_26e0_5c4e_3a01
 
-// Ensure creates the tables for dialect d if they do not exist. It is safe
+// Ensure creates the tables for dialect d, named with tablePrefix (as for
+// [DDL]), if they do not exist. It is safe
 // to run from several processes at once: MySQL/MariaDB and SQLite serialize
 // CREATE TABLE IF NOT EXISTS themselves (SQLite needs a busy timeout), on
 // PostgreSQL the statements run in one transaction under an advisory lock.
-func (t Tables) Ensure(ctx context.Context, db *sql.DB, d Dialect) error {
-	stmts, err := t.Statements(d)
+func Ensure(ctx context.Context, db *sql.DB, d Dialect, tablePrefix string) error {
+	stmts, err := Statements(d, tablePrefix)
 	if err != nil {
 		return err
 	}
@@ -158,13 +177,18 @@ func (t Tables) Ensure(ctx context.Context, db *sql.DB, d Dialect) error {
 	return tx.Commit()
 }
 
-// Migrate brings tables created by an older DDL up to this one: it adds the
+// Migrate brings tables (named with tablePrefix, as for [DDL]) created by
+// an older DDL up to this one: it adds the
 // machine table's holder column, taking its definition from the current
 // DDL. Several processes may run it at once: one ALTER wins, and the others
 // find the column there.
-func (t Tables) Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
+func Migrate(ctx context.Context, db *sql.DB, d Dialect, tablePrefix string) error {
+	t, err := newTables(tablePrefix)
+	if err != nil {
+		return err
+	}
 	has := func() bool {
-		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.Prefix()+"machine"+" WHERE 1 = 0")
+		rows, err := db.QueryContext(ctx, "SELECT holder FROM "+t.prefixOr()+"machine"+" WHERE 1 = 0")
 		if err != nil {
 			return false
 		}
@@ -173,7 +197,7 @@ func (t Tables) Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 	if has() {
 		return nil
 	}
-	stmts, err := t.Statements(d)
+	stmts, err := t.statements(d)
 	if err != nil {
 		return err
 	}
@@ -183,7 +207,7 @@ func (t Tables) Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 			column = strings.TrimSuffix(def, ",")
 		}
 	}
-	alter := "ALTER TABLE " + t.Prefix() + "machine" + " ADD COLUMN " + column
+	alter := "ALTER TABLE " + t.prefixOr() + "machine" + " ADD COLUMN " + column
 	if _, err := db.ExecContext(ctx, alter); err != nil && !has() {
 		return fmt.Errorf("the machine table lacks the holder column and adding it failed; run %q: %w", alter, err)
 	}

@@ -132,7 +132,7 @@ func TestDDL(t *testing.T) {
 		if err != nil || strings.Contains(custom, "idforge_") {
 			t.Errorf("DDL(%v, \"app_\"): err %v; still names idforge_ tables: %v", d, err, strings.Contains(custom, "idforge_"))
 		}
-		stmts, err := Tables{"app_"}.Statements(d)
+		stmts, err := Statements(d, "app_")
 		if err != nil || len(stmts) != len(storeTables) {
 			t.Fatalf("statements(%v) = %d statements, %v; want %d:\n%s", d, len(stmts), err, len(storeTables), strings.Join(stmts, "\n----\n"))
 		}
@@ -217,8 +217,8 @@ func TestEnsure(t *testing.T) {
 					t.Fatal(err)
 				}
 				wg.Go(func() {
-					errs <- Tables{}.Ensure(ctx, db, dialect)
-					errs <- Tables{}.Ensure(ctx, db, dialect)
+					errs <- Ensure(ctx, db, dialect, "")
+					errs <- Ensure(ctx, db, dialect, "")
 				})
 			}
 			wg.Wait()

@@ -159,7 +159,6 @@ var minSQLite = [3]int{3, 35, 0}
 type Store struct {
 	db     *sql.DB
 	cfg    Settings
-	tables schema.Tables
 	name   string // "sqlstore (<dialect>) <prefix>*", the context of every error
 	stmts  []*stmt
 	seg    segmentStmts
@@ -214,20 +213,24 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
 	}
-	if cfg.Dialect != 0 && !cfg.Dialect.Valid() {
-		return nil, fmt.Errorf("%w: sqlstore: unknown SQL dialect %v", engine.ErrInvalidConfig, cfg.Dialect)
+	if cfg.Dialect != 0 {
+		if _, err := schema.DDL(cfg.Dialect, ""); err != nil {
+			return nil, fmt.Errorf("sqlstore: %w", err)
+		}
 	}
-	t, err := schema.NewTables(cfg.TablePrefix)
-	if err != nil {
+	if cfg.TablePrefix == "" {
+		cfg.TablePrefix = "idforge_"
+	}
+	if _, err := schema.Expand("", cfg.TablePrefix); err != nil {
 		return nil, err
 	}
-	cfg.TablePrefix = t.Prefix()
+	var err error
 	if cfg.Dialect == 0 {
 		if cfg.Dialect, err = schema.Detect(ctx, db); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
 		}
 	}
-	s := &Store{db: db, cfg: cfg, tables: t, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, t.Prefix())}
+	s := &Store{db: db, cfg: cfg, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, cfg.TablePrefix)}
 	if cfg.Dialect == schema.SQLite {
 		s.one = make(chan struct{}, 1)
 		if err := s.checkSQLite(ctx); err != nil {
@@ -235,7 +238,7 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 		}
 	}
 	if cfg.CreateTables {
-		if err := t.Ensure(ctx, db, cfg.Dialect); err != nil {
+		if err := schema.Ensure(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
 			return nil, s.unavailable("creating the tables", err)
 		}
 	}
@@ -249,7 +252,7 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 		s.Close()
 		return nil, err
 	}
-	if err := t.Migrate(ctx, db, cfg.Dialect); err != nil {
+	if err := schema.Migrate(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
 		s.Close()
 		return nil, s.unavailable("upgrading the machine table", err)
 	}
@@ -374,7 +377,7 @@ var (
 // names and {epoch $n} for the check that the epoch token is $n.
 func (s *Store) stmt(src string) *stmt {
 	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
-	src = s.tables.Expand(src)
+	src, _ = schema.Expand(src, s.cfg.TablePrefix) // the prefix was checked by Open
 	st := &stmt{db: s.db, one: s.one}
 	switch s.cfg.Dialect {
 	case schema.Postgres:

@@ -24,7 +24,7 @@ func TestOpenAddsHolderColumn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stmts, err := schema.Tables{}.Statements(dialect)
+			stmts, err := schema.Statements(dialect, "")
 			if err != nil {
 				t.Fatal(err)
 			}
