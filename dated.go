@@ -10,6 +10,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Dated returns the dated chain name in format: business numbers such as
@@ -136,8 +137,8 @@ func (s *series) chain(key string) (*segment.Chain, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: dated chain %q", engine.ErrClosed, s.name)
 	}
-	g, err := s.r.sequence(s.r.store, s.r.chain, s.name+":"+key, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
-		return segment.NewChain(d, cs)
+	g, err := s.r.sequence(s.r.store, s.r.chain, s.name+":"+key, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
+		return segmenthook.NewChain(d, cs, o)
 	})
 	if err != nil {
 		s.mu.Unlock()

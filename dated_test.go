@@ -11,7 +11,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
@@ -53,7 +53,7 @@ func datedStores(t *testing.T) []datedStore {
 
 // datedRegistry is a registry on st whose clock is fc: machine 1 by hand,
 // so that no store compares its clock with fc.
-func datedRegistry(t *testing.T, st idforge.Store, fc *clock.Fake, zone *time.Location) *idforge.Registry {
+func datedRegistry(t *testing.T, st idforge.Store, fc *clocktest.Fake, zone *time.Location) *idforge.Registry {
 	t.Helper()
 	reg, err := idforge.New(t.Context(), idforge.Settings{Store: st, Machine: machine.Manual(1), StateDir: "off",
 		Clock: fc, Zone: zone, Chain: segment.Settings{Step: 10, MaxWait: time.Second}, Logger: slog.New(slog.DiscardHandler)})
@@ -65,8 +65,8 @@ func datedRegistry(t *testing.T, st idforge.Store, fc *clock.Fake, zone *time.Lo
 }
 
 // fakeClock stands still at t; heartbeats wait for the test to move it.
-func fakeClock(t time.Time) *clock.Fake {
-	fc := clock.NewFake(t)
+func fakeClock(t time.Time) *clocktest.Fake {
+	fc := clocktest.NewFake(t)
 	fc.ManualSleep = true
 	return fc
 }

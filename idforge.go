@@ -36,12 +36,13 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/engine/leased"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // defaultNamespace is the namespace of a registry given none.
@@ -83,12 +84,12 @@ type Settings struct {
 	// Machine overrides where the machine ID comes from (for example
 	// machine.StatefulSet() while segments still come from Store).
 	Machine machine.Distributor
-	// StateDir keeps a local state file per machine ID (machine.LocalState),
-	// so a restart on the same machine ID waits out what its predecessor
-	// issued even if the clock went back while it was down. For
-	// distributors that store no timestamps (machine.Manual,
-	// machine.StatefulSet, machine.Default without a store) it defaults to
-	// machine.DefaultStateDir(); with a store it is off unless set. "off"
+	// StateDir keeps a local state file per machine ID, so a restart on
+	// the same machine ID waits out what its predecessor issued even if
+	// the clock went back while it was down. For distributors that store
+	// no timestamps (machine.Manual, machine.StatefulSet, machine.Default
+	// without a store) it defaults to $IDFORGE_STATE_DIR, else "idforge" in
+	// the user cache directory; with a store it is off unless set. "off"
 	// (or IDFORGE_STATE_DIR=off where the default applies) runs without a
 	// state file, for a read-only file system: a restart on a fixed
 	// machine ID then cannot wait out a clock that went back while it was
@@ -106,14 +107,13 @@ type Settings struct {
 	// step back (default clock.DefaultMaxBackwards; negative: not at all).
 	MaxBackwards time.Duration
 	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin,
-	// Reservation. MachineBits and TimestampSource are owned by the
-	// registry and must stay zero (MachineBits may repeat the layout's). On
-	// a store with a reset grace the reservation (by default 4 × Heartbeat)
-	// must be shorter than the grace: New refuses it otherwise (see
-	// machine.ResetGracer).
+	// Reservation. The machine bits (the layout's), clock and logger are
+	// the registry's. On a store with a reset grace the reservation (by
+	// default 4 × Heartbeat) must be shorter than the grace: New refuses it
+	// otherwise.
 	Lease machine.Settings
 	// Chain tunes every chain and segment generator: Step, SafeDistance,
-	// TTL... Name is set per sequence by the registry and must stay empty.
+	// TTL... Each is named after its sequence and runs on Clock and Logger.
 	Chain segment.Settings
 	// Logger receives lease and chain events (default slog.Default()).
 	Logger *slog.Logger
@@ -132,10 +132,11 @@ type Registry struct {
 	sf    *leased.Snowflake
 
 	// What dated chains are built with (see Dated); store is nil without one.
-	store Store
-	chain segment.Settings
-	clock clock.Clock
-	zone  *time.Location
+	store  Store
+	chain  segment.Settings
+	clock  clock.Clock
+	logger *slog.Logger
+	zone   *time.Location
 
 	mu     sync.Mutex
 	held   []discarder               // every chain and segment generator built, for a store reset
@@ -145,7 +146,7 @@ type Registry struct {
 }
 
 // discarder is a generator that holds IDs drawn from the store and can drop
-// them: segment.Chain and segment.Generator.
+// them: segment.Chain and segmenthook.Single.
 type discarder interface {
 	engine.Generator
 	Discard(cause error)
@@ -161,7 +162,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Clock, zone: s.Zone}
+	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Clock, logger: s.Logger, zone: s.Zone}
 	r.sf, err = leased.New(ctx, leased.Settings{
 		Distributor:  dist,
 		Instance:     s.Instance,
@@ -186,11 +187,11 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		return nil, err
 	}
 	if s.Store != nil {
-		chain := r.segmentFactory(engine.KindChain, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
-			return segment.NewChain(d, cs)
+		chain := r.segmentFactory(engine.KindChain, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
+			return segmenthook.NewChain(d, cs, o)
 		})
-		single := r.segmentFactory(engine.KindSegment, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings) (discarder, error) {
-			return segment.New(d, cs)
+		single := r.segmentFactory(engine.KindSegment, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
+			return segmenthook.New(d, cs, o)
 		})
 		if err := errors.Join(r.gens.RegisterFactory(engine.KindChain, chain), r.gens.RegisterFactory(engine.KindSegment, single)); err != nil {
 			r.Close()
@@ -212,12 +213,6 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	if s.Store != nil { // counted once, here: every lease call and segment fetch
 		s.Store = &countedStore{st: s.Store, s: st}
 	}
-	if s.Layout == (snowflake.Layout{}) {
-		s.Layout = snowflake.Default
-	}
-	if err := s.Layout.Validate(); err != nil {
-		return nil, err
-	}
 	if s.Clock == nil {
 		s.Clock = clock.System
 	}
@@ -236,20 +231,11 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	case s.Instance.Namespace != "" && s.Instance.Namespace != s.Namespace:
 		return nil, bad("Instance.Namespace %q contradicts Namespace %q", s.Instance.Namespace, s.Namespace)
 	}
-	switch c := s.Chain; {
-	case c.Name != "":
-		return nil, bad("Chain.Name = %q: the registry names each chain after its sequence", c.Name)
-	case c.Clock != nil && c.Clock != s.Clock:
-		return nil, bad("Chain.Clock differs from Clock: one registry reads one clock")
-	case c.Logger != nil && c.Logger != s.Logger:
-		return nil, bad("Chain.Logger differs from Logger")
-	}
-	s.Chain.Clock, s.Chain.Logger = s.Clock, s.Logger
-	if err := s.Chain.Validate(); err != nil {
+	if err := segmenthook.Validate(s.Chain); err != nil {
 		return nil, err // now, not at the first chain draw
 	}
 	if s.Instance.ID == "" {
-		inst, err := machine.HostInstance(s.Namespace, 0)
+		inst, err := leased.HostInstance(s.Namespace, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -269,22 +255,22 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	default:
 		dist = machine.Default()
 	}
-	defaulted := s.StateDir == "" && !machine.Remembers(dist)
+	defaulted := s.StateDir == "" && !leased.Remembers(dist)
 	if defaulted {
-		s.StateDir = machine.DefaultStateDir()
+		s.StateDir = leased.DefaultStateDir()
 	}
 	if s.StateDir != "" && s.StateDir != stateDirOff {
 		if err := os.MkdirAll(s.StateDir, 0o755); err != nil {
-			if defaulted && os.Getenv(machine.StateDirEnv) == "" {
+			if defaulted && os.Getenv(leased.StateDirEnv) == "" {
 				// Nobody chose the directory: say how to choose one.
 				return nil, bad("the default state directory %q cannot hold the local state file: %v; "+
 					"set %s=/path/to/dir (or Settings.StateDir) to a writable directory on a volume that outlives the process, "+
-					"or %s=%s to run without a state file", s.StateDir, err, machine.StateDirEnv, machine.StateDirEnv, stateDirOff)
+					"or %s=%s to run without a state file", s.StateDir, err, leased.StateDirEnv, leased.StateDirEnv, stateDirOff)
 			}
 			return nil, bad("StateDir %q cannot hold the local state file: %v; give it (or %s) a writable directory on a volume that outlives the process, "+
-				"or set it to %q to run without a state file", s.StateDir, err, machine.StateDirEnv, stateDirOff)
+				"or set it to %q to run without a state file", s.StateDir, err, leased.StateDirEnv, stateDirOff)
 		}
-		dist = machine.LocalState(s.StateDir, dist)
+		dist = leased.LocalState(s.StateDir, dist)
 	}
 	return dist, nil
 }
@@ -292,7 +278,7 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 // segmentFactory builds the generators of a segment kind: one per sequence
 // name, drawing from st, remembered for a store reset.
 func (r *Registry) segmentFactory(kind string, st Store, cs segment.Settings,
-	build func(segment.Distributor, segment.Settings) (discarder, error)) genreg.Factory {
+	build func(segment.Distributor, segment.Settings, segmenthook.Owned) (discarder, error)) genreg.Factory {
 	return func(ctx context.Context, name string) (engine.Generator, error) {
 		g, err := r.sequence(st, cs, name, build)
 		if err != nil {
@@ -305,13 +291,12 @@ func (r *Registry) segmentFactory(kind string, st Store, cs segment.Settings,
 // sequence builds the generator of the sequence name on st and holds it
 // for a store reset.
 func (r *Registry) sequence(st Store, cs segment.Settings, name string,
-	build func(segment.Distributor, segment.Settings) (discarder, error)) (discarder, error) {
+	build func(segment.Distributor, segment.Settings, segmenthook.Owned) (discarder, error)) (discarder, error) {
 	d, err := st.Segment(name, r.floor)
 	if err != nil {
 		return nil, err
 	}
-	cs.Name = name
-	g, err := build(d, cs)
+	g, err := build(d, cs, segmenthook.Owned{Name: name, Clock: r.clock, Logger: r.logger})
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +385,7 @@ var (
 // sqlx helper use when given none, built on first use with Settings{}: a
 // snowflake generator on machine.Default() (IDFORGE_MACHINE_ID, a
 // StatefulSet ordinal, else machine 0 — safe for one instance only), with a
-// local state file in machine.DefaultStateDir(), and "uuidv7". It has no
+// local state file in the default state directory, and "uuidv7". It has no
 // store, so no "chain" or "segment" kind. Services with several replicas should call
 // [New] with a store instead.
 func Default() (*Registry, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/leased"
 )
 
 // TestStableInstanceInTwoProcesses: two processes (two store values on one
@@ -63,7 +64,7 @@ func TestStableInstanceInTwoProcesses(t *testing.T) {
 func TestStateDirOff(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir) // a relative "off" directory would land here
-	t.Setenv(machine.StateDirEnv, "off")
+	t.Setenv(leased.StateDirEnv, "off")
 	newReg(t, idforge.Settings{Machine: machine.Manual(7)})
 	newReg(t, idforge.Settings{Machine: machine.Manual(8), StateDir: "off"})
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
@@ -97,8 +98,8 @@ func TestUnwritableStateDir(t *testing.T) {
 		reg.Close()
 	}
 	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "/proc/") || !strings.Contains(err.Error(), `"off"`) ||
-		!strings.Contains(err.Error(), machine.StateDirEnv) {
-		t.Fatalf("StateDir /proc: New = %v; want ErrStoreUnavailable naming the file, %s and the \"off\" remedy", err, machine.StateDirEnv)
+		!strings.Contains(err.Error(), leased.StateDirEnv) {
+		t.Fatalf("StateDir /proc: New = %v; want ErrStoreUnavailable naming the file, %s and the \"off\" remedy", err, leased.StateDirEnv)
 	}
 	t.Logf("refusal: %v", err)
 }
@@ -117,15 +118,15 @@ func TestUnwritableHomeStateDir(t *testing.T) {
 	home := filepath.Join(file, "home") // below a file: unwritable to root too
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", "")
-	t.Setenv(machine.StateDirEnv, "")
-	t.Setenv(machine.MachineIDEnv, "9")
+	t.Setenv(leased.StateDirEnv, "")
+	t.Setenv("IDFORGE_MACHINE_ID", "9")
 	reg, err := idforge.New(context.Background(), idforge.Settings{}) // what idforge.Default builds
 	if err == nil {
 		reg.Close()
 	}
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), home) ||
-		!strings.Contains(err.Error(), machine.StateDirEnv+"=/path/to/dir") || !strings.Contains(err.Error(), machine.StateDirEnv+"=off") {
-		t.Fatalf("HOME below a file: New = %v; want ErrInvalidConfig naming the directory and how to set %s", err, machine.StateDirEnv)
+		!strings.Contains(err.Error(), leased.StateDirEnv+"=/path/to/dir") || !strings.Contains(err.Error(), leased.StateDirEnv+"=off") {
+		t.Fatalf("HOME below a file: New = %v; want ErrInvalidConfig naming the directory and how to set %s", err, leased.StateDirEnv)
 	}
 	t.Logf("refusal: %v", err)
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Stats is a snapshot of a registry's figures, as [Registry.Stats] returns
@@ -92,7 +94,7 @@ func (r *Registry) chains() map[string]*segment.Chain {
 	out := map[string]*segment.Chain{}
 	for _, g := range r.held {
 		if c, ok := g.(*segment.Chain); ok {
-			out[c.Name()] = c
+			out[segmenthook.Name(c)] = c
 		}
 	}
 	return out
@@ -276,11 +278,11 @@ type countedStore struct {
 }
 
 // ResetGrace passes the store's through, so the lease is checked against it.
-func (c *countedStore) ResetGrace() time.Duration { return machine.ResetGraceOf(c.st) }
+func (c *countedStore) ResetGrace() time.Duration { return leased.ResetGraceOf(c.st) }
 
 // ServerTime passes the store's through, so the lease checks the clock against it.
 func (c *countedStore) ServerTime(ctx context.Context) (time.Time, error) {
-	return machine.ServerTimeOf(ctx, c.st)
+	return leased.ServerTimeOf(ctx, c.st)
 }
 
 func (c *countedStore) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {

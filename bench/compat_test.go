@@ -16,7 +16,7 @@ import (
 // writes, and reads them back; convert's padded radix 36, stripped of its
 // padding, is bwmarrin's Base36.
 func TestBase58LikeBwmarrin(t *testing.T) {
-	r36, err := convert.NewRadix36(convert.Padded())
+	r36, err := convert.New("radix36", convert.Settings{Padded: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	bwmarrin "github.com/bwmarrin/snowflake"
 	"github.com/sony/sonyflake"
 
-	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
 // limit12 is the most a 12-bit-sequence millisecond layout can issue per second.
@@ -126,9 +126,9 @@ var wide = snowflake.Layout{
 func BenchmarkWideSequence(b *testing.B) {
 	ctx := context.Background()
 	idforge := func(b *testing.B) *snowflake.Generator {
-		c := clock.NewCached(time.Millisecond)
+		c := timebase.NewCached(time.Millisecond)
 		b.Cleanup(func() { c.Close() })
-		g, err := snowflake.New(0, snowflake.WithLayout(wide), snowflake.WithClock(c))
+		g, err := snowflake.New(0, snowflake.Settings{Layout: wide, Clock: c})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 // Above 2^53 a float64 (a JavaScript number) can no longer hold every integer.
@@ -228,7 +229,7 @@ func TestIDRadixForms(t *testing.T) {
 // A layout takes an ID apart.
 func TestIDDecode(t *testing.T) {
 	at := time.Date(2026, 11, 25, 9, 30, 0, 123e6, time.UTC)
-	n, err := snowflake.Default.Compose(at, 7, 42)
+	n, err := snowlayout.Compose(snowflake.Default, at, 7, 42)
 	if err != nil {
 		t.Fatal(err)
 	}

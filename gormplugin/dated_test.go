@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/gormplugin"
@@ -29,7 +29,7 @@ type invoice struct {
 
 // datedGorm opens d with GORM and the plugin on a registry whose store is a
 // SQLite file of its own (brand-new when init) and whose clock is fc.
-func datedGorm(t *testing.T, d testdb.DB, fc *clock.Fake, init bool) *gorm.DB {
+func datedGorm(t *testing.T, d testdb.DB, fc *clocktest.Fake, init bool) *gorm.DB {
 	t.Helper()
 	ids, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
 	if err != nil {
@@ -58,8 +58,8 @@ func datedGorm(t *testing.T, d testdb.DB, fc *clock.Fake, init bool) *gorm.DB {
 	return db
 }
 
-func fakeClock(t time.Time) *clock.Fake {
-	fc := clock.NewFake(t)
+func fakeClock(t time.Time) *clocktest.Fake {
+	fc := clocktest.NewFake(t)
 	fc.ManualSleep = true // heartbeats wait for the test to move it
 	return fc
 }

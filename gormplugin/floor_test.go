@@ -39,7 +39,7 @@ type (
 // would put "…Z" (35) above "…a" (36)) and decimal strings compared
 // as numbers ("9" sorts after "100").
 func TestDerivedFloor(t *testing.T) {
-	radix, err := convert.NewRadix62(convert.Padded())
+	radix, err := convert.New("radix62", convert.Settings{Padded: true})
 	if err != nil {
 		t.Fatal(err)
 	}

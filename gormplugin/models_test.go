@@ -55,11 +55,7 @@ type R36Row struct {
 // mustFormat returns the formatter the tag format=name uses: radix forms padded.
 func mustFormat(t *testing.T, name string) engine.Formatter {
 	t.Helper()
-	var opts []convert.Option
-	if name != "decimal" {
-		opts = append(opts, convert.Padded())
-	}
-	f, err := convert.ByName(name, opts...)
+	f, err := convert.New(name, convert.Settings{Padded: name != "decimal"})
 	if err != nil {
 		t.Fatal(err)
 	}

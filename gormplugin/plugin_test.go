@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/genreg"
@@ -163,7 +162,7 @@ func TestOptions(t *testing.T) {
 // TestDefaultRegistry is the only test here that uses idforge.Default(),
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
-	t.Setenv(machine.MachineIDEnv, "5")
+	t.Setenv("IDFORGE_MACHINE_ID", "5")
 	db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)

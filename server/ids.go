@@ -17,10 +17,11 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
+	"github.com/idforge/idforge/internal/snowlayout"
+	"github.com/idforge/idforge/internal/uuidtime"
 	"github.com/idforge/idforge/internal/wire"
 )
 
@@ -72,9 +73,9 @@ type formatters struct {
 }
 
 func newFormatters(l snowflake.Layout) formatters {
-	r62, _ := convert.ByName("radix62", convert.Padded())
-	r36, _ := convert.ByName("radix36", convert.Padded())
-	return formatters{r62: r62, r36: r36, friendly: l.FriendlyFormatter()}
+	r62, _ := convert.New("radix62", convert.Settings{Padded: true})
+	r36, _ := convert.New("radix36", convert.Settings{Padded: true})
+	return formatters{r62: r62, r36: r36, friendly: snowlayout.Formatter(l)}
 }
 
 func (s *Server) format(name string, snowflakeIDs bool) (idFormat, *httpError) {
@@ -481,7 +482,7 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 		Timestamp: p.Time.UTC().Format(timestampLayout),
 		Machine:   p.Machine,
 		Sequence:  p.Sequence,
-		Friendly:  s.cfg.Layout.Friendly(p.ID),
+		Friendly:  snowlayout.Friendly(s.cfg.Layout, p.ID),
 	})
 }
 
@@ -494,7 +495,7 @@ type decodedUUID struct {
 
 // decodeUUID answers with the time of a version 7 UUID.
 func (s *Server) decodeUUID(w http.ResponseWriter, raw string, u uuid.UUID) {
-	at, err := uuidv7.Time(u)
+	at, err := uuidtime.Of(u)
 	if err != nil {
 		badRequest("bad_id", "id %s: a version %d UUID carries no time; only version 7 UUIDs decode", quoteBounded(raw), u.Version()).write(w)
 		return
@@ -551,16 +552,16 @@ func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
 		Name:          layoutName(l),
 		Layout:        l.String(),
 		Epoch:         l.Epoch.UTC().Format(timestampLayout),
-		Unit:          l.Unit.String(),
+		Unit:          snowlayout.UnitName(l),
 		TimestampBits: l.TimestampBits,
 		MachineBits:   l.MachineBits,
 		SequenceBits:  l.SequenceBits,
-		IDsPerTick:    l.IDsPerTick(),
-		IDsPerSecond:  l.IDsPerSecond(),
-		Machines:      l.MaxMachineID() + 1,
+		IDsPerTick:    snowlayout.IDsPerTick(l),
+		IDsPerSecond:  snowlayout.IDsPerSecond(l),
+		Machines:      snowlayout.MaxMachineID(l) + 1,
 		MaxID:         strconv.FormatInt(l.MaxID(), 10),
-		Expiry:        l.Expiry().UTC().Format(timestampLayout),
-		YearsLeft:     int64(time.Until(l.Expiry()).Hours() / (24 * 365.25)),
+		Expiry:        snowlayout.Expiry(l).UTC().Format(timestampLayout),
+		YearsLeft:     int64(time.Until(snowlayout.Expiry(l)).Hours() / (24 * 365.25)),
 		MachineID:     s.machineID(),
 		MaxCount:      wire.MaxCount,
 		Formats:       wire.Formats,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 //go:embed page.html
@@ -100,7 +101,7 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.RefreshSec = max(1, int(h.refresh.Seconds()))
 	}
 	if h.info.Layout.Unit != 0 {
-		v.Expiry = h.info.Layout.Expiry().UTC().Format("2006-01-02")
+		v.Expiry = snowlayout.Expiry(h.info.Layout).UTC().Format("2006-01-02")
 	}
 	if len(v.RecentLease) > 0 { // newest first: the lease's last call
 		v.LeaseError = v.RecentLease[0].Err

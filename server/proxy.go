@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
 )
@@ -137,9 +138,9 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 		return -1, badRequest(wire.CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
 	}
 	safeGuard := time.Duration(req.SafeGuardMillis) * time.Millisecond
-	// machine.Acquire refuses a lease that may issue alone for as long as
+	// leased.Acquire refuses a lease that may issue alone for as long as
 	// the store's reset grace: past it, the holder has stopped.
-	alone := machine.ResetGraceOf(s.cfg.Proxy)
+	alone := leased.ResetGraceOf(s.cfg.Proxy)
 	if alone <= 0 {
 		alone = safeGuard
 	}
@@ -159,7 +160,7 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 		return -1, proxyError(err)
 	}
 	writeJSON(w, http.StatusOK, wire.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
-		ResetGraceMillis: machine.ResetGraceOf(s.cfg.Proxy).Milliseconds(), Lease: cl.secret})
+		ResetGraceMillis: leased.ResetGraceOf(s.cfg.Proxy).Milliseconds(), Lease: cl.secret})
 	return st.MachineID, nil
 }
 

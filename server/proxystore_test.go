@@ -26,6 +26,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/leased"
 )
 
 // backing is a server-side store made of a machine distributor and a
@@ -314,14 +315,14 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 	}
 	ps := serveProxy(t, st, "")
 	inst := machine.Instance{Namespace: "grace", ID: "a"}
-	_, err = machine.Acquire(t.Context(), ps, inst, machine.WithReservation(-1), machine.WithLogger(slog.New(slog.DiscardHandler)))
+	_, err = leased.Acquire(t.Context(), ps, inst, leased.LeaseSettings{Reservation: -1, Logger: slog.New(slog.DiscardHandler)})
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not less than the store's ResetGrace 2s") {
 		t.Fatalf("Acquire without a reservation = %v; want ErrInvalidConfig naming the server store's ResetGrace", err)
 	}
 	if got := ps.ResetGrace(); got != 2*time.Second {
 		t.Fatalf("ResetGrace = %v, want the server store's default 2s", got)
 	}
-	l, err := machine.Acquire(t.Context(), ps, machine.Instance{Namespace: "grace", ID: "b"}, machine.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "grace", ID: "b"}, leased.LeaseSettings{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("Acquire with the defaults: %v", err)
 	}

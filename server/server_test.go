@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/idforge/idforge/internal/wire"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +22,8 @@ import (
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/wire"
 )
 
 // testRegistry is a registry like the root builds: snowflake on machine 7,
@@ -47,7 +48,7 @@ func testRegistry(t testing.TB) *genreg.Registry {
 			seqs[name] = f
 		}
 		mu.Unlock()
-		return segment.NewChain(f, segment.WithName(name), segment.WithStep(100))
+		return segmenthook.NewChain(f, segment.Settings{Step: 100}, segmenthook.Owned{Name: name})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 func BenchmarkRoute(b *testing.B) {
@@ -19,7 +20,7 @@ func BenchmarkRoute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id0, _ := snowflake.Default.Compose(start, 1, 0)
+	id0, _ := snowlayout.Compose(snowflake.Default, start, 1, 0)
 	for _, c := range []struct {
 		name string
 		r    *Router

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
 )
 
@@ -41,10 +41,10 @@ func idsFor(n int64) int {
 // generate draws count IDs from a generator with layout on a fake clock
 // moving at the given traffic; a non-nil rng draws exponential gaps (random
 // arrivals) with the same mean instead of steady ones.
-func generate(t *testing.T, layout snowflake.Layout, count int, tr traffic, rng *rand.Rand) ([]int64, *clock.Fake) {
+func generate(t *testing.T, layout snowflake.Layout, count int, tr traffic, rng *rand.Rand) ([]int64, *clocktest.Fake) {
 	t.Helper()
-	fc := clock.NewFake(start)
-	g, err := snowflake.New(1, snowflake.WithLayout(layout), snowflake.WithClock(fc))
+	fc := clocktest.NewFake(start)
+	g, err := snowflake.New(1, snowflake.Settings{Layout: layout, Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func nonEmpty(s Stats) int {
 // bwmarrin/snowflake and ShardingSphere's SNOWFLAKE do.
 func plainLayout() snowflake.Layout {
 	l := snowflake.Default
-	l.SequenceResetThreshold = snowflake.ResetEveryTick
+	l.SequenceResetThreshold = -1
 	return l
 }
 

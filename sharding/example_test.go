@@ -6,8 +6,9 @@ import (
 	"log"
 	"time"
 
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowlayout"
 	"github.com/idforge/idforge/sharding"
 )
 
@@ -44,10 +45,10 @@ func ExampleMeasure() {
 	})
 	shards, _ := r.Shards()
 	plain := snowflake.Default
-	plain.SequenceResetThreshold = snowflake.ResetEveryTick
+	plain.SequenceResetThreshold = -1
 	for _, layout := range []snowflake.Layout{plain, snowflake.Default} {
-		fake := clock.NewFake(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
-		g, _ := snowflake.New(1, snowflake.WithLayout(layout), snowflake.WithClock(fake))
+		fake := clocktest.NewFake(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+		g, _ := snowflake.New(1, snowflake.Settings{Layout: layout, Clock: fake})
 		counts := map[string]int{}
 		for _, s := range shards {
 			counts[s.String()] = 0 // empty shards count too
@@ -75,7 +76,7 @@ func ExampleNewInterval() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	id, _ := snowflake.Default.Compose(time.Date(2026, 11, 21, 13, 17, 30, 0, time.UTC), 1, 0)
+	id, _ := snowlayout.Compose(snowflake.Default, time.Date(2026, 11, 21, 13, 17, 30, 0, time.UTC), 1, 0)
 	s, _ := r.Route(id)
 	fmt.Println(s.TableName)
 	tables, _ := r.Tables(time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC))

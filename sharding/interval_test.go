@@ -10,8 +10,9 @@ import (
 	_ "time/tzdata" // the zone tests must not depend on the host's zoneinfo
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 func mustInterval(t *testing.T, cfg Interval) *Router {
@@ -20,7 +21,7 @@ func mustInterval(t *testing.T, cfg Interval) *Router {
 		cfg.Layout = snowflake.Default
 	}
 	if cfg.Clock == nil { // IDs of any date up to 2100 route
-		cfg.Clock = clock.NewFake(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+		cfg.Clock = clocktest.NewFake(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 	}
 	r, err := NewInterval(cfg)
 	if err != nil {
@@ -32,7 +33,7 @@ func mustInterval(t *testing.T, cfg Interval) *Router {
 // idAt composes a Default-layout ID issued at t.
 func idAt(t *testing.T, at time.Time) int64 {
 	t.Helper()
-	id, err := snowflake.Default.Compose(at, 7, 123)
+	id, err := snowlayout.Compose(snowflake.Default, at, 7, 123)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +70,8 @@ func TestIntervalYearBoundary(t *testing.T) {
 			t.Errorf("%v: Jan 1 00:00:00.000 → %s, want %s", c.period, got, c.after)
 		}
 		// The highest ID of the last millisecond and the lowest of the next.
-		hi, _ := snowflake.Default.Compose(last, snowflake.Default.MaxMachineID(), snowflake.Default.MaxSequence())
-		lo, _ := snowflake.Default.Compose(next, 0, 0)
+		hi, _ := snowlayout.Compose(snowflake.Default, last, snowlayout.MaxMachineID(snowflake.Default), snowlayout.MaxSequence(snowflake.Default))
+		lo, _ := snowlayout.Compose(snowflake.Default, next, 0, 0)
 		if hi+1 != lo || routeTable(t, r, hi) != c.before || routeTable(t, r, lo) != c.after {
 			t.Errorf("%v: ids %d/%d straddling the year do not split at the boundary", c.period, hi, lo)
 		}
@@ -256,8 +257,8 @@ func TestIntervalInvalidConfig(t *testing.T) {
 // refuses IDs more than maxAhead after its clock.
 func TestIntervalRefusesFutureIDs(t *testing.T) {
 	now := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
-	r := mustInterval(t, Interval{Table: "order_{200601}", Clock: clock.NewFake(now)})
-	seconds, err := snowflake.Seconds.Compose(now, 1, 0)
+	r := mustInterval(t, Interval{Table: "order_{200601}", Clock: clocktest.NewFake(now)})
+	seconds, err := snowlayout.Compose(snowflake.Seconds, now, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +275,8 @@ func TestIntervalRefusesFutureIDs(t *testing.T) {
 
 // IDs from a real generator route by the time the generator read from its clock.
 func TestIntervalWithGenerator(t *testing.T) {
-	fc := clock.NewFake(time.Date(2026, 11, 30, 23, 59, 59, 990e6, time.UTC))
-	g, err := snowflake.New(3, snowflake.WithClock(fc))
+	fc := clocktest.NewFake(time.Date(2026, 11, 30, 23, 59, 59, 990e6, time.UTC))
+	g, err := snowflake.New(3, snowflake.Settings{Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}

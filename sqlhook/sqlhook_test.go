@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sqlhook"
@@ -266,7 +265,7 @@ func TestDrawErrors(t *testing.T) {
 // reads IDFORGE_MACHINE_ID once per process: the same machine ID as the
 // helpers' TestDefaultRegistry, whichever runs first.
 func TestOpenDefaultRegistry(t *testing.T) {
-	t.Setenv(machine.MachineIDEnv, "5")
+	t.Setenv("IDFORGE_MACHINE_ID", "5")
 	d := testdb.SQLite(t)
 	db, err := sqlhook.Open(d.Driver, d.DSN, sqlhook.Settings{})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sqlhook"
@@ -92,7 +91,7 @@ func checkTable(t *testing.T, db *sqlx.DB, want map[int64]Row) {
 // codes are positive, chain IDs start past the counter's base.
 func generated(t *testing.T, r *Row) {
 	t.Helper()
-	r62, err := convert.ByName("radix62", convert.Padded())
+	r62, err := convert.New("radix62", convert.Settings{Padded: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +330,7 @@ type SnowflakeOnly struct {
 // TestDefaultRegistry is the only test here that uses idforge.Default(),
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
-	t.Setenv(machine.MachineIDEnv, "5")
+	t.Setenv("IDFORGE_MACHINE_ID", "5")
 	ctx, def := context.Background(), sqlhook.New(nil)
 	var r SnowflakeOnly
 	if err := def.Fill(context.Background(), &r); err != nil {

@@ -140,7 +140,7 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 			reg["uuidv7"] = uuidv7.New(nil)
 		case VarChain:
 			var next atomic.Int64 // the store: one instance, so any counter serves
-			c, err := segment.NewChain(segment.DistributorFunc(func(_ context.Context, step int64) (int64, error) {
+			c, err := segment.NewChain(distFunc(func(_ context.Context, step int64) (int64, error) {
 				return next.Add(step), nil
 			}))
 			if err != nil {
@@ -263,3 +263,9 @@ func (p provider) Generator(_ context.Context, kind, name string) (engine.Genera
 	}
 	return nil, fmt.Errorf("%w: %s %q", engine.ErrUnknownGenerator, kind, name)
 }
+
+// distFunc adapts a function to segment.Distributor.
+type distFunc func(ctx context.Context, step int64) (int64, error)
+
+// NextMaxID calls f.
+func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }

@@ -14,7 +14,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/snowlayout"
+	"github.com/idforge/idforge/internal/uuidtime"
 )
 
 // timestampLayout is RFC 3339 with milliseconds; in UTC it ends in Z.
@@ -54,7 +55,7 @@ func setupDecode(fs *flag.FlagSet) runFunc {
 			return usagef("want one ID after the flags, got %d arguments %q", len(args), args)
 		}
 		if u, err := uuid.Parse(args[0]); err == nil && len(args[0]) == 36 && format.value == "" {
-			at, err := uuidv7.Time(u)
+			at, err := uuidtime.Of(u)
 			if err != nil {
 				return usagef("%s: a version %d UUID carries no time; only version 7 UUIDs decode", args[0], u.Version())
 			}
@@ -84,7 +85,7 @@ func setupDecode(fs *flag.FlagSet) runFunc {
 			Timestamp: p.Time.UTC().Format(timestampLayout),
 			Machine:   p.Machine,
 			Sequence:  p.Sequence,
-			Friendly:  l.Friendly(p.ID),
+			Friendly:  snowlayout.Friendly(l, p.ID),
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 // layouts are the presets -layout names, in the order help lists them.
@@ -49,11 +50,11 @@ var formatNames = []string{"decimal", "radix62", "radix36", "friendly"}
 func formatter(name string, l snowflake.Layout) (engine.Formatter, error) {
 	switch name {
 	case "friendly":
-		return l.FriendlyFormatter(), nil
+		return snowlayout.Formatter(l), nil
 	case "decimal":
 		return engine.Decimal{}, nil
 	}
-	return convert.ByName(name, convert.Padded())
+	return convert.New(name, convert.Settings{Padded: true})
 }
 
 // formatFlag is gen's -format: a format name, or a dated format of a

@@ -15,12 +15,12 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
+	"github.com/idforge/idforge/internal/leased"
 )
 
 // genKinds are the kinds gen draws.
@@ -66,7 +66,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			m := *machineID
 			reg := genreg.New()
 			defer reg.Close()
-			g, err := snowflake.New(m, snowflake.WithLayout(l))
+			g, err := snowflake.New(m, snowflake.Settings{Layout: l})
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 				return err
 			}
 			defer st.close()
-			inst, err := machine.HostInstance(*namespace, 0)
+			inst, err := leased.HostInstance(*namespace, 0)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 func setupLayout(fs *flag.FlagSet) runFunc {
@@ -20,17 +22,17 @@ func setupLayout(fs *flag.FlagSet) runFunc {
 		rows := [][2]string{
 			{"layout", fmt.Sprintf("%s: %s", layout.value, l)},
 			{"bits", fmt.Sprintf("%d timestamp (%s) + %d machine + %d sequence = %d",
-				l.TimestampBits, l.Unit, l.MachineBits, l.SequenceBits, l.TimestampBits+l.MachineBits+l.SequenceBits)},
-			{"IDs per tick", fmt.Sprintf("%d (one tick = 1 %s)", l.IDsPerTick(), l.Unit)},
-			{"IDs per second", fmt.Sprint(l.IDsPerSecond())},
-			{"machines", fmt.Sprintf("%d (IDs 0 to %d)", l.MaxMachineID()+1, l.MaxMachineID())},
+				l.TimestampBits, snowlayout.UnitName(l), l.MachineBits, l.SequenceBits, l.TimestampBits+l.MachineBits+l.SequenceBits)},
+			{"IDs per tick", fmt.Sprintf("%d (one tick = 1 %s)", snowlayout.IDsPerTick(l), snowlayout.UnitName(l))},
+			{"IDs per second", fmt.Sprint(snowlayout.IDsPerSecond(l))},
+			{"machines", fmt.Sprintf("%d (IDs 0 to %d)", snowlayout.MaxMachineID(l)+1, snowlayout.MaxMachineID(l))},
 			{"largest ID", fmt.Sprint(l.MaxID())},
-			{"runs out", l.Expiry().Format(timestampLayout)},
+			{"runs out", snowlayout.Expiry(l).Format(timestampLayout)},
 		}
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 		}
-		if left := time.Until(l.Expiry()); left < 10*365*24*time.Hour {
+		if left := time.Until(snowlayout.Expiry(l)); left < 10*365*24*time.Hour {
 			fmt.Fprintf(tw, "warning\tless than 10 years left: IDs fail with a timestamp overflow after that date\n")
 		}
 		return tw.Flush()

@@ -21,6 +21,7 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/snowlayout"
 	"github.com/idforge/idforge/internal/wire"
 )
 
@@ -72,14 +73,14 @@ func TestGenDecimal(t *testing.T) {
 }
 
 func TestGenFormats(t *testing.T) {
-	r62, _ := convert.NewRadix62(convert.Padded())
-	r36, _ := convert.NewRadix36(convert.Padded())
+	r62, _ := convert.New("radix62", convert.Settings{Padded: true})
+	r36, _ := convert.New("radix36", convert.Settings{Padded: true})
 	for lname, l := range presets {
 		for format, parse := range map[string]func(string) (int64, error){
 			"decimal":  engine.Decimal{}.Parse,
 			"radix62":  r62.Parse,
 			"radix36":  r36.Parse,
-			"friendly": l.ParseFriendly,
+			"friendly": func(s string) (int64, error) { return snowlayout.ParseFriendly(l, s) },
 		} {
 			out, errOut, code := runArgs(t, "gen", "-n", "300", "-machine", "3", "-layout", lname, "-format", format)
 			if code != 0 {
@@ -122,17 +123,17 @@ func TestDecodeKnownIDs(t *testing.T) {
 		{"jssafe-second", 0, 0, "2026-11-21T23:27:14.000Z"},
 	} {
 		l := presets[tt.layout]
-		id, err := l.Compose(at, tt.machine, tt.seq)
+		id, err := snowlayout.Compose(l, at, tt.machine, tt.seq)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := `{"id":"` + strconv.FormatInt(id, 10) + `","timestamp":"` + tt.timestamp + `","machine":` +
-			strconv.FormatInt(tt.machine, 10) + `,"sequence":` + strconv.FormatInt(tt.seq, 10) + `,"friendly":"` + l.Friendly(id) + `"}` + "\n"
-		r36, _ := convert.NewRadix36(convert.Padded())
+			strconv.FormatInt(tt.machine, 10) + `,"sequence":` + strconv.FormatInt(tt.seq, 10) + `,"friendly":"` + snowlayout.Friendly(l, id) + `"}` + "\n"
+		r36, _ := convert.New("radix36", convert.Settings{Padded: true})
 		for _, args := range [][]string{
 			{"decode", "-layout", tt.layout, strconv.FormatInt(id, 10)},
-			{"decode", "-layout", tt.layout, l.Friendly(id)},
-			{"decode", "-layout", tt.layout, "-format", "friendly", l.Friendly(id)},
+			{"decode", "-layout", tt.layout, snowlayout.Friendly(l, id)},
+			{"decode", "-layout", tt.layout, "-format", "friendly", snowlayout.Friendly(l, id)},
 			{"decode", "-layout", tt.layout, "-format", "radix36", r36.Format(id)},
 		} {
 			out, errOut, code := runArgs(t, args...)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/server"
 )
@@ -190,7 +191,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	// refuse to serve it to anyone else.
 	inst := machine.Instance{Namespace: o.namespace, ID: o.instance, Stable: true}
 	if o.instance == "" {
-		if inst, err = machine.HostInstance(o.namespace, 0); err != nil {
+		if inst, err = leased.HostInstance(o.namespace, 0); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/tests/faultproxy"
 	"github.com/idforge/idforge/tests/testdb"
@@ -121,7 +122,7 @@ func newProxy(t *testing.T, base, token string) *proxystore.Store {
 	return ps
 }
 
-var quiet = machine.WithLogger(slog.New(slog.DiscardHandler))
+var quiet = leased.LeaseSettings{Logger: slog.New(slog.DiscardHandler)}
 
 // A lease belongs to the process that distributed it: another process,
 // of the same token or another, can neither claim its stable instance
@@ -138,7 +139,7 @@ func leaseOwnership(t *testing.T, base string) {
 	ctx := t.Context()
 	owner, twin, other := newProxy(t, base, alice), newProxy(t, base, alice), newProxy(t, base, bob)
 	pod0 := machine.Instance{Namespace: "shared", ID: "pod-0", Stable: true}
-	lease, err := machine.Acquire(ctx, owner, pod0, quiet)
+	lease, err := leased.Acquire(ctx, owner, pod0, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,26 +14,6 @@ type affix struct {
 	inner          engine.Formatter
 }
 
-// WithPrefix returns a formatter that writes prefix before inner's string
-// ("ord_" + "0AzL8n0Y58m") and whose Parse requires and strips it. A nil
-// inner means [engine.Decimal].
-func WithPrefix(prefix string, inner engine.Formatter) engine.Formatter {
-	return &affix{prefix: prefix, inner: orDecimal(inner)}
-}
-
-// WithSuffix returns a formatter that writes suffix after inner's string and
-// whose Parse requires and strips it. A nil inner means [engine.Decimal].
-func WithSuffix(suffix string, inner engine.Formatter) engine.Formatter {
-	return &affix{suffix: suffix, inner: orDecimal(inner)}
-}
-
-func orDecimal(f engine.Formatter) engine.Formatter {
-	if f == nil {
-		return engine.Decimal{}
-	}
-	return f
-}
-
 func (a *affix) Format(id int64) string { return formatID(a, id) }
 
 func (a *affix) Parse(s string) (int64, error) {
@@ -70,7 +50,7 @@ func formatID(f engine.Formatter, id int64) string {
 // dst escape to the heap and cost wrappers a second allocation.
 func appendID(dst []byte, f engine.Formatter, id int64) []byte {
 	switch f := f.(type) {
-	case *Radix:
+	case *radixFormat:
 		return f.appendID(dst, id)
 	case engine.Decimal:
 		return strconv.AppendInt(dst, id, 10)

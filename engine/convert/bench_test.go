@@ -2,20 +2,21 @@ package convert_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 )
 
 func benchFormatters(b *testing.B) map[string]engine.Formatter {
-	r62 := mustRadix(b, convert.NewRadix62)
+	r62 := mustFormat(b, "radix62", convert.Settings{})
 	return map[string]engine.Formatter{
 		"radix62":        r62,
-		"radix62-padded": mustRadix(b, convert.NewRadix62, convert.Padded()),
-		"radix36":        mustRadix(b, convert.NewRadix36),
+		"radix62-padded": mustFormat(b, "radix62", convert.Settings{Padded: true}),
+		"radix36":        mustFormat(b, "radix36", convert.Settings{}),
 		"decimal":        engine.Decimal{},
-		"prefix-radix62": convert.WithPrefix("ord_", r62),
-		"date-radix62":   convert.WithDatePrefix(nil, r62),
+		"prefix-radix62": mustFormat(b, "radix62", convert.Settings{Prefix: "ord_"}),
+		"date-radix62":   mustFormat(b, "radix62", convert.Settings{Date: time.Now}),
 	}
 }
 

@@ -15,13 +15,13 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 )
 
-func mustRadix(t testing.TB, newRadix func(...convert.Option) (*convert.Radix, error), opts ...convert.Option) *convert.Radix {
+func mustFormat(t testing.TB, format string, s convert.Settings) engine.Formatter {
 	t.Helper()
-	r, err := newRadix(opts...)
+	f, err := convert.New(format, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return f
 }
 
 // radix62Oracle is math/big's base 62 with the case swapped: big uses
@@ -40,12 +40,12 @@ func radix62Oracle(x int64) string {
 }
 
 func TestRadixKnownValues(t *testing.T) {
-	r62 := mustRadix(t, convert.NewRadix62)
-	r62p := mustRadix(t, convert.NewRadix62, convert.Padded())
-	r36 := mustRadix(t, convert.NewRadix36)
-	r36p := mustRadix(t, convert.NewRadix36, convert.Padded())
+	r62 := mustFormat(t, "radix62", convert.Settings{})
+	r62p := mustFormat(t, "radix62", convert.Settings{Padded: true})
+	r36 := mustFormat(t, "radix36", convert.Settings{})
+	r36p := mustFormat(t, "radix36", convert.Settings{Padded: true})
 	tests := []struct {
-		f    *convert.Radix
+		f    engine.Formatter
 		id   int64
 		want string
 	}{
@@ -75,18 +75,18 @@ func TestRadixKnownValues(t *testing.T) {
 	for _, tt := range tests {
 		got := tt.f.Format(tt.id)
 		if got != tt.want {
-			t.Errorf("width %d: Format(%d) = %q, want %q", tt.f.Width(), tt.id, got, tt.want)
+			t.Errorf("%v: Format(%d) = %q, want %q", tt.f, tt.id, got, tt.want)
 		}
 		back, err := tt.f.Parse(tt.want)
 		if err != nil || back != tt.id {
-			t.Errorf("width %d: Parse(%q) = %d, %v; want %d", tt.f.Width(), tt.want, back, err, tt.id)
+			t.Errorf("%v: Parse(%q) = %d, %v; want %d", tt.f, tt.want, back, err, tt.id)
 		}
 	}
 }
 
 func TestRadixMatchesIndependentImplementations(t *testing.T) {
-	r62 := mustRadix(t, convert.NewRadix62)
-	r36 := mustRadix(t, convert.NewRadix36)
+	r62 := mustFormat(t, "radix62", convert.Settings{})
+	r36 := mustFormat(t, "radix36", convert.Settings{})
 	for _, x := range sampleIDs() {
 		if got, want := r62.Format(x), radix62Oracle(x); got != want {
 			t.Errorf("radix62 Format(%d) = %q, math/big says %q", x, got, want)
@@ -118,15 +118,19 @@ func sampleIDs() []int64 {
 }
 
 func TestPaddedSortsLikeNumbers(t *testing.T) {
-	for _, f := range []*convert.Radix{
-		mustRadix(t, convert.NewRadix62, convert.Padded()),
-		mustRadix(t, convert.NewRadix36, convert.Padded()),
+	for _, c := range []struct {
+		f     engine.Formatter
+		width int
+	}{
+		{mustFormat(t, "radix62", convert.Settings{Padded: true}), 11},
+		{mustFormat(t, "radix36", convert.Settings{Padded: true}), 13},
 	} {
+		f := c.f
 		var prev string
 		for i, x := range nonNegative(sampleIDs()) {
 			s := f.Format(x)
-			if len(s) != f.Width() {
-				t.Fatalf("Format(%d) = %q: %d bytes, want width %d", x, s, len(s), f.Width())
+			if len(s) != c.width {
+				t.Fatalf("Format(%d) = %q: %d bytes, want width %d", x, s, len(s), c.width)
 			}
 			if i > 0 && s <= prev {
 				t.Fatalf("padded strings out of order: %q (for %d) <= %q", s, x, prev)
@@ -143,14 +147,14 @@ func nonNegative(ids []int64) []int64 {
 
 // Documents why padding exists: unpadded strings do not sort like numbers.
 func TestUnpaddedDoesNotSort(t *testing.T) {
-	r := mustRadix(t, convert.NewRadix62)
+	r := mustFormat(t, "radix62", convert.Settings{})
 	if a, b := r.Format(61), r.Format(62); a < b {
 		t.Fatalf("unpadded %q < %q: the padding advice in the docs would be wrong", a, b)
 	}
 }
 
-func TestWithWidth(t *testing.T) {
-	r := mustRadix(t, convert.NewRadix62, convert.WithWidth(3))
+func TestWidth(t *testing.T) {
+	r := mustFormat(t, "radix62", convert.Settings{Width: 3})
 	for _, tt := range []struct {
 		id   int64
 		want string
@@ -162,12 +166,12 @@ func TestWithWidth(t *testing.T) {
 			t.Errorf("Parse(%q) = %d, %v; want %d", tt.want, back, err, tt.id)
 		}
 	}
-	// The last option wins.
-	if w := mustRadix(t, convert.NewRadix36, convert.Padded(), convert.WithWidth(4)).Width(); w != 4 {
-		t.Errorf("Padded then WithWidth(4): width %d", w)
+	// Padded and Width contradict each other.
+	if f, err := convert.New("radix36", convert.Settings{Padded: true, Width: 4}); !errors.Is(err, engine.ErrInvalidConfig) || f != nil {
+		t.Errorf("Padded and Width 4: %v, %v; want nil and ErrInvalidConfig", f, err)
 	}
-	if w := mustRadix(t, convert.NewRadix36, convert.WithWidth(4), convert.Padded()).Width(); w != convert.Radix36Width {
-		t.Errorf("WithWidth(4) then Padded: width %d", w)
+	if got := mustFormat(t, "radix36", convert.Settings{Padded: true}).Format(1); len(got) != 13 {
+		t.Errorf("radix36 Padded: Format(1) = %q, want 13 digits", got)
 	}
 }
 
@@ -175,10 +179,10 @@ func TestBadWidth(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		width int
-	}{{"radix62", -1}, {"radix62", convert.Radix62Width + 1}, {"radix36", convert.Radix36Width + 1}} {
-		f, err := convert.ByName(tt.name, convert.WithWidth(tt.width))
+	}{{"radix62", -1}, {"radix62", 11 + 1}, {"radix36", 13 + 1}} {
+		f, err := convert.New(tt.name, convert.Settings{Width: tt.width})
 		if !errors.Is(err, engine.ErrInvalidConfig) || f != nil {
-			t.Errorf("%s WithWidth(%d) = %v, %v; want nil and ErrInvalidConfig", tt.name, tt.width, f, err)
+			t.Errorf("%s Width %d = %v, %v; want nil and ErrInvalidConfig", tt.name, tt.width, f, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), strconv.Itoa(tt.width)) {
@@ -188,12 +192,12 @@ func TestBadWidth(t *testing.T) {
 }
 
 func TestRadixParseErrors(t *testing.T) {
-	r62 := mustRadix(t, convert.NewRadix62)
-	r62p := mustRadix(t, convert.NewRadix62, convert.Padded())
-	r62w3 := mustRadix(t, convert.NewRadix62, convert.WithWidth(3))
-	r36 := mustRadix(t, convert.NewRadix36)
+	r62 := mustFormat(t, "radix62", convert.Settings{})
+	r62p := mustFormat(t, "radix62", convert.Settings{Padded: true})
+	r62w3 := mustFormat(t, "radix62", convert.Settings{Width: 3})
+	r36 := mustFormat(t, "radix36", convert.Settings{})
 	tests := []struct {
-		f        *convert.Radix
+		f        engine.Formatter
 		in       string
 		overflow bool
 	}{
@@ -224,7 +228,7 @@ func TestRadixParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		v, err := tt.f.Parse(tt.in)
 		if !errors.Is(err, engine.ErrInvalidID) {
-			t.Errorf("width %d: Parse(%q) = %d, %v; want ErrInvalidID", tt.f.Width(), tt.in, v, err)
+			t.Errorf("%v: Parse(%q) = %d, %v; want ErrInvalidID", tt.f, tt.in, v, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), strconv.Quote(tt.in)) {
@@ -237,10 +241,9 @@ func TestRadixParseErrors(t *testing.T) {
 }
 
 func TestAffix(t *testing.T) {
-	r := mustRadix(t, convert.NewRadix62)
-	pre := convert.WithPrefix("ord_", r)
-	suf := convert.WithSuffix(".u", engine.Decimal{})
-	both := convert.WithPrefix("<", convert.WithSuffix(">", r))
+	pre := mustFormat(t, "radix62", convert.Settings{Prefix: "ord_"})
+	suf := mustFormat(t, "decimal", convert.Settings{Suffix: ".u"})
+	both := mustFormat(t, "radix62", convert.Settings{Prefix: "<", Suffix: ">"})
 	for _, tt := range []struct {
 		f    engine.Formatter
 		id   int64
@@ -250,9 +253,10 @@ func TestAffix(t *testing.T) {
 		{pre, -1, "ord_-1"},
 		{suf, 42, "42.u"},
 		{both, 61, "<z>"},
-		{convert.WithPrefix("", r), 1, "1"},
-		{convert.WithPrefix("n", nil), 12, "n12"}, // nil inner: decimal
-		{convert.WithDatePrefix(fixedNow("2026-01-02T00:00:00Z"), nil), 3, "202601023"},
+		{mustFormat(t, "radix62", convert.Settings{Prefix: ""}), 1, "1"},
+		{mustFormat(t, "decimal", convert.Settings{Prefix: "n"}), 12, "n12"},
+		{mustFormat(t, "decimal", convert.Settings{Date: fixedNow("2026-01-02T00:00:00Z")}), 3, "202601023"},
+		{mustFormat(t, "radix36", convert.Settings{Prefix: "o", Date: fixedNow("2026-01-02T00:00:00Z"), Suffix: "_x"}), 36, "o2026010210_x"},
 	} {
 		if got := tt.f.Format(tt.id); got != tt.want {
 			t.Errorf("Format(%d) = %q, want %q", tt.id, got, tt.want)
@@ -294,7 +298,7 @@ func fixedNow(s string) func() time.Time {
 }
 
 func TestDatePrefix(t *testing.T) {
-	d := convert.WithDatePrefix(fixedNow("2026-11-21T23:27:14Z"), engine.Decimal{})
+	d := mustFormat(t, "decimal", convert.Settings{Date: fixedNow("2026-11-21T23:27:14Z")})
 	if got := d.Format(42); got != "2026112142" {
 		t.Fatalf("Format(42) = %q, want 2026112142", got)
 	}
@@ -312,49 +316,48 @@ func TestDatePrefix(t *testing.T) {
 
 	// The date is taken in the location of the time now returns.
 	east := time.FixedZone("UTC+8", 8*3600)
-	local := convert.WithDatePrefix(func() time.Time { return time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC).In(east) }, engine.Decimal{})
+	local := mustFormat(t, "decimal", convert.Settings{Date: func() time.Time { return time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC).In(east) }})
 	if got := local.Format(1); got != "202611221" {
 		t.Errorf("date in UTC+8 at 20:00Z: Format(1) = %q, want 202611221", got)
 	}
 
-	// nil means today in UTC.
+	// A date function reading the system clock gives today's date.
 	before := time.Now().UTC().Format("20060102")
-	got := convert.WithDatePrefix(nil, engine.Decimal{}).Format(7)
+	got := mustFormat(t, "decimal", convert.Settings{Date: func() time.Time { return time.Now().UTC() }}).Format(7)
 	after := time.Now().UTC().Format("20060102")
 	if got != before+"7" && got != after+"7" {
-		t.Errorf("nil clock: Format(7) = %q, want %q", got, before+"7")
+		t.Errorf("system clock: Format(7) = %q, want %q", got, before+"7")
 	}
 }
 
-func TestByName(t *testing.T) {
+func TestNew(t *testing.T) {
 	for name, want := range map[string]string{"radix62": "10", "radix36": "1q", "decimal": "62"} {
-		f, err := convert.ByName(name)
+		f, err := convert.New(name)
 		if err != nil {
-			t.Fatalf("ByName(%q): %v", name, err)
+			t.Fatalf("New(%q): %v", name, err)
 		}
 		if got := f.Format(62); got != want {
-			t.Errorf("ByName(%q).Format(62) = %q, want %q", name, got, want)
+			t.Errorf("New(%q).Format(62) = %q, want %q", name, got, want)
 		}
 	}
-	if _, ok := must(convert.ByName("decimal")).(engine.Decimal); !ok {
-		t.Error(`ByName("decimal") is not engine.Decimal`)
+	if _, ok := must(convert.New("decimal")).(engine.Decimal); !ok {
+		t.Error(`New("decimal") is not engine.Decimal`)
 	}
-	if f := must(convert.ByName("radix62", convert.Padded())); f.Format(1) != "00000000001" {
-		t.Errorf("ByName radix62 Padded: Format(1) = %q", f.Format(1))
-	}
-	for _, name := range convert.Names() {
-		if _, err := convert.ByName(name); err != nil {
-			t.Errorf("Names() lists %q but ByName fails: %v", name, err)
-		}
+	if f := must(convert.New("radix62", convert.Settings{Padded: true})); f.Format(1) != "00000000001" {
+		t.Errorf("New radix62 Padded: Format(1) = %q", f.Format(1))
 	}
 	for _, tt := range []struct {
 		name string
-		opts []convert.Option
-	}{{"radix64", nil}, {"", nil}, {"Radix62", nil}, {"decimal", []convert.Option{convert.Padded()}}} {
-		f, err := convert.ByName(tt.name, tt.opts...)
+		set  convert.Settings
+	}{{"radix64", convert.Settings{}}, {"", convert.Settings{}}, {"Radix62", convert.Settings{}},
+		{"decimal", convert.Settings{Padded: true}}, {"decimal", convert.Settings{Width: 3}}} {
+		f, err := convert.New(tt.name, tt.set)
 		if f != nil || !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), strconv.Quote(tt.name)) {
-			t.Errorf("ByName(%q) = %v, %v; want nil and ErrInvalidConfig naming it", tt.name, f, err)
+			t.Errorf("New(%q, %+v) = %v, %v; want nil and ErrInvalidConfig naming it", tt.name, tt.set, f, err)
 		}
+	}
+	if _, err := convert.New("decimal", convert.Settings{}, convert.Settings{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("New with two Settings: %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -366,15 +369,15 @@ func must(f engine.Formatter, err error) engine.Formatter {
 }
 
 func TestFormatAllocations(t *testing.T) {
-	r62 := mustRadix(t, convert.NewRadix62, convert.Padded())
+	r62 := mustFormat(t, "radix62", convert.Settings{Padded: true})
 	formatters := map[string]engine.Formatter{
 		"radix62":        r62,
-		"radix36":        mustRadix(t, convert.NewRadix36),
+		"radix36":        mustFormat(t, "radix36", convert.Settings{}),
 		"decimal":        engine.Decimal{},
-		"prefix":         convert.WithPrefix("ord_", r62),
-		"prefix+suffix":  convert.WithPrefix("ord_", convert.WithSuffix("_x", engine.Decimal{})),
-		"date":           convert.WithDatePrefix(fixedNow("2026-11-21T00:00:00Z"), r62),
-		"date-in-prefix": convert.WithPrefix("o", convert.WithDatePrefix(nil, r62)),
+		"prefix":         mustFormat(t, "radix62", convert.Settings{Padded: true, Prefix: "ord_"}),
+		"prefix+suffix":  mustFormat(t, "decimal", convert.Settings{Prefix: "ord_", Suffix: "_x"}),
+		"date":           mustFormat(t, "radix62", convert.Settings{Padded: true, Date: fixedNow("2026-11-21T00:00:00Z")}),
+		"date-in-prefix": mustFormat(t, "radix62", convert.Settings{Padded: true, Prefix: "o", Date: time.Now}),
 	}
 	for name, f := range formatters {
 		id := int64(math.MaxInt64)
@@ -389,7 +392,7 @@ func TestFormatAllocations(t *testing.T) {
 func TestStringer(t *testing.T) {
 	var n int64 = 60
 	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { n++; return n, nil })
-	f := convert.WithPrefix("ord_", mustRadix(t, convert.NewRadix62))
+	f := mustFormat(t, "radix62", convert.Settings{Prefix: "ord_"})
 	var got []string
 	for range 3 {
 		id, err := gen.NextID(context.Background())

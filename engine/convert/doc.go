@@ -1,10 +1,11 @@
-// Package convert turns int64 IDs into strings and back: radix-62 and
-// radix-36 with optional zero padding, decimal, prefix and suffix wrappers and
-// a date prefix. Every formatter implements [engine.Formatter]; formatting
-// what a generator draws makes string IDs:
+// Package convert turns int64 IDs into strings and back: [New] returns the
+// formatter of a format name (radix-62, radix-36 or decimal) shaped by
+// [Settings]: zero padding, a prefix, a suffix and a date. Every formatter
+// implements [engine.Formatter]; formatting what a generator draws makes
+// string IDs. It imports engine and the digit tables it shares with the
+// stores (engine/internal/radix).
 //
-//	r, _ := convert.NewRadix62(convert.Padded())
-//	orders := convert.WithPrefix("ord_", r)
+//	orders, _ := convert.New("radix62", convert.Settings{Padded: true, Prefix: "ord_"})
 //	id, err := gen.NextID(ctx)
 //	s := orders.Format(id) // ord_000001LY7VL
 //
@@ -14,10 +15,10 @@
 // formatters are also canonical: Parse accepts only the one string Format
 // writes, so Format(Parse(s)) == s, and one ID cannot hide behind two strings
 // in a unique column. Radix-36 is lower case ("ZZ" is rejected), and an
-// unpadded radix string with a leading zero is rejected. Prefix and suffix
-// wrappers keep their inner formatter's strictness; [engine.Decimal] inherits
+// unpadded radix string with a leading zero is rejected. A prefix and a
+// suffix keep the digits' strictness; [engine.Decimal] inherits
 // strconv's leniency ("+7" and "007" read as 7); a date prefix accepts any
-// valid date (see [WithDatePrefix]). Parse errors wrap [engine.ErrInvalidID]
+// valid date (see [Settings].Date). Parse errors wrap [engine.ErrInvalidID]
 // and quote the input; a value above [math.MaxInt64] is an error, never a
 // wrap-around.
 //
@@ -26,8 +27,8 @@
 // The radix-62 alphabet is 0-9A-Za-z and the radix-36 alphabet 0-9a-z, both in
 // ASCII order, so padded strings of non-negative IDs sort byte-wise (as SQL
 // binary collations and [strings.Compare] do) exactly like the numbers.
-// Unpadded strings do not: "z" (61) sorts after "10" (62). Use [Padded] or
-// [WithWidth] when the strings are sorted or range-scanned.
+// Unpadded strings do not: "z" (61) sorts after "10" (62). Set
+// [Settings].Padded (or Width) when the strings are sorted or range-scanned.
 //
 // # Negative IDs
 //

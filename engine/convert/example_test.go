@@ -14,24 +14,25 @@ import (
 func Example() {
 	var next int64 = 1_234_567_890
 	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { next++; return next, nil })
-	r, err := convert.NewRadix62(convert.Padded())
+	f, err := convert.New("radix62", convert.Settings{Padded: true, Prefix: "ord_"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	orders := convert.WithPrefix("ord_", r)
 	for range 2 {
 		id, _ := gen.NextID(context.Background())
-		fmt.Println(orders.Format(id))
+		fmt.Println(f.Format(id))
 	}
 	// Output:
 	// ord_000001LY7VL
 	// ord_000001LY7VM
 }
 
-func ExampleNewRadix62() {
-	plain, _ := convert.NewRadix62()
-	padded, _ := convert.NewRadix62(convert.Padded())
+// Padding makes the strings sort like the numbers; Parse accepts only the
+// form Format writes.
+func ExampleNew() {
+	plain, _ := convert.New("radix62")
+	padded, _ := convert.New("radix62", convert.Settings{Padded: true})
 	for _, id := range []int64{61, 62} {
 		fmt.Println(plain.Format(id), padded.Format(id))
 	}
@@ -46,35 +47,11 @@ func ExampleNewRadix62() {
 	// idforge: invalid id: radix62 "1z": 2 digits, want 11
 }
 
-func ExampleWithPrefix() {
-	f := convert.WithPrefix("ord_", engine.Decimal{})
-	fmt.Println(f.Format(42))
-	fmt.Println(f.Parse("ord_42"))
-	fmt.Println(f.Parse("usr_42"))
-	// Output:
-	// ord_42
-	// 42 <nil>
-	// 0 idforge: invalid id: "usr_42": want prefix "ord_"
-}
-
-func ExampleWithDatePrefix() {
-	now := func() time.Time { return time.Date(2026, 11, 21, 23, 27, 14, 0, time.UTC) }
-	r36, _ := convert.NewRadix36()
-	f := convert.WithDatePrefix(now, r36)
-	fmt.Println(f.Format(1_000_000))
-	fmt.Println(f.Parse("20261121lfls"))
-	fmt.Println(f.Parse("19991231lfls")) // any date: it is not part of the ID
-	// Output:
-	// 20261121lfls
-	// 1000000 <nil>
-	// 1000000 <nil>
-}
-
-// ByName is how struct tags such as `idgen:"snowflake,format=radix62"` find
-// their formatter.
-func ExampleByName() {
+// The format names are the ones struct tags such as
+// `idgen:"snowflake,format=radix62"` use.
+func ExampleNew_names() {
 	for _, name := range []string{"decimal", "radix36", "radix62", "base64"} {
-		f, err := convert.ByName(name)
+		f, err := convert.New(name)
 		if err != nil {
 			fmt.Println(err)
 			continue
@@ -86,4 +63,19 @@ func ExampleByName() {
 	// radix36 2gosa7pa2gw
 	// radix62 fFgnDxSe8
 	// idforge: invalid configuration: unknown format "base64" (known: [decimal radix36 radix62])
+}
+
+// A prefix and the date of formatting; Parse checks and strips both.
+func ExampleSettings() {
+	now := func() time.Time { return time.Date(2026, 11, 21, 23, 27, 14, 0, time.UTC) }
+	f, _ := convert.New("radix36", convert.Settings{Prefix: "ord_", Date: now})
+	fmt.Println(f.Format(1_000_000))
+	fmt.Println(f.Parse("ord_20261121lfls"))
+	fmt.Println(f.Parse("ord_19991231lfls")) // any date: it is not part of the ID
+	fmt.Println(f.Parse("usr_20261121lfls"))
+	// Output:
+	// ord_20261121lfls
+	// 1000000 <nil>
+	// 1000000 <nil>
+	// 0 idforge: invalid id: "usr_20261121lfls": want prefix "ord_"
 }

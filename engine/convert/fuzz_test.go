@@ -49,9 +49,9 @@ func seed(f *testing.F, strs ...string) {
 
 func FuzzRadix62(f *testing.F) {
 	seed(f, "0", "z", "10", "-1", "00", "-0", "AzL8n0Y58m7", "AzL8n0Y58m8", "-AzL8n0Y58m8", "00000000010", "", "é")
-	plain := mustRadix(f, convert.NewRadix62)
-	padded := mustRadix(f, convert.NewRadix62, convert.Padded())
-	narrow := mustRadix(f, convert.NewRadix62, convert.WithWidth(4))
+	plain := mustFormat(f, "radix62", convert.Settings{})
+	padded := mustFormat(f, "radix62", convert.Settings{Padded: true})
+	narrow := mustFormat(f, "radix62", convert.Settings{Width: 4})
 	f.Fuzz(func(t *testing.T, s string, x, y int64) {
 		if got, want := plain.Format(x), radix62Oracle(x); got != want {
 			t.Fatalf("Format(%d) = %q, math/big says %q", x, got, want)
@@ -65,8 +65,8 @@ func FuzzRadix62(f *testing.F) {
 
 func FuzzRadix36(f *testing.F) {
 	seed(f, "0", "z", "Z", "10", "-1", "00", "-0", "1y2p0ij32e8e7", "1y2p0ij32e8e8", "-1y2p0ij32e8e8", "0000000000010", "")
-	plain := mustRadix(f, convert.NewRadix36)
-	padded := mustRadix(f, convert.NewRadix36, convert.Padded())
+	plain := mustFormat(f, "radix36", convert.Settings{})
+	padded := mustFormat(f, "radix36", convert.Settings{Padded: true})
 	f.Fuzz(func(t *testing.T, s string, x, y int64) {
 		if got, want := plain.Format(x), strconv.FormatInt(x, 36); got != want {
 			t.Fatalf("Format(%d) = %q, strconv says %q", x, got, want)
@@ -79,7 +79,7 @@ func FuzzRadix36(f *testing.F) {
 
 func FuzzDecimal(f *testing.F) {
 	seed(f, "0", "-0", "+1", "01", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "1e3", "")
-	dec := must(convert.ByName("decimal"))
+	dec := must(convert.New("decimal"))
 	f.Fuzz(func(t *testing.T, s string, x, _ int64) {
 		// strconv accepts "+1" and "-0", which engine.Decimal inherits, so only
 		// Parse(Format(x)) and the error contract hold for every string.
@@ -94,8 +94,7 @@ func FuzzDecimal(f *testing.F) {
 
 func FuzzAffix(f *testing.F) {
 	seed(f, "ord_10", "ord_", "ord10", "ord_z_x", "ord_-1_x", "_x", "ord_00_x", "")
-	inner := mustRadix(f, convert.NewRadix62, convert.Padded())
-	both := convert.WithPrefix("ord_", convert.WithSuffix("_x", inner))
+	both := mustFormat(f, "radix62", convert.Settings{Padded: true, Prefix: "ord_", Suffix: "_x"})
 	f.Fuzz(func(t *testing.T, s string, x, y int64) {
 		checkRoundTrip(t, "prefix+suffix", both, s, x)
 		checkOrder(t, "prefix+suffix padded", both, x, y)
@@ -105,7 +104,7 @@ func FuzzAffix(f *testing.F) {
 func FuzzDatePrefix(f *testing.F) {
 	seed(f, "2026112110", "20261121", "2026112100000000010", "20261131z", "2026112", "20261121-1", "")
 	// With the clock fixed, the date prefix is canonical too.
-	d := convert.WithDatePrefix(fixedNow("2026-11-21T23:27:14Z"), mustRadix(f, convert.NewRadix62, convert.Padded()))
+	d := mustFormat(f, "radix62", convert.Settings{Padded: true, Date: fixedNow("2026-11-21T23:27:14Z")})
 	f.Fuzz(func(t *testing.T, s string, x, y int64) {
 		if len(s) >= 8 && s[:8] != "20261121" {
 			// Another valid date parses to the same ID; only today's

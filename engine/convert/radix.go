@@ -13,36 +13,16 @@ const (
 	alphabet36 = radix.Alphabet36
 )
 
-// Radix62Width and Radix36Width are the digits an int64 needs at most in each
-// base: the width [Padded] pads to.
+// radix62Width and radix36Width are the digits an int64 needs at most in
+// each base: the width Settings.Padded pads to.
 const (
-	Radix62Width = 11
-	Radix36Width = 13
+	radix62Width = 11
+	radix36Width = 13
 )
 
-// Option configures a radix formatter.
-type Option func(*config)
-
-type config struct {
-	width  int
-	padded bool
-}
-
-// WithWidth pads every string with leading zeros to n digits, so strings of
-// non-negative IDs below base^n sort like the numbers. A larger ID is written
-// in full, never truncated, but then no longer sorts against the n-digit
-// strings: pick n for the largest ID you expect, or use [Padded].
-// n = 0 means no padding.
-func WithWidth(n int) Option { return func(c *config) { c.width, c.padded = n, false } }
-
-// Padded pads to the width of the largest int64 ([Radix62Width] or
-// [Radix36Width] digits), so every non-negative ID sorts correctly.
-func Padded() Option { return func(c *config) { c.padded = true } }
-
-// Radix formats IDs in base 62 (0-9A-Za-z) or base 36 (0-9a-z), optionally
-// zero-padded to a fixed width. Make one with [NewRadix62] or [NewRadix36];
-// it is safe for concurrent use.
-type Radix struct {
+// radixFormat formats IDs in base 62 (0-9A-Za-z) or base 36 (0-9a-z),
+// optionally zero-padded to a fixed width. It is safe for concurrent use.
+type radixFormat struct {
 	name     string
 	alphabet string
 	base     uint64
@@ -50,28 +30,15 @@ type Radix struct {
 	index    [256]int8 // byte -> digit value, -1 if not a digit
 }
 
-// NewRadix62 returns the base-62 formatter (alphabet 0-9A-Za-z, ASCII order).
-func NewRadix62(opts ...Option) (*Radix, error) {
-	return newRadix("radix62", alphabet62, Radix62Width, opts)
-}
-
-// NewRadix36 returns the base-36 formatter (alphabet 0-9a-z, lower case only).
-func NewRadix36(opts ...Option) (*Radix, error) {
-	return newRadix("radix36", alphabet36, Radix36Width, opts)
-}
-
-func newRadix(name, alphabet string, maxWidth int, opts []Option) (*Radix, error) {
-	var c config
-	for _, o := range opts {
-		o(&c)
+func newRadix(name, alphabet string, maxWidth int, s Settings) (*radixFormat, error) {
+	width := s.Width
+	if s.Padded {
+		width = maxWidth
 	}
-	if c.padded {
-		c.width = maxWidth
+	if width < 0 || width > maxWidth {
+		return nil, fmt.Errorf("%w: %s Width %d: want 0 (no padding) to %d", engine.ErrInvalidConfig, name, width, maxWidth)
 	}
-	if c.width < 0 || c.width > maxWidth {
-		return nil, fmt.Errorf("%w: %s width %d: want 0 (no padding) to %d", engine.ErrInvalidConfig, name, c.width, maxWidth)
-	}
-	r := &Radix{name: name, alphabet: alphabet, base: uint64(len(alphabet)), width: c.width}
+	r := &radixFormat{name: name, alphabet: alphabet, base: uint64(len(alphabet)), width: width}
 	for i := range r.index {
 		r.index[i] = -1
 	}
@@ -81,16 +48,13 @@ func newRadix(name, alphabet string, maxWidth int, opts []Option) (*Radix, error
 	return r, nil
 }
 
-// Width returns the padded width in digits, 0 if unpadded.
-func (r *Radix) Width() int { return r.width }
-
 // Format returns id in the formatter's base, padded to its width.
-func (r *Radix) Format(id int64) string {
+func (r *radixFormat) Format(id int64) string {
 	var buf [24]byte
 	return string(r.appendID(buf[:0], id))
 }
 
-func (r *Radix) appendID(dst []byte, id int64) []byte {
+func (r *radixFormat) appendID(dst []byte, id int64) []byte {
 	u := uint64(id)
 	if id < 0 {
 		dst = append(dst, '-')
@@ -113,7 +77,7 @@ func (r *Radix) appendID(dst []byte, id int64) []byte {
 // Parse reads the string Format wrote. It rejects anything else: other
 // characters, a wrong width, superfluous leading zeros, "-0", and values
 // outside the int64 range.
-func (r *Radix) Parse(s string) (int64, error) {
+func (r *radixFormat) Parse(s string) (int64, error) {
 	digits, neg := s, false
 	if len(digits) > 0 && digits[0] == '-' {
 		digits, neg = digits[1:], true
@@ -150,6 +114,6 @@ func (r *Radix) Parse(s string) (int64, error) {
 	return int64(v), nil
 }
 
-func (r *Radix) invalid(s, why string) error {
+func (r *radixFormat) invalid(s, why string) error {
 	return fmt.Errorf("%w: %s %q: %s", engine.ErrInvalidID, r.name, s, why)
 }

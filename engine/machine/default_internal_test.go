@@ -14,7 +14,7 @@ func TestDefaultWarnsOnce(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	fallbackOnce = sync.Once{}
-	t.Setenv(MachineIDEnv, "")
+	t.Setenv(machineIDEnv, "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 
 	Default()
@@ -24,9 +24,40 @@ func TestDefaultWarnsOnce(t *testing.T) {
 	}
 	buf.Reset()
 	fallbackOnce = sync.Once{}
-	t.Setenv(MachineIDEnv, "4")
+	t.Setenv(machineIDEnv, "4")
 	Default()
 	if buf.Len() != 0 {
 		t.Fatalf("a configured machine ID logged %q", buf.String())
+	}
+}
+
+func TestPodOrdinal(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		want int64
+		ok   bool
+	}{
+		{"svc-3", 3, true},
+		{"svc-0", 0, true},
+		{"my-svc-12", 12, true},
+		{"orders-1023", 1023, true},
+		{"svc", 0, false},
+		{"svc-", 0, false},
+		{"", 0, false},
+		{"3", 0, false},
+		{"svc-03", 0, false},
+		{"svc-3a", 0, false},
+		{"svc-x", 0, false},
+		{"svc-+3", 0, false},
+		{"svc-99999999999999999999", 0, false},
+		{"orders-5d8f7c9b4-x2x7z", 0, false}, // a Deployment pod
+	} {
+		got, err := podOrdinal(c.host)
+		if c.ok && (err != nil || got != c.want) {
+			t.Errorf("PodOrdinal(%q) = %d, %v; want %d", c.host, got, err, c.want)
+		}
+		if !c.ok && err == nil {
+			t.Errorf("PodOrdinal(%q) = %d, want an error", c.host, got)
+		}
 	}
 }

@@ -4,68 +4,46 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 )
 
-// An instance leases a machine ID from a shared store; its snowflake
-// generator asks the lease before every ID. After a stall past the
-// safe-guard the lease refuses at once, before any heartbeat could run.
+// Two instances share a store: each gets its own machine ID, and a holding
+// is proved by its secret, so a stale holder cannot heartbeat once its ID
+// was reclaimed.
 func Example() {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	clk.ManualSleep = true
-	store := machinetest.NewMemory(clk) // engine/sqlstore or engine/redisstore in production
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	var store machine.Distributor = machinetest.NewMemory(clk) // engine/sqlstore or engine/redisstore in production
 
-	inst := machine.Instance{Namespace: "orders", ID: "10.0.0.7:8080"}
-	lease, err := machine.Acquire(ctx, store, inst,
-		machine.WithClock(clk), machine.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer lease.Close()
-	fmt.Println("machine ID:", lease.MachineID())
-	fmt.Println("issue now:", lease.Check(clk.Now().UnixMilli()))
+	a := machine.Instance{Namespace: "orders", ID: "10.0.0.7:8080"}
+	b := machine.Instance{Namespace: "orders", ID: "10.0.0.8:8080"}
+	stA, _ := store.Distribute(ctx, a, 10, 5*time.Minute)
+	stB, _ := store.Distribute(ctx, b, 10, 5*time.Minute)
+	fmt.Println(a, "has", stA.MachineID, "and", b, "has", stB.MachineID)
 
-	sixMinutesLater := clk.Now().Add(6 * time.Minute).UnixMilli()
-	err = lease.Check(sixMinutesLater)
-	fmt.Println("issue after a 6-minute stall:", errors.Is(err, engine.ErrMachineIDLost))
+	// a falls silent past the safe-guard; a third instance reclaims its ID.
+	clk.Advance(6 * time.Minute)
+	c := machine.Instance{Namespace: "orders", ID: "10.0.0.9:8080"}
+	stC, _ := store.Distribute(ctx, c, 10, 5*time.Minute)
+	fmt.Println(c, "has", stC.MachineID)
+	err := store.Guard(ctx, a, stA)
+	fmt.Println("a's heartbeat:", errors.Is(err, engine.ErrMachineIDLost))
 	// Output:
-	// machine ID: 0
-	// issue now: <nil>
-	// issue after a 6-minute stall: true
+	// orders/10.0.0.7:8080 has 0 and orders/10.0.0.8:8080 has 1
+	// orders/10.0.0.9:8080 has 0
+	// a's heartbeat: true
 }
 
-// A stable instance restarts after the clock went back: the state file
-// remembers the last timestamp its previous run used.
-func ExampleLocalState() {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "idforge-machine")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	d := machine.LocalState(dir, machine.Manual(3))
-	inst := machine.Instance{Namespace: "billing", ID: "billing-3", Stable: true}
-
-	// The previous run stopped at 12:00 and reverted its ID.
-	last := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	_ = d.Revert(ctx, inst, machine.State{MachineID: 3, LastTimestamp: last.UnixMilli()})
-
-	st, err := d.Distribute(ctx, inst, 10, 5*time.Minute)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("machine ID", st.MachineID, "waits until", time.UnixMilli(st.LastTimestamp).UTC().Format(time.RFC3339))
+// A fixed machine ID, for an operator who numbers the instances.
+func ExampleManual() {
+	st, err := machine.Manual(3).Distribute(context.Background(),
+		machine.Instance{Namespace: "billing", ID: "billing-3", Stable: true}, 10, 5*time.Minute)
+	fmt.Println(st.MachineID, err)
 	// Output:
-	// machine ID 3 waits until 2026-06-01T12:00:00Z
+	// 3 <nil>
 }

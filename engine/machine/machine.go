@@ -7,21 +7,16 @@
 // unused number, and past 2^machineBits fails with
 // engine.ErrMachineIDOverflow. Every holding has a secret ([Holder]) that
 // heartbeats must present, so a second process with one instance ID is told
-// apart from the first. A [Lease] keeps the ID: it heartbeats the last
-// timestamp while the process lives, fences the generator (its Check fails
-// once the ID may belong to someone else) and reverts the ID on Close.
-// [Acquire] checks the host's clock against the store server's
-// ([ServerClock]) first.
+// apart from the first. The registry (package idforge) keeps the ID with a
+// lease tuned by [Settings]: it heartbeats the last timestamp while the
+// process lives, fences the generator and reverts the ID on Close.
 //
 // Distributors in this package: [Manual] (a fixed number), [StatefulSet] (the
-// Kubernetes pod ordinal), [LocalState] (a decorator remembering the last
-// timestamp in a local file across restarts) and [Default] (zero
-// configuration). The SQL and Redis distributors live in engine/sqlstore and
-// engine/redisstore; engine/machine/machinetest checks any implementation
-// against the contract below.
-//
-// Defaults: 10 machine bits, a five-minute safe-guard duration, and a
-// heartbeat every 250 ms that reserves one second ahead (see [Settings]).
+// Kubernetes pod ordinal) and [Default] (zero configuration). The SQL and
+// Redis distributors live in engine/sqlstore and engine/redisstore;
+// engine/machine/machinetest checks any implementation against the contract
+// below. It imports engine and internal/distcheck (the argument checks it
+// shares with the stores).
 package machine
 
 import (
@@ -94,7 +89,7 @@ func (h Holder) String() string {
 // store: two instances racing never receive the same machine ID.
 //
 // A store judges expiry by "now" in Unix milliseconds read from a
-// clock.Clock it is configured with (so tests can drive it with clock.Fake),
+// clock.Clock it is configured with (so tests can drive it with clocktest.Fake),
 // not by the database or Redis server time. All instances of a namespace use
 // the same machineBits.
 type Distributor interface {
@@ -125,7 +120,8 @@ type Distributor interface {
 	// passes it. The returned Holder is new: the store records it with inst
 	// (and inst.Stable) as the holder and raises the stored timestamp to at
 	// least now, so the ID cannot be reclaimed for safeGuard. Arguments
-	// rejected by [ValidateDistribute] give an error wrapping
+	// that are invalid (an empty namespace or instance ID, machineBits
+	// outside [1, 31], a safe-guard that is not positive) give an error wrapping
 	// engine.ErrInvalidConfig; a failing store, one wrapping
 	// engine.ErrStoreUnavailable.
 	Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error)
@@ -149,50 +145,4 @@ type Distributor interface {
 	// never free the new holder's ID) and returns an error wrapping
 	// engine.ErrMachineIDLost.
 	Revert(ctx context.Context, inst Instance, st State) error
-}
-
-// ResetGracer is implemented by a [Distributor] whose store, once it finds
-// it was reset (it forgot what it handed out), hands nothing out until
-// ResetGrace has passed since the reset was first seen: the time live
-// processes of the forgotten state have to stop. engine/sqlstore,
-// engine/redisstore and proxystore implement it, and [LocalState] passes it
-// through (see [ResetGraceOf]). [Acquire] refuses a lease that could go
-// on issuing without its store for that long, since a process cut off from
-// the store during a reset would then share its machine ID with a newcomer.
-// ResetGrace <= 0 means no grace (a store no other process uses): nothing is
-// checked.
-type ResetGracer interface {
-	ResetGrace() time.Duration
-}
-
-// ResetGraceOf returns d's reset grace, 0 when d has none. A decorator of
-// a Distributor implements ResetGracer with it, passing its inner one's
-// through, so wrapping a store never hides its grace from [Acquire].
-func ResetGraceOf(d Distributor) time.Duration {
-	if g, ok := d.(ResetGracer); ok {
-		return g.ResetGrace()
-	}
-	return 0
-}
-
-// ServerClock is implemented by a [Distributor] whose store keeps time of
-// its own (a database or Redis server): [Acquire] compares the lease's clock
-// with it before distributing, because expiry decisions compare timestamps
-// written by one host's clock with another host's clock. It refuses a lease
-// whose clock is further off than its skew margin (an error wrapping
-// engine.ErrClockSkew) and warns beyond half of it. ServerTime returns the
-// server's current time; the zero time means the store has no clock apart
-// from this process's (SQLite), and nothing is checked.
-type ServerClock interface {
-	ServerTime(ctx context.Context) (time.Time, error)
-}
-
-// ServerTimeOf returns d's server time, the zero time when d is no
-// [ServerClock]. A decorator of a Distributor implements ServerClock with
-// it, so wrapping a store never hides its clock from [Acquire].
-func ServerTimeOf(ctx context.Context, d Distributor) (time.Time, error) {
-	if c, ok := d.(ServerClock); ok {
-		return c.ServerTime(ctx)
-	}
-	return time.Time{}, nil
 }

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
-// MachineIDEnv is the environment variable [Default] reads a fixed machine
+// machineIDEnv is the environment variable [Default] reads a fixed machine
 // ID from.
-const MachineIDEnv = "IDFORGE_MACHINE_ID"
+const machineIDEnv = "IDFORGE_MACHINE_ID"
 
 // manual hands out one fixed machine ID. It keeps no store, so it cannot
 // lose the ID and nothing stops two processes configured alike from sharing
@@ -26,8 +27,8 @@ type manual struct {
 	err    error  // a configuration that could not be read
 }
 
-// Manual returns a distributor that always hands out machineID. Within one process [Acquire] lets one lease
-// at a time hold it. Distribute fails with an error wrapping
+// Manual returns a distributor that always hands out machineID. Within one process one lease at
+// a time may hold it. Distribute fails with an error wrapping
 // engine.ErrInvalidConfig for a negative machineID and
 // engine.ErrMachineIDOverflow when it does not fit machineBits. Guard and
 // Revert succeed for machineID and report engine.ErrMachineIDLost for any
@@ -41,10 +42,10 @@ func (m manual) Distribute(_ context.Context, inst Instance, machineBits int, sa
 	if m.err != nil {
 		return State{}, m.err
 	}
-	if err := ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return State{}, err
 	}
-	if err := checkFits(m.id, machineBits, m.source); err != nil {
+	if err := distcheck.Fits(m.id, machineBits, m.source); err != nil {
 		return State{}, err
 	}
 	return State{MachineID: m.id}, nil
@@ -73,15 +74,6 @@ func holdsFixed(id int64, cfgErr error, source string, inst Instance, st State) 
 	return nil
 }
 
-// StatefulSetOption configures [StatefulSet].
-type StatefulSetOption func(*statefulSet)
-
-// HostnameEnv makes StatefulSet read the pod name from the environment
-// variable name instead of HOSTNAME.
-func HostnameEnv(name string) StatefulSetOption {
-	return func(s *statefulSet) { s.env = name }
-}
-
 type statefulSet struct{ env string }
 
 // StatefulSet returns a distributor that hands out the ordinal of a
@@ -92,19 +84,13 @@ type statefulSet struct{ env string }
 // store nothing. A hostname without an ordinal is an error wrapping
 // engine.ErrInvalidConfig at Distribute; an ordinal that does not fit
 // machineBits, one wrapping engine.ErrMachineIDOverflow.
-func StatefulSet(opts ...StatefulSetOption) Distributor {
-	s := statefulSet{env: "HOSTNAME"}
-	for _, o := range opts {
-		o(&s)
-	}
-	return s
-}
+func StatefulSet() Distributor { return statefulSet{env: "HOSTNAME"} }
 
 // ordinal reads the pod ordinal and describes where it came from.
 func (s statefulSet) ordinal() (int64, string, error) {
 	host := os.Getenv(s.env)
 	source := fmt.Sprintf("StatefulSet %s=%q", s.env, host)
-	id, err := PodOrdinal(host)
+	id, err := podOrdinal(host)
 	if err != nil {
 		return 0, source, fmt.Errorf("%w: machine: %s: %v", engine.ErrInvalidConfig, source, err)
 	}
@@ -112,14 +98,14 @@ func (s statefulSet) ordinal() (int64, string, error) {
 }
 
 func (s statefulSet) Distribute(_ context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
-	if err := ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return State{}, err
 	}
 	id, source, err := s.ordinal()
 	if err != nil {
 		return State{}, err
 	}
-	if err := checkFits(id, machineBits, source); err != nil {
+	if err := distcheck.Fits(id, machineBits, source); err != nil {
 		return State{}, err
 	}
 	return State{MachineID: id}, nil
@@ -130,16 +116,24 @@ func (s statefulSet) Guard(_ context.Context, inst Instance, st State) error {
 	return holdsFixed(id, err, source, inst, st)
 }
 
+// Remembers reports that a fixed distributor stores no last timestamp: a
+// process restarted on its ID needs a local state file to know what its
+// predecessor issued.
+func (manual) Remembers() bool { return false }
+
+// Remembers reports that the pod ordinal stores no last timestamp.
+func (statefulSet) Remembers() bool { return false }
+
 func (s statefulSet) Revert(_ context.Context, inst Instance, st State) error {
 	id, source, err := s.ordinal()
 	return holdsFixed(id, err, source, inst, st)
 }
 
-// PodOrdinal returns the ordinal Kubernetes puts at the end of a StatefulSet
+// podOrdinal returns the ordinal Kubernetes puts at the end of a StatefulSet
 // pod's name: the decimal number after the last '-' ("orders-3" → 3). It
 // rejects names without one and numbers with leading zeros ("web-01"), which
 // Kubernetes never generates, so "web-01" and "web-1" cannot both become 1.
-func PodOrdinal(hostname string) (int64, error) {
+func podOrdinal(hostname string) (int64, error) {
 	i := strings.LastIndexByte(hostname, '-')
 	if hostname == "" || i < 0 {
 		return 0, fmt.Errorf("hostname %q has no StatefulSet ordinal (name-N)", hostname)
@@ -175,22 +169,22 @@ var fallbackOnce sync.Once
 // a shared store (engine/sqlstore, engine/redisstore) or set
 // IDFORGE_MACHINE_ID per instance.
 func Default() Distributor {
-	if v := strings.TrimSpace(os.Getenv(MachineIDEnv)); v != "" {
+	if v := strings.TrimSpace(os.Getenv(machineIDEnv)); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return manual{err: fmt.Errorf("%w: machine: %s=%q is not an integer machine ID", engine.ErrInvalidConfig, MachineIDEnv, v)}
+			return manual{err: fmt.Errorf("%w: machine: %s=%q is not an integer machine ID", engine.ErrInvalidConfig, machineIDEnv, v)}
 		}
-		return manual{id: id, source: MachineIDEnv + "=" + v}
+		return manual{id: id, source: machineIDEnv + "=" + v}
 	}
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		if _, err := PodOrdinal(os.Getenv("HOSTNAME")); err == nil {
+		if _, err := podOrdinal(os.Getenv("HOSTNAME")); err == nil {
 			return StatefulSet()
 		}
 	}
 	fallbackOnce.Do(func() {
-		slog.Warn("idforge: no machine ID configured (" + MachineIDEnv + " unset, not a StatefulSet pod): " +
+		slog.Warn("idforge: no machine ID configured (" + machineIDEnv + " unset, not a StatefulSet pod): " +
 			"using machine ID 0, which is safe only while a single instance issues IDs; " +
-			"set " + MachineIDEnv + " per instance or use a shared store")
+			"set " + machineIDEnv + " per instance or use a shared store")
 	})
 	return Manual(0)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/server"
 )
 
@@ -32,10 +33,10 @@ func Example() {
 	// The service side.
 	ctx := context.Background()
 	st, _ := proxystore.New(proxystore.Settings{URL: ts.URL})
-	lease, _ := machine.Acquire(ctx, st, machine.Instance{Namespace: "orders", ID: "pod-a"})
+	lease, _ := leased.Acquire(ctx, st, machine.Instance{Namespace: "orders", ID: "pod-a"}, leased.LeaseSettings{})
 	defer lease.Close()
 	d, _ := st.Segment("order")
-	chain, _ := segment.NewChain(d, segment.WithStep(100))
+	chain, _ := segment.NewChain(d, segment.Settings{Step: 100})
 	defer chain.Close()
 	id, _ := chain.NextID(ctx)
 	fmt.Println("machine", lease.MachineID(), "first order", id)
@@ -70,5 +71,10 @@ func (m *memSegments) segment(name string) segment.Distributor {
 		n = new(atomic.Int64)
 		m.seqs[name] = n
 	}
-	return segment.DistributorFunc(func(_ context.Context, step int64) (int64, error) { return n.Add(step), nil })
+	return distFunc(func(_ context.Context, step int64) (int64, error) { return n.Add(step), nil })
 }
+
+// distFunc adapts a function to segment.Distributor.
+type distFunc func(ctx context.Context, step int64) (int64, error)
+
+func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }

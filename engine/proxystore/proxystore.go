@@ -20,7 +20,7 @@
 // The server's store waits its reset grace (2 s by default) after a reset
 // before it hands out again, so a client cut off from the server must stop
 // issuing sooner. The server sends that grace with every machine ID it
-// hands out, and a Store reports it (ResetGrace), so machine.Acquire refuses
+// hands out, and a Store reports it (ResetGrace), so leased.Acquire refuses
 // a lease that could outlive it, as on the SQL and Redis stores. A server
 // from before this (no reset_grace_ms in its answer) reports none, and
 // nothing is checked.
@@ -53,6 +53,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
 )
@@ -175,7 +176,7 @@ func sentinel(ctx context.Context, status int, code string) error {
 
 // Distribute asks the server's store for a machine ID for inst.
 func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
-	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
 	var out wire.MachineState
@@ -191,7 +192,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 }
 
 // ResetGrace returns the reset grace of the server's store as its last
-// Distribute answer gave it; 0 before the first (machine.ResetGracer).
+// Distribute answer gave it; 0 before the first (its ResetGrace method, see leased.ResetGraceOf).
 func (s *Store) ResetGrace() time.Duration {
 	return time.Duration(s.grace.Load()) * time.Millisecond
 }

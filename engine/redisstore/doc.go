@@ -72,9 +72,9 @@
 //
 // "now" is read from [Settings.Clock] (default clock.System) and passed into
 // the scripts, so every instance judges expiry by its own clock and tests can
-// use clock.Fake. Instances whose clocks disagree by more than the safe-guard
+// use clocktest.Fake. Instances whose clocks disagree by more than the safe-guard
 // duration can reclaim each other's live IDs: keep the safe guard well above
-// the clock skew. machine.Acquire refuses a host whose clock is further from
+// the clock skew. leased.Acquire refuses a host whose clock is further from
 // the Redis server's ([Store.ServerTime]) than the lease's skew margin.
 //
 // # Store resets

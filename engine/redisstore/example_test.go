@@ -42,7 +42,7 @@ func Example() {
 	fmt.Printf("order IDs (%d, %d]\n", maxID-100, maxID)
 
 	// Machine IDs: 10 bits, reclaimable after 5 minutes of silence. In a
-	// service a machine.Lease heartbeats with Guard and reverts on Close.
+	// service a leased.Lease heartbeats with Guard and reverts on Close.
 	inst := machine.Instance{Namespace: "shop", ID: "10.0.0.7:8080"}
 	st, err := store.Distribute(ctx, inst, 10, 5*time.Minute)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
 var (
@@ -30,17 +31,19 @@ var (
 )
 
 var (
-	_ machine.Distributor = (*Store)(nil)
-	_ machine.ResetGracer = (*Store)(nil)
-	_ machine.ServerClock = (*Store)(nil)
+	_ machine.Distributor                     = (*Store)(nil)
+	_ interface{ ResetGrace() time.Duration } = (*Store)(nil)
+	_ interface {
+		ServerTime(context.Context) (time.Time, error)
+	} = (*Store)(nil)
 )
 
 // ResetGrace returns [Settings.ResetGrace] as resolved: what
-// machine.Acquire checks a lease's settings against.
+// leased.Acquire checks a lease's settings against.
 func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
 
-// ServerTime reads the Redis server's clock (TIME), which machine.Acquire
-// compares with the lease's (machine.ServerClock).
+// ServerTime reads the Redis server's clock (TIME), which leased.Acquire
+// compares with the lease's (a ServerTime method, see leased.ServerTimeOf).
 func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
 	t, err := s.client.Time(ctx).Result()
 	if err != nil {
@@ -62,7 +65,7 @@ func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
 // the store's epoch: a store that forgot its state gives an error wrapping
 // engine.ErrStoreReset, and the next Distribute waits out the reset grace.
 func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
-	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
 	if safeGuard < time.Millisecond {
@@ -99,7 +102,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 
 // Guard records that inst still holds st.MachineID under st.Holder, raising
 // the stored last timestamp to st.LastTimestamp (never lowering it); a
-// machine.Lease passes the heartbeat time, which keeps the ID from
+// leased.Lease passes the heartbeat time, which keeps the ID from
 // expiring. If inst no longer holds the ID under st.Holder (it was
 // reclaimed after a long silence, reverted, or taken over by another
 // process with inst's ID) Guard changes nothing and returns an error

@@ -15,9 +15,11 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -28,9 +30,9 @@ const safeGuard = 5 * time.Minute
 func inst(id string) machine.Instance { return machine.Instance{Namespace: "svc", ID: id} }
 
 // machineEnv returns a machine distributor on a fake clock.
-func machineEnv(t *testing.T) (*redisstore.Store, *clock.Fake, env) {
+func machineEnv(t *testing.T) (*redisstore.Store, *clocktest.Fake, env) {
 	t.Helper()
-	fake := clock.NewFake(fakeStart)
+	fake := clocktest.NewFake(fakeStart)
 	e := newEnv(t, redisstore.Settings{Clock: fake})
 	return e.store, fake, e
 }
@@ -300,7 +302,7 @@ func TestMachineRejectsBadArguments(t *testing.T) {
 		"empty namespace":   {machine.Instance{ID: "a"}, 6, safeGuard},
 		"empty instance":    {machine.Instance{Namespace: "svc"}, 6, safeGuard},
 		"zero bits":         {good, 0, safeGuard},
-		"too many bits":     {good, machine.MaxMachineBits + 1, safeGuard},
+		"too many bits":     {good, distcheck.MaxMachineBits + 1, safeGuard},
 		"no safe guard":     {good, 6, 0},
 		"negative guard":    {good, 6, -time.Second},
 		"sub-ms safe guard": {good, 6, time.Microsecond},

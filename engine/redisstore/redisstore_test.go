@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -135,7 +135,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		})
 	}
 	if _, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: prefix + "{app}:", Start: 5,
-		Clock: clock.NewFake(fakeStart), ResetGrace: -1, AllowVolatile: true}); err != nil {
+		Clock: clocktest.NewFake(fakeStart), ResetGrace: -1, AllowVolatile: true}); err != nil {
 		t.Fatalf("valid settings rejected: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/tests/testdb"
@@ -41,7 +42,7 @@ func openOn(t *testing.T, srv *testdb.RedisServer, c clock.Clock, opts ...rediss
 
 // waitedGrace fails the test unless clock c (a fake that advances when
 // slept on) has passed the store's epoch creation plus the default grace.
-func waitedGrace(t *testing.T, what string, s *redisstore.Store, c *clock.Fake) {
+func waitedGrace(t *testing.T, what string, s *redisstore.Store, c *clocktest.Fake) {
 	t.Helper()
 	readyAt := created(t, s.Epoch()).Add(redisstore.DefaultResetGrace)
 	if c.Sleeps() == 0 || c.Now().Before(readyAt) {
@@ -57,7 +58,7 @@ func waitedGrace(t *testing.T, what string, s *redisstore.Store, c *clock.Fake) 
 func TestVolatileRestartIsAReset(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
-	clkA := clock.NewFake(time.Now())
+	clkA := clocktest.NewFake(time.Now())
 	a := openOn(t, srv, clkA, redisstore.Settings{Init: true})
 	// Declared brand-new: nothing to wait for.
 	if clkA.Sleeps() != 0 || !a.BrandNew() {
@@ -91,7 +92,7 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 
 	// A process started right after the restart: no epoch, so it creates
 	// one and waits the grace before handing anything out.
-	clkB := clock.NewFake(clkA.Now())
+	clkB := clocktest.NewFake(clkA.Now())
 	b := openOn(t, srv, clkB)
 	waitedGrace(t, "Open after the wipe", b, clkB)
 	if b.Epoch() == oldEpoch {
@@ -129,7 +130,7 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 func TestFirstOperationAfterWipeFails(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	s := openOn(t, srv, clk, redisstore.Settings{Start: 0, Init: true})
 	d := segmentOf(t, s, "order")
 	floor, err := d.NextMaxID(ctx, 50)
@@ -162,7 +163,7 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisDurable()...)
 	var logs bytes.Buffer
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	s, err := redisstore.Open(ctx, srv.Client(t), redisstore.Settings{Prefix: "{app}:", Clock: clk, Init: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -193,7 +194,7 @@ func TestDurableCrashKeepsEpoch(t *testing.T) {
 	if got, err := d.NextMaxID(ctx, 10); err != nil || got != before+10 {
 		t.Fatalf("fetch after kill -9 and restart: %d, %v; want %d", got, err, before+10)
 	}
-	clk2 := clock.NewFake(time.Now().Add(time.Hour))
+	clk2 := clocktest.NewFake(time.Now().Add(time.Hour))
 	again := openOn(t, srv, clk2)
 	if again.Epoch() != s.Epoch() || clk2.Sleeps() != 0 {
 		t.Fatalf("a store opened after the crash: epoch %q (want %q), %d sleeps (want 0)", again.Epoch(), s.Epoch(), clk2.Sleeps())
@@ -294,7 +295,7 @@ func TestPersistenceWithoutConfig(t *testing.T) {
 func TestSnapshotRollbackIsAReset(t *testing.T) {
 	ctx := t.Context()
 	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
-	clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
+	clkA, clkB := clocktest.NewFake(time.Now()), clocktest.NewFake(time.Now())
 	a := openOn(t, srv, clkA, redisstore.Settings{Init: true})
 	b := openOn(t, srv, clkB)
 	old := a.Epoch()

@@ -56,13 +56,13 @@ type Settings struct {
 	// [Settings.Init].
 	Floor engine.Floor
 	// Clock tells machine distribution what "now" is and times the reset
-	// grace (default clock.System). Tests pass a clock.Fake.
+	// grace (default clock.System). Tests pass a clocktest.Fake.
 	Clock clock.Clock
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default 2 s): long enough for every
 	// process of the forgotten epoch to stop, through a failing heartbeat
 	// or, cut off from the store, through its reservation running out.
-	// machine.Acquire refuses a lease that may issue without the store for
+	// leased.Acquire refuses a lease that may issue without the store for
 	// as long (its Reservation, or SafeGuard minus SkewMargin without one).
 	// The wait falls on whoever creates the new epoch, so every process
 	// sharing the store must use the same grace; nothing checks that. The

@@ -55,7 +55,7 @@ func BenchmarkNextID(b *testing.B) {
 		b.Run("atomic"+suffix, func(b *testing.B) { benchNextID(b, goroutines, a, nil) })
 
 		store := segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
-		c, err := segment.NewChain(store, quiet)
+		c, err := segment.NewOwnedChain(store, segment.Settings{}, segment.Owned{Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,12 +76,12 @@ func BenchmarkNextID(b *testing.B) {
 		b.Run("segment"+suffix, func(b *testing.B) { benchNextID(b, goroutines, g, store) })
 
 		store = segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
-		db := newDoubleBuffer(store, segment.DefaultStep)
+		db := newDoubleBuffer(store, 1000)
 		b.Run("doublebuffer"+suffix, func(b *testing.B) { benchNextID(b, goroutines, db, store) })
 		db.Close()
 	}
 	store := segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
-	c, err := segment.NewChain(store, quiet)
+	c, err := segment.NewOwnedChain(store, segment.Settings{}, segment.Owned{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

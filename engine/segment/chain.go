@@ -45,14 +45,14 @@ import (
 //     most every 10 s while it lasts and when it ends, with its length.
 //
 // When the chain runs dry NextID waits for the worker until ctx ends (or
-// [Settings].MaxWait passes) and returns an [*ExhaustedError] naming the store's
+// [Settings].MaxWait passes) and returns an [*exhaustedError] naming the store's
 // last error. A store that refuses the sequence outright (an error wrapping
 // engine.ErrInvalidConfig, engine.ErrUnknownGenerator, engine.ErrNoFloor or
 // engine.ErrIDOverflow, and not engine.ErrStoreUnavailable) is no outage to
 // wait out: a dry chain then fails at once with that error, while the
 // worker keeps asking, in case the store's configuration changes. IDs are strictly increasing per Chain and never repeated: a
 // distributor answer that goes backwards or overlaps is refused
-// ([ErrInvalidRange]). Close the chain to stop the worker.
+// ([errInvalidRange]). Close the chain to stop the worker.
 type Chain struct {
 	_     [64]byte // keep the hot head pointer off other objects' cache lines
 	head  atomic.Pointer[seg]
@@ -96,13 +96,23 @@ type Chain struct {
 var (
 	_ engine.Generator = (*Chain)(nil)
 	_ io.Closer        = (*Chain)(nil)
-	_ engine.Generator = (*Generator)(nil)
+	_ engine.Generator = (*single)(nil)
 )
 
-// NewChain starts a segment chain drawing from d and its prefetch worker.
-// It does not wait for the first fetch: early callers wait for it instead.
-func NewChain(d Distributor, opts ...Option) (*Chain, error) {
-	cfg, err := newConfig(d, opts)
+// NewChain starts a segment chain drawing from d and its prefetch worker,
+// configured by s (at most one value; none means Settings{}). It does not
+// wait for the first fetch: early callers wait for it instead.
+func NewChain(d Distributor, s ...Settings) (*Chain, error) {
+	set, err := oneSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	return newChain(d, set, owned{})
+}
+
+// newChain is NewChain with what the runner of the chain owns.
+func newChain(d Distributor, s Settings, o owned) (*Chain, error) {
+	cfg, err := newConfig(d, s, o)
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +140,8 @@ func NewChain(d Distributor, opts ...Option) (*Chain, error) {
 // NextID returns the next ID. When IDs are ready (the common case) it costs
 // an atomic add and ignores ctx. When none are, it waits for the prefetch
 // worker until ctx ends or [Settings].MaxWait passes and then returns an
-// [*ExhaustedError]; when the store refused the sequence, it returns that
-// error at once, as an *ExhaustedError without a Cause. After Close it
+// [*exhaustedError]; when the store refused the sequence, it returns that
+// error at once, as an *exhaustedError without a Cause. After Close it
 // returns an error wrapping engine.ErrClosed.
 //
 // The fast path is three loads, the add and one compare; everything else
@@ -199,7 +209,7 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 			if !start.IsZero() {
 				waited = time.Since(start)
 			}
-			return 0, &ExhaustedError{Name: c.cfg.name, Waited: waited, Store: storeErr}
+			return 0, &exhaustedError{Name: c.cfg.name, Waited: waited, Store: storeErr}
 		}
 		if start.IsZero() {
 			start = time.Now()
@@ -220,7 +230,7 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 			c.mu.Lock()
 			storeErr := c.lastErr
 			c.mu.Unlock()
-			return 0, &ExhaustedError{Name: c.cfg.name, Waited: time.Since(start), Store: storeErr, Cause: context.Cause(ctx)}
+			return 0, &exhaustedError{Name: c.cfg.name, Waited: time.Since(start), Store: storeErr, Cause: context.Cause(ctx)}
 		}
 	}
 }
@@ -308,8 +318,8 @@ func (c *Chain) Discard(cause error) {
 	c.cfg.logger.Warn("segment: dropped the IDs the chain held", "name", c.cfg.name, "dropped", dropped, "cause", cause)
 }
 
-// Name returns the sequence name given in [Settings].Name.
-func (c *Chain) Name() string { return c.cfg.name }
+// name returns the sequence name its runner gave the chain ("" from NewChain).
+func (c *Chain) name() string { return c.cfg.name }
 
 // Stats is a snapshot of a chain's prefetching, for monitoring and tests.
 type Stats struct {
@@ -504,7 +514,7 @@ func (c *Chain) fail(err error) {
 	maxBackoff := min(c.cfg.period, time.Second)
 	now := c.cfg.clock.Now()
 	switch {
-	case errors.Is(err, ErrInvalidRange):
+	case errors.Is(err, errInvalidRange):
 		c.cfg.logger.Error("segment: distributor returned a range that could repeat IDs; dropped it", "name", c.cfg.name, "err", err)
 	case refused:
 		c.outage.Failed(now, slog.LevelError, "segment: the store refuses the sequence; NextID fails at once on a dry chain while it does",

@@ -15,16 +15,24 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 )
 
-var quiet = segment.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newChain(t *testing.T, d segment.Distributor, opts ...segment.Option) *segment.Chain {
+// newChain builds a chain with s and o, logging nowhere unless o says where.
+func newChain(t *testing.T, d segment.Distributor, s segment.Settings, o ...segment.Owned) *segment.Chain {
 	t.Helper()
-	c, err := segment.NewChain(d, append([]segment.Option{quiet}, opts...)...)
+	var own segment.Owned
+	if len(o) > 0 {
+		own = o[0]
+	}
+	if own.Logger == nil {
+		own.Logger = quiet
+	}
+	c, err := segment.NewOwnedChain(d, s, own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +102,7 @@ func distinct(t *testing.T, ids ...[]int64) []int64 {
 func TestChainConcurrentDistinct(t *testing.T) {
 	const goroutines, n = 16, 100_000
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.WithStep(100))
+	c := newChain(t, f, segment.Settings{Step: 100})
 	all := distinct(t, draw(t, c, goroutines, n)...)
 	if len(all) != goroutines*n {
 		t.Fatalf("got %d IDs, want %d", len(all), goroutines*n)
@@ -111,7 +119,7 @@ func TestChainConcurrentDistinct(t *testing.T) {
 // time: the waiting path must not hand out duplicates either.
 func TestChainConcurrentSlowStore(t *testing.T) {
 	f := segmenttest.NewFake(segmenttest.FakeLatency(200 * time.Microsecond))
-	c := newChain(t, f, segment.WithStep(3), segment.WithSafeDistance(1), segment.WithMaxPrefetchDistance(8))
+	c := newChain(t, f, segment.Settings{Step: 3, SafeDistance: 1, MaxPrefetchDistance: 8})
 	distinct(t, draw(t, c, 8, 1000)...)
 	if s := c.Stats(); s.Hungry == 0 {
 		t.Fatalf("no caller waited (Stats %+v): the test did not exercise the waiting path", s)
@@ -120,8 +128,8 @@ func TestChainConcurrentSlowStore(t *testing.T) {
 
 func TestTwoChainsOneStore(t *testing.T) {
 	f := segmenttest.NewFake()
-	a := newChain(t, f, segment.WithStep(10))
-	b := newChain(t, f, segment.WithStep(7))
+	a := newChain(t, f, segment.Settings{Step: 10})
+	b := newChain(t, f, segment.Settings{Step: 7})
 	var ids [][]int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -139,8 +147,7 @@ func TestTwoChainsOneStore(t *testing.T) {
 
 func TestChainStoreDown(t *testing.T) {
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.WithName("order"), segment.WithStep(10), segment.WithSafeDistance(3),
-		segment.WithPrefetchPeriod(5*time.Millisecond))
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3, PrefetchPeriod: 5 * time.Millisecond}, segment.Owned{Name: "order"})
 	ctx := context.Background()
 	var ids []int64
 	next := func(ctx context.Context) error {
@@ -232,7 +239,7 @@ func TestChainStoreDown(t *testing.T) {
 func TestChainOutagesUnderLoad(t *testing.T) {
 	const callers, rounds = 4, 5
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.WithStep(5), segment.WithPrefetchPeriod(time.Millisecond))
+	c := newChain(t, f, segment.Settings{Step: 5, PrefetchPeriod: time.Millisecond})
 	stop := make(chan struct{})
 	ids := make([][]int64, callers)
 	var drawn, refused atomic.Int64
@@ -288,15 +295,14 @@ func TestChainOutagesUnderLoad(t *testing.T) {
 func TestChainRefusalFailsAtOnce(t *testing.T) {
 	var accept atomic.Bool
 	var max atomic.Int64
-	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+	d := distFunc(func(ctx context.Context, step int64) (int64, error) {
 		if !accept.Load() {
 			return 0, fmt.Errorf("%w: proxystore: chain \"other\" is not served here", engine.ErrUnknownGenerator)
 		}
 		return max.Add(step), nil
 	})
 	logs := &logCounter{}
-	c := newChain(t, d, segment.WithName("other"), segment.WithPrefetchPeriod(time.Millisecond),
-		segment.WithLogger(slog.New(logs)))
+	c := newChain(t, d, segment.Settings{PrefetchPeriod: time.Millisecond}, segment.Owned{Name: "other", Logger: slog.New(logs)})
 	for range 3 { // the first caller waits for the first fetch; the others find the refusal
 		_, err := c.NextID(context.Background())
 		if !errors.Is(err, engine.ErrUnknownGenerator) || !errors.Is(err, engine.ErrSegmentExhausted) ||
@@ -364,11 +370,10 @@ func (l *logCounter) lines() []string {
 // however many retries it took. The clock is a fake moved one second per
 // failed retry: the counts do not hang on the machine's speed.
 func TestChainOutageLogging(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
 	logs := &logCounter{}
-	c := newChain(t, f, segment.WithClock(clk), segment.WithStep(10), segment.WithPrefetchPeriod(time.Millisecond),
-		segment.WithLogger(slog.New(logs)))
+	c := newChain(t, f, segment.Settings{Step: 10, PrefetchPeriod: time.Millisecond}, segment.Owned{Clock: clk, Logger: slog.New(logs)})
 	if _, err := c.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +423,7 @@ func TestChainOutageLogging(t *testing.T) {
 func TestChainMaxWait(t *testing.T) {
 	f := segmenttest.NewFake()
 	f.SetDown(true)
-	c := newChain(t, f, segment.WithMaxWait(20*time.Millisecond))
+	c := newChain(t, f, segment.Settings{MaxWait: 20 * time.Millisecond})
 	_, err := c.NextID(context.Background())
 	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, context.DeadlineExceeded) ||
 		!strings.Contains(err.Error(), "MaxWait 20ms") {
@@ -427,11 +432,9 @@ func TestChainMaxWait(t *testing.T) {
 }
 
 func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake(segmenttest.FakeLatency(2 * time.Millisecond))
-	c := newChain(t, f, segment.WithClock(clk), segment.WithStep(10), segment.WithSafeDistance(1),
-		segment.WithMaxPrefetchDistance(64), segment.WithPrefetchPeriod(time.Millisecond),
-		segment.WithHungerWindow(time.Minute))
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 1, MaxPrefetchDistance: 64, PrefetchPeriod: time.Millisecond, HungerWindow: time.Minute}, segment.Owned{Clock: clk})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -474,10 +477,9 @@ func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 }
 
 func TestChainTTL(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.WithClock(clk), segment.WithStep(10), segment.WithSafeDistance(2),
-		segment.WithPrefetchPeriod(time.Millisecond), segment.WithTTL(time.Hour))
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, PrefetchPeriod: time.Millisecond, TTL: time.Hour}, segment.Owned{Clock: clk})
 	ctx := context.Background()
 	for want := int64(1); want <= 2; want++ {
 		if id, err := c.NextID(ctx); err != nil || id != want {
@@ -507,7 +509,7 @@ func TestChainTTL(t *testing.T) {
 func TestChainRefusesBadRanges(t *testing.T) {
 	var mu sync.Mutex
 	var cur, calls int64
-	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+	d := distFunc(func(ctx context.Context, step int64) (int64, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -520,7 +522,7 @@ func TestChainRefusesBadRanges(t *testing.T) {
 		cur += step
 		return cur, nil
 	})
-	c := newChain(t, d, segment.WithStep(4), segment.WithSafeDistance(1), segment.WithPrefetchPeriod(time.Millisecond))
+	c := newChain(t, d, segment.Settings{Step: 4, SafeDistance: 1, PrefetchPeriod: time.Millisecond})
 	ids := draw(t, c, 1, 100)
 	distinct(t, ids...)
 	if s := c.Stats(); s.Failures != 2 {
@@ -529,7 +531,7 @@ func TestChainRefusesBadRanges(t *testing.T) {
 }
 
 func TestRangeBelowOne(t *testing.T) {
-	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) { return step - 1, nil })
+	d := distFunc(func(ctx context.Context, step int64) (int64, error) { return step - 1, nil })
 	g, err := segment.New(d)
 	if err != nil {
 		t.Fatal(err)
@@ -543,7 +545,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx := context.Background()
 	for range 8 {
-		c, err := segment.NewChain(segmenttest.NewFake(segmenttest.FakeLatency(time.Millisecond)), quiet)
+		c, err := segment.NewOwnedChain(segmenttest.NewFake(segmenttest.FakeLatency(time.Millisecond)), segment.Settings{}, segment.Owned{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,7 +556,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 	}
 	// Close wakes a caller waiting on a dry chain, and cancels a fetch in flight.
 	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
-	c, err := segment.NewChain(f, quiet, segment.WithMaxWait(-1))
+	c, err := segment.NewOwnedChain(f, segment.Settings{MaxWait: -1}, segment.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +592,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 }
 
 func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(), segment.WithStep(10))
+	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 10})
 	if _, err := c.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +604,7 @@ func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
 }
 
 func TestChainFastPathAllocatesNothing(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(), segment.WithStep(1<<20), segment.WithPrefetchPeriod(time.Hour))
+	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 1 << 20, PrefetchPeriod: time.Hour})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -613,36 +615,41 @@ func TestChainFastPathAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestInvalidOptions(t *testing.T) {
+func TestInvalidSettings(t *testing.T) {
 	f := segmenttest.NewFake()
 	for _, tc := range []struct {
 		want string
 		d    segment.Distributor
-		opts []segment.Option
+		opts segment.Settings
 	}{
-		{"nil Distributor", nil, nil},
-		{"Step -5", f, []segment.Option{segment.WithStep(-5)}},
-		{"SafeDistance -1", f, []segment.Option{segment.WithSafeDistance(-1)}},
-		{"MaxPrefetchDistance 3", f, []segment.Option{segment.WithSafeDistance(4), segment.WithMaxPrefetchDistance(3)}},
-		{"overflows int64", f, []segment.Option{segment.WithStep(1 << 40), segment.WithMaxPrefetchDistance(1 << 30)}},
-		{"PrefetchPeriod -1s", f, []segment.Option{segment.WithPrefetchPeriod(-time.Second)}},
-		{"HungerWindow -1s", f, []segment.Option{segment.WithHungerWindow(-time.Second)}},
-		{"TTL -1s", f, []segment.Option{segment.WithTTL(-time.Second)}},
-		{"FetchTimeout -1s", f, []segment.Option{segment.Settings{FetchTimeout: -time.Second}}},
+		{"nil Distributor", nil, segment.Settings{}},
+		{"Step -5", f, segment.Settings{Step: -5}},
+		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}},
+		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4, MaxPrefetchDistance: 3}},
+		{"overflows int64", f, segment.Settings{Step: 1 << 40, MaxPrefetchDistance: 1 << 30}},
+		{"PrefetchPeriod -1s", f, segment.Settings{PrefetchPeriod: -time.Second}},
+		{"HungerWindow -1s", f, segment.Settings{HungerWindow: -time.Second}},
+		{"TTL -1s", f, segment.Settings{TTL: -time.Second}},
+		{"FetchTimeout -1s", f, segment.Settings{FetchTimeout: -time.Second}},
 	} {
-		c, err := segment.NewChain(tc.d, tc.opts...)
+		c, err := segment.NewChain(tc.d, tc.opts)
 		if c != nil {
 			c.Close()
 		}
 		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewChain with %s: %v; want engine.ErrInvalidConfig naming it", tc.want, err)
 		}
-		if _, err := segment.New(tc.d, tc.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+		if _, err := segment.New(tc.d, tc.opts); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("New with %s: %v; want engine.ErrInvalidConfig", tc.want, err)
 		}
 	}
 	// A safe distance above the default cap raises the cap instead of failing.
-	if _, err := segment.New(f, segment.WithSafeDistance(2*segment.DefaultMaxPrefetchDistance)); err != nil {
+	if _, err := segment.New(f, segment.Settings{SafeDistance: 2 * 1_000_000}); err != nil {
 		t.Errorf("safe distance above the default cap: %v", err)
 	}
 }
+
+// distFunc adapts a function to segment.Distributor.
+type distFunc func(ctx context.Context, step int64) (int64, error)
+
+func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }

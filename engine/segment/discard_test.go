@@ -16,7 +16,7 @@ import (
 // store is during its grace) is told why.
 func TestDiscard(t *testing.T) {
 	f := segmenttest.NewFake()
-	c, err := segment.NewChain(f, quiet)
+	c, err := segment.NewOwnedChain(f, segment.Settings{}, segment.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

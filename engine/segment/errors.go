@@ -9,33 +9,33 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// ErrInvalidRange is returned (and logged) when a distributor answers with a
+// errInvalidRange is returned (and logged) when a distributor answers with a
 // range the generator refuses to serve: one that goes backwards or overlaps
 // the previous range, or holds IDs below 1. Serving it could repeat IDs, so
 // the range is dropped and the fetch counts as a store failure.
-var ErrInvalidRange = errors.New("idforge: distributor returned an invalid range")
+var errInvalidRange = errors.New("idforge: distributor returned an invalid range")
 
 // checkRange validates the range (max-size, max] a distributor returned
 // after it handed out prevMax (0 before the first fetch).
 func checkRange(prevMax, max, size int64) error {
 	if max < size {
-		return fmt.Errorf("%w: NextMaxID(%d) returned %d: the range would hold IDs below 1", ErrInvalidRange, size, max)
+		return fmt.Errorf("%w: NextMaxID(%d) returned %d: the range would hold IDs below 1", errInvalidRange, size, max)
 	}
 	if lo := max - size; lo < prevMax {
 		return fmt.Errorf("%w: NextMaxID(%d) returned %d: range (%d, %d] goes back into IDs up to %d already served",
-			ErrInvalidRange, size, max, lo, max, prevMax)
+			errInvalidRange, size, max, lo, max, prevMax)
 	}
 	return nil
 }
 
-// ExhaustedError is returned by NextID when no ID is ready and none could be
+// exhaustedError is returned by NextID when no ID is ready and none could be
 // fetched: the chain ran dry and its wait ended or its store refuses the
-// sequence, or the [Generator]'s refill failed. It matches engine.ErrSegmentExhausted, the store's error (so
+// sequence, or the single-segment generator's refill failed. It matches engine.ErrSegmentExhausted, the store's error (so
 // engine.ErrStoreUnavailable when the store wraps it) and the cause that
 // ended the wait (context.DeadlineExceeded, context.Canceled) with
 // [errors.Is].
-type ExhaustedError struct {
-	// Name is the sequence's name from [WithName], if any.
+type exhaustedError struct {
+	// Name is the sequence's name from Settings.Name, if any.
 	Name string
 	// Waited is how long NextID waited for IDs.
 	Waited time.Duration
@@ -49,7 +49,7 @@ type ExhaustedError struct {
 }
 
 // Error says what ran out, why the wait ended and what the store said.
-func (e *ExhaustedError) Error() string {
+func (e *exhaustedError) Error() string {
 	var b strings.Builder
 	b.WriteString(engine.ErrSegmentExhausted.Error())
 	if e.Name != "" {
@@ -70,7 +70,7 @@ func (e *ExhaustedError) Error() string {
 }
 
 // Unwrap returns engine.ErrSegmentExhausted, the store error and the cause.
-func (e *ExhaustedError) Unwrap() []error {
+func (e *exhaustedError) Unwrap() []error {
 	errs := []error{engine.ErrSegmentExhausted}
 	if e.Store != nil {
 		errs = append(errs, e.Store)

@@ -2,10 +2,7 @@ package segment_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 )
@@ -13,7 +10,7 @@ import (
 func ExampleNewChain() {
 	// In production the distributor is engine/sqlstore's or engine/redisstore's.
 	store := segmenttest.NewFake()
-	chain, err := segment.NewChain(store, segment.WithName("order"), segment.WithStep(100))
+	chain, err := segment.NewChain(store, segment.Settings{Step: 100})
 	if err != nil {
 		panic(err)
 	}
@@ -30,31 +27,6 @@ func ExampleNewChain() {
 	// 1
 	// 2
 	// 3
-}
-
-func ExampleNew() {
-	store := segmenttest.NewFake(segmenttest.FakeStart(41))
-	gen, err := segment.New(store, segment.WithName("invoice"), segment.WithStep(2))
-	if err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
-	for range 4 {
-		id, _ := gen.NextID(ctx)
-		fmt.Println(id)
-	}
-	// The segment (43, 45] is used up; the next ID needs the store.
-	store.SetDown(true)
-	_, err = gen.NextID(ctx)
-	fmt.Println(errors.Is(err, engine.ErrSegmentExhausted), errors.Is(err, engine.ErrStoreUnavailable))
-	fmt.Println(err)
-	// Output:
-	// 42
-	// 43
-	// 44
-	// 45
-	// true true
-	// idforge: segment exhausted ("invoice"): refill failed: fetch of 2 IDs: idforge: store unavailable: segmenttest: fake store is down
 }
 
 func ExampleChain_Stats() {

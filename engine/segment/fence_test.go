@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 )
@@ -30,9 +30,9 @@ func (c *confirming) Confirmed() time.Time { return time.Unix(0, c.at.Load()) }
 // same store counts), and an idle chain confirms with a fetch of its own.
 func TestChainFence(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
 	d := &confirming{Fake: segmenttest.NewFake()}
-	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second, Clock: clk})
+	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, segment.Owned{Clock: clk})
 	first, err := c.NextID(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -70,16 +70,16 @@ func TestChainFence(t *testing.T) {
 // refusal will not bring.
 func TestChainFenceRefusal(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
 	var refuse atomic.Bool
 	var max atomic.Int64
-	d := segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+	d := distFunc(func(ctx context.Context, step int64) (int64, error) {
 		if refuse.Load() {
 			return 0, fmt.Errorf("%w: sequence %q has no floor", engine.ErrNoFloor, "order")
 		}
 		return max.Add(step), nil
 	})
-	c := newChain(t, d, segment.Settings{Name: "order", Step: 100, Fence: time.Second, Clock: clk})
+	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, segment.Owned{Name: "order", Clock: clk})
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +96,9 @@ func TestChainFenceRefusal(t *testing.T) {
 // refuses naming the Fence.
 func TestGeneratorFence(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
 	d := segmenttest.NewFake()
-	g, err := segment.New(d, segment.Settings{Step: 100, Fence: time.Second, Clock: clk})
+	g, err := segment.NewOwned(d, segment.Settings{Step: 100, Fence: time.Second}, segment.Owned{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // seg is one fetched range: IDs lo+1 .. lo+size. Callers claim an ID with a
@@ -45,14 +48,15 @@ func (s *seg) drop() int64 {
 	return max(0, s.size-(s.taken.Add(s.size)-s.size))
 }
 
-// Generator is the single-segment generator: it serves
+// single is the single-segment generator behind the registry's "segment"
+// kind (see internal/segmenthook): it serves
 // one segment at a time with an atomic add and, when the segment is used up,
 // fetches the next one synchronously. One caller fetches while the others
 // wait for it, each for as long as its ctx and [Settings].MaxWait allow.
 //
-// IDs are strictly increasing per Generator. Every step-th caller pays a
+// IDs are strictly increasing per generator. Every step-th caller pays a
 // store round trip; [Chain] hides that behind a prefetch worker.
-type Generator struct {
+type single struct {
 	cur     atomic.Pointer[seg]
 	fetch   chan struct{} // one-slot semaphore: a single refill at a time
 	d       Distributor
@@ -61,23 +65,24 @@ type Generator struct {
 	prevMax int64  // guarded by fetch
 }
 
-// New returns a single-segment generator drawing from d. Of the options,
-// Name, Step, MaxWait and FetchTimeout apply; the others are
-// validated and ignored. It does not talk to the store: the first NextID does.
-func New(d Distributor, opts ...Option) (*Generator, error) {
-	cfg, err := newConfig(d, opts)
+// newSingle returns a single-segment generator drawing from d, configured
+// by s and o. Of the settings, Step, MaxWait, FetchTimeout and Fence apply;
+// the others are validated and ignored. It does not talk to the store: the
+// first NextID does.
+func newSingle(d Distributor, s Settings, o owned) (*single, error) {
+	cfg, err := newConfig(d, s, o)
 	if err != nil {
 		return nil, err
 	}
-	g := &Generator{d: d, cfg: cfg, fetch: make(chan struct{}, 1), fence: newFence(cfg.fence, cfg.clock, d)}
+	g := &single{d: d, cfg: cfg, fetch: make(chan struct{}, 1), fence: newFence(cfg.fence, cfg.clock, d)}
 	g.cur.Store(&seg{})
 	return g, nil
 }
 
 // NextID returns the next ID. When the segment is used up it fetches the
 // next one from the store, or waits for the caller already doing so; a
-// failed fetch returns an [*ExhaustedError] naming the store's error.
-func (g *Generator) NextID(ctx context.Context) (int64, error) {
+// failed fetch returns an [*exhaustedError] naming the store's error.
+func (g *single) NextID(ctx context.Context) (int64, error) {
 	s := g.cur.Load()
 	if g.fence != nil {
 		if err := g.fence.check(g.cfg.name); err != nil {
@@ -99,12 +104,12 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 // Discard drops the IDs left in the current segment, at once: the next
 // caller fetches a fresh one. The root registry calls it when the store was
 // reset ([engine.ErrStoreReset]). IDs claimed before Discard stay served.
-func (g *Generator) Discard(cause error) {
+func (g *single) Discard(cause error) {
 	g.cur.Load().drop()
 	g.cfg.logger.Warn("segment: dropped the rest of the current segment", "name", g.cfg.name, "cause", cause)
 }
 
-func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
+func (g *single) refill(ctx context.Context, used *seg) (int64, error) {
 	start := time.Now()
 	if g.cfg.maxWait > 0 {
 		var cancel context.CancelFunc
@@ -114,7 +119,7 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 	select {
 	case g.fetch <- struct{}{}:
 	case <-ctx.Done():
-		return 0, &ExhaustedError{Name: g.cfg.name, Waited: time.Since(start), Cause: context.Cause(ctx)}
+		return 0, &exhaustedError{Name: g.cfg.name, Waited: time.Since(start), Cause: context.Cause(ctx)}
 	}
 	defer func() { <-g.fetch }()
 	// Whoever held the semaphore before us may have refilled already.
@@ -134,7 +139,7 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 		err = checkRange(g.prevMax, max, g.cfg.step)
 	}
 	if err != nil {
-		return 0, &ExhaustedError{Name: g.cfg.name, Waited: time.Since(start),
+		return 0, &exhaustedError{Name: g.cfg.name, Waited: time.Since(start),
 			Store: fmt.Errorf("fetch of %d IDs: %w", g.cfg.step, err)}
 	}
 	g.prevMax = max
@@ -146,7 +151,7 @@ func (g *Generator) refill(ctx context.Context, used *seg) (int64, error) {
 
 // refillFenced fetches a new segment for a caller the fence stopped; if
 // that fails too the caller gets the fence's error beside the store's.
-func (g *Generator) refillFenced(ctx context.Context, used *seg, fenced error) (int64, error) {
+func (g *single) refillFenced(ctx context.Context, used *seg, fenced error) (int64, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -159,4 +164,51 @@ func (g *Generator) refillFenced(ctx context.Context, used *seg, fenced error) (
 
 func maxWaitError(d time.Duration) error {
 	return fmt.Errorf("%w: waited MaxWait %v", context.DeadlineExceeded, d)
+}
+
+func init() {
+	settingsOf := func(what string, settings any) (Settings, error) {
+		s, ok := settings.(Settings)
+		if !ok {
+			return s, fmt.Errorf("%w: segmenthook.%s wants segment.Settings, got %T", engine.ErrInvalidConfig, what, settings)
+		}
+		return s, nil
+	}
+	segmenthook.NewChain = func(d, settings any, o segmenthook.Owned) (segmenthook.Single, error) {
+		dist, _ := d.(Distributor)
+		s, err := settingsOf("NewChain", settings)
+		if err != nil {
+			return nil, err
+		}
+		c, err := newChain(dist, s, o)
+		if err != nil {
+			return nil, err // not c: a nil *Chain in a non-nil interface
+		}
+		return c, nil
+	}
+	segmenthook.New = func(d, settings any, o segmenthook.Owned) (segmenthook.Single, error) {
+		dist, _ := d.(Distributor)
+		s, err := settingsOf("New", settings)
+		if err != nil {
+			return nil, err
+		}
+		g, err := newSingle(dist, s, o)
+		if err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	segmenthook.Name = func(g any) string {
+		if c, ok := g.(*Chain); ok {
+			return c.name()
+		}
+		return ""
+	}
+	segmenthook.Validate = func(settings any) error {
+		s, err := settingsOf("Validate", settings)
+		if err != nil {
+			return err
+		}
+		return s.validate()
+	}
 }

@@ -14,7 +14,7 @@ import (
 
 func TestGeneratorSequential(t *testing.T) {
 	f := segmenttest.NewFake(segmenttest.FakeStart(500))
-	g, err := segment.New(f, segment.WithStep(4))
+	g, err := segment.New(f, segment.Settings{Step: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestGeneratorSequential(t *testing.T) {
 func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 	const goroutines, n, step = 16, 5000, 100
 	f := segmenttest.NewFake(segmenttest.FakeLatency(50 * time.Microsecond))
-	g, err := segment.New(f, segment.WithStep(step))
+	g, err := segment.New(f, segment.Settings{Step: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 
 func TestGeneratorStoreDown(t *testing.T) {
 	f := segmenttest.NewFake()
-	g, err := segment.New(f, segment.WithName("invoice"), segment.WithStep(2))
+	g, err := segment.NewOwned(f, segment.Settings{Step: 2}, segment.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +122,11 @@ func TestExhaustedErrorMessages(t *testing.T) {
 
 func TestNilContextDoesNotPanic(t *testing.T) {
 	f := segmenttest.NewFake()
-	g, err := segment.New(f, segment.WithStep(2))
+	g, err := segment.New(f, segment.Settings{Step: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := segment.NewChain(f, segment.WithStep(2))
+	c, err := segment.NewChain(f, segment.Settings{Step: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +139,32 @@ func TestNilContextDoesNotPanic(t *testing.T) {
 		if _, err := c.NextID(nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The single-segment generator of the registry's "segment" kind serves its
+// segment, then names the sequence and the store's failure when the refill
+// fails.
+func TestSingleRefillFails(t *testing.T) {
+	store := segmenttest.NewFake(segmenttest.FakeStart(41))
+	gen, err := segment.NewOwned(store, segment.Settings{Step: 2}, segment.Owned{Name: "invoice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for want := int64(42); want <= 45; want++ {
+		if id, err := gen.NextID(ctx); err != nil || id != want {
+			t.Fatalf("NextID = %d, %v; want %d", id, err, want)
+		}
+	}
+	// The segment (43, 45] is used up; the next ID needs the store.
+	store.SetDown(true)
+	_, err = gen.NextID(ctx)
+	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, engine.ErrStoreUnavailable) {
+		t.Fatalf("refill with the store down: %v; want ErrSegmentExhausted and ErrStoreUnavailable", err)
+	}
+	const want = `idforge: segment exhausted ("invoice"): refill failed: fetch of 2 IDs: idforge: store unavailable: segmenttest: fake store is down`
+	if err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
 	}
 }

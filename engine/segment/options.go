@@ -9,11 +9,13 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
-// Defaults, chosen for database primary keys.
+// Defaults, chosen for database primary keys and documented on the
+// Settings fields.
 const (
-	// DefaultStep is the number of IDs per segment. A thousand makes one store
+	// defaultStep is the number of IDs per segment. A thousand makes one store
 	// round trip per thousand IDs, so a 1 ms store costs a generator under
 	// 1 µs per ID even without prefetching, while the IDs of several
 	// instances stay within a few thousand of each other and a restart
@@ -21,63 +23,60 @@ const (
 	// step IDs unless it was hungry). A step of 10 would lean on
 	// prefetching for every ID it serves and make the store the bottleneck
 	// of a chain that is not hungry yet.
-	DefaultStep = 1000
-	// DefaultSafeDistance is the number of segments the chain keeps fetched
+	defaultStep = 1000
+	// defaultSafeDistance is the number of segments the chain keeps fetched
 	// ahead at least when callers are fed; it tops
 	// up to twice that. With the default step that is 2,000 to 4,000 IDs:
 	// it rides out a store outage of at least 2,000 IDs' worth of traffic;
 	// raise it for longer outages.
-	DefaultSafeDistance = 2
-	// DefaultMaxPrefetchDistance caps how far hunger widens the distance, in
+	defaultSafeDistance = 2
+	// defaultMaxPrefetchDistance caps how far hunger widens the distance, in
 	// segments. With the default step it is 10^9 IDs.
-	DefaultMaxPrefetchDistance = 1_000_000
-	// DefaultPrefetchPeriod is how often the prefetch worker wakes up on its
+	defaultMaxPrefetchDistance = 1_000_000
+	// defaultPrefetchPeriod is how often the prefetch worker wakes up on its
 	// own (it is also woken by callers that use the chain up).
-	DefaultPrefetchPeriod = time.Second
-	// DefaultHungerWindow is how long after the last hungry caller the
+	defaultPrefetchPeriod = time.Second
+	// defaultHungerWindow is how long after the last hungry caller the
 	// prefetch distance stays widened before it starts halving back.
-	DefaultHungerWindow = 5 * time.Second
-	// DefaultMaxWait bounds how long NextID waits for a dry chain or a
+	defaultHungerWindow = 5 * time.Second
+	// defaultMaxWait bounds how long NextID waits for a dry chain or a
 	// refill when ctx has no earlier deadline: long enough to ride out a
 	// store failover, short enough that a request without a deadline fails
 	// instead of hanging while the store is down.
-	DefaultMaxWait = 10 * time.Second
-	// DefaultFetchTimeout bounds one store call, so a store that stops
+	defaultMaxWait = 10 * time.Second
+	// defaultFetchTimeout bounds one store call, so a store that stops
 	// answering (a dropped connection with no reset) shows up as an error
 	// instead of a fetch that never returns.
-	DefaultFetchTimeout = 10 * time.Second
+	defaultFetchTimeout = 10 * time.Second
 )
 
-// Settings configures a [Generator] or a [Chain]. The zero value of every
+// Settings configures a [Chain]. The zero value of every
 // field means its documented default, so Settings{} is a working chain;
 // fields that only concern the chain's prefetching (distances, periods, TTL)
-// are validated but have no effect on a Generator.
-//
-// Settings is itself an [Option]: NewChain(d, Settings{Step: 100}) and
-// NewChain(d, WithStep(100)) build the same chain. Settings replaces every
-// field; the With* options each change one, in order.
+// are validated but have no effect on the single-segment generator of the
+// registry's "segment" kind. The name of the sequence, the logger and the
+// clock belong to whoever runs the chain: a chain from NewChain has no name,
+// logs to slog.Default() and reads clock.System; the registry passes its
+// own (see internal/segmenthook).
 type Settings struct {
-	// Name names the sequence in log records and error messages, usually the
-	// name given to the distributor ("order").
-	Name string
-	// Step is the number of IDs per segment (default [DefaultStep]). Every
+	// Step is the number of IDs per segment (default 1000). Every
 	// store call asks for a whole number of steps.
 	Step int64
 	// SafeDistance is how many segments (of Step IDs each) the chain keeps
-	// fetched ahead of its callers when they are fed (default
-	// [DefaultSafeDistance]). It counts IDs not yet handed out, the current
+	// fetched ahead of its callers when they are fed (default 2:
+	// with the default step, 2,000 to 4,000 IDs ride out a store outage). It counts IDs not yet handed out, the current
 	// segment's remainder included.
 	SafeDistance int64
 	// MaxPrefetchDistance caps the prefetch distance, in segments, that
-	// hunger can widen to (default [DefaultMaxPrefetchDistance], lowered to
+	// hunger can widen to (default 1,000,000, lowered to
 	// what Step allows without overflow; at least SafeDistance).
 	MaxPrefetchDistance int64
 	// PrefetchPeriod is how often the prefetch worker wakes up on its own
-	// (default [DefaultPrefetchPeriod]). It also bounds how late a TTL is
+	// (default 1 s). It also bounds how late a TTL is
 	// enforced and how often a widened distance halves.
 	PrefetchPeriod time.Duration
 	// HungerWindow is how long the prefetch distance stays widened after a
-	// caller last found no ID ready (default [DefaultHungerWindow]).
+	// caller last found no ID ready (default 5 s).
 	HungerWindow time.Duration
 	// TTL discards fetched segments older than this instead of serving them
 	// (default 0, none). An instance that sits on a
@@ -88,10 +87,14 @@ type Settings struct {
 	// chain refetches its safe distance once per TTL.
 	TTL time.Duration
 	// MaxWait bounds how long NextID waits for IDs when none are ready
-	// (default [DefaultMaxWait]); ctx can end the wait earlier. A negative
+	// (default 10 s: long enough to ride out a store failover, short enough
+	// that a request without a deadline fails instead of hanging); ctx can
+	// end the wait earlier. A negative
 	// MaxWait waits as long as ctx allows.
 	MaxWait time.Duration
-	// FetchTimeout bounds one store call (default [DefaultFetchTimeout]).
+	// FetchTimeout bounds one store call (default 10 s), so a store that
+	// stops answering shows up as an error instead of a fetch that never
+	// returns.
 	FetchTimeout time.Duration
 	// Fence, when positive, stops serving the IDs already held once the
 	// store has not confirmed them for that long: NextID then waits, as on
@@ -106,65 +109,15 @@ type Settings struct {
 	// The price: the chain no longer rides out store outages on what it
 	// holds, and each NextID reads the clock. Default 0: off.
 	Fence time.Duration
-	// Logger receives store failures, recoveries and invalid ranges
-	// (default slog.Default()).
-	Logger *slog.Logger
-	// Clock drives segment TTLs and the hunger window (default
-	// clock.System); tests pass a clock.Fake. Timers (the prefetch period,
-	// retries, waiting) always run on real time.
-	Clock clock.Clock
 }
 
-// Option configures a [Generator] or a [Chain]: a [Settings] value, or one
-// of the With* options, each of which sets one field of Settings.
-type Option interface{ apply(*Settings) }
-
-func (s Settings) apply(dst *Settings) { *dst = s }
-
-type optionFunc func(*Settings)
-
-func (f optionFunc) apply(s *Settings) { f(s) }
-
-// WithName sets [Settings].Name.
-func WithName(name string) Option { return optionFunc(func(s *Settings) { s.Name = name }) }
-
-// WithStep sets [Settings].Step.
-func WithStep(n int64) Option { return optionFunc(func(s *Settings) { s.Step = n }) }
-
-// WithSafeDistance sets [Settings].SafeDistance.
-func WithSafeDistance(n int64) Option { return optionFunc(func(s *Settings) { s.SafeDistance = n }) }
-
-// WithMaxPrefetchDistance sets [Settings].MaxPrefetchDistance.
-func WithMaxPrefetchDistance(n int64) Option {
-	return optionFunc(func(s *Settings) { s.MaxPrefetchDistance = n })
-}
-
-// WithPrefetchPeriod sets [Settings].PrefetchPeriod.
-func WithPrefetchPeriod(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.PrefetchPeriod = d })
-}
-
-// WithHungerWindow sets [Settings].HungerWindow.
-func WithHungerWindow(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.HungerWindow = d })
-}
-
-// WithTTL sets [Settings].TTL.
-func WithTTL(d time.Duration) Option { return optionFunc(func(s *Settings) { s.TTL = d }) }
-
-// WithMaxWait sets [Settings].MaxWait.
-func WithMaxWait(d time.Duration) Option { return optionFunc(func(s *Settings) { s.MaxWait = d }) }
-
-// WithFetchTimeout sets [Settings].FetchTimeout.
-func WithFetchTimeout(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.FetchTimeout = d })
-}
-
-// WithLogger sets [Settings].Logger.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(s *Settings) { s.Logger = l }) }
-
-// WithClock sets [Settings].Clock.
-func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
+// owned is what the runner of a chain sets, not its user: the sequence's
+// name in log records and error messages ("order"), the logger of store
+// failures, recoveries and invalid ranges (default slog.Default()), and the
+// clock of segment TTLs, the hunger window and the fence (default
+// clock.System). Timers (the prefetch period, retries, waiting) always run
+// on real time.
+type owned = segmenthook.Owned
 
 // config is Settings with every default filled in, in the names the chain uses.
 type config struct {
@@ -182,22 +135,27 @@ type config struct {
 	clock        clock.Clock
 }
 
-// Validate reports what NewChain or New would reject in s, naming each
-// field, without building anything: for code that takes settings at
-// start-up and builds chains later, on first use.
-func (s Settings) Validate() error {
-	_, err := s.resolve()
+// validate reports what NewChain would reject in s, naming each field,
+// without building anything: for the registry, which takes settings at
+// start-up and builds chains later, on first use (see internal/segmenthook).
+func (s Settings) validate() error {
+	_, err := s.resolve(owned{})
 	return err
 }
 
-func newConfig(d Distributor, opts []Option) (config, error) {
-	var s Settings
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&s)
-		}
+// oneSettings returns the one Settings of a variadic argument.
+func oneSettings(set []Settings) (Settings, error) {
+	switch len(set) {
+	case 0:
+		return Settings{}, nil
+	case 1:
+		return set[0], nil
 	}
-	c, err := s.resolve()
+	return Settings{}, fmt.Errorf("%w: segment: at most one Settings, got %d", engine.ErrInvalidConfig, len(set))
+}
+
+func newConfig(d Distributor, s Settings, o owned) (config, error) {
+	c, err := s.resolve(o)
 	if d == nil {
 		err = errors.Join(fmt.Errorf("%w: segment: nil Distributor", engine.ErrInvalidConfig), err)
 	}
@@ -211,20 +169,20 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 	return v
 }
 
-func (s Settings) resolve() (config, error) {
+func (s Settings) resolve(o owned) (config, error) {
 	c := config{
-		name:         s.Name,
-		step:         orDefault(s.Step, DefaultStep),
-		safeDistance: orDefault(s.SafeDistance, DefaultSafeDistance),
+		name:         o.Name,
+		step:         orDefault(s.Step, defaultStep),
+		safeDistance: orDefault(s.SafeDistance, defaultSafeDistance),
 		maxDistance:  s.MaxPrefetchDistance,
-		period:       orDefault(s.PrefetchPeriod, DefaultPrefetchPeriod),
-		hungerWindow: orDefault(s.HungerWindow, DefaultHungerWindow),
+		period:       orDefault(s.PrefetchPeriod, defaultPrefetchPeriod),
+		hungerWindow: orDefault(s.HungerWindow, defaultHungerWindow),
 		ttl:          s.TTL,
-		maxWait:      orDefault(s.MaxWait, DefaultMaxWait),
-		fetchTimeout: orDefault(s.FetchTimeout, DefaultFetchTimeout),
+		maxWait:      orDefault(s.MaxWait, defaultMaxWait),
+		fetchTimeout: orDefault(s.FetchTimeout, defaultFetchTimeout),
 		fence:        s.Fence,
-		logger:       s.Logger,
-		clock:        s.Clock,
+		logger:       o.Logger,
+		clock:        o.Clock,
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -238,7 +196,7 @@ func (s Settings) resolve() (config, error) {
 	// The default cap gives way to a large step or safe distance; an
 	// explicit cap that does not fit is an error.
 	if c.maxDistance == 0 {
-		c.maxDistance = DefaultMaxPrefetchDistance
+		c.maxDistance = defaultMaxPrefetchDistance
 		if c.step > 0 {
 			c.maxDistance = min(c.maxDistance, math.MaxInt64/c.step/2)
 		}

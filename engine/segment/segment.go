@@ -1,15 +1,17 @@
 // Package segment generates strictly increasing IDs from ranges (segments)
-// handed out by a shared store: the single-segment [Generator] refills
-// synchronously, the lock-free [Chain] keeps segments prefetched ahead so
-// callers only ever pay an atomic add.
+// handed out by a shared store: the lock-free [Chain] keeps segments
+// prefetched ahead so callers only ever pay an atomic add. (The registry's
+// "segment" kind, a single segment refilled synchronously, is built here
+// too, reached through internal/segmenthook.)
 //
-// IDs are strictly increasing per Generator or Chain and, across instances
+// IDs are strictly increasing per Chain and, across instances
 // sharing a store, unique and roughly increasing: instances interleave by at
-// most the IDs each holds ahead (a few steps). Defaults ([DefaultStep] and
-// the others) are explained where they are declared. Distributors for SQL
-// databases and Redis live in engine/sqlstore and engine/redisstore;
-// engine/segment/segmenttest checks any [Distributor] against the contract
-// and provides an in-memory fake.
+// most the IDs each holds ahead (a few steps). Defaults are explained on
+// the [Settings] fields. Distributors for SQL databases and Redis live in
+// engine/sqlstore and engine/redisstore; engine/segment/segmenttest checks
+// any [Distributor] against the contract and provides an in-memory fake.
+// It imports engine, engine/clock and the internal packages it shares with
+// the registry (internal/segmenthook) and the stores' outage logging.
 package segment
 
 import "context"
@@ -21,12 +23,4 @@ import "context"
 // engine.ErrStoreUnavailable.
 type Distributor interface {
 	NextMaxID(ctx context.Context, step int64) (int64, error)
-}
-
-// DistributorFunc adapts a function to [Distributor].
-type DistributorFunc func(ctx context.Context, step int64) (int64, error)
-
-// NextMaxID calls f(ctx, step).
-func (f DistributorFunc) NextMaxID(ctx context.Context, step int64) (int64, error) {
-	return f(ctx, step)
 }

@@ -14,9 +14,8 @@ import (
 // moving the head wakes it about four times per target. Check the cut.
 func TestFetchCutsRangeIntoQuarterTargetSegments(t *testing.T) {
 	var next atomic.Int64
-	d := DistributorFunc(func(_ context.Context, n int64) (int64, error) { return next.Add(n) + 1000, nil })
-	c, err := NewChain(d, WithStep(10), WithSafeDistance(8), WithPrefetchPeriod(time.Hour),
-		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	d := distFunc(func(_ context.Context, n int64) (int64, error) { return next.Add(n) + 1000, nil })
+	c, err := newChain(d, Settings{Step: 10, SafeDistance: 8, PrefetchPeriod: time.Hour}, owned{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,3 +65,8 @@ func TestFetchCutsRangeIntoQuarterTargetSegments(t *testing.T) {
 		}
 	}
 }
+
+// distFunc adapts a function to Distributor.
+type distFunc func(ctx context.Context, step int64) (int64, error)
+
+func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
 // wide never waits for a tick in practice: 2^22 IDs per millisecond.
@@ -43,9 +43,9 @@ func BenchmarkNextID(b *testing.B) {
 			benchNextID(b, newGen(b, 1), parallel)
 		})
 		b.Run("wide-cached"+suffix, func(b *testing.B) {
-			c := clock.NewCached(time.Millisecond)
+			c := timebase.NewCached(time.Millisecond)
 			defer c.Close()
-			benchNextID(b, newGen(b, 0, WithLayout(wide), WithClock(c)), parallel)
+			benchNextID(b, newGen(b, 0, Settings{Layout: wide, Clock: c}), parallel)
 		})
 	}
 }

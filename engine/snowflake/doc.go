@@ -7,8 +7,8 @@
 //	  Default: 41 bits of ms        10 bits       12 bits
 //
 // A [Layout] fixes the bit split, the tick unit (millisecond or second) and
-// the epoch, and decodes IDs back into time, machine and sequence, also in
-// the friendly form 20260623131730192-1-0. Presets: [Default],
+// the epoch, and decodes IDs back into time, machine and sequence
+// ([Layout.Decode]). Presets: [Default],
 // [Seconds], and [JSSafe] / [JSSafeSeconds], which fit JavaScript's 53 bits.
 //
 // A [Generator] issues IDs for one machine ID. Unlike Twitter's snowflake it
@@ -18,15 +18,19 @@
 // A sequence overflow waits for the next tick, and a layout whose timestamp
 // ran out is an error, never a negative or repeated ID.
 //
-// A running generator keeps time on clock.Steady of its clock: from the wall
+// A running generator keeps time on a steady time base of its clock: from the wall
 // time at start it follows the monotonic clock, re-synced forward to the
 // wall clock whenever that is ahead, never backward. A wall clock stepped
 // back, by a millisecond or an hour, never reaches it: no refusal, no wait,
 // no duplicate; the IDs run ahead of the wall clock until it catches up.
 // (bwmarrin/snowflake runs on monotonic time too.) What a steady time base
 // cannot see is waited out for a few milliseconds and is an error beyond
-// that: a last timestamp saved by a previous run (Settings.LastTimestamp)
-// ahead of the wall clock at start, and a clock with no monotonic reading
-// stepping back. A lease fencing the generator must run on the same time
-// base (engine/leased passes one clock.Steady value to both).
+// that: a last timestamp saved by a previous run on the machine ID ahead of
+// the wall clock at start (the registry's lease passes it), and a clock with
+// no monotonic reading stepping back. A lease fencing the generator runs on
+// the same time base.
+//
+// It imports engine, engine/clock and two internal packages: the steady
+// time base (internal/timebase) and the hook through which the registry's
+// lease starts and fences a generator (internal/snowhook).
 package snowflake

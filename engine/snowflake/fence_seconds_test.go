@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // guardDown is a store whose Guard is down for one instance (its
@@ -35,24 +37,21 @@ func (d guardDown) Guard(ctx context.Context, inst machine.Instance, st machine.
 // a skew margin under one second: duplicate IDs with one shared clock.
 func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	x := time.Now().Truncate(time.Second).Add(-time.Hour)
-	clk := clock.NewFake(x.Add(500 * time.Millisecond))
+	clk := clocktest.NewFake(x.Add(500 * time.Millisecond))
 	clk.ManualSleep = true
 	store := guardDown{Memory: machinetest.NewMemory(clk), down: "a"}
-	opts := []machine.Option{
-		machine.WithClock(clk), machine.WithSafeGuard(10 * time.Second),
-		machine.WithSkewMargin(-1), machine.WithHeartbeat(5 * time.Second), machine.WithReservation(-1),
-	}
+	opts := leased.LeaseSettings{Clock: clk, SafeGuard: 10 * time.Second, SkewMargin: -1, Heartbeat: 5 * time.Second, Reservation: -1}
 	ctx := context.Background()
-	newGen := func(l *machine.Lease) *snowflake.Generator {
-		g, err := snowflake.New(l.MachineID(), snowflake.WithLayout(snowflake.Seconds), snowflake.WithClock(clk),
-			snowflake.WithLastTimestamp(l.State().LastTimestamp), snowflake.WithFence(l))
+	newGen := func(l *leased.Lease) snowhook.Generator {
+		g, err := snowhook.New(l.MachineID(), snowflake.Settings{Layout: snowflake.Seconds, Clock: clk},
+			snowhook.Start{LastTimestamp: l.State().LastTimestamp, Fence: l.Check})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g
 	}
 
-	leaseA, err := machine.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "a"}, opts...)
+	leaseA, err := leased.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "a"}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	}
 
 	clk.Set(x.Add(10500 * time.Millisecond)) // A silent for the safe-guard: reclaimable
-	leaseB, err := machine.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "b"}, opts...)
+	leaseB, err := leased.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "b"}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

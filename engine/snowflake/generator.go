@@ -10,25 +10,17 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/internal/snowhook"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
-// Fence guards the machine ID a generator issues under. NextID calls Check
-// with the Unix millisecond time of the tick it is about to use, on every ID,
-// and returns Check's error instead of an ID: a process whose machine-ID lease
-// lapsed (engine/machine's Lease) stops issuing rather than duplicating
-// another instance's IDs. Check must be cheap and safe for concurrent use.
-type Fence interface {
-	Check(unixMilli int64) error
-}
-
 // Settings configures a [Generator]. The zero value of every field means its
-// documented default. Settings is itself an [Option]: it replaces every
-// field, while the With* options each change one, in order.
+// documented default.
 type Settings struct {
 	// Layout is the bit layout (default [Default]: the zero Layout).
 	Layout Layout
 	// Clock is the time source (default clock.System). The generator runs
-	// on clock.Steady of it: a clock.Monotonic clock's wall time is read
+	// on timebase.Steady of it: a timebase.Monotonic clock's wall time is read
 	// at start and followed forward only (see the package doc). A clock
 	// with a `UnixNano() int64` method is read through it.
 	Clock clock.Clock
@@ -36,47 +28,10 @@ type Settings struct {
 	// NextID fails with engine.ErrClockBackwards (default
 	// clock.DefaultMaxBackwards). A negative value fails at once.
 	MaxBackwards time.Duration
-	// LastTimestamp is the Unix millisecond time of the last ID (or
-	// heartbeat) saved for the machine ID, e.g. machine.State.LastTimestamp;
-	// 0 means unknown. Its tick counts as used up: the first ID comes from a
-	// later tick. If the clock is behind it by no more than MaxBackwards the
-	// first NextID waits; further behind, New fails with
-	// engine.ErrClockBackwards.
-	LastTimestamp int64
-	// Fence, when set, is asked before every new tick (see [Fence]).
-	Fence Fence
 }
-
-// Option configures a [Generator]: a [Settings] value or a With* option.
-type Option interface{ apply(*Settings) }
-
-func (s Settings) apply(dst *Settings) { *dst = s }
-
-type optionFunc func(*Settings)
-
-func (f optionFunc) apply(s *Settings) { f(s) }
-
-// WithLayout sets [Settings].Layout.
-func WithLayout(l Layout) Option { return optionFunc(func(s *Settings) { s.Layout = l }) }
-
-// WithClock sets [Settings].Clock.
-func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
-
-// WithMaxBackwards sets [Settings].MaxBackwards.
-func WithMaxBackwards(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.MaxBackwards = d })
-}
-
-// WithLastTimestamp sets [Settings].LastTimestamp.
-func WithLastTimestamp(unixMilli int64) Option {
-	return optionFunc(func(s *Settings) { s.LastTimestamp = unixMilli })
-}
-
-// WithFence sets [Settings].Fence.
-func WithFence(f Fence) Option { return optionFunc(func(s *Settings) { s.Fence = f }) }
 
 // unixNanoer is the fast path of clocks that can tell the time without
-// building a time.Time (clock.Cached).
+// building a time.Time (timebase.Cached).
 type unixNanoer interface{ UnixNano() int64 }
 
 type clockNanos struct{ c clock.Clock }
@@ -120,8 +75,8 @@ type Generator struct {
 	unitMilli   int64
 	now         unixNanoer
 	clock       clock.Clock
-	sync        clock.Synchronizer
-	fence       Fence
+	sync        timebase.Synchronizer
+	fence       func(unixMilli int64) error
 	// tickSem lets one goroutine at a time wait for the next tick while the
 	// others sleep: spinning threads would only take CPU from the one that
 	// will issue the next IDs. A channel, not a mutex, so queued callers
@@ -140,7 +95,7 @@ type Generator struct {
 
 	_ [64]byte // keep the contended state off the read-only fields' cache line
 	// state is the last tick and sequence issued. Before the first ID it
-	// holds none (tick 0, used up), or the WithLastTimestamp tick used up,
+	// holds none (tick 0, used up), or the start's LastTimestamp tick used up,
 	// so the next ID takes a later tick and starts its sequence at 0.
 	state atomic.Uint64
 	_     [56]byte
@@ -161,20 +116,28 @@ func (g *Generator) pack(tick, seq int64) uint64 { return uint64(tick)<<g.stateS
 
 var _ engine.Generator = (*Generator)(nil)
 
-// New returns a generator for machineID under the configured layout. A bad
-// layout wraps engine.ErrInvalidLayout, a machine ID out of range or a bad
-// option engine.ErrInvalidConfig.
-func New(machineID int64, opts ...Option) (*Generator, error) {
+// New returns a generator for machineID configured by s (at most one value;
+// none means Settings{}). A bad layout wraps engine.ErrInvalidLayout, a
+// machine ID out of range or a bad setting engine.ErrInvalidConfig.
+func New(machineID int64, s ...Settings) (*Generator, error) {
 	var cfg Settings
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
+	switch len(s) {
+	case 0:
+	case 1:
+		cfg = s[0]
+	default:
+		return nil, fmt.Errorf("%w: snowflake.New takes at most one Settings, got %d", engine.ErrInvalidConfig, len(s))
 	}
+	return newGenerator(machineID, cfg, snowhook.Start{})
+}
+
+// newGenerator is New with the start a machine-ID lease gives (see
+// internal/snowhook): the last timestamp to wait out and the fence.
+func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generator, error) {
 	if cfg.Layout == (Layout{}) {
 		cfg.Layout = Default
 	}
-	cfg.Clock = clock.Steady(cfg.Clock)
+	cfg.Clock = timebase.Steady(cfg.Clock)
 	switch {
 	case cfg.MaxBackwards == 0:
 		cfg.MaxBackwards = clock.DefaultMaxBackwards
@@ -186,28 +149,28 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 		return nil, err
 	}
 	switch {
-	case machineID < 0 || machineID > l.MaxMachineID():
+	case machineID < 0 || machineID > l.maxMachineID():
 		return nil, fmt.Errorf("%w: snowflake machine ID %d is outside [0, %d] of layout %s",
-			engine.ErrInvalidConfig, machineID, l.MaxMachineID(), l)
-	case cfg.LastTimestamp < 0:
-		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, cfg.LastTimestamp)
+			engine.ErrInvalidConfig, machineID, l.maxMachineID(), l)
+	case start.LastTimestamp < 0:
+		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, start.LastTimestamp)
 	}
 	g := &Generator{
 		layout:      l,
 		machine:     machineID,
 		machinePart: machineID << l.SequenceBits,
 		tickShift:   uint(l.MachineBits + l.SequenceBits),
-		seqMask:     l.MaxSequence(),
-		threshold:   l.ResetThreshold(),
-		maxTick:     l.MaxTick(),
+		seqMask:     l.maxSequence(),
+		threshold:   l.resetThreshold(),
+		maxTick:     l.maxTick(),
 		seconds:     l.Unit == Second,
 		epochNanos:  l.Epoch.UnixNano(),
 		epochMilli:  l.Epoch.UnixMilli(),
-		unitNanos:   int64(l.Unit.Duration()),
+		unitNanos:   int64(l.Unit.duration()),
 		unitMilli:   l.Unit.millis(),
 		clock:       cfg.Clock,
-		sync:        clock.Synchronizer{Clock: cfg.Clock, MaxWait: cfg.MaxBackwards},
-		fence:       cfg.Fence,
+		sync:        timebase.Synchronizer{Clock: cfg.Clock, MaxWait: cfg.MaxBackwards},
+		fence:       start.Fence,
 		tickSem:     make(chan struct{}, 1),
 		stateShift:  uint(64 - l.TimestampBits),
 		fieldMask:   uint64(1)<<(64-l.TimestampBits) - 1,
@@ -224,7 +187,7 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 	if g.tickOf(nowNanos) > g.maxTick {
 		return nil, l.overflow(time.Unix(0, nowNanos))
 	}
-	if last := cfg.LastTimestamp; last > 0 && last >= g.epochMilli {
+	if last := start.LastTimestamp; last > 0 && last >= g.epochMilli {
 		tick := (last - g.epochMilli) / g.unitMilli
 		if tick > g.maxTick {
 			return nil, l.overflow(time.UnixMilli(last))
@@ -235,23 +198,20 @@ func New(machineID int64, opts ...Option) (*Generator, error) {
 		}
 		if ahead > cfg.MaxBackwards {
 			return nil, fmt.Errorf("idforge: snowflake machine %d: last saved timestamp %s: %w", machineID,
-				time.UnixMilli(last).UTC().Format(time.RFC3339Nano), &clock.BackwardsError{Behind: ahead, MaxWait: cfg.MaxBackwards})
+				time.UnixMilli(last).UTC().Format(time.RFC3339Nano), &timebase.BackwardsError{Behind: ahead, MaxWait: cfg.MaxBackwards})
 		}
 		g.state.Store(g.pack(tick, g.seqMask))
 	}
 	return g, nil
 }
 
-// Layout returns the generator's bit layout.
-func (g *Generator) Layout() Layout { return g.layout }
-
 // MachineID returns the machine ID the generator issues under.
 func (g *Generator) MachineID() int64 { return g.machine }
 
-// LastTimestamp returns the Unix millisecond time of the tick of the newest
-// ID issued (or of WithLastTimestamp's tick before the first), 0 if none: the
-// value a machine-ID guard heartbeats so a restart can wait it out.
-func (g *Generator) LastTimestamp() int64 {
+// lastTimestamp returns the Unix millisecond time of the tick of the newest
+// ID issued (or of the start's LastTimestamp tick before the first), 0 if
+// none: the value a machine-ID lease heartbeats so a restart can wait it out.
+func (g *Generator) lastTimestamp() int64 {
 	s := g.state.Load()
 	if s == g.none() {
 		return 0
@@ -262,9 +222,8 @@ func (g *Generator) LastTimestamp() int64 {
 
 // BackwardsWaits returns how many NextID calls found the clock behind the
 // last tick issued and waited until it caught up, within MaxBackwards: a
-// clock stepped back, or a start with WithLastTimestamp ahead of the clock.
-// The calls refused instead return an error wrapping
-// engine.ErrClockBackwards.
+// clock stepped back. The calls refused instead return an error wrapping
+// engine.ErrClockBackwards. Package metrics exports it.
 func (g *Generator) BackwardsWaits() int64 { return g.backwardsWaits.Load() }
 
 // tickOf converts a Unix nanosecond time to a tick; any time before the epoch
@@ -310,7 +269,7 @@ func (g *Generator) NextID(ctx context.Context) (int64, error) {
 			switch {
 			case seq < g.threshold:
 				seq++
-			case g.threshold < 0: // ResetEveryTick
+			case g.threshold < 0: // resetEveryTick
 				seq = 0
 			default:
 				// Wrap modulo threshold+1 rather than restart at 0: a tick
@@ -355,7 +314,7 @@ func (g *Generator) checkFence(tick int64) error {
 	if g.fence == nil {
 		return nil
 	}
-	return g.fence.Check(g.epochMilli + (tick+1)*g.unitMilli - 1)
+	return g.fence(g.epochMilli + (tick+1)*g.unitMilli - 1)
 }
 
 // wait returns once the clock has moved past lastTick (now == lastTick, the
@@ -395,7 +354,7 @@ func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error
 		// The clock may step back while we wait: refuse a long step as
 		// anywhere else, rather than sleep it out.
 		if behind := time.Duration(next - g.unitNanos - nanos); behind > g.sync.MaxWait {
-			return 0, &clock.BackwardsError{Behind: behind, MaxWait: g.sync.MaxWait}
+			return 0, &timebase.BackwardsError{Behind: behind, MaxWait: g.sync.MaxWait}
 		}
 		// Sleep on the generator's clock when the wait is long, or when the
 		// clock did not move while we spun (a fake or a cached clock).
@@ -427,7 +386,7 @@ func (g *Generator) waitBackwards(ctx context.Context, lastTick int64) error {
 	target := time.Unix(0, g.epochNanos+lastTick*g.unitNanos)
 	if g.sync.MaxWait == 0 { // the Synchronizer reads 0 as its default
 		if behind := target.Sub(g.clock.Now()); behind > 0 {
-			return &clock.BackwardsError{Behind: behind}
+			return &timebase.BackwardsError{Behind: behind}
 		}
 		return nil
 	}

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
+	"github.com/idforge/idforge/internal/snowhook"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
 // longLived leaves its state word too few spare sequence values for the
@@ -24,9 +26,19 @@ var longLived = Layout{Epoch: DefaultEpoch, TimestampBits: 50, MachineBits: 0, S
 // start is a whole millisecond, so clock steps come out as round durations.
 var start = time.Date(2026, 6, 23, 13, 17, 30, 192e6, time.UTC)
 
-func newGen(t testing.TB, machine int64, opts ...Option) *Generator {
+func newGen(t testing.TB, machine int64, s ...Settings) *Generator {
 	t.Helper()
-	g, err := New(machine, opts...)
+	g, err := New(machine, s...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// newStarted is newGen with a lease's start (see internal/snowhook).
+func newStarted(t testing.TB, machine int64, s Settings, start snowhook.Start) *Generator {
+	t.Helper()
+	g, err := newGenerator(machine, s, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +88,8 @@ func TestThresholdSpreadsShards(t *testing.T) {
 	}
 	for _, r := range rates {
 		t.Run(r.name, func(t *testing.T) {
-			clk := clock.NewFake(start)
-			g := newGen(t, 5, WithClock(clk))
+			clk := clocktest.NewFake(start)
+			g := newGen(t, 5, Settings{Clock: clk})
 			ids := make([]int64, 0, 10_000)
 			for len(ids) < cap(ids) {
 				for i := 0; i < r.perTick && len(ids) < cap(ids); i++ {
@@ -98,10 +110,10 @@ func TestThresholdSpreadsShards(t *testing.T) {
 // low-traffic ID on one residue, so the test above cannot pass by accident.
 func TestResetEveryTickSkews(t *testing.T) {
 	l := Default
-	l.SequenceResetThreshold = ResetEveryTick
+	l.SequenceResetThreshold = resetEveryTick
 	for _, gap := range []time.Duration{time.Millisecond, time.Second} {
-		clk := clock.NewFake(start)
-		g := newGen(t, 5, WithClock(clk), WithLayout(l))
+		clk := clocktest.NewFake(start)
+		g := newGen(t, 5, Settings{Clock: clk, Layout: l})
 		ids := make([]int64, 10_000)
 		for i := range ids {
 			ids[i] = next(t, g)
@@ -118,8 +130,8 @@ func TestResetEveryTickSkews(t *testing.T) {
 func TestSequenceContinuesBelowThreshold(t *testing.T) {
 	l := Default
 	l.SequenceResetThreshold = 3
-	clk := clock.NewFake(start)
-	g := newGen(t, 1, WithClock(clk), WithLayout(l))
+	clk := clocktest.NewFake(start)
+	g := newGen(t, 1, Settings{Clock: clk, Layout: l})
 	var seqs []int64
 	for range 10 {
 		p, _ := l.Decode(next(t, g))
@@ -141,8 +153,8 @@ func assertIncreasing(t *testing.T, ids []int64) {
 }
 
 func TestShortStepBackIsWaitedOut(t *testing.T) {
-	clk := clock.NewFake(start)
-	g := newGen(t, 1, WithClock(clk))
+	clk := clocktest.NewFake(start)
+	g := newGen(t, 1, Settings{Clock: clk})
 	var ids []int64
 	for range 5 {
 		ids = append(ids, next(t, g), next(t, g))
@@ -170,8 +182,8 @@ func TestShortStepBackIsWaitedOut(t *testing.T) {
 }
 
 func TestLongStepBackErrors(t *testing.T) {
-	clk := clock.NewFake(start)
-	g := newGen(t, 1, WithClock(clk))
+	clk := clocktest.NewFake(start)
+	g := newGen(t, 1, Settings{Clock: clk})
 	last := next(t, g)
 	clk.StepBack(5 * time.Second)
 	_, err := g.NextID(context.Background())
@@ -181,8 +193,8 @@ func TestLongStepBackErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "5s behind") {
 		t.Errorf("message %q does not say by how much", err)
 	}
-	if g.LastTimestamp() != start.UnixMilli() {
-		t.Errorf("LastTimestamp moved to %d on a failed NextID", g.LastTimestamp())
+	if g.lastTimestamp() != start.UnixMilli() {
+		t.Errorf("LastTimestamp moved to %d on a failed NextID", g.lastTimestamp())
 	}
 	clk.Advance(5 * time.Second)
 	if id := next(t, g); id <= last {
@@ -191,8 +203,8 @@ func TestLongStepBackErrors(t *testing.T) {
 }
 
 func TestMaxBackwardsZeroFailsAtOnce(t *testing.T) {
-	clk := clock.NewFake(start)
-	g := newGen(t, 1, WithClock(clk), WithMaxBackwards(-1))
+	clk := clocktest.NewFake(start)
+	g := newGen(t, 1, Settings{Clock: clk, MaxBackwards: -1})
 	next(t, g)
 	clk.StepBack(time.Millisecond)
 	if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "1ms") {
@@ -207,9 +219,9 @@ func TestSequenceOverflowWaitsATick(t *testing.T) {
 	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 8, Unit: Second}
 	for _, l := range []Layout{Default, small, longLived} {
 		t.Run(l.String(), func(t *testing.T) {
-			clk := clock.NewFake(start)
-			g := newGen(t, l.MaxMachineID(), WithClock(clk), WithLayout(l))
-			ids := make([]int64, l.IDsPerTick()+1)
+			clk := clocktest.NewFake(start)
+			g := newGen(t, l.maxMachineID(), Settings{Clock: clk, Layout: l})
+			ids := make([]int64, (l.maxSequence()+1)+1)
 			for i := range ids {
 				ids[i] = next(t, g)
 			}
@@ -217,7 +229,7 @@ func TestSequenceOverflowWaitsATick(t *testing.T) {
 			first, _ := l.Decode(ids[0])
 			lastOfTick, _ := l.Decode(ids[len(ids)-2])
 			over, _ := l.Decode(ids[len(ids)-1])
-			if first.Tick != lastOfTick.Tick || lastOfTick.Sequence != l.MaxSequence() {
+			if first.Tick != lastOfTick.Tick || lastOfTick.Sequence != l.maxSequence() {
 				t.Fatalf("tick filled up to %+v from %+v", lastOfTick, first)
 			}
 			if over.Tick != first.Tick+1 || over.Sequence != 0 {
@@ -232,17 +244,17 @@ func TestSequenceOverflowWaitsATick(t *testing.T) {
 
 func TestTimestampOverflow(t *testing.T) {
 	for _, l := range []Layout{Default, JSSafe, JSSafeSeconds} {
-		clk := clock.NewFake(l.Expiry().Add(-l.Unit.Duration()))
-		g := newGen(t, l.MaxMachineID(), WithClock(clk), WithLayout(l))
+		clk := clocktest.NewFake(l.expiry().Add(-l.Unit.duration()))
+		g := newGen(t, l.maxMachineID(), Settings{Clock: clk, Layout: l})
 		// Up to the expiry, even the JS-safe layouts stay within 2^53-1.
-		n := min(l.IDsPerTick(), 4096)
+		n := min((l.maxSequence() + 1), 4096)
 		for range n {
 			if id := next(t, g); id > l.MaxID() || id < 0 {
 				t.Fatalf("%s: id %d above MaxID %d", l, id, l.MaxID())
 			}
 		}
-		if n < l.IDsPerTick() { // else the full tick makes NextID wait for the next one
-			clk.Advance(l.Unit.Duration())
+		if n < (l.maxSequence() + 1) { // else the full tick makes NextID wait for the next one
+			clk.Advance(l.Unit.duration())
 		}
 		if id, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
 			t.Fatalf("%s: past the last tick got %d, %v; want ErrTimestampOverflow", l, id, err)
@@ -251,31 +263,31 @@ func TestTimestampOverflow(t *testing.T) {
 		if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
 			t.Errorf("%s: after expiry: %v", l, err)
 		}
-		if _, err := New(0, WithClock(clk), WithLayout(l)); !errors.Is(err, engine.ErrTimestampOverflow) {
+		if _, err := New(0, Settings{Clock: clk, Layout: l}); !errors.Is(err, engine.ErrTimestampOverflow) {
 			t.Errorf("%s: New after expiry: %v", l, err)
 		}
 	}
 }
 
 func TestLastTimestampAtStartUp(t *testing.T) {
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	ahead := start.Add(2 * time.Millisecond).UnixMilli()
-	if g := newGen(t, 1, WithClock(clk)); g.LastTimestamp() != 0 {
-		t.Errorf("LastTimestamp of a new generator = %d, want 0", g.LastTimestamp())
+	if g := newGen(t, 1, Settings{Clock: clk}); g.lastTimestamp() != 0 {
+		t.Errorf("LastTimestamp of a new generator = %d, want 0", g.lastTimestamp())
 	}
-	g := newGen(t, 1, WithClock(clk), WithLastTimestamp(ahead))
-	if g.LastTimestamp() != ahead {
-		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.LastTimestamp(), ahead)
+	g := newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: ahead})
+	if g.lastTimestamp() != ahead {
+		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.lastTimestamp(), ahead)
 	}
 	p, _ := Default.Decode(next(t, g))
 	if p.Time.UnixMilli() <= ahead {
 		t.Errorf("first ID at %v, not after the saved timestamp %v", p.Time, time.UnixMilli(ahead).UTC())
 	}
-	if g.LastTimestamp() != p.Time.UnixMilli() {
-		t.Errorf("LastTimestamp = %d, want the ID's %d", g.LastTimestamp(), p.Time.UnixMilli())
+	if g.lastTimestamp() != p.Time.UnixMilli() {
+		t.Errorf("LastTimestamp = %d, want the ID's %d", g.lastTimestamp(), p.Time.UnixMilli())
 	}
 
-	_, err := New(1, WithClock(clk), WithLastTimestamp(clk.Now().Add(5*time.Second).UnixMilli()))
+	_, err := newGenerator(1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: clk.Now().Add(5 * time.Second).UnixMilli()})
 	if !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "5s behind") {
 		t.Errorf("5 s ahead: %v, want ErrClockBackwards saying 5s", err)
 	}
@@ -284,34 +296,30 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 	// would wrap around int64 to about now (the year 2611).
 	long := Layout{Epoch: DefaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: Millisecond}
 	wraps := int64(math.MaxUint64/1_000_000 + uint64(clk.Now().UnixNano())/1_000_000)
-	if _, err := New(0, WithClock(clk), WithLayout(long), WithLastTimestamp(wraps)); !errors.Is(err, engine.ErrClockBackwards) {
+	if _, err := newGenerator(0, Settings{Clock: clk, Layout: long}, snowhook.Start{LastTimestamp: wraps}); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Errorf("saved timestamp %v: %v, want ErrClockBackwards", time.UnixMilli(wraps).UTC(), err)
 	}
 
 	// A saved timestamp in the past only marks its tick as used.
 	past := clk.Now().Add(-time.Hour).UnixMilli()
-	g = newGen(t, 1, WithClock(clk), WithLastTimestamp(past))
+	g = newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: past})
 	if p, _ := Default.Decode(next(t, g)); !p.Time.Equal(clk.Now()) {
 		t.Errorf("with an old saved timestamp the ID is at %v, want now %v", p.Time, clk.Now())
 	}
 }
 
-type fenceFunc func(int64) error
-
-func (f fenceFunc) Check(ms int64) error { return f(ms) }
-
 func TestFenceStopsIssuing(t *testing.T) {
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	var lost atomic.Bool
 	var seen atomic.Int64
-	fence := fenceFunc(func(ms int64) error {
+	fence := func(ms int64) error {
 		seen.Store(ms)
 		if lost.Load() {
 			return fmt.Errorf("%w: lease expired", engine.ErrMachineIDLost)
 		}
 		return nil
-	})
-	g := newGen(t, 1, WithClock(clk), WithFence(fence))
+	}
+	g := newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{Fence: fence})
 	p, _ := Default.Decode(next(t, g))
 	if seen.Load() != p.Time.UnixMilli() {
 		t.Errorf("fence saw %d, want the ID's time %d", seen.Load(), p.Time.UnixMilli())
@@ -323,7 +331,7 @@ func TestFenceStopsIssuing(t *testing.T) {
 		}
 		clk.Advance(time.Millisecond)
 	}
-	if g.LastTimestamp() != p.Time.UnixMilli() {
+	if g.lastTimestamp() != p.Time.UnixMilli() {
 		t.Errorf("a refused ID moved LastTimestamp")
 	}
 }
@@ -332,22 +340,22 @@ func TestContextCancelWhileWaiting(t *testing.T) {
 	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: Second}
 	cases := map[string]struct {
 		layout Layout
-		setup  func(*clock.Fake, *Generator)
+		setup  func(*clocktest.Fake, *Generator)
 	}{
-		"step back": {Default, func(clk *clock.Fake, g *Generator) {
+		"step back": {Default, func(clk *clocktest.Fake, g *Generator) {
 			next(t, g)
 			clk.StepBack(5 * time.Millisecond)
 		}},
-		"sequence overflow": {small, func(clk *clock.Fake, g *Generator) {
+		"sequence overflow": {small, func(clk *clocktest.Fake, g *Generator) {
 			next(t, g)
 			next(t, g)
 		}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(start)
+			clk := clocktest.NewFake(start)
 			clk.ManualSleep = true // sleeps block until the test moves the clock
-			g := newGen(t, 1, WithClock(clk), WithLayout(c.layout))
+			g := newGen(t, 1, Settings{Clock: clk, Layout: c.layout})
 			c.setup(clk, g)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
@@ -370,9 +378,9 @@ func TestContextCancelWhileWaiting(t *testing.T) {
 // honours its own ctx.
 func TestQueuedWaiterHonoursContext(t *testing.T) {
 	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: Second}
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	clk.ManualSleep = true
-	g := newGen(t, 1, WithClock(clk), WithLayout(small))
+	g := newGen(t, 1, Settings{Clock: clk, Layout: small})
 	last := next(t, g)
 	last = max(last, next(t, g)) // the second's two IDs are used up
 	ctxA, cancelA := context.WithCancel(context.Background())
@@ -402,20 +410,22 @@ func TestQueuedWaiterHonoursContext(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	cases := map[string]struct {
 		machine int64
-		opts    []Option
+		set     Settings
 	}{
-		"machine too big":         {1024, nil},
-		"negative machine":        {-1, nil},
-		"machine above JS-safe":   {8, []Option{WithLayout(JSSafe)}},
-		"negative last timestamp": {0, []Option{WithLastTimestamp(-1)}},
+		"machine too big":       {1024, Settings{}},
+		"negative machine":      {-1, Settings{}},
+		"machine above JS-safe": {8, Settings{Layout: JSSafe}},
 	}
 	for name, c := range cases {
-		if _, err := New(c.machine, c.opts...); !errors.Is(err, engine.ErrInvalidConfig) {
+		if _, err := New(c.machine, c.set); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
 	}
-	clk := clock.NewFake(DefaultEpoch.Add(-time.Hour))
-	g := newGen(t, 0, WithClock(clk))
+	if _, err := newGenerator(0, Settings{}, snowhook.Start{LastTimestamp: -1}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("negative last timestamp: %v, want ErrInvalidConfig", err)
+	}
+	clk := clocktest.NewFake(DefaultEpoch.Add(-time.Hour))
+	g := newGen(t, 0, Settings{Clock: clk})
 	if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "before the epoch") {
 		t.Errorf("clock before the epoch: %v", err)
 	}
@@ -432,8 +442,8 @@ func TestNoAllocations(t *testing.T) {
 // TestOverrunSequenceWaitsATick: callers racing past MaxSequence with the
 // atomic add leave the sequence field above it; that reads as a used-up tick.
 func TestOverrunSequenceWaitsATick(t *testing.T) {
-	clk := clock.NewFake(start)
-	g := newGen(t, 2, WithClock(clk))
+	clk := clocktest.NewFake(start)
+	g := newGen(t, 2, Settings{Clock: clk})
 	first, _ := Default.Decode(next(t, g))
 	g.state.Store(g.pack(first.Tick, g.seqMask+3))
 	p, _ := Default.Decode(next(t, g))
@@ -443,26 +453,26 @@ func TestOverrunSequenceWaitsATick(t *testing.T) {
 }
 
 func TestConcurrentIDsAreDistinct(t *testing.T) {
-	cached := clock.NewCached(time.Millisecond)
+	cached := timebase.NewCached(time.Millisecond)
 	defer cached.Close()
 	cases := []struct {
 		name                   string
 		machine                int64
-		opts                   []Option
+		set                    Settings
 		goroutines, perRoutine int
 	}{
 		// The heaviest load: most IDs race for the last numbers of a tick.
-		{"default", 1000, nil, 16, 250_000},
+		{"default", 1000, Settings{}, 16, 250_000},
 		// 512 IDs per millisecond: ticks run out all the time.
-		{"jssafe", 7, []Option{WithLayout(JSSafe)}, 8, 20_000},
+		{"jssafe", 7, Settings{Layout: JSSafe}, 8, 20_000},
 		// Compare-and-swap on every ID.
-		{"long-lived", 0, []Option{WithLayout(longLived)}, 8, 50_000},
+		{"long-lived", 0, Settings{Layout: longLived}, 8, 50_000},
 		// Never runs out of sequence: the atomic add alone.
-		{"wide-cached", 0, []Option{WithLayout(wide), WithClock(cached)}, 8, 100_000},
+		{"wide-cached", 0, Settings{Layout: wide, Clock: cached}, 8, 100_000},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := newGen(t, c.machine, c.opts...)
+			g := newGen(t, c.machine, c.set)
 			if want := c.name != "long-lived"; g.fastAdd != want {
 				t.Errorf("fast path %v, want %v", g.fastAdd, want)
 			}
@@ -502,10 +512,10 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 		t.Fatalf("%d IDs, want %d", len(merged), goroutines*perGoroutine)
 	}
 	// A number taken past MaxSequence must never leak into the machine bits.
-	l := g.Layout()
+	l := g.layout
 	for _, id := range merged {
-		if id>>l.SequenceBits&l.MaxMachineID() != g.MachineID() {
-			t.Fatalf("id %d carries machine %d, want %d", id, id>>l.SequenceBits&l.MaxMachineID(), g.MachineID())
+		if id>>l.SequenceBits&l.maxMachineID() != g.MachineID() {
+			t.Fatalf("id %d carries machine %d, want %d", id, id>>l.SequenceBits&l.maxMachineID(), g.MachineID())
 		}
 	}
 	slices.Sort(merged)
@@ -514,7 +524,7 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 			t.Fatalf("duplicate ID %d", merged[i])
 		}
 	}
-	if p, _ := g.Layout().Decode(merged[len(merged)-1]); p.Machine != g.MachineID() {
+	if p, _ := g.layout.Decode(merged[len(merged)-1]); p.Machine != g.MachineID() {
 		t.Errorf("machine %d, want %d", p.Machine, g.MachineID())
 	}
 }
@@ -523,7 +533,7 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 // any size cost no refusal, no wait and no duplicate, and the IDs go on
 // strictly increasing; a step forward is followed.
 func TestWallStepsBackNeverReachARunningGenerator(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	g, err := New(1, Settings{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -554,7 +564,7 @@ func TestWallStepsBackNeverReachARunningGenerator(t *testing.T) {
 	}
 	clk.StepWall(2 * time.Hour)
 	issue(1)
-	if got, want := g.LastTimestamp(), clk.Now().UnixMilli(); got != want {
+	if got, want := g.lastTimestamp(), clk.Now().UnixMilli(); got != want {
 		t.Fatalf("after a wall step forward the last timestamp is %d, want the wall's %d", got, want)
 	}
 }

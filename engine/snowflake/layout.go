@@ -17,8 +17,8 @@ const (
 	Second
 )
 
-// Duration returns the length of one tick, 0 for an unknown unit.
-func (u Unit) Duration() time.Duration {
+// duration returns the length of one tick, 0 for an unknown unit.
+func (u Unit) duration() time.Duration {
 	switch u {
 	case Millisecond:
 		return time.Millisecond
@@ -28,8 +28,8 @@ func (u Unit) Duration() time.Duration {
 	return 0
 }
 
-// String returns "ms" or "s".
-func (u Unit) String() string {
+// name returns "ms" or "s".
+func (u Unit) name() string {
 	switch u {
 	case Millisecond:
 		return "ms"
@@ -39,13 +39,13 @@ func (u Unit) String() string {
 	return fmt.Sprintf("Unit(%d)", int(u))
 }
 
-func (u Unit) millis() int64 { return int64(u.Duration() / time.Millisecond) }
+func (u Unit) millis() int64 { return int64(u.duration() / time.Millisecond) }
 
-// ResetEveryTick as [Layout.SequenceResetThreshold] restarts the sequence at
+// resetEveryTick as [Layout.SequenceResetThreshold] restarts the sequence at
 // 0 on every new tick, as Twitter's snowflake and bwmarrin/snowflake do. Under
 // low traffic every ID then ends in the same low bits and `id % 2^k` sends
 // them all to one shard; it exists for compatibility and comparison only.
-const ResetEveryTick int64 = -1
+const resetEveryTick int64 = -1
 
 // DefaultEpoch is the default layouts' epoch, 2019-12-24T16:00:00Z (1577203200000 ms).
 var DefaultEpoch = time.Date(2019, 12, 24, 16, 0, 0, 0, time.UTC)
@@ -80,7 +80,7 @@ const minSpan = 365 * 24 * time.Hour
 type Layout struct {
 	// Epoch is tick 0. It must be a whole Unit, not before 1970 and not in the future.
 	Epoch time.Time
-	// TimestampBits hold the tick; they must last at least a year ([Layout.Expiry]).
+	// TimestampBits hold the tick; they must last at least a year (Epoch + 2^TimestampBits ticks).
 	TimestampBits int
 	// MachineBits hold the machine ID; 0 is allowed for a single generator.
 	MachineBits int
@@ -94,9 +94,9 @@ type Layout struct {
 	// keep cycling and `id % n` spreads them evenly.
 	//
 	// 0 means the default, 2^(SequenceBits-1)-1 (2047 for 12 bits; 1 for a
-	// single sequence bit). Any value in [1, MaxSequence] is used as is;
-	// MaxSequence makes the sequence cycle through its whole range.
-	// [ResetEveryTick] restarts at 0 on every tick. Under saturation every
+	// single sequence bit). Any value in [1, 2^SequenceBits-1] is used as is;
+	// maxSequence makes the sequence cycle through its whole range.
+	// [resetEveryTick] restarts at 0 on every tick. Under saturation every
 	// tick ends past any threshold, so the threshold never costs throughput.
 	SequenceResetThreshold int64
 }
@@ -124,20 +124,20 @@ func (l Layout) check() error {
 	case sb == 0:
 		return l.invalid("sequence bits must be at least 1")
 	case l.Unit != Millisecond && l.Unit != Second:
-		return l.invalid("unknown unit %v (use Millisecond or Second)", l.Unit)
+		return l.invalid("unknown unit %s (use Millisecond or Second)", l.Unit.name())
 	case l.Epoch.IsZero():
 		return l.invalid("epoch is not set")
 	case l.Epoch.Before(time.Unix(0, 0)):
 		return l.invalid("epoch %s is before 1970", l.Epoch.UTC().Format(time.RFC3339Nano))
-	case int64(l.Epoch.Nanosecond())%int64(l.Unit.Duration()) != 0:
-		return l.invalid("epoch %s is not a whole %v", l.Epoch.UTC().Format(time.RFC3339Nano), l.Unit)
+	case int64(l.Epoch.Nanosecond())%int64(l.Unit.duration()) != 0:
+		return l.invalid("epoch %s is not a whole %s", l.Epoch.UTC().Format(time.RFC3339Nano), l.Unit.name())
 	}
-	if minTicks := int64(minSpan / l.Unit.Duration()); mask(tb)+1 < minTicks {
+	if minTicks := int64(minSpan / l.Unit.duration()); mask(tb)+1 < minTicks {
 		return l.invalid("%d timestamp bits of %v last only %v, less than a year",
-			tb, l.Unit, time.Duration(mask(tb)+1)*l.Unit.Duration())
+			tb, l.Unit.name(), time.Duration(mask(tb)+1)*l.Unit.duration())
 	}
-	if t := l.SequenceResetThreshold; t != ResetEveryTick && (t < 0 || t > l.MaxSequence()) {
-		return l.invalid("sequence reset threshold %d is outside [0, %d] (or ResetEveryTick)", t, l.MaxSequence())
+	if t := l.SequenceResetThreshold; t != resetEveryTick && (t < 0 || t > l.maxSequence()) {
+		return l.invalid("sequence reset threshold %d is outside [0, %d] (or -1: reset every tick)", t, l.maxSequence())
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (l Layout) invalid(format string, args ...any) error {
 // String describes the layout, e.g. "41/10/12 ms since 2019-12-24T16:00:00Z".
 func (l Layout) String() string {
 	s := fmt.Sprintf("%d/%d/%d %v since %s", l.TimestampBits, l.MachineBits, l.SequenceBits,
-		l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano))
+		l.Unit.name(), l.Epoch.UTC().Format(time.RFC3339Nano))
 	if l.SequenceResetThreshold != 0 {
 		s += fmt.Sprintf(" reset threshold %d", l.SequenceResetThreshold)
 	}
@@ -164,41 +164,30 @@ func mask(bits int) int64 {
 	return int64(uint64(1)<<bits - 1)
 }
 
-// MaxMachineID is the largest machine ID: 2^MachineBits - 1.
-func (l Layout) MaxMachineID() int64 { return mask(l.MachineBits) }
+// maxMachineID is the largest machine ID: 2^MachineBits - 1.
+func (l Layout) maxMachineID() int64 { return mask(l.MachineBits) }
 
-// MaxSequence is the largest sequence number within a tick: 2^SequenceBits - 1.
-func (l Layout) MaxSequence() int64 { return mask(l.SequenceBits) }
+// maxSequence is the largest sequence number within a tick: 2^SequenceBits - 1.
+func (l Layout) maxSequence() int64 { return mask(l.SequenceBits) }
 
-// MaxTick is the last tick the timestamp bits can hold: 2^TimestampBits - 1.
-func (l Layout) MaxTick() int64 { return mask(l.TimestampBits) }
+// maxTick is the last tick the timestamp bits can hold: 2^TimestampBits - 1.
+func (l Layout) maxTick() int64 { return mask(l.TimestampBits) }
 
 // MaxID is the largest ID of the layout: 2^(all bits) - 1 (2^53-1 for JSSafe).
 func (l Layout) MaxID() int64 { return mask(l.TimestampBits + l.MachineBits + l.SequenceBits) }
 
-// IDsPerTick is how many IDs one machine can issue per tick.
-func (l Layout) IDsPerTick() int64 { return l.MaxSequence() + 1 }
-
-// IDsPerSecond is how many IDs one machine can issue per second.
-func (l Layout) IDsPerSecond() int64 {
-	if l.Unit == Millisecond {
-		return l.IDsPerTick() * 1000
-	}
-	return l.IDsPerTick()
-}
-
-// ResetThreshold returns the sequence reset threshold in effect: the default
-// when SequenceResetThreshold is 0, otherwise the field (ResetEveryTick included).
-func (l Layout) ResetThreshold() int64 {
+// resetThreshold returns the sequence reset threshold in effect: the default
+// when SequenceResetThreshold is 0, otherwise the field (resetEveryTick included).
+func (l Layout) resetThreshold() int64 {
 	if l.SequenceResetThreshold != 0 {
 		return l.SequenceResetThreshold
 	}
 	return max(mask(l.SequenceBits-1), 1)
 }
 
-// Expiry is the moment the timestamp runs out: Epoch + 2^TimestampBits ticks.
+// expiry is the moment the timestamp runs out: Epoch + 2^TimestampBits ticks.
 // A generator fails with engine.ErrTimestampOverflow from then on.
-func (l Layout) Expiry() time.Time { return l.tickTime(l.MaxTick() + 1) }
+func (l Layout) expiry() time.Time { return l.tickTime(l.maxTick() + 1) }
 
 // tickTime is the start of a tick, in UTC.
 func (l Layout) tickTime(tick int64) time.Time {
@@ -208,65 +197,9 @@ func (l Layout) tickTime(tick int64) time.Time {
 	return time.UnixMilli(l.Epoch.UnixMilli() + tick).UTC()
 }
 
-// Tick returns the tick holding t (t rounded down to the unit).
-func (l Layout) Tick(t time.Time) (int64, error) {
-	if err := l.check(); err != nil {
-		return 0, err
-	}
-	if t.Before(l.Epoch) {
-		return 0, fmt.Errorf("%w: %s is before the epoch of %s", engine.ErrInvalidID, t.UTC().Format(time.RFC3339Nano), l)
-	}
-	// t - epoch as whole seconds plus nanoseconds, without time.Duration's 292-year limit.
-	secs := t.Unix() - l.Epoch.Unix()
-	nanos := int64(t.Nanosecond() - l.Epoch.Nanosecond())
-	if nanos < 0 {
-		secs, nanos = secs-1, nanos+1e9
-	}
-	tick := secs
-	if l.Unit == Millisecond {
-		if secs > l.MaxTick()/1000 {
-			return 0, l.overflow(t)
-		}
-		tick = secs*1000 + nanos/1e6
-	}
-	if tick > l.MaxTick() {
-		return 0, l.overflow(t)
-	}
-	return tick, nil
-}
-
 func (l Layout) overflow(t time.Time) error {
 	return fmt.Errorf("%w: %s is past the end of %s (%s)", engine.ErrTimestampOverflow,
-		t.UTC().Format(time.RFC3339Nano), l, l.Expiry().Format(time.RFC3339Nano))
-}
-
-// Compose builds the ID for time t (rounded down to the unit), machine and
-// sequence. Parts out of range are errors wrapping engine.ErrInvalidID, a
-// time past the layout's Expiry wraps engine.ErrTimestampOverflow.
-func (l Layout) Compose(t time.Time, machine, seq int64) (int64, error) {
-	tick, err := l.Tick(t)
-	if err != nil {
-		return 0, err
-	}
-	return l.ComposeTick(tick, machine, seq)
-}
-
-// ComposeTick is [Layout.Compose] with the tick given directly.
-func (l Layout) ComposeTick(tick, machine, seq int64) (int64, error) {
-	if err := l.check(); err != nil {
-		return 0, err
-	}
-	switch {
-	case tick < 0:
-		return 0, fmt.Errorf("%w: tick %d is negative", engine.ErrInvalidID, tick)
-	case tick > l.MaxTick():
-		return 0, fmt.Errorf("%w: tick %d exceeds %d of %s", engine.ErrTimestampOverflow, tick, l.MaxTick(), l)
-	case machine < 0 || machine > l.MaxMachineID():
-		return 0, fmt.Errorf("%w: machine %d is outside [0, %d] of %s", engine.ErrInvalidID, machine, l.MaxMachineID(), l)
-	case seq < 0 || seq > l.MaxSequence():
-		return 0, fmt.Errorf("%w: sequence %d is outside [0, %d] of %s", engine.ErrInvalidID, seq, l.MaxSequence(), l)
-	}
-	return tick<<(l.MachineBits+l.SequenceBits) | machine<<l.SequenceBits | seq, nil
+		t.UTC().Format(time.RFC3339Nano), l, l.expiry().Format(time.RFC3339Nano))
 }
 
 // Parts is a snowflake ID taken apart by its bit layout: when it was made,
@@ -293,7 +226,7 @@ func (l Layout) Decode(id int64) (Parts, error) {
 		ID:       id,
 		Time:     l.tickTime(tick),
 		Tick:     tick,
-		Machine:  id >> l.SequenceBits & l.MaxMachineID(),
-		Sequence: id & l.MaxSequence(),
+		Machine:  id >> l.SequenceBits & l.maxMachineID(),
+		Sequence: id & l.maxSequence(),
 	}, nil
 }

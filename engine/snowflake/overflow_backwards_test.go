@@ -55,8 +55,7 @@ func TestOverflowWaitRefusesLongClockStepBack(t *testing.T) {
 	l := snowflake.Layout{Epoch: snowflake.DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: snowflake.Second}
 	start := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
 	clk := &steppingClock{now: start, stepBack: time.Hour, tooLong: time.Minute}
-	g, err := snowflake.New(1, snowflake.WithLayout(l), snowflake.WithClock(clk),
-		snowflake.WithMaxBackwards(10*time.Millisecond))
+	g, err := snowflake.New(1, snowflake.Settings{Layout: l, Clock: clk, MaxBackwards: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // jitterClock reads the system clock minus up to jitter, independently
@@ -50,8 +51,8 @@ func TestStressJitteryClock(t *testing.T) {
 	for name, l := range layouts {
 		t.Run(name, func(t *testing.T) {
 			fence := &tickFence{}
-			g, err := snowflake.New(l.MaxMachineID(), snowflake.WithLayout(l), snowflake.WithClock(jitterClock{jitter: int64(2 * time.Millisecond)}),
-				snowflake.WithMaxBackwards(20*time.Millisecond), snowflake.WithFence(fence))
+			g, err := snowhook.New(int64(1)<<l.MachineBits-1, snowflake.Settings{Layout: l, Clock: jitterClock{jitter: int64(2 * time.Millisecond)}, MaxBackwards: 20 * time.Millisecond},
+				snowhook.Start{Fence: fence.Check})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +99,7 @@ func TestStressJitteryClock(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p.Machine != l.MaxMachineID() || p.Sequence > l.MaxSequence() {
+				if p.Machine != int64(1)<<l.MachineBits-1 || p.Sequence >= int64(1)<<l.SequenceBits {
 					t.Fatalf("id %d decodes to %+v", id, p)
 				}
 				if _, ok := fence.approved.Load(p.Time.UnixMilli()); !ok {

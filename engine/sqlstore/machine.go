@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/schema"
 )
 
@@ -128,17 +129,19 @@ WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6 AND holder = $8 AN
 }
 
 var (
-	_ machine.Distributor = (*Store)(nil)
-	_ machine.ResetGracer = (*Store)(nil)
-	_ machine.ServerClock = (*Store)(nil)
+	_ machine.Distributor                     = (*Store)(nil)
+	_ interface{ ResetGrace() time.Duration } = (*Store)(nil)
+	_ interface {
+		ServerTime(context.Context) (time.Time, error)
+	} = (*Store)(nil)
 )
 
 // ResetGrace returns [Settings.ResetGrace] as resolved: what
-// machine.Acquire checks a lease's settings against.
+// leased.Acquire checks a lease's settings against.
 func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
 
-// ServerTime reads the database server's clock, which machine.Acquire
-// compares with the lease's (machine.ServerClock). SQLite runs in this
+// ServerTime reads the database server's clock, which leased.Acquire
+// compares with the lease's (a ServerTime method, see leased.ServerTimeOf). SQLite runs in this
 // process, with no clock of its own: the zero time.
 func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
 	if s.mach.serverTime == nil {
@@ -177,7 +180,7 @@ func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
 // four (PostgreSQL and SQLite: claim, insert, read max+1, claim again;
 // MySQL/MariaDB: claim, read max+1, claim again, read it).
 func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
-	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
 	if err := checkInstance(inst); err != nil {

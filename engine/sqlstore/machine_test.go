@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/sqlstore"
@@ -21,9 +21,9 @@ const safeGuard = time.Minute
 
 var epoch = time.Date(2026, 6, 23, 13, 17, 30, 0, time.UTC)
 
-func fakeStore(t *testing.T, d testdb.DB) (*sqlstore.Store, *clock.Fake) {
+func fakeStore(t *testing.T, d testdb.DB) (*sqlstore.Store, *clocktest.Fake) {
 	t.Helper()
-	c := clock.NewFake(epoch)
+	c := clocktest.NewFake(epoch)
 	return openStore(t, d, sqlstore.Settings{Clock: c}), c
 }
 
@@ -42,7 +42,7 @@ func TestMachineRace(t *testing.T) {
 	const bits, instances, pools = 6, 64, 8
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		c := clock.NewFake(epoch)
+		c := clocktest.NewFake(epoch)
 		var ms [pools]*sqlstore.Store
 		for i := range ms {
 			db := d.Open(t)
@@ -248,7 +248,7 @@ func TestMachineRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db, n := countingDB(t, d)
-		c := clock.NewFake(epoch)
+		c := clocktest.NewFake(epoch)
 		m := storeOn(t, db, sqlstore.Settings{Clock: c})
 		db.SetMaxOpenConns(1) // every statement prepared once, on one connection
 		mysql := d.Name == "mariadb"

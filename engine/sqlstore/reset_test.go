@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/tests/testdb"
@@ -17,7 +17,7 @@ import (
 
 // waitedGrace fails the test unless clock c (a fake that advances when
 // slept on) has passed the store's epoch creation plus the default grace.
-func waitedGrace(t *testing.T, what string, s *sqlstore.Store, c *clock.Fake) {
+func waitedGrace(t *testing.T, what string, s *sqlstore.Store, c *clocktest.Fake) {
 	t.Helper()
 	ms, _, _ := strings.Cut(s.Epoch(), ".")
 	n, err := strconv.ParseInt(ms, 10, 64)
@@ -42,7 +42,7 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
 			admin := d.Open(t)
-			clkA := clock.NewFake(time.Now())
+			clkA := clocktest.NewFake(time.Now())
 			a, err := sqlstore.Open(ctx, d.Open(t), sqlstore.Settings{Clock: clkA, CreateTables: true, Init: true})
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +77,7 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 				if err := wipe(); err != nil {
 					t.Fatalf("round %d: wiping: %v", round, err)
 				}
-				clkB := clock.NewFake(clkA.Now())
+				clkB := clocktest.NewFake(clkA.Now())
 				b, err := sqlstore.Open(ctx, d.Open(t), sqlstore.Settings{Clock: clkB, CreateTables: true})
 				if err != nil {
 					t.Fatalf("round %d: Open after the wipe: %v", round, err)
@@ -121,7 +121,7 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 func TestFirstFetchAfterWipeFails(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		clk := clock.NewFake(time.Now())
+		clk := clocktest.NewFake(time.Now())
 		s, err := sqlstore.Open(ctx, d.Open(t), sqlstore.Settings{Clock: clk})
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +159,7 @@ func TestFirstFetchAfterWipeFails(t *testing.T) {
 func TestCounterWentBackIsAReset(t *testing.T) {
 	ctx := context.Background()
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		clkA, clkB := clock.NewFake(time.Now()), clock.NewFake(time.Now())
+		clkA, clkB := clocktest.NewFake(time.Now()), clocktest.NewFake(time.Now())
 		// The default grace: the fetch after the reset must wait it.
 		a := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkA, ResetGrace: sqlstore.DefaultResetGrace})
 		b := storeOn(t, d.Open(t), sqlstore.Settings{Clock: clkB, ResetGrace: sqlstore.DefaultResetGrace})

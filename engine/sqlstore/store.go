@@ -20,7 +20,7 @@
 //     releases must present. [Store.Distribute] lists the round trips per
 //     path and dialect;
 //   - [Store.ServerTime] reads the database server's clock, for
-//     machine.Acquire to check the host's clock against.
+//     leased.Acquire to check the host's clock against.
 //
 // # Store resets
 //
@@ -118,7 +118,7 @@ type Settings struct {
 	// [Settings.Init].
 	Floor engine.Floor
 	// Clock dates rows, decides which machine IDs have expired and times
-	// the reset grace (default clock.System); tests use a clock.Fake.
+	// the reset grace (default clock.System); tests use a clocktest.Fake.
 	Clock clock.Clock
 	// CreateTables makes [Open] create the tables if they do not exist.
 	CreateTables bool
@@ -137,7 +137,7 @@ type Settings struct {
 	// nothing out (default 2 s): long enough for every
 	// process of the forgotten epoch to stop, through a failing heartbeat
 	// or, cut off from the store, through its reservation running out.
-	// machine.Acquire refuses a lease that may issue without the store for
+	// leased.Acquire refuses a lease that may issue without the store for
 	// as long (its Reservation, or SafeGuard minus SkewMargin without one).
 	// The wait falls on whoever creates the new epoch, so every process
 	// sharing the store must use the same grace; nothing checks that. The

@@ -11,8 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidtime"
 )
 
 var start = time.Date(2026, 11, 25, 23, 59, 59, 999_500_000, time.UTC)
@@ -30,12 +31,12 @@ func next(t testing.TB, g *uuidv7.Generator) [16]byte {
 // UUIDs are RFC 9562 version 7 UUIDs of the clock's millisecond, as
 // google/uuid reads them.
 func TestFormat(t *testing.T) {
-	g := uuidv7.New(clock.NewFake(start))
+	g := uuidv7.New(clocktest.NewFake(start))
 	u := uuid.UUID(next(t, g))
 	if u.Version() != 7 || u.Variant() != uuid.RFC4122 {
 		t.Errorf("%s: version %d, variant %s; want 7, RFC 4122", u, u.Version(), u.Variant())
 	}
-	at, err := uuidv7.Time(u)
+	at, err := uuidtime.Of(u)
 	if want := start.Truncate(time.Millisecond); err != nil || !at.Equal(want) {
 		t.Errorf("Time(%s) = %s, %v; want %s", u, at, err, want)
 	}
@@ -47,7 +48,7 @@ func TestFormat(t *testing.T) {
 	if frac := int(u[6]&0x0f)<<8 | int(u[7]); frac != 2048 {
 		t.Errorf("rand_a = %d, want 2048 for half a millisecond", frac)
 	}
-	if _, err := uuidv7.Time(uuid.New()); !errors.Is(err, engine.ErrInvalidID) {
+	if _, err := uuidtime.Of(uuid.New()); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Time of a version 4 UUID: err = %v, want ErrInvalidID", err)
 	}
 }
@@ -56,7 +57,7 @@ func TestFormat(t *testing.T) {
 // steps of a millisecond, every UUID is above the one before, as bytes and
 // as strings.
 func TestStrictlyIncreasing(t *testing.T) {
-	fc := clock.NewFake(start)
+	fc := clocktest.NewFake(start)
 	g := uuidv7.New(fc)
 	prev := next(t, g)
 	check := func(what string, n int) {
@@ -70,14 +71,14 @@ func TestStrictlyIncreasing(t *testing.T) {
 		}
 	}
 	check("one clock reading", 10_000) // past 4,096: the timestamp runs ahead
-	if at, _ := uuidv7.Time(prev); !at.After(start) {
+	if at, _ := uuidtime.Of(prev); !at.After(start) {
 		t.Errorf("after 10,000 UUIDs in one reading the timestamp is %s, want it ahead of %s", at, start)
 	}
 	fc.StepBack(time.Hour)
 	check("clock stepped back an hour", 1000)
 	fc.Advance(2 * time.Hour)
 	check("clock an hour ahead", 1)
-	if at, _ := uuidv7.Time(prev); !at.Equal(fc.Now().Truncate(time.Millisecond)) {
+	if at, _ := uuidtime.Of(prev); !at.Equal(fc.Now().Truncate(time.Millisecond)) {
 		t.Errorf("once the clock is past the last UUID the timestamp is %s, want the clock's %s", at, fc.Now())
 	}
 }
@@ -120,10 +121,10 @@ func TestConcurrent(t *testing.T) {
 // UUID, and NextID refuses: a UUID is no int64.
 func TestRefusals(t *testing.T) {
 	ctx := context.Background()
-	if _, err := uuidv7.New(clock.NewFake(time.Unix(-1, 0))).NextUUID(ctx); !errors.Is(err, engine.ErrTimestampOverflow) {
+	if _, err := uuidv7.New(clocktest.NewFake(time.Unix(-1, 0))).NextUUID(ctx); !errors.Is(err, engine.ErrTimestampOverflow) {
 		t.Errorf("clock before 1970: err = %v, want ErrTimestampOverflow", err)
 	}
-	if _, err := uuidv7.New(clock.NewFake(time.UnixMilli(1 << 48))).NextUUID(ctx); !errors.Is(err, engine.ErrTimestampOverflow) {
+	if _, err := uuidv7.New(clocktest.NewFake(time.UnixMilli(1 << 48))).NextUUID(ctx); !errors.Is(err, engine.ErrTimestampOverflow) {
 		t.Errorf("clock past 48 bits of milliseconds: err = %v, want ErrTimestampOverflow", err)
 	}
 	if _, err := uuidv7.New(nil).NextID(ctx); !errors.Is(err, engine.ErrInvalidConfig) {

@@ -155,12 +155,12 @@ func registry(ctx context.Context, ids *sql.DB, rate float64) (*demoRegistry, er
 		return nil, err
 	}
 	plain := snowflake.Default
-	plain.SequenceResetThreshold = snowflake.ResetEveryTick
-	g, err := snowflake.New(plain.MaxMachineID(), snowflake.WithLayout(plain))
+	plain.SequenceResetThreshold = -1
+	g, err := snowflake.New(int64(1)<<plain.MachineBits-1, snowflake.Settings{Layout: plain})
 	if err == nil {
 		var gen engine.Generator = g
 		if rate > 0 && rate <= 1000 {
-			gen = &onePerTick{g: g}
+			gen = &onePerTick{g: g, layout: plain}
 		}
 		return &demoRegistry{Registry: reg, plain: gen}, nil
 	}
@@ -373,9 +373,10 @@ func createDatabase(ctx context.Context, admin *gorm.DB, name string, isPG bool)
 // tick would take sequence 1 and another shard. So the plain snowflake's
 // skew shows the same on every run, as the README prints it.
 type onePerTick struct {
-	mu   sync.Mutex
-	g    *snowflake.Generator
-	last int64 // Unix ms of the last ID's tick
+	mu     sync.Mutex
+	g      *snowflake.Generator
+	layout snowflake.Layout
+	last   int64 // Unix ms of the last ID's tick
 }
 
 func (p *onePerTick) NextID(ctx context.Context) (int64, error) {
@@ -388,7 +389,8 @@ func (p *onePerTick) NextID(ctx context.Context) (int64, error) {
 	}
 	id, err := p.g.NextID(ctx)
 	if err == nil {
-		p.last = p.g.LastTimestamp()
+		d, _ := p.layout.Decode(id)
+		p.last = d.Time.UnixMilli()
 	}
 	return id, err
 }

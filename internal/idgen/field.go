@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
@@ -98,19 +96,15 @@ func NewField(model, name string, typ reflect.Type, spec Spec) (*Field, error) {
 	if format == "" {
 		format = "decimal"
 	}
-	if !slices.Contains(convert.Names(), format) {
-		return nil, fieldError(model, name, fmt.Sprintf("tag `%s:%q`: unknown format %q (known: %s)",
-			TagKey, spec, format, strings.Join(convert.Names(), ", ")))
-	}
 	// Radix strings are zero-padded to full width so that string keys sort
 	// like the IDs and B-tree inserts stay append-only.
-	var opts []convert.Option
+	var set convert.Settings
 	if format != "decimal" {
-		opts = append(opts, convert.Padded())
+		set.Padded = true
 	}
 	var err error
-	if f.format, err = convert.ByName(format, opts...); err != nil {
-		return nil, fmt.Errorf("model %s field %s: %w", model, name, err)
+	if f.format, err = convert.New(format, set); err != nil {
+		return nil, fmt.Errorf("model %s field %s: tag `%s:%q`: %w", model, name, TagKey, spec, err)
 	}
 	return f, nil
 }

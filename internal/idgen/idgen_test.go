@@ -109,7 +109,7 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 	if err := fl.Fill(context.Background(), reflect.ValueOf(&g)); err != nil {
 		t.Fatal(err)
 	}
-	r62, _ := convert.ByName("radix62", convert.Padded())
+	r62, _ := convert.New("radix62", convert.Settings{Padded: true})
 	seen := map[int64]string{}
 	add := func(name string, id int64) {
 		if id <= 1_000_000 {

@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
@@ -52,7 +52,7 @@ func (f stringFunc) NextString(ctx context.Context) (string, error) { return f(c
 
 func newDatedProvider(t *testing.T) *datedProvider {
 	reg, _ := counterRegistry(t)
-	if err := reg.Register(KindUUIDv7, "", uuidv7.New(clock.NewFake(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)))); err != nil {
+	if err := reg.Register(KindUUIDv7, "", uuidv7.New(clocktest.NewFake(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)))); err != nil {
 		t.Fatal(err)
 	}
 	return &datedProvider{Registry: reg}

@@ -22,8 +22,8 @@ type MachineRequest struct {
 }
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
-// ResetGraceMillis is the store's reset grace (machine.ResetGraceOf), so a
-// client's machine.Acquire can check its lease against it. Lease is the
+// ResetGraceMillis is the store's reset grace (leased.ResetGraceOf), so a
+// client's leased.Acquire can check its lease against it. Lease is the
 // lease's secret: its guards and reverts must present it, and only the
 // caller that was handed it may.
 type MachineState struct {

@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/genreg"
@@ -228,8 +228,8 @@ func TestGormConfigErrors(t *testing.T) {
 // was issued in.
 func TestGormInterval(t *testing.T) {
 	ctx := context.Background()
-	fc := clock.NewFake(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
-	g, err := snowflake.New(2, snowflake.WithClock(fc))
+	fc := clocktest.NewFake(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
+	g, err := snowflake.New(2, snowflake.Settings{Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sharding"
@@ -295,8 +295,8 @@ func TestSqlxColumns(t *testing.T) {
 // was issued in.
 func TestSqlxInterval(t *testing.T) {
 	ctx := context.Background()
-	fc := clock.NewFake(shardtest.Start.AddDate(0, -10, 0)) // 2026-01-21
-	g, err := snowflake.New(2, snowflake.WithClock(fc))
+	fc := clocktest.NewFake(shardtest.Start.AddDate(0, -10, 0)) // 2026-01-21
+	g, err := snowflake.New(2, snowflake.Settings{Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}

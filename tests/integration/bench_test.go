@@ -9,6 +9,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/segmenthook"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -32,10 +33,10 @@ func BenchmarkPostgresSegments(b *testing.B) {
 		new  func(segment.Distributor) (engine.Generator, error)
 	}{
 		{"chain", func(d segment.Distributor) (engine.Generator, error) {
-			return segment.NewChain(d, segment.WithStep(step))
+			return segment.NewChain(d, segment.Settings{Step: step})
 		}},
 		{"segment", func(d segment.Distributor) (engine.Generator, error) {
-			return segment.New(d, segment.WithStep(step))
+			return segmenthook.New(d, segment.Settings{Step: step}, segmenthook.Owned{})
 		}},
 	}
 	for _, k := range kinds {

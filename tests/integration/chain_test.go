@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // TestSixteenInstancesShareOneSegment has 16 instances, each with a pool or
@@ -30,8 +31,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := segment.NewChain(d, segment.WithName(name), segment.WithStep(step),
-				segment.WithPrefetchPeriod(period), segment.WithLogger(quiet))
+			c, err := ownedChain(d, segment.Settings{Step: step, PrefetchPeriod: period}, segmenthook.Owned{Name: name, Logger: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,4 +127,14 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 			total, instances, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(),
 			fetches, step, failures, discarded, distance)
 	})
+}
+
+// ownedChain builds a chain with the name, logger and clock a registry
+// would give it.
+func ownedChain(d segment.Distributor, s segment.Settings, o segmenthook.Owned) (*segment.Chain, error) {
+	g, err := segmenthook.NewChain(d, s, o)
+	if err != nil {
+		return nil, err
+	}
+	return g.(*segment.Chain), nil
 }

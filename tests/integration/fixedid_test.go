@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -30,9 +30,9 @@ func killAndRestart(t *testing.T, protect bool, clockStep time.Duration, sfPace 
 	cfg := workerConfig{Namespace: ns, MachineID: fixedMachineID, Snowflake: sfPace, NoReservation: !protect}
 	env := func() string {
 		if !protect {
-			return machine.StateDirEnv + "=" + t.TempDir()
+			return leased.StateDirEnv + "=" + t.TempDir()
 		}
-		return machine.StateDirEnv + "=" + stateDir
+		return leased.StateDirEnv + "=" + stateDir
 	}
 	c1 := cfg
 	c1.Name = "first"

@@ -26,7 +26,7 @@ import (
 //     2 s reset grace lets B issue: no ID, nor any millisecond of the
 //     machine ID, may be issued by both.
 //   - control: A's lease has no reservation (Lease.Reservation -1) and the
-//     store's ResetGrace is hidden from machine.Acquire, which would refuse
+//     store's ResetGrace is hidden from leased.Acquire, which would refuse
 //     that: A issues through the partition, and IDs issued twice or
 //     milliseconds of the machine ID used by both must be found, or the
 //     test could not fail.

@@ -73,7 +73,7 @@ type workerConfig struct {
 	// NoReservation sets Lease.Reservation to -1 (the control: protection off).
 	NoReservation bool
 	// HideResetGrace hands idforge.New the store as a graceHidden, so
-	// machine.Acquire cannot see its ResetGrace and accepts NoReservation
+	// leased.Acquire cannot see its ResetGrace and accepts NoReservation
 	// on a store (the control of the partition test).
 	HideResetGrace bool
 	// ClockOffset is added to the system clock: the root Settings.Clock.
@@ -85,7 +85,7 @@ type workerConfig struct {
 	// Snowflake and Chain pace each generator: Burst IDs, then a sleep of
 	// Every (0: no sleep). A zero Burst leaves the generator out.
 	Snowflake, Chain pace
-	// ChainStep is the chain's segment size (default segment.DefaultStep).
+	// ChainStep is the chain's segment size (default 1000, the segment default).
 	ChainStep int64
 	// CloseWhileIssuing makes "quit" close the registry while the
 	// generators are still drawn from, and stop drawing only then: Close
@@ -392,15 +392,15 @@ func runWorker(cfg workerConfig) int {
 }
 
 // graceHidden has only the methods of idforge.Store: it hides the
-// machine.ResetGracer of the store it embeds.
+// the ResetGrace method of the store it embeds.
 type graceHidden struct{ idforge.Store }
 
 // refusalClass names the sentinel error behind a refusal (reason.Of).
 // A chain refusal that names neither a reset nor a store failure ("the
 // store has not failed, it is slow to answer") is "unexplained".
 func refusalClass(err error) string {
-	var ex *segment.ExhaustedError
-	if errors.As(err, &ex) && ex.Store == nil && !errors.Is(err, engine.ErrStoreReset) {
+	// An exhausted chain whose store has not failed says so in its message.
+	if errors.Is(err, engine.ErrSegmentExhausted) && strings.Contains(err.Error(), "the store has not failed") && !errors.Is(err, engine.ErrStoreReset) {
 		return "unexplained"
 	}
 	return reason.Of(err)

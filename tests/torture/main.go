@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the fault schedule (0: random, printed)")
 	fs.DurationVar(&c.safeGuard, "safeguard", 3*time.Second, "machine-ID safe-guard duration")
 	fs.DurationVar(&c.heartbeat, "heartbeat", 300*time.Millisecond, "machine-ID heartbeat interval")
-	fs.DurationVar(&c.reserve, "reserve", time.Second, "machine-ID time reservation (machine.WithReservation): each heartbeat reserves this far ahead, so a restart after kill -9 cannot reuse its predecessor's milliseconds even with the clock stepped back; 0 turns it off (then kill_clock_back fails)")
+	fs.DurationVar(&c.reserve, "reserve", time.Second, "machine-ID time reservation (machine.Settings.Reservation): each heartbeat reserves this far ahead, so a restart after kill -9 cannot reuse its predecessor's milliseconds even with the clock stepped back; 0 turns it off (then kill_clock_back fails)")
 	fs.Var(&fence, "fence", "every worker's chain Fence (segment.Settings.Fence), at most -reserve: auto is -reserve when partition_wipe is injected, else 0 (off)")
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")

@@ -15,6 +15,9 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // chainName is the one segment sequence every worker draws from.
@@ -58,11 +61,8 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	if off := w.cfg.ClockOffset; off != 0 {
 		margin = max(off, -off) + w.cfg.SafeGuard/5
 	}
-	leaseOpts := []machine.Option{
-		machine.WithSafeGuard(w.cfg.SafeGuard), machine.WithHeartbeat(w.cfg.Heartbeat), machine.WithSkewMargin(margin),
-		machine.WithClock(w.clk), machine.WithLogger(w.log), machine.WithReservation(w.cfg.Reserve),
-	}
-	sfOpts := []snowflake.Option{snowflake.WithClock(w.clk), snowflake.WithMaxBackwards(w.cfg.MaxBackwards)}
+	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: w.cfg.Reserve}
+	sfOpts := snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards}
 	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
 		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chain)
@@ -125,29 +125,29 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 
 // openBroken builds the -break fence and -break clock sources by hand: a
 // machine-ID lease, a snowflake generator on its ID and a segment chain.
-func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts []machine.Option,
-	sfOpts []snowflake.Option, chain segment.Settings) (*source, error) {
+func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts leased.LeaseSettings,
+	sfOpts snowflake.Settings, chain segment.Settings) (*source, error) {
 	b := &brokenSnowflake{forget: w.cfg.Break == "clock"}
-	lease, err := machine.Acquire(ctx, w.store, inst, append(leaseOpts,
-		machine.WithTimestampSource(func() int64 {
-			if g := b.gen.Load(); g != nil {
-				return g.LastTimestamp()
-			}
-			return 0
-		}))...)
+	leaseOpts.TimestampSource = func() int64 {
+		if g := b.gen.Load(); g != nil {
+			return (*g).LastTimestamp()
+		}
+		return 0
+	}
+	lease, err := leased.Acquire(ctx, w.store, inst, leaseOpts)
 	if err != nil {
 		return nil, err
 	}
 	if b.forget {
-		sfOpts = append(sfOpts, snowflake.WithFence(lease)) // only the clock check is broken
+		b.fence = lease.Check // only the clock check is broken
 	}
 	b.opts = sfOpts
-	g, err := snowflake.New(lease.MachineID(), append(sfOpts, snowflake.WithLastTimestamp(lease.State().LastTimestamp))...)
+	g, err := snowhook.New(lease.MachineID(), sfOpts, snowhook.Start{LastTimestamp: lease.State().LastTimestamp, Fence: b.fence})
 	if err != nil {
 		lease.Close()
 		return nil, err
 	}
-	b.gen.Store(g)
+	b.gen.Store(&g)
 	d, err := w.store.Segment(chainName, w.chainFloor)
 	if err != nil {
 		lease.Close()
@@ -155,12 +155,12 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 	}
 	// What idforge.New sets on its chains: the fence then reads the clock
 	// the store dates its confirmations with.
-	chain.Name, chain.Clock, chain.Logger = chainName, w.clk, w.log
-	ch, err := segment.NewChain(d, chain)
+	cg, err := segmenthook.NewChain(d, chain, segmenthook.Owned{Name: chainName, Clock: w.clk, Logger: w.log})
 	if err != nil {
 		lease.Close()
 		return nil, err
 	}
+	ch := cg.(*segment.Chain)
 	return &source{
 		gens:      map[string]engine.Generator{genSnowflake: b, genChain: ch},
 		machineID: lease.MachineID,
@@ -170,27 +170,29 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 
 // brokenSnowflake is the snowflake generator of -break fence and -break clock.
 type brokenSnowflake struct {
-	gen    atomic.Pointer[snowflake.Generator]
-	opts   []snowflake.Option
+	gen    atomic.Pointer[snowhook.Generator]
+	opts   snowflake.Settings
+	fence  func(unixMilli int64) error
 	forget bool // clock: a refused clock step starts a generator that forgot its last timestamp
 }
 
 func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
-	g := b.gen.Load()
+	gp := b.gen.Load()
+	g := *gp
 	id, err := g.NextID(ctx)
 	if err == nil || !b.forget || !errors.Is(err, engine.ErrClockBackwards) {
 		return id, err
 	}
-	fresh, nerr := snowflake.New(g.MachineID(), b.opts...)
+	fresh, nerr := snowhook.New(g.MachineID(), b.opts, snowhook.Start{Fence: b.fence})
 	if nerr != nil {
 		return 0, errors.Join(err, nerr)
 	}
-	b.gen.CompareAndSwap(g, fresh)
-	return b.gen.Load().NextID(ctx)
+	b.gen.CompareAndSwap(gp, &fresh)
+	return (*b.gen.Load()).NextID(ctx)
 }
 
-// graceHidden hides the store's reset grace (machine.ResetGracer) from
-// machine.Acquire, for the -reserve 0 control.
+// graceHidden hides the store's reset grace (its ResetGrace method, see leased.ResetGraceOf) from
+// leased.Acquire, for the -reserve 0 control.
 type graceHidden struct{ idforge.Store }
 
 // chainFloor is the chain's Floor: the largest ID in its table, where a

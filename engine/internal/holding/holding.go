@@ -16,7 +16,7 @@ import (
 // reservation end) a stable instance's holding counts as live: the store's
 // reset grace, and never less than the default grace. A holder silent for
 // longer has stopped issuing whether it crashed or is cut off (its lease
-// allows no more than its reservation, which machine.Acquire keeps under
+// allows no more than its reservation, which leased.Acquire keeps under
 // the grace), so a restart after kill -9 waits seconds, not the
 // safe-guard; a cut-off holder that comes back finds another holder and
 // stops.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 )
 
 func TestToken(t *testing.T) {
@@ -32,7 +33,7 @@ func TestToken(t *testing.T) {
 // the grace; one adoption per epoch seen, whoever races for it.
 func TestWaitAndAdopt(t *testing.T) {
 	start := time.UnixMilli(1_790_000_000_000)
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	s := NewState(c, 2*time.Second)
 	s.Set(NewToken(start.Add(-time.Hour)))
 	if _, err := s.Wait(context.Background()); err != nil || c.Sleeps() != 0 {
@@ -80,7 +81,7 @@ func TestWaitAndAdopt(t *testing.T) {
 // when the re-seed failed; Ready then retries it.
 func TestResetNamesAFailedReseed(t *testing.T) {
 	start := time.UnixMilli(1_790_000_000_000)
-	s := NewState(clock.NewFake(start), 2*time.Second)
+	s := NewState(clocktest.NewFake(start), 2*time.Second)
 	old := NewToken(start.Add(-time.Hour))
 	s.Set(old)
 	s.Raise("order", 500)
@@ -116,7 +117,7 @@ func TestResetNamesAFailedReseed(t *testing.T) {
 
 func TestReadyAndResetError(t *testing.T) {
 	start := time.UnixMilli(1_790_000_000_000)
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	s := NewState(c, 2*time.Second)
 	old := NewToken(start.Add(-time.Hour))
 	s.Set(old)
@@ -239,7 +240,7 @@ func TestBrandNewTokens(t *testing.T) {
 	if c, ok := Created(fresh); !ok || !c.Equal(now) {
 		t.Fatalf("Created(%q) = %v, %v", fresh, c, ok)
 	}
-	c := clock.NewFake(now)
+	c := clocktest.NewFake(now)
 	s := NewState(c, time.Hour)
 	s.Set(fresh)
 	if !s.ReadyAt().IsZero() {

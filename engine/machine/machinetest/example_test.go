@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 )
 
 func ExampleNewMemory() {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	mem := machinetest.NewMemory(clk)
 	a := machine.Instance{Namespace: "orders", ID: "10.0.0.1:8080"}
 	b := machine.Instance{Namespace: "orders", ID: "10.0.0.2:8080"}

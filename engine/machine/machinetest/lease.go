@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/leased"
 )
 
-// The cases below run the distributor under machine.Acquire, as a process
+// The cases below run the distributor under leased.Acquire, as a process
 // does at start-up.
 
 // testStableLease: two processes with one stable instance ID. The second
@@ -33,16 +34,15 @@ func testStableLease(e *env) {
 	// The wrappers also hide the store's server clock, which the fake clock
 	// is nowhere near.
 	first, second := &cutOff{Distributor: e.d}, &cutOff{Distributor: e.d}
-	opts := []machine.Option{machine.WithClock(e.clk), machine.WithSafeGuard(safeGuard), machine.WithMachineBits(4),
-		machine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+	opts := leased.LeaseSettings{Clock: e.clk, SafeGuard: safeGuard, MachineBits: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx := e.t.Context()
-	a, err := machine.Acquire(ctx, first, s, opts...)
+	a, err := leased.Acquire(ctx, first, s, opts)
 	if err != nil {
 		e.t.Fatalf("first Acquire: %v", err)
 	}
 	defer a.Close()
 
-	b, err := machine.Acquire(ctx, second, s, opts...)
+	b, err := leased.Acquire(ctx, second, s, opts)
 	if err == nil {
 		b.Close()
 	}
@@ -54,7 +54,7 @@ func testStableLease(e *env) {
 	// looks dead, and the second gets the ID.
 	first.cut.Store(true)
 	e.clk.Advance(safeGuard + time.Minute)
-	b, err = machine.Acquire(ctx, second, s, opts...)
+	b, err = leased.Acquire(ctx, second, s, opts)
 	if err != nil {
 		e.t.Fatalf("second Acquire once the first was silent for the safe-guard: %v", err)
 	}
@@ -96,11 +96,11 @@ func testStableLease(e *env) {
 // the time the calls take does not matter.
 func testServerClock(e *env) {
 	ctx := e.t.Context()
-	if now, err := machine.ServerTimeOf(ctx, e.d); err != nil || now.IsZero() {
+	if now, err := leased.ServerTimeOf(ctx, e.d); err != nil || now.IsZero() {
 		if err != nil {
 			e.t.Fatalf("ServerTime: %v", err)
 		}
-		e.t.Skip("the distributor has no server clock (machine.ServerClock)")
+		e.t.Skip("the distributor has no server clock (a ServerTime method, see leased.ServerTimeOf)")
 	}
 	const sg = time.Hour // the skew margin is 12 minutes
 	for i, tc := range []struct {
@@ -114,15 +114,14 @@ func testServerClock(e *env) {
 		{time.Minute, false, false},
 		{-time.Minute, false, false},
 	} {
-		server, err := machine.ServerTimeOf(ctx, e.d)
+		server, err := leased.ServerTimeOf(ctx, e.d)
 		if err != nil {
 			e.t.Fatalf("ServerTime: %v", err)
 		}
-		clk := clock.NewFake(server.Add(tc.offset))
+		clk := clocktest.NewFake(server.Add(tc.offset))
 		clk.ManualSleep = true
 		var logs lockedBuffer
-		l, err := machine.Acquire(ctx, e.d, e.inst(fmt.Sprintf("skew%d", i)), machine.WithClock(clk), machine.WithSafeGuard(sg),
-			machine.WithMachineBits(4), machine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		l, err := leased.Acquire(ctx, e.d, e.inst(fmt.Sprintf("skew%d", i)), leased.LeaseSettings{Clock: clk, SafeGuard: sg, MachineBits: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if l != nil {
 			l.Close()
 		}

@@ -12,7 +12,7 @@
 //	}
 //
 // The distributor must read "now" for its reclaim decisions from the clock it
-// is given, so stores need a clock option: the suite drives a clock.Fake past
+// is given, so stores need a clock option: the suite drives a clocktest.Fake past
 // the safe-guard duration instead of waiting for it.
 package machinetest
 
@@ -28,7 +28,9 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // safeGuard is the suite's safe-guard duration; the fake clock makes its
@@ -64,15 +66,15 @@ func init() { nonce.Store(time.Now().UnixNano()) }
 // Distribute of an instance ends the first holding (Holder); a stable
 // instance held live by another process is refused with ErrInstanceInUse
 // until the holder reverts or stays silent for the safe-guard
-// (StableHeldLiveRefused); the same through machine.Acquire, where the
+// (StableHeldLiveRefused); the same through leased.Acquire, where the
 // refused lease names the instance and the first lease, cut off until
 // another took the ID over, ends at its next heartbeat and logs both
 // holders (StableLeaseTakenOver); and, where the distributor has a server
-// clock (machine.ServerClock), Acquire refuses a clock further from it than
+// clock (a ServerTime method, see leased.ServerTimeOf), Acquire refuses a clock further from it than
 // the skew margin, warns beyond half of it and accepts one within
 // (ServerClockSkew).
 //
-// newDistributor is called once per subtest with a fresh clock.Fake, which
+// newDistributor is called once per subtest with a fresh clocktest.Fake, which
 // the distributor must read "now" from and must not sleep on (the lease
 // cases set ManualSleep). The distributor must be safe for concurrent use:
 // up to 64 goroutines call it at once. Every subtest works in namespaces of
@@ -101,7 +103,7 @@ func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clk := clock.NewFake(start)
+			clk := clocktest.NewFake(start)
 			e := &env{t: t, clk: clk, ns: fmt.Sprintf("mt-%s-%d", c.name, nonce.Add(1))}
 			e.d = newDistributor(t, clk)
 			if e.d == nil {
@@ -114,7 +116,7 @@ func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.
 
 type env struct {
 	t   *testing.T
-	clk *clock.Fake
+	clk *clocktest.Fake
 	d   machine.Distributor
 	ns  string
 }
@@ -253,7 +255,7 @@ func testValidate(e *env) {
 		{"empty namespace", machine.Instance{ID: "a"}, 10, safeGuard},
 		{"empty instance ID", machine.Instance{Namespace: e.ns}, 10, safeGuard},
 		{"0 machine bits", e.inst("a"), 0, safeGuard},
-		{"too many machine bits", e.inst("a"), machine.MaxMachineBits + 1, safeGuard},
+		{"too many machine bits", e.inst("a"), distcheck.MaxMachineBits + 1, safeGuard},
 		{"zero safe-guard", e.inst("a"), 10, 0},
 		{"negative safe-guard", e.inst("a"), 10, -time.Second},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // Memory is an in-memory machine.Distributor: the reference implementation
@@ -46,7 +47,7 @@ func NewMemory(c clock.Clock) *Memory {
 // ahead of the clock, else the lowest never used, else the free one
 // stamped least far ahead, else fails with engine.ErrMachineIDOverflow.
 func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
-	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
 	m.mu.Lock()

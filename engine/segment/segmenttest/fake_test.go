@@ -82,7 +82,7 @@ func TestRunCatchesBrokenDistributors(t *testing.T) {
 				seqs[name] = new(int64)
 			}
 			cur := seqs[name]
-			return segment.DistributorFunc(func(ctx context.Context, step int64) (int64, error) {
+			return distFunc(func(ctx context.Context, step int64) (int64, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				return next(cur, step)
@@ -117,3 +117,8 @@ func ExampleFake() {
 	// first range: 100 110
 	// true
 }
+
+// distFunc adapts a function to segment.Distributor.
+type distFunc func(ctx context.Context, step int64) (int64, error)
+
+func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }

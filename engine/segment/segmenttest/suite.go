@@ -197,8 +197,7 @@ func (s *suite) chains(t *testing.T) {
 	ids := make([][]int64, chains*goroutines)
 	var wg sync.WaitGroup
 	for c := range chains {
-		ch, err := segment.NewChain(s.new(t, name), segment.WithName(name), segment.WithStep(50),
-			segment.WithPrefetchPeriod(10*time.Millisecond))
+		ch, err := segment.NewChain(s.new(t, name), segment.Settings{Step: 50, PrefetchPeriod: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

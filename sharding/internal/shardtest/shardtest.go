@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sharding"
@@ -37,7 +38,7 @@ var Start = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
 // shard under the course rule.
 func Registry(t testing.TB) *genreg.Registry {
 	t.Helper()
-	g, err := snowflake.New(5, snowflake.WithClock(clock.NewFake(Start)))
+	g, err := snowflake.New(5, snowflake.Settings{Clock: clocktest.NewFake(Start)})
 	if err != nil {
 		t.Fatal(err)
 	}

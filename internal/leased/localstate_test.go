@@ -1,4 +1,4 @@
-package machine_test
+package leased_test
 
 import (
 	"context"
@@ -6,15 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/internal/leased"
 )
 
 // stateFile returns the only file in dir, failing on temporary leftovers.
@@ -42,8 +44,8 @@ func stateFile(t *testing.T, dir string) (path, content string) {
 func TestLocalStateRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	d := machine.LocalState(dir, machine.Manual(3))
-	st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	d := leased.LocalState(dir, machine.Manual(3))
+	st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st != (machine.State{MachineID: 3}) {
 		t.Fatalf("first Distribute = %+v, %v", st, err)
 	}
@@ -64,12 +66,12 @@ func TestLocalStateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A restart: a new decorator over the same directory.
-	st, err = machine.LocalState(dir, machine.Manual(3)).Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	st, err = leased.LocalState(dir, machine.Manual(3)).Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st != (machine.State{MachineID: 3, LastTimestamp: 2000}) {
 		t.Fatalf("Distribute after restart = %+v, %v; want machine ID 3 with the saved timestamp 2000", st, err)
 	}
 	// A file for another machine ID tells nothing about this one.
-	st, err = machine.LocalState(dir, machine.Manual(4)).Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	st, err = leased.LocalState(dir, machine.Manual(4)).Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st != (machine.State{MachineID: 4}) {
 		t.Fatalf("Distribute of another ID = %+v, %v; want machine ID 4 with no timestamp", st, err)
 	}
@@ -80,8 +82,8 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	clk := newTestClock()
 	mem := machinetest.NewMemory(clk)
 	dir := t.TempDir()
-	d := machine.LocalState(dir, mem)
-	st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	d := leased.LocalState(dir, mem)
+	st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +94,11 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	}
 	// The file knows of IDs issued later than the store (a Guard that never
 	// reached it): the file wins.
-	if err := machine.LocalState(dir, machine.Manual(st.MachineID)).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
+	if err := leased.LocalState(dir, machine.Manual(st.MachineID)).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second) // a free ID stamped ahead of the clock would go out last
-	got, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	got, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || got.MachineID != st.MachineID || got.LastTimestamp != t0+9000 {
 		t.Fatalf("file ahead: Distribute = %+v, %v; want LastTimestamp %d", got, err, t0+9000)
 	}
@@ -104,7 +106,7 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	if err := mem.Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 20000, Holder: got.Holder}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	got, err = d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || got.LastTimestamp != t0+20000 {
 		t.Fatalf("store ahead: Distribute = %+v, %v; want LastTimestamp %d", got, err, t0+20000)
 	}
@@ -114,7 +116,7 @@ func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
 	ctx := t.Context()
 	clk := newTestClock()
 	dir := t.TempDir()
-	d := machine.LocalState(dir, machinetest.NewMemory(clk))
+	d := leased.LocalState(dir, machinetest.NewMemory(clk))
 	// The inner store says the ID is not ours; the file is still written.
 	wantLost(t, d.Guard(ctx, instA, machine.State{MachineID: 9, LastTimestamp: 77}), "Guard of an ID never handed out")
 	if _, content := stateFile(t, dir); content != "9|77" {
@@ -125,12 +127,12 @@ func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
 	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bad := machine.LocalState(notDir, machine.Manual(1))
+	bad := leased.LocalState(notDir, machine.Manual(1))
 	if err := bad.Guard(ctx, instA, machine.State{MachineID: 1, LastTimestamp: 1}); !errors.Is(err, engine.ErrStoreUnavailable) {
 		t.Errorf("Guard into a directory that is a file = %v, want ErrStoreUnavailable", err)
 	}
-	for _, d := range []machine.Distributor{machine.LocalState("", machine.Manual(1)), machine.LocalState(dir, nil)} {
-		if _, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard); !errors.Is(err, engine.ErrInvalidConfig) {
+	for _, d := range []machine.Distributor{leased.LocalState("", machine.Manual(1)), leased.LocalState(dir, nil)} {
+		if _, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("misconfigured LocalState: %v, want ErrInvalidConfig", err)
 		}
 	}
@@ -139,7 +141,7 @@ func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
 func TestLocalStateCorruptFile(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	d := machine.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3))
 	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1000}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestLocalStateCorruptFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(junk), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+		_, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 		if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), path) {
 			t.Errorf("state file %q: Distribute = %v, want ErrStoreUnavailable naming the file", junk, err)
 		}
@@ -157,7 +159,7 @@ func TestLocalStateCorruptFile(t *testing.T) {
 	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1500}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard); err != nil || st.LastTimestamp != 1500 {
+	if st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard); err != nil || st.LastTimestamp != 1500 {
 		t.Fatalf("after rewrite: %+v, %v", st, err)
 	}
 }
@@ -165,7 +167,7 @@ func TestLocalStateCorruptFile(t *testing.T) {
 func TestLocalStateFileNames(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	d := machine.LocalState(dir, machine.Manual(1))
+	d := leased.LocalState(dir, machine.Manual(1))
 	insts := []machine.Instance{
 		{Namespace: "orders", ID: "host:8080"},
 		{Namespace: "orders:8080", ID: "a"},
@@ -208,20 +210,20 @@ func TestLocalStateFileNames(t *testing.T) {
 func TestCloseBeforeIssuingKeepsThePredecessorsTimestamp(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := machine.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3))
 	inst := machine.Instance{Namespace: "orders", ID: "a"}
 	ahead := time.Now().Add(10 * time.Second).UnixMilli() // what the predecessor used
 	if err := d.Guard(ctx, inst, machine.State{MachineID: 3, LastTimestamp: ahead}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := machine.Acquire(ctx, d, inst, machine.WithTimestampSource(func() int64 { return 0 }))
+	l, err := leased.Acquire(ctx, d, inst, leased.LeaseSettings{TimestampSource: func() int64 { return 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := d.Distribute(ctx, inst, 10, machine.DefaultSafeGuard)
+	st, err := d.Distribute(ctx, inst, 10, leased.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,15 +239,15 @@ func TestLocalStateSyncsTheDirectory(t *testing.T) {
 	dir := t.TempDir()
 	var synced []string
 	fail := false
-	machine.SetSyncDir(t, func(d string) error {
+	leased.SetSyncDir(t, func(d string) error {
 		synced = append(synced, d)
 		if fail {
 			return errors.New("sync failed")
 		}
 		return nil
 	})
-	d := machine.LocalState(dir, machine.Manual(3))
-	if _, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard); err != nil {
+	d := leased.LocalState(dir, machine.Manual(3))
+	if _, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1000}); err != nil {
@@ -273,13 +275,13 @@ func TestLocalStateUnwritableDirectory(t *testing.T) {
 	}
 	ctx := t.Context()
 	mem := machinetest.NewMemory(newTestClock())
-	d := machine.LocalState("/proc", mem)
-	_, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	d := leased.LocalState("/proc", mem)
+	_, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "/proc/orders#") || !strings.Contains(err.Error(), `"off"`) {
 		t.Fatalf("Distribute into /proc = %v; want ErrStoreUnavailable naming the file and the remedy", err)
 	}
 	// The ID went back: another instance gets it.
-	if st, err := mem.Distribute(ctx, machine.Instance{Namespace: "orders", ID: "b"}, 10, machine.DefaultSafeGuard); err != nil || st.MachineID != 0 {
+	if st, err := mem.Distribute(ctx, machine.Instance{Namespace: "orders", ID: "b"}, 10, leased.DefaultSafeGuard); err != nil || st.MachineID != 0 {
 		t.Fatalf("after the failed Distribute, b got %+v, %v; want the machine ID given back, 0", st, err)
 	}
 }
@@ -287,21 +289,44 @@ func TestLocalStateUnwritableDirectory(t *testing.T) {
 // LocalState passes the holder secret and the server clock through.
 func TestLocalStatePassesHolderAndServerClock(t *testing.T) {
 	ctx := t.Context()
-	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	inner := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: time.Second, calls: new(atomic.Int64)}
 	at := clk.Now().Add(time.Second)
-	d := machine.LocalState(t.TempDir(), inner)
-	st, err := d.Distribute(ctx, instA, 10, machine.DefaultSafeGuard)
+	d := leased.LocalState(t.TempDir(), inner)
+	st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st.Holder == "" {
 		t.Fatalf("Distribute = %+v, %v; want the inner store's holder", st, err)
 	}
 	if err := d.Guard(ctx, instA, st); err != nil {
 		t.Fatalf("Guard with the holder: %v", err)
 	}
-	if got, err := machine.ServerTimeOf(ctx, d); err != nil || !got.Equal(at) {
+	if got, err := leased.ServerTimeOf(ctx, d); err != nil || !got.Equal(at) {
 		t.Fatalf("ServerTimeOf(LocalState) = %v, %v; want the inner store's %v", got, err, at)
 	}
-	if got, err := machine.ServerTimeOf(ctx, machine.LocalState(t.TempDir(), machine.Manual(1))); err != nil || !got.IsZero() {
+	if got, err := leased.ServerTimeOf(ctx, leased.LocalState(t.TempDir(), machine.Manual(1))); err != nil || !got.IsZero() {
 		t.Fatalf("ServerTimeOf(LocalState over Manual) = %v, %v; want the zero time", got, err)
+	}
+}
+
+func TestHostInstance(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no hostname:", err)
+	}
+	inst, err := leased.HostInstance("orders", 8080)
+	if err != nil || inst != (machine.Instance{Namespace: "orders", ID: host + ":8080"}) {
+		t.Fatalf("HostInstance(orders, 8080) = %+v, %v", inst, err)
+	}
+	inst, err = leased.HostInstance("orders", 0)
+	if want := host + ":" + strconv.Itoa(os.Getpid()); err != nil || inst.ID != want {
+		t.Fatalf("HostInstance(orders, 0) = %+v, %v; want ID %q", inst, err, want)
+	}
+	for _, c := range []struct {
+		ns   string
+		port int
+	}{{"", 80}, {"orders", -1}, {"orders", 65536}} {
+		if _, err := leased.HostInstance(c.ns, c.port); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("HostInstance(%q, %d) = %v, want ErrInvalidConfig", c.ns, c.port, err)
+		}
 	}
 }

@@ -1,5 +1,8 @@
-// Package leased runs a snowflake generator on a machine ID it leases from a
-// [machine.Distributor], and keeps it running when the lease is lost: the
+// Package leased keeps machine IDs and runs a snowflake generator on one:
+// [Acquire] leases a machine ID from a machine.Distributor (heartbeats,
+// fencing, reverting on Close), [LocalState] remembers the last timestamp
+// in a local file across restarts, and [New] runs a snowflake generator on
+// a lease and keeps it running when the lease is lost: the
 // generator stops issuing the moment its machine ID may be someone else's,
 // and the next call acquires a new machine ID and goes on above every
 // timestamp the old generator used.
@@ -8,7 +11,8 @@
 // decides the machine bits, the lease is the generator's fence, and the
 // generator's newest timestamp is what the lease heartbeats. [Settings]
 // cannot change them; a setting that contradicts one is refused with
-// engine.ErrInvalidConfig naming both fields.
+// engine.ErrInvalidConfig naming both fields. The root package idforge is
+// its user; it imports engine and its generator packages.
 package leased
 
 import (
@@ -24,6 +28,8 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowhook"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
 // Settings configures [New]. The zero value of every field but Distributor
@@ -37,16 +43,16 @@ type Settings struct {
 	// machine bits are the lease's.
 	Layout snowflake.Layout
 	// Clock is the time source of the generator and the lease (default
-	// clock.System). Both run on one clock.Steady time base of it, kept
+	// clock.System). Both run on one timebase.Steady time base of it, kept
 	// across the leases a Snowflake goes through.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out (default
 	// clock.DefaultMaxBackwards; negative: not at all).
 	MaxBackwards time.Duration
 	// Lease tunes the lease: heartbeat, safe-guard, skew margin,
-	// reservation. MachineBits and TimestampSource belong to the
-	// composition and must be left zero (MachineBits may repeat the
-	// layout's); Clock and Logger, when set, must be the ones above.
+	// reservation. The machine bits, clock, logger and timestamp source of
+	// the lease are the composition's: the layout's, the ones above and the
+	// generator's newest timestamp.
 	Lease machine.Settings
 	// Logger receives lease events (default slog.Default()).
 	Logger *slog.Logger
@@ -73,8 +79,8 @@ type Snowflake struct {
 }
 
 type held struct {
-	gen   *snowflake.Generator
-	lease *machine.Lease
+	gen   snowhook.Generator
+	lease *Lease
 	// waits is the BackwardsWaits of the generators replaced before gen,
 	// carried on the value readers load at once, so the sum does not drop
 	// when a generator is replaced.
@@ -115,20 +121,10 @@ func (s *Settings) resolve() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{engine.ErrInvalidConfig}, args...)...)
 	}
-	switch l := s.Lease; {
-	case s.Distributor == nil:
+	if s.Distributor == nil {
 		return bad("leased: Settings.Distributor is nil")
-	case l.MachineBits != 0 && l.MachineBits != s.Layout.MachineBits:
-		return bad("Lease.MachineBits = %d contradicts Layout.MachineBits = %d: the layout decides the machine bits",
-			l.MachineBits, s.Layout.MachineBits)
-	case l.TimestampSource != nil:
-		return bad("Lease.TimestampSource is set: the lease heartbeats the generator's own newest timestamp")
-	case l.Clock != nil && l.Clock != s.Clock:
-		return bad("Lease.Clock differs from Clock: the lease fences the generator's timestamps, so both read one clock")
-	case l.Logger != nil && l.Logger != s.Logger:
-		return bad("Lease.Logger differs from Logger")
 	}
-	s.Clock = clock.Steady(s.Clock)
+	s.Clock = timebase.Steady(s.Clock)
 	return s.Instance.Validate()
 }
 
@@ -138,8 +134,8 @@ func (s *Settings) resolve() error {
 func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	// The lease heartbeats the generator's newest timestamp, but the
 	// generator needs the lease's machine ID first.
-	var genp atomic.Pointer[snowflake.Generator]
-	ls := s.set.Lease
+	var genp atomic.Pointer[snowhook.Generator]
+	ls := userSettings(s.set.Lease)
 	// A distributor hands out at least one bit's worth of IDs (and reads 0
 	// as its default width): an ID beyond the layout is refused below.
 	ls.MachineBits = max(s.set.Layout.MachineBits, 1)
@@ -147,11 +143,11 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	ls.Logger = s.set.Logger
 	ls.TimestampSource = func() int64 {
 		if g := genp.Load(); g != nil {
-			return g.LastTimestamp()
+			return (*g).LastTimestamp()
 		}
 		return 0
 	}
-	lease, err := machine.Acquire(ctx, s.set.Distributor, s.set.Instance, ls)
+	lease, err := Acquire(ctx, s.set.Distributor, s.set.Instance, ls)
 	if err != nil {
 		return nil, err
 	}
@@ -168,18 +164,19 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 			return nil, err
 		}
 	}
-	gen, err := snowflake.New(lease.MachineID(), snowflake.Settings{
-		Layout:        s.set.Layout,
-		Clock:         s.set.Clock,
-		MaxBackwards:  s.set.MaxBackwards,
+	gen, err := snowhook.New(lease.MachineID(), snowflake.Settings{
+		Layout:       s.set.Layout,
+		Clock:        s.set.Clock,
+		MaxBackwards: s.set.MaxBackwards,
+	}, snowhook.Start{
 		LastTimestamp: max(lease.State().LastTimestamp, s.last),
-		Fence:         lease,
+		Fence:         lease.Check,
 	})
 	if err != nil {
 		lease.Close()
 		return nil, err
 	}
-	genp.Store(gen)
+	genp.Store(&gen)
 	if s.set.OnReset != nil {
 		go s.watch(lease)
 	}
@@ -187,7 +184,7 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 }
 
 // watch tells OnReset when lease ends because the store was reset.
-func (s *Snowflake) watch(lease *machine.Lease) {
+func (s *Snowflake) watch(lease *Lease) {
 	<-lease.Lost()
 	if err := lease.Err(); errors.Is(err, engine.ErrStoreReset) {
 		s.set.OnReset(err)
@@ -287,7 +284,7 @@ func (s *Snowflake) Lost() int64 { return s.lost.Load() }
 
 // BackwardsWaits returns how many NextID calls waited for a clock that had
 // been stepped back, over every generator this Snowflake ran
-// (snowflake.Generator.BackwardsWaits); 0 after Close.
+// (snowhook.Generator.BackwardsWaits); 0 after Close.
 func (s *Snowflake) BackwardsWaits() int64 {
 	if h := s.cur.Load(); h != nil {
 		return h.waits + h.gen.BackwardsWaits()
@@ -296,7 +293,7 @@ func (s *Snowflake) BackwardsWaits() int64 {
 }
 
 // Lease returns the lease in use, nil after Close: for monitoring.
-func (s *Snowflake) Lease() *machine.Lease {
+func (s *Snowflake) Lease() *Lease {
 	if h := s.cur.Load(); h != nil {
 		return h.lease
 	}

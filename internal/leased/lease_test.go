@@ -1,4 +1,4 @@
-package machine_test
+package leased_test
 
 import (
 	"context"
@@ -16,12 +16,14 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
+	"github.com/idforge/idforge/internal/leased"
 )
 
 // The snowflake generator's Fence, restated: Lease must satisfy it.
-var _ interface{ Check(unixMilli int64) error } = (*machine.Lease)(nil)
+var _ interface{ Check(unixMilli int64) error } = (*leased.Lease)(nil)
 
 var discard = slog.New(slog.DiscardHandler)
 
@@ -162,9 +164,20 @@ const (
 	second = int64(time.Second / time.Millisecond)
 )
 
-func acquire(t *testing.T, d machine.Distributor, inst machine.Instance, opts ...machine.Option) *machine.Lease {
+// acquire leases with s, whose zero fields default to a quiet lease with a
+// one-minute heartbeat and no reservation.
+func acquire(t *testing.T, d machine.Distributor, inst machine.Instance, s leased.LeaseSettings) *leased.Lease {
 	t.Helper()
-	l, err := machine.Acquire(t.Context(), d, inst, append([]machine.Option{machine.WithLogger(discard), machine.WithHeartbeat(time.Minute), machine.WithReservation(-1)}, opts...)...)
+	if s.Logger == nil {
+		s.Logger = discard
+	}
+	if s.Heartbeat == 0 {
+		s.Heartbeat = time.Minute
+	}
+	if s.Reservation == 0 {
+		s.Reservation = -1
+	}
+	l, err := leased.Acquire(t.Context(), d, inst, s)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -196,7 +209,7 @@ func TestLeaseHeartbeats(t *testing.T) {
 	t0 := clk.ms()
 	var source atomic.Int64
 	source.Store(t0 + 90*second) // the generator used a timestamp ahead of the clock
-	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithTimestampSource(source.Load))
+	l := acquire(t, p, instA, leased.LeaseSettings{Clock: clk, TimestampSource: source.Load})
 
 	if err := l.Check(t0 + 4*minute - 1); err != nil {
 		t.Fatalf("Check within the first window: %v", err)
@@ -223,7 +236,7 @@ func TestLeaseStallRecoversWhenNotReclaimed(t *testing.T) {
 	clk := newTestClock()
 	p := &probe{Distributor: machinetest.NewMemory(clk), gate: make(chan struct{})}
 	t0 := clk.ms()
-	l := acquire(t, p, instA, machine.WithClock(clk))
+	l := acquire(t, p, instA, leased.LeaseSettings{Clock: clk})
 
 	clk.waitAsleep(t)
 	clk.Advance(6 * time.Minute) // the process was frozen past the safe-guard
@@ -253,12 +266,12 @@ func TestLeaseStallReclaimedEndsLease(t *testing.T) {
 	ctx := t.Context()
 	const bits = 1
 	filler := machine.Instance{Namespace: "orders", ID: "filler"}
-	fst, err := mem.Distribute(ctx, filler, bits, machine.DefaultSafeGuard)
+	fst, err := mem.Distribute(ctx, filler, bits, leased.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := clk.ms()
-	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithMachineBits(bits))
+	l := acquire(t, p, instA, leased.LeaseSettings{Clock: clk, MachineBits: bits})
 
 	clk.waitAsleep(t)
 	clk.Advance(6 * time.Minute)
@@ -271,7 +284,7 @@ func TestLeaseStallReclaimedEndsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := machine.Instance{Namespace: "orders", ID: "b"}
-	bst, err := mem.Distribute(ctx, b, bits, machine.DefaultSafeGuard)
+	bst, err := mem.Distribute(ctx, b, bits, leased.DefaultSafeGuard)
 	if err != nil || bst.MachineID != l.MachineID() {
 		t.Fatalf("b got %+v, %v; want a's machine ID %d", bst, err, l.MachineID())
 	}
@@ -304,7 +317,7 @@ func TestLeaseTransientErrors(t *testing.T) {
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	p.down.Store(true)
 	t0 := clk.ms()
-	l := acquire(t, p, instA, machine.WithClock(clk))
+	l := acquire(t, p, instA, leased.LeaseSettings{Clock: clk})
 
 	if err := l.Heartbeat(t.Context()); !errors.Is(err, engine.ErrStoreUnavailable) || errors.Is(err, engine.ErrMachineIDLost) {
 		t.Fatalf("Heartbeat with the store down = %v; want ErrStoreUnavailable only", err)
@@ -373,8 +386,7 @@ func TestLeaseOutageLogging(t *testing.T) {
 	clk := newTestClock()
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	logs := &logCounter{}
-	l := acquire(t, p, instA, machine.WithClock(clk), machine.WithHeartbeat(250*time.Millisecond),
-		machine.WithReservation(time.Second), machine.WithLogger(slog.New(logs)))
+	l := acquire(t, p, instA, leased.LeaseSettings{Clock: clk, Heartbeat: 250 * time.Millisecond, Reservation: time.Second, Logger: slog.New(logs)})
 	logs.lines() // the acquisition's
 
 	p.down.Store(true)
@@ -452,7 +464,7 @@ func TestLeaseHeartbeatNeverGoesBack(t *testing.T) {
 	clk := newTestClock()
 	mem := machinetest.NewMemory(clk)
 	x := machine.Instance{Namespace: "orders", ID: "x", Stable: true} // restarts on its own ID
-	st, err := mem.Distribute(t.Context(), x, machine.DefaultMachineBits, machine.DefaultSafeGuard)
+	st, err := mem.Distribute(t.Context(), x, leased.DefaultMachineBits, leased.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +474,7 @@ func TestLeaseHeartbeatNeverGoesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &probe{Distributor: mem}
-	l := acquire(t, p, x, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return 0 }))
+	l := acquire(t, p, x, leased.LeaseSettings{Clock: clk, TimestampSource: func() int64 { return 0 }})
 	if l.State().LastTimestamp != ahead {
 		t.Fatalf("distributed %+v, want LastTimestamp %d", l.State(), ahead)
 	}
@@ -480,8 +492,7 @@ func TestLeaseCloseRevertsAndStops(t *testing.T) {
 	mem := machinetest.NewMemory(clk)
 	p := &probe{Distributor: mem}
 	t0 := clk.ms()
-	l, err := machine.Acquire(t.Context(), p, instA, machine.WithClock(clk), machine.WithLogger(discard), machine.WithReservation(-1),
-		machine.WithTimestampSource(func() int64 { return t0 + 10*second }))
+	l, err := leased.Acquire(t.Context(), p, instA, leased.LeaseSettings{Clock: clk, Logger: discard, Reservation: -1, TimestampSource: func() int64 { return t0 + 10*second }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +520,7 @@ func TestLeaseCloseRevertsAndStops(t *testing.T) {
 	// The next holder waits out the timestamp the lease used last (once the
 	// clock is past it: a free ID stamped ahead goes out last).
 	clk.Advance(11 * time.Second)
-	st, err := mem.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: "b"}, machine.DefaultMachineBits, machine.DefaultSafeGuard)
+	st, err := mem.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: "b"}, leased.DefaultMachineBits, leased.DefaultSafeGuard)
 	if err != nil || st.MachineID != l.MachineID() || st.LastTimestamp != t0+10*second {
 		t.Fatalf("next instance got %+v, %v; want machine ID %d with LastTimestamp %d", st, err, l.MachineID(), t0+10*second)
 	}
@@ -523,7 +534,7 @@ func (failingRevert) Revert(context.Context, machine.Instance, machine.State) er
 }
 
 func TestLeaseCloseReportsRevertError(t *testing.T) {
-	l := acquire(t, failingRevert{machine.Manual(1)}, instA, machine.WithClock(newTestClock()))
+	l := acquire(t, failingRevert{machine.Manual(1)}, instA, leased.LeaseSettings{Clock: newTestClock()})
 	if err := l.Close(); !errors.Is(err, engine.ErrStoreUnavailable) {
 		t.Fatalf("Close = %v, want the Revert error", err)
 	}
@@ -536,7 +547,7 @@ func TestAcquireValidation(t *testing.T) {
 	clk := newTestClock()
 	full := machinetest.NewMemory(clk)
 	for _, id := range []string{"x", "y"} {
-		if _, err := full.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: id}, 1, machine.DefaultSafeGuard); err != nil {
+		if _, err := full.Distribute(t.Context(), machine.Instance{Namespace: "orders", ID: id}, 1, leased.DefaultSafeGuard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -544,24 +555,25 @@ func TestAcquireValidation(t *testing.T) {
 		name string
 		d    machine.Distributor
 		inst machine.Instance
-		opts []machine.Option
+		opts leased.LeaseSettings
 		want error
 	}{
-		{"nil distributor", nil, instA, nil, engine.ErrInvalidConfig},
-		{"invalid instance", machine.Manual(1), machine.Instance{ID: "a"}, nil, engine.ErrInvalidConfig},
-		{"negative machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(-1)}, engine.ErrInvalidConfig},
-		{"32 machine bits", machine.Manual(1), instA, []machine.Option{machine.WithMachineBits(32)}, engine.ErrInvalidConfig},
-		{"negative safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSafeGuard(-1)}, engine.ErrInvalidConfig},
-		{"zero heartbeat", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(-1)}, engine.ErrInvalidConfig},
-		{"heartbeat inside the margin", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(4 * time.Minute)}, engine.ErrInvalidConfig},
-		{"heartbeat = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithHeartbeat(5 * time.Minute), machine.WithSkewMargin(-1)}, engine.ErrInvalidConfig},
-		{"margin = safe-guard", machine.Manual(1), instA, []machine.Option{machine.WithSkewMargin(5 * time.Minute)}, engine.ErrInvalidConfig},
-		{"manual ID too wide", machine.Manual(1024), instA, nil, engine.ErrMachineIDOverflow},
-		{"namespace full", full, instA, []machine.Option{machine.WithMachineBits(1), machine.WithClock(clk)}, engine.ErrMachineIDOverflow},
+		{"nil distributor", nil, instA, leased.LeaseSettings{}, engine.ErrInvalidConfig},
+		{"invalid instance", machine.Manual(1), machine.Instance{ID: "a"}, leased.LeaseSettings{}, engine.ErrInvalidConfig},
+		{"negative machine bits", machine.Manual(1), instA, leased.LeaseSettings{MachineBits: -1}, engine.ErrInvalidConfig},
+		{"32 machine bits", machine.Manual(1), instA, leased.LeaseSettings{MachineBits: 32}, engine.ErrInvalidConfig},
+		{"negative safe-guard", machine.Manual(1), instA, leased.LeaseSettings{SafeGuard: -1}, engine.ErrInvalidConfig},
+		{"zero heartbeat", machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: -1}, engine.ErrInvalidConfig},
+		{"heartbeat inside the margin", machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: 4 * time.Minute}, engine.ErrInvalidConfig},
+		{"heartbeat = safe-guard", machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: 5 * time.Minute, SkewMargin: -1}, engine.ErrInvalidConfig},
+		{"margin = safe-guard", machine.Manual(1), instA, leased.LeaseSettings{SkewMargin: 5 * time.Minute}, engine.ErrInvalidConfig},
+		{"manual ID too wide", machine.Manual(1024), instA, leased.LeaseSettings{}, engine.ErrMachineIDOverflow},
+		{"namespace full", full, instA, leased.LeaseSettings{MachineBits: 1, Clock: clk}, engine.ErrMachineIDOverflow},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := machine.Acquire(t.Context(), c.d, c.inst, append(c.opts, machine.WithLogger(discard))...)
+			c.opts.Logger = discard
+			l, err := leased.Acquire(t.Context(), c.d, c.inst, c.opts)
 			if !errors.Is(err, c.want) {
 				if l != nil {
 					l.Close()
@@ -571,7 +583,7 @@ func TestAcquireValidation(t *testing.T) {
 		})
 	}
 	t.Run("heartbeat just inside the window", func(t *testing.T) {
-		l := acquire(t, machine.Manual(1), instA, machine.WithHeartbeat(4*time.Minute), machine.WithSkewMargin(-1), machine.WithClock(clk))
+		l := acquire(t, machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: 4 * time.Minute, SkewMargin: -1, Clock: clk})
 		if l.MachineID() != 1 {
 			t.Fatalf("MachineID = %d, want 1", l.MachineID())
 		}
@@ -583,9 +595,9 @@ func TestAcquireValidation(t *testing.T) {
 func TestLeaseLocalStateRestart(t *testing.T) {
 	dir := t.TempDir()
 	clk := newTestClock()
-	d := machine.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3))
 	t0 := clk.ms()
-	l := acquire(t, d, instA, machine.WithClock(clk), machine.WithTimestampSource(func() int64 { return t0 + 2*second }))
+	l := acquire(t, d, instA, leased.LeaseSettings{Clock: clk, TimestampSource: func() int64 { return t0 + 2*second }})
 	if l.State().LastTimestamp != 0 {
 		t.Fatalf("first run: LastTimestamp %d, want 0", l.State().LastTimestamp)
 	}
@@ -601,7 +613,7 @@ func TestLeaseLocalStateRestart(t *testing.T) {
 	}
 
 	clk.Advance(-time.Minute) // the clock went back while the process was down
-	again := acquire(t, machine.LocalState(dir, machine.Manual(3)), instA, machine.WithClock(clk))
+	again := acquire(t, leased.LocalState(dir, machine.Manual(3)), instA, leased.LeaseSettings{Clock: clk})
 	if st := again.State(); st.MachineID != 3 || st.LastTimestamp != t0+2*second {
 		t.Fatalf("restart: State %+v, want machine ID 3 and LastTimestamp %d", st, t0+2*second)
 	}
@@ -609,7 +621,7 @@ func TestLeaseLocalStateRestart(t *testing.T) {
 
 func TestCheckDoesNotAllocate(t *testing.T) {
 	clk := newTestClock()
-	l := acquire(t, machine.Manual(1), instA, machine.WithClock(clk))
+	l := acquire(t, machine.Manual(1), instA, leased.LeaseSettings{Clock: clk})
 	now := clk.ms()
 	if allocs := testing.AllocsPerRun(1000, func() { _ = l.Check(now) }); allocs != 0 {
 		t.Fatalf("Check allocates %v times per call", allocs)
@@ -617,7 +629,7 @@ func TestCheckDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkLeaseCheck(b *testing.B) {
-	l, err := machine.Acquire(b.Context(), machine.Manual(1), instA, machine.WithLogger(discard))
+	l, err := leased.Acquire(b.Context(), machine.Manual(1), instA, leased.LeaseSettings{Logger: discard})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -640,9 +652,8 @@ func TestLeaseReservation(t *testing.T) {
 	clk := newTestClock()
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	t0 := clk.ms()
-	opts := []machine.Option{machine.WithClock(clk), machine.WithSafeGuard(time.Minute),
-		machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second)}
-	l := acquire(t, p, instA, opts...)
+	opts := leased.LeaseSettings{Clock: clk, SafeGuard: time.Minute, Heartbeat: 300 * time.Millisecond, Reservation: time.Second}
+	l := acquire(t, p, instA, opts)
 	if l.Reservation() != time.Second {
 		t.Fatalf("Reservation() = %v", l.Reservation())
 	}
@@ -663,9 +674,9 @@ func TestLeaseReservation(t *testing.T) {
 	// The process dies without Close and the clock goes back 5 s. The
 	// successor on the same instance gets the reservation to wait out: later
 	// than anything the dead lease accepted.
-	machine.Abandon(l)
+	leased.Abandon(l)
 	clk.Advance(-5 * time.Second)
-	next, err := machine.Acquire(t.Context(), p, instA, append(opts, machine.WithLogger(discard))...)
+	next, err := leased.Acquire(t.Context(), p, instA, withLogger(opts, discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,10 +697,8 @@ func TestLeaseCleanCloseLeavesNoReservation(t *testing.T) {
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	t0 := clk.ms()
 	used := t0 + 100 // the newest timestamp the generator issued
-	opts := []machine.Option{machine.WithClock(clk), machine.WithSafeGuard(time.Minute),
-		machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second),
-		machine.WithTimestampSource(func() int64 { return used })}
-	l := acquire(t, p, instA, opts...)
+	opts := leased.LeaseSettings{Clock: clk, SafeGuard: time.Minute, Heartbeat: 300 * time.Millisecond, Reservation: time.Second, TimestampSource: func() int64 { return used }}
+	l := acquire(t, p, instA, opts)
 	clk.beat(t) // at t0+300ms: reserves up to t0+1300ms
 	if got := p.lastTS.Load(); got != t0+1300 {
 		t.Fatalf("the heartbeat stored %d, want the reservation %d", got, t0+1300)
@@ -697,7 +706,7 @@ func TestLeaseCleanCloseLeavesNoReservation(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	next, err := machine.Acquire(t.Context(), p, instA, machine.WithClock(clk), machine.WithLogger(discard))
+	next, err := leased.Acquire(t.Context(), p, instA, leased.LeaseSettings{Clock: clk, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -711,19 +720,19 @@ func TestLeaseCleanCloseLeavesNoReservation(t *testing.T) {
 
 func TestLeaseReservationValidation(t *testing.T) {
 	mem := machinetest.NewMemory(newTestClock())
-	for _, opts := range [][]machine.Option{
-		{machine.WithHeartbeat(time.Second), machine.WithReservation(time.Second)},
+	for _, s := range []leased.LeaseSettings{
+		{Heartbeat: time.Second, Reservation: time.Second},
 	} {
-		if _, err := machine.Acquire(t.Context(), mem, instA, opts...); !errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("Acquire with %d options: %v, want ErrInvalidConfig", len(opts), err)
+		if _, err := leased.Acquire(t.Context(), mem, instA, s); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("Acquire with %+v: %v, want ErrInvalidConfig", s, err)
 		}
 	}
 }
 
 func TestLeaseWaitOut(t *testing.T) {
-	// clock.Fake, not testClock: two goroutines sleep here (the heartbeat and
+	// clocktest.Fake, not testClock: two goroutines sleep here (the heartbeat and
 	// WaitOut), and each needs its own wake-up time.
-	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	clk.ManualSleep = true
 	mem := machinetest.NewMemory(clk)
 	t0 := clk.Now().UnixMilli()
@@ -738,8 +747,8 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := mem.Revert(t.Context(), a, st); err != nil {
 		t.Fatal(err)
 	}
-	opts := []machine.Option{machine.WithClock(clk), machine.WithHeartbeat(300 * time.Millisecond), machine.WithReservation(time.Second)}
-	l := acquire(t, mem, a, opts...)
+	opts := leased.LeaseSettings{Clock: clk, Heartbeat: 300 * time.Millisecond, Reservation: time.Second}
+	l := acquire(t, mem, a, opts)
 	done := make(chan error, 1)
 	go func() { done <- l.WaitOut(t.Context()) }()
 	eventually(t, "the heartbeat and WaitOut asleep", func() bool { return clk.Sleeps() >= 2 })
@@ -756,7 +765,7 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l3 := acquire(t, mem, a, opts...)
+	l3 := acquire(t, mem, a, opts)
 	if err := l3.WaitOut(t.Context()); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("WaitOut 10 s behind: %v, want ErrClockBackwards", err)
 	}
@@ -779,25 +788,25 @@ func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		grace time.Duration
-		opts  []machine.Option
+		opts  leased.LeaseSettings
 		want  string // "" accepted
 	}{
-		{"defaults", 2 * time.Second, nil, ""},
-		{"no reservation", 2 * time.Second, []machine.Option{machine.WithReservation(-1)},
+		{"defaults", 2 * time.Second, leased.LeaseSettings{}, ""},
+		{"no reservation", 2 * time.Second, leased.LeaseSettings{Reservation: -1},
 			"up to 4m0s without its store (no reservation: SafeGuard 5m0s minus SkewMargin 1m0s), not less than the store's ResetGrace 2s"},
-		{"reservation from a slow heartbeat", 2 * time.Second, []machine.Option{machine.WithHeartbeat(time.Second)},
+		{"reservation from a slow heartbeat", 2 * time.Second, leased.LeaseSettings{Heartbeat: time.Second},
 			"up to 4s without its store (the default Lease.Reservation, 4 × Heartbeat 1s)"},
-		{"reservation equal to the grace", 2 * time.Second, []machine.Option{machine.WithReservation(2 * time.Second)},
+		{"reservation equal to the grace", 2 * time.Second, leased.LeaseSettings{Reservation: 2 * time.Second},
 			"(Lease.Reservation 2s)"},
-		{"reservation capped by the safe-guard", 30 * time.Second, []machine.Option{machine.WithSafeGuard(time.Minute), machine.WithReservation(time.Hour)},
+		{"reservation capped by the safe-guard", 30 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute, Reservation: time.Hour},
 			"up to 48s without its store (Lease.Reservation capped by SafeGuard 1m0s minus SkewMargin 12s)"},
-		{"no reservation, grace above the safe-guard", 10 * time.Minute, []machine.Option{machine.WithReservation(-1)}, ""},
-		{"no grace", -1, []machine.Option{machine.WithReservation(-1)}, ""},
+		{"no reservation, grace above the safe-guard", 10 * time.Minute, leased.LeaseSettings{Reservation: -1}, ""},
+		{"no grace", -1, leased.LeaseSettings{Reservation: -1}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := graced{machinetest.NewMemory(clock.System), tc.grace}
 			inst := machine.Instance{Namespace: "grace", ID: tc.name}
-			l, err := machine.Acquire(t.Context(), d, inst, append([]machine.Option{machine.WithLogger(discard)}, tc.opts...)...)
+			l, err := leased.Acquire(t.Context(), d, inst, withLogger(tc.opts, discard))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Acquire: %v", err)
@@ -817,7 +826,7 @@ func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
 // fails with err, and counts its calls.
 type serverClock struct {
 	machine.Distributor
-	clk       *clock.Fake
+	clk       *clocktest.Fake
 	skew, rtt time.Duration
 	err       error
 	calls     *atomic.Int64
@@ -838,7 +847,7 @@ func (s serverClock) ServerTime(context.Context) (time.Time, error) {
 func TestAcquireChecksServerClock(t *testing.T) {
 	for i, tc := range []struct {
 		skew, rtt time.Duration // the server's clock ahead of the lease's
-		opts      []machine.Option
+		opts      *leased.LeaseSettings
 		fail      bool // the server clock cannot be read
 		refuse    error
 		warn      string // in the warning; "" none
@@ -848,19 +857,23 @@ func TestAcquireChecksServerClock(t *testing.T) {
 		{skew: -90 * time.Second, rtt: 40 * time.Second, refuse: engine.ErrClockSkew},
 		{skew: -40 * time.Second, warn: "skew=40s"},
 		{skew: 20 * time.Second},
-		{skew: time.Hour, opts: []machine.Option{machine.WithSkewMargin(-1)}},
+		{skew: time.Hour, opts: &leased.LeaseSettings{SkewMargin: -1}},
 		{fail: true, refuse: engine.ErrStoreUnavailable},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+			clk := clocktest.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			clk.ManualSleep = true
 			var logs strings.Builder
 			d := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: tc.skew, rtt: tc.rtt, calls: new(atomic.Int64)}
 			if tc.fail {
 				d.err = fmt.Errorf("%w: server gone", engine.ErrStoreUnavailable)
 			}
-			opts := append([]machine.Option{machine.WithClock(clk), machine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, tc.opts...)
-			l, err := machine.Acquire(t.Context(), d, instA, opts...)
+			var opts leased.LeaseSettings
+			if tc.opts != nil {
+				opts = *tc.opts
+			}
+			opts.Clock, opts.Logger = clk, slog.New(slog.NewTextHandler(&logs, nil))
+			l, err := leased.Acquire(t.Context(), d, instA, opts)
 			if l != nil {
 				l.Close()
 			}
@@ -882,9 +895,9 @@ func TestAcquireChecksServerClock(t *testing.T) {
 		})
 	}
 	// What the refusal says.
-	clk := clock.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	d := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: -90 * time.Second, rtt: 40 * time.Second, calls: new(atomic.Int64)}
-	_, err := machine.Acquire(t.Context(), d, instA, machine.WithClock(clk), machine.WithLogger(discard))
+	_, err := leased.Acquire(t.Context(), d, instA, leased.LeaseSettings{Clock: clk, Logger: discard})
 	for _, want := range []string{"the local clock (2026-06-01T12:00:20.000Z) is 1m30s ahead of the store's server clock (2026-06-01T11:58:50.000Z)",
 		"skew margin 1m0s even allowing 20s for half the round trip", "synchronise this host's clock"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -903,5 +916,55 @@ func TestHolderString(t *testing.T) {
 	}
 	if s := machine.Holder("").String(); s != "none" {
 		t.Fatalf("empty Holder.String() = %q, want none", s)
+	}
+}
+
+// withLogger returns s logging to l.
+func withLogger(s leased.LeaseSettings, l *slog.Logger) leased.LeaseSettings {
+	s.Logger = l
+	return s
+}
+
+// Manual and StatefulSet hand every instance the same number, so within one
+// process Acquire lets one lease at a time hold it.
+func TestFixedIDOneLeaseAtATime(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOSTNAME", "web-7")
+	for name, d := range map[string]machine.Distributor{
+		"Manual":                 machine.Manual(7),
+		"StatefulSet":            machine.StatefulSet(),
+		"LocalState over Manual": leased.LocalState(t.TempDir(), machine.Manual(7)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := "fixed-" + name
+			a := machine.Instance{Namespace: ns, ID: "a"}
+			b := machine.Instance{Namespace: ns, ID: "b"}
+			la, err := leased.Acquire(ctx, d, a, leased.LeaseSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range []machine.Instance{a, b} {
+				if l, err := leased.Acquire(ctx, d, in, leased.LeaseSettings{}); !errors.Is(err, engine.ErrInvalidConfig) ||
+					!strings.Contains(err.Error(), `instance "a"`) {
+					if l != nil {
+						l.Close()
+					}
+					t.Fatalf("%s got machine ID 7 while a holds it: %v", in, err)
+				}
+			}
+			other, err := leased.Acquire(ctx, d, machine.Instance{Namespace: ns + "-other", ID: "b"}, leased.LeaseSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other.Close()
+			if err := la.Close(); err != nil {
+				t.Fatal(err)
+			}
+			lb, err := leased.Acquire(ctx, d, b, leased.LeaseSettings{})
+			if err != nil || lb.MachineID() != 7 {
+				t.Fatalf("after a closed, b got %v, %v", lb, err)
+			}
+			lb.Close()
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package clock_test
+package timebase_test
 
 import (
 	"context"
@@ -10,58 +10,15 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/clock/clocktest"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
 var start = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func TestFakeMovesOnlyWhenTold(t *testing.T) {
-	f := clock.NewFake(start)
-	if !f.Now().Equal(start) {
-		t.Fatalf("Now = %v", f.Now())
-	}
-	f.Advance(time.Second)
-	f.StepBack(3 * time.Second)
-	if want := start.Add(-2 * time.Second); !f.Now().Equal(want) {
-		t.Fatalf("after +1s -3s: %v, want %v", f.Now(), want)
-	}
-	if err := f.Sleep(context.Background(), 5*time.Millisecond); err != nil || !f.Now().Equal(start.Add(-2*time.Second+5*time.Millisecond)) {
-		t.Fatalf("Sleep did not advance the clock by its duration: %v, %v", f.Now(), err)
-	}
-	if f.Sleeps() != 1 {
-		t.Fatalf("Sleeps = %d", f.Sleeps())
-	}
-}
-
-func TestFakeManualSleepWaitsForAdvance(t *testing.T) {
-	f := clock.NewFake(start)
-	f.ManualSleep = true
-	done := make(chan error, 1)
-	go func() { done <- f.Sleep(context.Background(), time.Second) }()
-	for f.Sleeps() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	f.Advance(500 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("Sleep returned (%v) before the clock passed the wake-up time", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	f.Advance(500 * time.Millisecond)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- f.Sleep(ctx, time.Hour) }()
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled Sleep: %v", err)
-	}
-}
-
 func TestSynchronizerWaitsOutShortSteps(t *testing.T) {
-	f := clock.NewFake(start)
-	s := clock.Synchronizer{Clock: f, MaxWait: 10 * time.Millisecond}
+	f := clocktest.NewFake(start)
+	s := timebase.Synchronizer{Clock: f, MaxWait: 10 * time.Millisecond}
 	f.StepBack(4 * time.Millisecond)
 	if err := s.WaitUntil(context.Background(), start); err != nil {
 		t.Fatal(err)
@@ -72,10 +29,10 @@ func TestSynchronizerWaitsOutShortSteps(t *testing.T) {
 }
 
 func TestSynchronizerRefusesLongSteps(t *testing.T) {
-	f := clock.NewFake(start)
+	f := clocktest.NewFake(start)
 	f.StepBack(5 * time.Second)
-	err := clock.Synchronizer{Clock: f}.WaitUntil(context.Background(), start)
-	var be *clock.BackwardsError
+	err := timebase.Synchronizer{Clock: f}.WaitUntil(context.Background(), start)
+	var be *timebase.BackwardsError
 	if !errors.Is(err, engine.ErrClockBackwards) || !errors.As(err, &be) {
 		t.Fatalf("5 s back: %v, want a *BackwardsError matching ErrClockBackwards", err)
 	}
@@ -88,18 +45,18 @@ func TestSynchronizerRefusesLongSteps(t *testing.T) {
 }
 
 func TestSynchronizerHonoursContext(t *testing.T) {
-	f := clock.NewFake(start)
+	f := clocktest.NewFake(start)
 	f.ManualSleep = true
 	f.StepBack(time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := (clock.Synchronizer{Clock: f}).WaitUntil(ctx, start); !errors.Is(err, context.Canceled) {
+	if err := (timebase.Synchronizer{Clock: f}).WaitUntil(ctx, start); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 }
 
 func TestCachedNeverAheadOfSystem(t *testing.T) {
-	c := clock.NewCached(time.Millisecond)
+	c := timebase.NewCached(time.Millisecond)
 	defer c.Close()
 	for range 1000 {
 		cached := c.UnixNano()
@@ -122,8 +79,8 @@ func TestCachedNeverAheadOfSystem(t *testing.T) {
 // A clock stepped back a few milliseconds is waited out; a long step is an
 // error that says by how much.
 func ExampleSynchronizer() {
-	f := clock.NewFake(start)
-	sync := clock.Synchronizer{Clock: f, MaxWait: 10 * time.Millisecond}
+	f := clocktest.NewFake(start)
+	sync := timebase.Synchronizer{Clock: f, MaxWait: 10 * time.Millisecond}
 
 	f.StepBack(3 * time.Millisecond)
 	fmt.Println(sync.WaitUntil(context.Background(), start))
@@ -139,9 +96,9 @@ func ExampleSynchronizer() {
 // size is not seen, a wall step forward is followed, and a step of the
 // whole fake clock (StepBack) is seen as it is.
 func TestSteadyFollowsWallForwardOnly(t *testing.T) {
-	f := clock.NewFake(start)
-	s := clock.Steady(f)
-	if clock.Steady(s) != s {
+	f := clocktest.NewFake(start)
+	s := timebase.Steady(f)
+	if timebase.Steady(s) != s {
 		t.Fatal("Steady of a Steady clock made a second time base")
 	}
 	want := start
@@ -172,8 +129,8 @@ func TestSteadyFollowsWallForwardOnly(t *testing.T) {
 
 // A clock without a monotonic reading is its own time base.
 func TestSteadyOfPlainClock(t *testing.T) {
-	var c clock.Clock = struct{ clock.Clock }{clock.NewFake(start)}
-	if clock.Steady(c) != c {
+	var c clock.Clock = struct{ clock.Clock }{clocktest.NewFake(start)}
+	if timebase.Steady(c) != c {
 		t.Fatal("Steady wrapped a clock that has no monotonic reading")
 	}
 }
@@ -181,7 +138,7 @@ func TestSteadyOfPlainClock(t *testing.T) {
 // The system time base starts at the wall clock and never reads backwards.
 func TestSteadySystem(t *testing.T) {
 	before := time.Now()
-	s := clock.Steady(nil)
+	s := timebase.Steady(nil)
 	last := s.Now()
 	if last.Before(before) {
 		t.Fatalf("Steady(System) starts at %v, before the wall clock's %v", last, before)

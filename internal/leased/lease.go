@@ -1,4 +1,4 @@
-package machine
+package leased
 
 import (
 	"context"
@@ -12,12 +12,15 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/outage"
+	"github.com/idforge/idforge/internal/timebase"
 )
 
-// Lease defaults. The heartbeat is short because every heartbeat also
-// reserves time ahead (see
-// [Settings].Reservation) and is how a lease notices a store that was reset.
+// Lease defaults, documented on machine.Settings. The heartbeat is short
+// because every heartbeat also reserves time ahead and is how a lease
+// notices a store that was reset.
 const (
 	DefaultMachineBits = 10
 	DefaultSafeGuard   = 5 * time.Minute
@@ -28,53 +31,24 @@ const (
 // dead store, and an ID that is not given back expires after the safe-guard.
 const revertTimeout = 5 * time.Second
 
-// Settings configures [Acquire]. The zero value of every field means its
-// documented default. Settings is itself an [Option]: it replaces every
-// field, while the With* options each change one, in order.
-type Settings struct {
+// LeaseSettings configures [Acquire]: the knobs users set
+// (machine.Settings, documented there) and what the composition running
+// the generator owns. The zero value of every field means its default.
+type LeaseSettings struct {
 	// MachineBits is the width of the machine ID (default 10: IDs 0 to
 	// 1023). It must match the generator's layout.
 	MachineBits int
-	// SafeGuard is how long an unstable instance may stay silent before
-	// another may reclaim its machine ID (default 5 minutes). Keep it well
-	// above the clock skew between hosts and the longest store outage to
-	// ride out.
-	SafeGuard time.Duration
-	// Heartbeat is the interval between heartbeats (default 250 ms). It must
-	// be shorter than SafeGuard minus SkewMargin, and than Reservation. The
-	// default Reservation is 4 × Heartbeat, so on a store with the default
-	// 2 s reset grace a heartbeat of 500 ms or more needs an explicit,
-	// shorter Reservation (see [ResetGracer]).
-	Heartbeat time.Duration
-	// SkewMargin is how long before the safe-guard runs out the lease stops
-	// trusting itself (default a fifth of SafeGuard; negative: none). It
-	// covers disagreement between the clock the store judges expiry by and
-	// the clocks generators issue by. Acquire also compares Clock with the
-	// store server's clock, where the store has one ([ServerClock]): it
-	// refuses a difference beyond SkewMargin and warns beyond half of it;
-	// with no margin nothing is compared.
-	SkewMargin time.Duration
-	// Reservation makes every heartbeat reserve time ahead: it stores the
-	// newest timestamp used plus Reservation, and Check refuses timestamps
-	// past the last reservation stored. A process killed with kill -9 has
-	// then issued nothing past what its machine-ID record says, so a restart
-	// on the same machine ID that waits out the stored timestamp cannot reuse
-	// a millisecond of its predecessor's, even if the clock was stepped back
-	// while it was down. Default 4 × Heartbeat (1 s with the default
-	// heartbeat); negative: none. The cost: a restart on the same machine ID
-	// waits up to Reservation before issuing, Acquire makes one more store
-	// call, and while the store is away snowflake IDs stop once the
-	// reservation runs out, rather than after the safe-guard. On a store
-	// with a reset grace ([ResetGracer]) it must be shorter than the grace,
-	// and without a reservation SafeGuard minus SkewMargin must: Acquire
-	// refuses the lease otherwise.
+	// SafeGuard, Heartbeat, SkewMargin and Reservation: see machine.Settings.
+	SafeGuard   time.Duration
+	Heartbeat   time.Duration
+	SkewMargin  time.Duration
 	Reservation time.Duration
 	// Clock drives heartbeats and lease expiry (default clock.System). The
-	// lease runs on clock.Steady of it, and so must the generator it
+	// lease runs on timebase.Steady of it, and so must the generator it
 	// fences: Check compares the generator's timestamps with times read
 	// from this one, and the timestamps heartbeated must cover them. Pass
-	// the generator the same clock.Steady value (engine/leased does). A
-	// clock.Fake needs ManualSleep, because the heartbeat goroutine sleeps
+	// the generator the same timebase.Steady value ([New] does). A
+	// clocktest.Fake needs ManualSleep, because the heartbeat goroutine sleeps
 	// on the clock.
 	Clock clock.Clock
 	// Logger receives heartbeat failures, recovery and loss (default
@@ -90,46 +64,12 @@ type Settings struct {
 	TimestampSource func() int64
 }
 
-// Option configures [Acquire]: a [Settings] value or a With* option.
-type Option interface{ apply(*Settings) }
-
-func (s Settings) apply(dst *Settings) { *dst = s }
-
-type optionFunc func(*Settings)
-
-func (f optionFunc) apply(s *Settings) { f(s) }
-
-// WithMachineBits sets [Settings].MachineBits.
-func WithMachineBits(n int) Option { return optionFunc(func(s *Settings) { s.MachineBits = n }) }
-
-// WithSafeGuard sets [Settings].SafeGuard.
-func WithSafeGuard(d time.Duration) Option { return optionFunc(func(s *Settings) { s.SafeGuard = d }) }
-
-// WithHeartbeat sets [Settings].Heartbeat.
-func WithHeartbeat(d time.Duration) Option { return optionFunc(func(s *Settings) { s.Heartbeat = d }) }
-
-// WithSkewMargin sets [Settings].SkewMargin.
-func WithSkewMargin(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.SkewMargin = d })
+// userSettings returns the lease settings of the knobs a user sets.
+func userSettings(u machine.Settings) LeaseSettings {
+	return LeaseSettings{SafeGuard: u.SafeGuard, Heartbeat: u.Heartbeat, SkewMargin: u.SkewMargin, Reservation: u.Reservation}
 }
 
-// WithClock sets [Settings].Clock.
-func WithClock(c clock.Clock) Option { return optionFunc(func(s *Settings) { s.Clock = c }) }
-
-// WithLogger sets [Settings].Logger.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(s *Settings) { s.Logger = l }) }
-
-// WithTimestampSource sets [Settings].TimestampSource.
-func WithTimestampSource(f func() int64) Option {
-	return optionFunc(func(s *Settings) { s.TimestampSource = f })
-}
-
-// WithReservation sets [Settings].Reservation.
-func WithReservation(d time.Duration) Option {
-	return optionFunc(func(s *Settings) { s.Reservation = d })
-}
-
-// config is Settings with every default filled in.
+// config is LeaseSettings with every default filled in.
 type config struct {
 	machineBits int
 	safeGuard   time.Duration
@@ -142,7 +82,7 @@ type config struct {
 	source      func() int64
 }
 
-func (s Settings) resolve() (config, error) {
+func (s LeaseSettings) resolve() (config, error) {
 	c := config{
 		machineBits: s.MachineBits,
 		safeGuard:   s.SafeGuard,
@@ -175,7 +115,7 @@ func (s Settings) resolve() (config, error) {
 	case c.reserve < 0:
 		c.reserve = 0
 	}
-	c.clock = clock.Steady(c.clock)
+	c.clock = timebase.Steady(c.clock)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -212,8 +152,8 @@ func (c config) alone() (time.Duration, string) {
 }
 
 // checkGrace refuses a lease that could go on issuing without d for as long
-// as d's reset grace (see [ResetGracer]).
-func (c config) checkGrace(d Distributor) error {
+// as d's reset grace (see [ResetGraceOf]).
+func (c config) checkGrace(d machine.Distributor) error {
 	alone, from := c.alone()
 	if grace := ResetGraceOf(d); grace > 0 && alone >= grace {
 		return fmt.Errorf("%w: machine: the lease would go on issuing for up to %v without its store (%s), not less than the store's ResetGrace %v, "+
@@ -225,11 +165,11 @@ func (c config) checkGrace(d Distributor) error {
 	return nil
 }
 
-// checkClock compares c's clock with d's server clock (see [ServerClock]).
+// checkClock compares c's clock with d's server clock (see [ServerTimeOf]).
 // The server read its time somewhere between the two local readings around
 // the call, so their midpoint is off by at most half the round trip, which
 // is allowed for.
-func (c config) checkClock(ctx context.Context, d Distributor, inst Instance) error {
+func (c config) checkClock(ctx context.Context, d machine.Distributor, inst machine.Instance) error {
 	if c.margin <= 0 {
 		return nil
 	}
@@ -295,10 +235,10 @@ func (c config) checkClock(ctx context.Context, d Distributor, inst Instance) er
 // engine.ErrMachineIDLost and Lost is closed; acquire a new lease (and build
 // a new generator) to go on.
 type Lease struct {
-	dist  Distributor
-	inst  Instance
+	dist  machine.Distributor
+	inst  machine.Instance
 	cfg   config
-	state State
+	state machine.State
 	log   *slog.Logger
 
 	// validUntil is the Unix millisecond time from which Check fails,
@@ -348,18 +288,12 @@ func (e *unreachableError) Unwrap() []error { return []error{engine.ErrMachineID
 // Acquire distributes a machine ID for inst from d and starts heartbeating
 // it. ctx bounds the distribution only; the heartbeat runs until Close.
 // Acquire does not wait out State().LastTimestamp: the generator does, at
-// start-up. Invalid options fail with engine.ErrInvalidConfig; a clock too
-// far from the store server's (see [ServerClock]) with engine.ErrClockSkew;
+// start-up. Invalid settings fail with engine.ErrInvalidConfig; a clock too
+// far from the store server's (see [ServerTimeOf]) with engine.ErrClockSkew;
 // the distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
 // when every ID is taken, engine.ErrInstanceInUse when a stable inst runs in
 // another live process).
-func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) (*Lease, error) {
-	var set Settings
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&set)
-		}
-	}
+func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, set LeaseSettings) (*Lease, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: machine: Acquire needs a distributor", engine.ErrInvalidConfig)
 	}
@@ -370,7 +304,7 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 	if err := cfg.checkGrace(d); err != nil {
 		return nil, err
 	}
-	if err := ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
+	if err := distcheck.Distribute(inst.Namespace, inst.ID, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
 	if err := cfg.checkClock(ctx, d, inst); err != nil {
@@ -385,7 +319,7 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 	case err != nil:
 		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", inst, err)
 	}
-	if err := checkFits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
+	if err := distcheck.Fits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
 		return nil, err
 	}
 	// Again: a remote store (proxystore) learns its grace from Distribute.
@@ -429,7 +363,7 @@ func Acquire(ctx context.Context, d Distributor, inst Instance, opts ...Option) 
 func (l *Lease) window() int64 { return (l.cfg.safeGuard - l.cfg.margin).Milliseconds() }
 
 // Reservation returns the time each heartbeat reserves ahead (see
-// [WithReservation]); 0 without one. A generator starting on this lease may
+// [LeaseSettings].Reservation); 0 without one. A generator starting on this lease may
 // have to wait up to this long for State().LastTimestamp.
 func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
 
@@ -441,7 +375,7 @@ func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
 // longer wait than that plus clock.DefaultMaxBackwards fails at once with an
 // error wrapping engine.ErrClockBackwards.
 func (l *Lease) WaitOut(ctx context.Context) error {
-	sync := clock.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + clock.DefaultMaxBackwards}
+	sync := timebase.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + clock.DefaultMaxBackwards}
 	if err := sync.WaitUntil(ctx, time.UnixMilli(l.state.LastTimestamp+1)); err != nil {
 		return fmt.Errorf("machine: machine ID %d of %s was used up to %s: %w",
 			l.state.MachineID, l.inst, fmtMilli(l.state.LastTimestamp), err)
@@ -454,7 +388,7 @@ func (l *Lease) MachineID() int64 { return l.state.MachineID }
 
 // State returns the state as distributed: LastTimestamp is what a generator
 // must wait out before issuing its first ID, Holder the holding's secret.
-func (l *Lease) State() State { return l.state }
+func (l *Lease) State() machine.State { return l.state }
 
 // Check returns nil while IDs with the Unix millisecond timestamp unixMilli
 // may be issued under the leased machine ID. Otherwise it returns an error
@@ -462,7 +396,7 @@ func (l *Lease) State() State { return l.state }
 // confirmed it recently enough) or engine.ErrClosed (after Close). While
 // heartbeats fail because the store cannot be reached, the refusal says
 // so and wraps the heartbeat's error too (engine.ErrStoreUnavailable). Pass
-// timestamps from the clock given to [WithClock]. It is the snowflake
+// timestamps from the clock given to [LeaseSettings].Clock. It is the snowflake
 // generator's Fence: one atomic load, no lock, no allocation while valid.
 func (l *Lease) Check(unixMilli int64) error {
 	if unixMilli < l.validUntil.Load() {
@@ -524,7 +458,7 @@ func (l *Lease) Err() error {
 }
 
 // Heartbeat guards the machine ID now, storing the newest of the clock (plus
-// the reservation, see [WithReservation]), the timestamp source and every
+// the reservation, see [LeaseSettings].Reservation), the timestamp source and every
 // timestamp sent before. Success confirms the
 // lease for another safe-guard window, also after it lapsed. If the ID was
 // taken over, the lease ends and Heartbeat returns an error wrapping
@@ -538,7 +472,7 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 	began := l.cfg.clock.Now()
 	start := began.UnixMilli()
 	sent := l.newest(start + l.cfg.reserve.Milliseconds())
-	err := l.dist.Guard(ctx, l.inst, State{MachineID: l.state.MachineID, LastTimestamp: sent, Holder: l.state.Holder})
+	err := l.dist.Guard(ctx, l.inst, machine.State{MachineID: l.state.MachineID, LastTimestamp: sent, Holder: l.state.Holder})
 	switch {
 	case err == nil:
 		l.away.Store(nil)
@@ -649,7 +583,7 @@ func (l *Lease) Close() error {
 		} else {
 			last = l.newest(now)
 		}
-		st := State{MachineID: l.state.MachineID, LastTimestamp: last, Holder: l.state.Holder}
+		st := machine.State{MachineID: l.state.MachineID, LastTimestamp: last, Holder: l.state.Holder}
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
 		defer cancel()
 		if err := l.dist.Revert(ctx, l.inst, st); err != nil {
@@ -657,4 +591,50 @@ func (l *Lease) Close() error {
 		}
 	})
 	return l.closeErr
+}
+
+// resetGracer is implemented by a distributor whose store, once it finds
+// it was reset (it forgot what it handed out), hands nothing out until
+// ResetGrace has passed since the reset was first seen: the time live
+// processes of the forgotten state have to stop. engine/sqlstore,
+// engine/redisstore and proxystore implement it, and [LocalState] passes it
+// through. [Acquire] refuses a lease that could go on issuing without its
+// store for that long, since a process cut off from the store during a
+// reset would then share its machine ID with a newcomer. ResetGrace <= 0
+// means no grace (a store no other process uses): nothing is checked.
+type resetGracer interface {
+	ResetGrace() time.Duration
+}
+
+// ResetGraceOf returns d's reset grace (its ResetGrace() method), 0 when
+// d has none. A decorator of a distributor implements ResetGrace with it,
+// passing its inner one's through, so wrapping a store never hides its
+// grace from [Acquire].
+func ResetGraceOf(d machine.Distributor) time.Duration {
+	if g, ok := d.(resetGracer); ok {
+		return g.ResetGrace()
+	}
+	return 0
+}
+
+// serverClock is implemented by a distributor whose store keeps time of
+// its own (a database or Redis server): [Acquire] compares the lease's
+// clock with it before distributing, because expiry decisions compare
+// timestamps written by one host's clock with another host's clock. It
+// refuses a lease whose clock is further off than its skew margin (an error
+// wrapping engine.ErrClockSkew) and warns beyond half of it. ServerTime
+// returns the server's current time; the zero time means the store has no
+// clock apart from this process's (SQLite), and nothing is checked.
+type serverClock interface {
+	ServerTime(ctx context.Context) (time.Time, error)
+}
+
+// ServerTimeOf returns d's server time (its ServerTime method), the zero
+// time when d has none. A decorator of a distributor implements ServerTime
+// with it, so wrapping a store never hides its clock from [Acquire].
+func ServerTimeOf(ctx context.Context, d machine.Distributor) (time.Time, error) {
+	if c, ok := d.(serverClock); ok {
+		return c.ServerTime(ctx)
+	}
+	return time.Time{}, nil
 }

@@ -11,10 +11,11 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/engine/leased"
+	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/leased"
 )
 
 func inst(id string) machine.Instance { return machine.Instance{Namespace: "orders", ID: id} }
@@ -48,19 +49,15 @@ func machineOf(t *testing.T, id int64) int64 {
 }
 
 // The composition owns the machine bits, the fence's timestamp source and
-// the clock: a setting that contradicts them is refused, naming both.
+// the clock (machine.Settings has no field for them); what it is handed
+// must still be whole.
 func TestOwnedInvariantsRefused(t *testing.T) {
 	mem := machinetest.NewMemory(nil)
-	other := clock.NewFake(time.Now())
 	for _, c := range []struct {
 		name string
 		set  leased.Settings
 		want string
 	}{
-		{"machine bits", leased.Settings{Lease: machine.Settings{MachineBits: 12}}, "Lease.MachineBits = 12 contradicts Layout.MachineBits = 10"},
-		{"machine bits vs JS-safe", leased.Settings{Layout: snowflake.JSSafe, Lease: machine.Settings{MachineBits: 10}}, "Layout.MachineBits = 3"},
-		{"timestamp source", leased.Settings{Lease: machine.Settings{TimestampSource: func() int64 { return 0 }}}, "Lease.TimestampSource"},
-		{"clock", leased.Settings{Lease: machine.Settings{Clock: other}}, "Lease.Clock differs from Clock"},
 		{"no distributor", leased.Settings{}, "Distributor is nil"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +76,7 @@ func TestOwnedInvariantsRefused(t *testing.T) {
 		})
 	}
 	// Repeating the layout's bits is no contradiction.
-	newSF(t, leased.Settings{Distributor: mem, Instance: inst("b"), Lease: machine.Settings{MachineBits: 10}})
+	newSF(t, leased.Settings{Distributor: mem, Instance: inst("b")})
 }
 
 // A process that stalls past the safe-guard loses its machine ID to another
@@ -87,9 +84,9 @@ func TestOwnedInvariantsRefused(t *testing.T) {
 // new one, above every timestamp it used before.
 func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
 	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	storeClock := clock.NewFake(start) // the store judges expiry by this one
+	storeClock := clocktest.NewFake(start) // the store judges expiry by this one
 	storeClock.ManualSleep = true
-	aClock := clock.NewFake(start) // instance A's own clock: frozen while it stalls
+	aClock := clocktest.NewFake(start) // instance A's own clock: frozen while it stalls
 	aClock.ManualSleep = true
 	mem := machinetest.NewMemory(storeClock)
 	set := func(id string, c clock.Clock) leased.Settings {
@@ -146,7 +143,7 @@ func (r *resettable) Guard(ctx context.Context, in machine.Instance, st machine.
 // generator never issues at or below the old generator's newest tick, even
 // within the same millisecond.
 func TestResetCarriesLastTick(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	clk.ManualSleep = true
 	store := &resettable{Memory: machinetest.NewMemory(nil)}
 	var resets atomic.Int64
@@ -225,7 +222,7 @@ func (d hangingGuard) Guard(ctx context.Context, in machine.Instance, st machine
 // by its deadline. A fake clock moves the lease from valid to lapsed, so the
 // order of events does not hang on the machine's speed.
 func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	clk.ManualSleep = true
 	var hang atomic.Bool
 	hanging := make(chan struct{}, 1)
@@ -273,7 +270,7 @@ func (d awayGuard) Guard(ctx context.Context, in machine.Instance, st machine.St
 // that the store cannot be reached and the machine ID may have been taken,
 // not that it was lost; once the store answers, IDs flow again.
 func TestRefusalWhileStoreAwaySaysSo(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	clk.ManualSleep = true
 	var away atomic.Bool
 	sf := newSF(t, leased.Settings{Distributor: awayGuard{Memory: machinetest.NewMemory(nil), away: &away},
@@ -355,7 +352,7 @@ func TestNoMachineBits(t *testing.T) {
 func TestWallStepsBackWhileLeased(t *testing.T) {
 	for _, stable := range []bool{true, false} {
 		t.Run(fmt.Sprint("stable=", stable), func(t *testing.T) {
-			clk := clock.NewFake(time.Now())
+			clk := clocktest.NewFake(time.Now())
 			clk.ManualSleep = true
 			mem := machinetest.NewMemory(clk)
 			set := leased.Settings{Distributor: mem, Clock: clk,

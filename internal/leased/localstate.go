@@ -1,4 +1,4 @@
-package machine
+package leased
 
 import (
 	"context"
@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 )
 
 type localState struct {
 	dir   string
-	inner Distributor
+	inner machine.Distributor
 }
 
 // LocalState decorates inner with a state file per (namespace, machine ID)
 // in dir holding "machineId|lastTimestamp", so a restarted process waits out a clock that
-// went back while it was down even when inner stores no timestamp ([Manual],
-// [StatefulSet]). The file follows the machine ID, not the instance: what
+// went back while it was down even when inner stores no timestamp ([machine.Manual],
+// [machine.StatefulSet]). The file follows the machine ID, not the instance: what
 // must be waited out is the last time anything on this host issued under
 // that ID, whichever instance did.
 //
@@ -38,13 +39,13 @@ type localState struct {
 // default) every heartbeat writes the reserved time, so a process killed
 // with kill -9 has issued nothing past what the file says.
 //
-// The holder secret ([State].Holder) and a server clock ([ServerClock])
+// The holder secret ([machine.State].Holder) and a server clock ((see [ServerTimeOf]))
 // pass through to and from inner; the file holds neither.
 //
 // An empty dir or a nil inner makes every method fail with
 // engine.ErrInvalidConfig; an unreadable, corrupt or unwritable file, with
 // engine.ErrStoreUnavailable and an error naming the path.
-func LocalState(dir string, inner Distributor) Distributor {
+func LocalState(dir string, inner machine.Distributor) machine.Distributor {
 	return localState{dir: dir, inner: inner}
 }
 
@@ -56,29 +57,29 @@ func (s localState) ServerTime(ctx context.Context) (time.Time, error) {
 	return ServerTimeOf(ctx, s.inner)
 }
 
-func (s localState) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
+func (s localState) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := s.check(inst); err != nil {
-		return State{}, err
+		return machine.State{}, err
 	}
 	st, err := s.inner.Distribute(ctx, inst, machineBits, safeGuard)
 	if err != nil {
-		return State{}, err
+		return machine.State{}, err
 	}
 	saved, found, err := s.read(inst.Namespace, st.MachineID)
 	if err != nil {
 		// A corrupt file must stop us: give the ID back before failing.
-		return State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+		return machine.State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
 	}
 	if found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
 	if err := s.write(inst.Namespace, st, true); err != nil {
-		return State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+		return machine.State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
 	}
 	return st, nil
 }
 
-func (s localState) Guard(ctx context.Context, inst Instance, st State) error {
+func (s localState) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	if err := s.check(inst); err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func (s localState) Guard(ctx context.Context, inst Instance, st State) error {
 	return errors.Join(s.inner.Guard(ctx, inst, st), fileErr)
 }
 
-func (s localState) Revert(ctx context.Context, inst Instance, st State) error {
+func (s localState) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
 	if err := s.check(inst); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (s localState) Revert(ctx context.Context, inst Instance, st State) error {
 	return errors.Join(s.inner.Revert(ctx, inst, st), fileErr)
 }
 
-func (s localState) check(inst Instance) error {
+func (s localState) check(inst machine.Instance) error {
 	switch {
 	case s.dir == "":
 		return fmt.Errorf("%w: machine: LocalState needs a directory", engine.ErrInvalidConfig)
@@ -131,14 +132,14 @@ func escapeName(s string) string {
 }
 
 // read returns the saved state; found is false when there is no file yet.
-func (s localState) read(namespace string, machineID int64) (st State, found bool, err error) {
+func (s localState) read(namespace string, machineID int64) (st machine.State, found bool, err error) {
 	p := s.path(namespace, machineID)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return State{}, false, nil
+		return machine.State{}, false, nil
 	}
 	if err != nil {
-		return State{}, false, fmt.Errorf("%w: machine: reading state file: %v", engine.ErrStoreUnavailable, err)
+		return machine.State{}, false, fmt.Errorf("%w: machine: reading state file: %v", engine.ErrStoreUnavailable, err)
 	}
 	id, ts, ok := strings.Cut(strings.TrimSpace(string(data)), "|")
 	if ok {
@@ -148,14 +149,14 @@ func (s localState) read(namespace string, machineID int64) (st State, found boo
 		}
 	}
 	if !ok || err != nil || st.MachineID != machineID {
-		return State{}, false, fmt.Errorf("%w: machine: state file %s holds %q, not machineId|lastTimestamp; delete it if the clock is known not to have gone back",
+		return machine.State{}, false, fmt.Errorf("%w: machine: state file %s holds %q, not machineId|lastTimestamp; delete it if the clock is known not to have gone back",
 			engine.ErrStoreUnavailable, p, data)
 	}
 	return st, true, nil
 }
 
 // write saves st, keeping a later timestamp already saved if keepLater.
-func (s localState) write(namespace string, st State, keepLater bool) error {
+func (s localState) write(namespace string, st machine.State, keepLater bool) error {
 	if saved, found, err := s.read(namespace, st.MachineID); keepLater && err == nil && found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
@@ -238,13 +239,35 @@ func DefaultStateDir() string {
 }
 
 // Remembers reports whether d stores the last timestamp of the machine IDs
-// it hands out. [Manual] and [StatefulSet] (and so [Default]) store nothing:
-// a process restarted on their fixed ID needs a [LocalState] file to know
+// it hands out. machine.Manual and machine.StatefulSet (and so
+// machine.Default) store nothing, and say so with a Remembers method: a
+// process restarted on their fixed ID needs a [LocalState] file to know
 // what its predecessor issued.
-func Remembers(d Distributor) bool {
-	switch d.(type) {
-	case manual, statefulSet:
-		return false
+func Remembers(d machine.Distributor) bool {
+	if r, ok := d.(interface{ Remembers() bool }); ok {
+		return r.Remembers()
 	}
 	return true
+}
+
+// HostInstance returns the unstable instance "hostname:port" in namespace,
+// the address that tells one running copy from another. With port 0 (a process that
+// listens on no fixed port) it returns "hostname:pid" instead: unique among
+// the processes running on the host, but different on every start, so a
+// restart never finds its previous machine ID and a [LocalState] file is
+// written per run. Set Stable on the result for a host whose hostname and
+// port do not change across restarts.
+func HostInstance(namespace string, port int) (machine.Instance, error) {
+	if port < 0 || port > 65535 {
+		return machine.Instance{}, fmt.Errorf("%w: machine: port %d outside [0, 65535]", engine.ErrInvalidConfig, port)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return machine.Instance{}, fmt.Errorf("%w: machine: reading the hostname for the instance ID: %v", engine.ErrInvalidConfig, err)
+	}
+	if port == 0 {
+		port = os.Getpid()
+	}
+	inst := machine.Instance{Namespace: namespace, ID: host + ":" + strconv.Itoa(port)}
+	return inst, inst.Validate()
 }

@@ -1,4 +1,4 @@
-package machine
+package leased
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 
 // holders is the process-wide record of the leases alive in this process,
 // by namespace and machine ID: the one same-instance guard. A store hands
-// an instance that asks twice the same machine ID, and [Manual] and
-// [StatefulSet] hand every instance the same one, so two leases of one
+// an instance that asks twice the same machine ID, and [machine.Manual] and
+// [machine.StatefulSet] hand every instance the same one, so two leases of one
 // process could otherwise run generators on one machine ID and issue the
 // same IDs (two registries built alike, say). It is process-wide by nature:
 // the IDs two leases of one process issue collide whatever values hold them.

@@ -1,4 +1,4 @@
-package machine
+package leased
 
 // Abandon ends l the way kill -9 ends a process: the heartbeat stops, nothing
 // is reverted, and the machine ID is no longer held in this process. Tests

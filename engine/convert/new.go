@@ -1,0 +1,86 @@
+package convert
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// Settings shape the string of a format: padding for the radix formats, a
+// fixed prefix and suffix, and a date before the digits. The zero value
+// writes the bare digits. Parts appear in the order Prefix, date, digits,
+// Suffix ("ord_" + "20261121" + "0000000016j" + "_x").
+type Settings struct {
+	// Padded pads radix strings with leading zeros to the width of the
+	// largest int64 (11 digits in radix-62, 13 in radix-36), so the strings
+	// of every non-negative ID sort byte-wise like the numbers. Set it for
+	// string keys that are sorted or range-scanned. Default false.
+	Padded bool
+	// Width pads radix strings to that many digits instead (0, the default:
+	// no padding; at most the full width). IDs below base^Width sort like
+	// the numbers; a larger ID is written in full, never truncated, but then
+	// no longer sorts against the shorter strings. Setting both Padded and
+	// Width is an error.
+	Width int
+	// Prefix is written before the string, and Parse requires and strips it.
+	Prefix string
+	// Suffix is written after the string, and Parse requires and strips it.
+	Suffix string
+	// Date, when set, writes the date it returns as yyyyMMdd after Prefix,
+	// for IDs a human can date at a glance, in the location of the time it
+	// returns (func() time.Time { return time.Now().UTC() } for the UTC
+	// date). The date is the day the string was made, not a property of
+	// the ID: Parse checks that the 8 bytes are a valid date and skips
+	// them, so Parse(Format(x)) == x always, while Format(Parse(s)) == s
+	// only on the day s was made. A snowflake ID carries its own time;
+	// decode it instead when the exact time matters.
+	Date func() time.Time
+}
+
+// formats are the format names New knows, as struct tags spell them
+// (`idgen:"snowflake,format=radix62"`).
+var formats = []string{"decimal", "radix36", "radix62"}
+
+// New returns the formatter for a format name: "decimal" ([engine.Decimal],
+// which takes no padding), "radix62" or "radix36", shaped by the settings
+// (at most one value; none means Settings{}). An unknown name or invalid
+// settings give an error wrapping [engine.ErrInvalidConfig].
+func New(format string, s ...Settings) (engine.Formatter, error) {
+	var set Settings
+	switch len(s) {
+	case 0:
+	case 1:
+		set = s[0]
+	default:
+		return nil, fmt.Errorf("%w: convert.New takes at most one Settings, got %d", engine.ErrInvalidConfig, len(s))
+	}
+	if set.Padded && set.Width != 0 {
+		return nil, fmt.Errorf("%w: format %q: Padded and Width %d both set: pad to the full width or to Width, not both", engine.ErrInvalidConfig, format, set.Width)
+	}
+	var f engine.Formatter
+	var err error
+	switch format {
+	case "radix62":
+		f, err = newRadix("radix62", alphabet62, radix62Width, set)
+	case "radix36":
+		f, err = newRadix("radix36", alphabet36, radix36Width, set)
+	case "decimal":
+		if set.Padded || set.Width != 0 {
+			return nil, fmt.Errorf("%w: format \"decimal\" takes no padding (Padded, Width)", engine.ErrInvalidConfig)
+		}
+		f = engine.Decimal{}
+	default:
+		return nil, fmt.Errorf("%w: unknown format %q (known: %v)", engine.ErrInvalidConfig, format, formats)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if set.Date != nil {
+		f = &dated{now: set.Date, inner: f}
+	}
+	if set.Prefix != "" || set.Suffix != "" {
+		f = &affix{prefix: set.Prefix, suffix: set.Suffix, inner: f}
+	}
+	return f, nil
+}

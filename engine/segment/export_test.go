@@ -1,0 +1,43 @@
+package segment
+
+import (
+	"log/slog"
+
+	"github.com/idforge/idforge/engine/clock"
+)
+
+// What the external tests reach: the error type and sentinel they inspect,
+// the single-segment generator, the settings check, and chains with the
+// fields the registry owns.
+type ExhaustedError = exhaustedError
+
+var ErrInvalidRange = errInvalidRange
+
+type Generator = single
+
+// Owned is what the runner of a chain sets: name, logger, clock.
+type Owned struct {
+	Name   string
+	Logger *slog.Logger
+	Clock  clock.Clock
+}
+
+func (o Owned) hook() owned { return owned{Name: o.Name, Logger: o.Logger, Clock: o.Clock} }
+
+func New(d Distributor, s ...Settings) (*Generator, error) {
+	set, err := oneSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	return newSingle(d, set, owned{})
+}
+
+func NewOwned(d Distributor, s Settings, o Owned) (*Generator, error) {
+	return newSingle(d, s, o.hook())
+}
+
+func NewOwnedChain(d Distributor, s Settings, o Owned) (*Chain, error) {
+	return newChain(d, s, o.hook())
+}
+
+func (s Settings) Validate() error { return s.validate() }

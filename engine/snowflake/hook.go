@@ -1,0 +1,30 @@
+package snowflake
+
+import (
+	"fmt"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/snowhook"
+)
+
+func init() { snowhook.New = newOnLease }
+
+// onLease is a generator as the lease composition sees it: with its newest
+// timestamp and its clock-wait count, which users do not get.
+type onLease struct{ *Generator }
+
+// LastTimestamp returns the tick of the newest ID in Unix milliseconds.
+func (g onLease) LastTimestamp() int64 { return g.lastTimestamp() }
+
+// newOnLease builds a generator on a machine-ID lease (see internal/snowhook).
+func newOnLease(machineID int64, settings any, start snowhook.Start) (snowhook.Generator, error) {
+	s, ok := settings.(Settings)
+	if !ok {
+		return nil, fmt.Errorf("%w: snowhook.New wants snowflake.Settings, got %T", engine.ErrInvalidConfig, settings)
+	}
+	g, err := newGenerator(machineID, s, start)
+	if err != nil {
+		return nil, err
+	}
+	return onLease{g}, nil
+}

@@ -1,0 +1,43 @@
+// Package snowhook gives the one composition that runs a snowflake
+// generator on a machine-ID lease (internal/leased) what engine/snowflake
+// keeps from its users: a start after the last timestamp the lease found,
+// the lease as the generator's fence, and the generator's newest timestamp
+// and clock-wait count. Users never set these; the composition owns them.
+// engine/snowflake fills [New] in when it is initialized. It imports engine.
+package snowhook
+
+import "github.com/idforge/idforge/engine"
+
+// Start is how a generator on a lease starts and is guarded.
+type Start struct {
+	// LastTimestamp is the Unix millisecond time of the last ID (or
+	// heartbeat) saved for the machine ID, 0 if unknown. Its tick counts as
+	// used up: the first ID comes from a later tick. If the clock is behind
+	// it by no more than the generator's MaxBackwards the first NextID
+	// waits; further behind, New fails with engine.ErrClockBackwards.
+	LastTimestamp int64
+	// Fence, when set, guards the machine ID: NextID calls it with the last
+	// Unix millisecond of the tick it is about to use, before every new
+	// tick, and returns its error instead of an ID. It must be cheap and
+	// safe for concurrent use.
+	Fence func(unixMilli int64) error
+}
+
+// Generator is a running snowflake generator as the composition sees it.
+type Generator interface {
+	engine.Generator
+	// MachineID returns the machine ID the generator issues under.
+	MachineID() int64
+	// LastTimestamp returns the Unix millisecond time of the tick of the
+	// newest ID issued (or of Start.LastTimestamp's tick before the first),
+	// 0 if none: what the lease heartbeats so a restart can wait it out.
+	LastTimestamp() int64
+	// BackwardsWaits returns how many NextID calls found the clock behind
+	// the last tick issued and waited until it caught up.
+	BackwardsWaits() int64
+}
+
+// New is snowflake.New with a start: settings must be a snowflake.Settings
+// (the one type this package cannot name, since engine/snowflake imports
+// it). Set by engine/snowflake at initialization.
+var New func(machineID int64, settings any, start Start) (Generator, error)
