@@ -8,7 +8,6 @@ import (
 
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/snowlayout"
 	"github.com/idforge/idforge/sharding"
 )
 
@@ -76,7 +75,9 @@ func ExampleNewInterval() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	id, _ := snowlayout.Compose(snowflake.Default, time.Date(2026, 11, 21, 13, 17, 30, 0, time.UTC), 1, 0)
+	// An ID made on 2026-11-21 (a fake clock stands in for the system's).
+	gen, _ := snowflake.New(1, snowflake.Settings{Clock: clocktest.NewFake(time.Date(2026, 11, 21, 13, 17, 30, 0, time.UTC))})
+	id, _ := gen.NextID(context.Background())
 	s, _ := r.Route(id)
 	fmt.Println(s.TableName)
 	tables, _ := r.Tables(time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC), time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC))

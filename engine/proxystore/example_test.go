@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
@@ -15,7 +16,6 @@ import (
 	"github.com/idforge/idforge/engine/proxystore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/server"
 )
 
@@ -33,13 +33,14 @@ func Example() {
 	// The service side.
 	ctx := context.Background()
 	st, _ := proxystore.New(proxystore.Settings{URL: ts.URL})
-	lease, _ := leased.Acquire(ctx, st, machine.Instance{Namespace: "orders", ID: "pod-a"}, leased.LeaseSettings{})
-	defer lease.Close()
+	inst := machine.Instance{Namespace: "orders", ID: "pod-a"}
+	held, _ := st.Distribute(ctx, inst, 10, 5*time.Minute) // idforge.New leases it with Settings.Store: st
+	defer st.Revert(ctx, inst, held)
 	d, _ := st.Segment("order")
 	chain, _ := segment.NewChain(d, segment.Settings{Step: 100})
 	defer chain.Close()
 	id, _ := chain.NextID(ctx)
-	fmt.Println("machine", lease.MachineID(), "first order", id)
+	fmt.Println("machine", held.MachineID, "first order", id)
 	// Output: machine 0 first order 1
 }
 
