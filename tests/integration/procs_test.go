@@ -392,7 +392,7 @@ func runWorker(cfg workerConfig) int {
 }
 
 // graceHidden has only the methods of idforge.Store: it hides the
-// the ResetGrace method of the store it embeds.
+// ResetGrace method of the store it embeds.
 type graceHidden struct{ idforge.Store }
 
 // refusalClass names the sentinel error behind a refusal (reason.Of).
