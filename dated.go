@@ -120,12 +120,12 @@ type series struct {
 
 type period struct {
 	key   string
-	chain *segment.Chain
+	chain segmenthook.Chain
 }
 
 // chain returns the chain of the period key, building it if the series has
 // none, and closing the oldest of the two it held.
-func (s *series) chain(key string) (*segment.Chain, error) {
+func (s *series) chain(key string) (segmenthook.Chain, error) {
 	s.mu.Lock()
 	for _, p := range s.periods {
 		if p.chain != nil && p.key == key {
@@ -144,7 +144,7 @@ func (s *series) chain(key string) (*segment.Chain, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("dated chain %q, period %s: %w", s.name, key, err)
 	}
-	c := g.(*segment.Chain)
+	c := g.(segmenthook.Chain)
 	old := s.periods[1].chain
 	s.periods[1], s.periods[0] = s.periods[0], period{key: key, chain: c}
 	s.mu.Unlock()
@@ -155,7 +155,7 @@ func (s *series) chain(key string) (*segment.Chain, error) {
 }
 
 // retired reports whether c is no longer one of the series' chains.
-func (s *series) retired(c *segment.Chain) bool {
+func (s *series) retired(c segmenthook.Chain) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.closed && s.periods[0].chain != c && s.periods[1].chain != c
@@ -178,7 +178,7 @@ func (s *series) close() error {
 }
 
 // release stops holding c and closes it.
-func (r *Registry) release(c *segment.Chain) error {
+func (r *Registry) release(c segmenthook.Chain) error {
 	r.mu.Lock()
 	r.held = slices.DeleteFunc(r.held, func(g discarder) bool { return g == c })
 	r.mu.Unlock()

@@ -146,7 +146,7 @@ type Registry struct {
 }
 
 // discarder is a generator that holds IDs drawn from the store and can drop
-// them: segment.Chain and segmenthook.Single.
+// them: segmenthook.Chain and segmenthook.Single.
 type discarder interface {
 	engine.Generator
 	Discard(cause error)

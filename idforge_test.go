@@ -20,6 +20,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Both stores plug into New.
@@ -245,14 +246,14 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := func() segment.Stats {
+	chain := func() segmenthook.Stats {
 		for _, g := range reg.Stats().Generators {
 			if g.Kind == engine.KindChain && g.Name == "order" && g.Chain != nil {
 				return *g.Chain
 			}
 		}
 		t.Fatal("Stats() lacks the chain just used")
-		return segment.Stats{}
+		return segmenthook.Stats{}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for chain().Ahead == 0 && time.Now().Before(deadline) {

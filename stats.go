@@ -48,7 +48,7 @@ type GeneratorStats struct {
 	// clock_backwards, machine_id_lost, ...).
 	Errors map[string]int64
 	// Chain is a segment chain's state, nil for other kinds.
-	Chain *segment.Stats
+	Chain *segmenthook.Stats
 }
 
 // StoreCall is one store call in [Stats].
@@ -88,12 +88,12 @@ func (r *Registry) Stats() Stats {
 }
 
 // chains returns the chains built so far, by sequence name.
-func (r *Registry) chains() map[string]*segment.Chain {
+func (r *Registry) chains() map[string]segmenthook.Chain {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]*segment.Chain{}
+	out := map[string]segmenthook.Chain{}
 	for _, g := range r.held {
-		if c, ok := g.(*segment.Chain); ok {
+		if c, ok := g.(segmenthook.Chain); ok {
 			out[segmenthook.Name(c)] = c
 		}
 	}
@@ -253,7 +253,7 @@ func (c *counted) stats() GeneratorStats {
 		out.Errors[r] = n
 	}
 	c.mu.Unlock()
-	if ch, ok := c.g.(interface{ Stats() segment.Stats }); ok {
+	if ch, ok := c.g.(interface{ Stats() segmenthook.Stats }); ok {
 		st := ch.Stats()
 		out.Chain = &st
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // The page shows what Registry.Stats says (the registry's own tests check
@@ -35,8 +35,8 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 
 	stats.Generators = []idforge.GeneratorStats{
-		{Kind: engine.KindChain, Name: "down", Errors: map[string]int64{"store_unavailable": 1}, Chain: &segment.Stats{Step: 50, Failures: 1}},
-		{Kind: engine.KindChain, Name: "order", Issued: 120, Errors: map[string]int64{}, Chain: &segment.Stats{Step: 50, Issued: 120, Fetches: 3}},
+		{Kind: engine.KindChain, Name: "down", Errors: map[string]int64{"store_unavailable": 1}, Chain: &segmenthook.Stats{Step: 50, Failures: 1}},
+		{Kind: engine.KindChain, Name: "order", Issued: 120, Errors: map[string]int64{}, Chain: &segmenthook.Stats{Step: 50, Issued: 120, Fetches: 3}},
 		{Kind: engine.KindSnowflake, Issued: 1, Errors: map[string]int64{}},
 		{Kind: engine.KindSnowflake, Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/outage"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Chain is the lock-free segment chain. It holds a
@@ -298,12 +299,13 @@ func (c *Chain) Close() error {
 	return nil
 }
 
-// Discard drops every fetched ID not handed out yet, at once: the next
-// callers wait for a fresh fetch. The root registry calls it when the store
-// was reset ([engine.ErrStoreReset]), because what the chain holds may now be
-// handed out to another process too; the chain also calls it itself when a
-// fetch reports a reset. IDs claimed before Discard stay served.
-func (c *Chain) Discard(cause error) {
+// discard drops every fetched ID not handed out yet, at once: the next
+// callers wait for a fresh fetch. The root registry calls it (through
+// internal/segmenthook) when the store was reset ([engine.ErrStoreReset]),
+// because what the chain holds may now be handed out to another process too;
+// the chain also calls it itself when a fetch reports a reset. IDs claimed
+// before it stay served.
+func (c *Chain) discard(cause error) {
 	dropped := int64(0)
 	for s := c.head.Load(); s != nil; s = s.next.Load() {
 		dropped += s.drop()
@@ -321,38 +323,16 @@ func (c *Chain) Discard(cause error) {
 // name returns the sequence name its runner gave the chain ("" from NewChain).
 func (c *Chain) name() string { return c.cfg.name }
 
-// Stats is a snapshot of a chain's prefetching, for monitoring and tests.
-type Stats struct {
-	// Step is the number of IDs per segment.
-	Step int64
-	// PrefetchDistance is the current prefetch distance in segments: the
-	// safe distance, or more while callers are hungry.
-	PrefetchDistance int64
-	// Ahead is the number of fetched IDs not handed out yet.
-	Ahead int64
-	// Issued is the number of IDs handed out.
-	Issued int64
-	// Fetches counts successful store calls; Failures counts failed ones
-	// (store errors, timeouts and refused ranges).
-	Fetches, Failures int64
-	// Hungry counts NextID calls that found no ID ready and had to wait.
-	Hungry int64
-	// Discarded counts fetched IDs never handed out: expired by the TTL or
-	// dropped by Close.
-	Discarded int64
-	// LastError is the last failed fetch, nil once the store answers again.
-	LastError error
-}
-
-// Stats returns a snapshot of the chain's counters. The figures are read one
-// by one while callers keep drawing, so they agree only approximately.
-func (c *Chain) Stats() Stats {
+// stats returns a snapshot of the chain's counters (see segmenthook.Stats).
+// The figures are read one by one while callers keep drawing, so they agree
+// only approximately.
+func (c *Chain) stats() segmenthook.Stats {
 	pos := c.position()
 	end := c.end.Load()
 	c.mu.Lock()
 	lastErr := c.lastErr
 	c.mu.Unlock()
-	return Stats{
+	return segmenthook.Stats{
 		Step:             c.cfg.step,
 		PrefetchDistance: c.distance.Load(),
 		Ahead:            max(end-pos, 0),
@@ -500,7 +480,7 @@ func refusal(err error) bool {
 func (c *Chain) fail(err error) {
 	c.failures.Add(1)
 	if errors.Is(err, engine.ErrStoreReset) {
-		c.Discard(err)
+		c.discard(err)
 	}
 	refused := refusal(err)
 	c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // What the external tests reach: the error type and sentinel they inspect,
@@ -41,3 +42,9 @@ func NewOwnedChain(d Distributor, s Settings, o Owned) (*Chain, error) {
 }
 
 func (s Settings) Validate() error { return s.validate() }
+
+// Stats and Discard as the registry reaches them through segmenthook.
+type Stats = segmenthook.Stats
+
+func (c *Chain) Stats() Stats        { return c.stats() }
+func (c *Chain) Discard(cause error) { c.discard(cause) }

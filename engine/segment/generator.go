@@ -174,7 +174,7 @@ func init() {
 		}
 		return s, nil
 	}
-	segmenthook.NewChain = func(d, settings any, o segmenthook.Owned) (segmenthook.Single, error) {
+	segmenthook.NewChain = func(d, settings any, o segmenthook.Owned) (segmenthook.Chain, error) {
 		dist, _ := d.(Distributor)
 		s, err := settingsOf("NewChain", settings)
 		if err != nil {
@@ -184,7 +184,7 @@ func init() {
 		if err != nil {
 			return nil, err // not c: a nil *Chain in a non-nil interface
 		}
-		return c, nil
+		return hooked{c}, nil
 	}
 	segmenthook.New = func(d, settings any, o segmenthook.Owned) (segmenthook.Single, error) {
 		dist, _ := d.(Distributor)
@@ -199,10 +199,16 @@ func init() {
 		return g, nil
 	}
 	segmenthook.Name = func(g any) string {
-		if c, ok := g.(*Chain); ok {
+		if c := chainOf(g); c != nil {
 			return c.name()
 		}
 		return ""
+	}
+	segmenthook.StatsOf = func(g any) (segmenthook.Stats, bool) {
+		if c := chainOf(g); c != nil {
+			return c.stats(), true
+		}
+		return segmenthook.Stats{}, false
 	}
 	segmenthook.Validate = func(settings any) error {
 		s, err := settingsOf("Validate", settings)
@@ -211,4 +217,23 @@ func init() {
 		}
 		return s.validate()
 	}
+}
+
+// hooked is a chain as its runner sees it (segmenthook.Chain): with Discard
+// and Stats, which users of a *Chain do not get.
+type hooked struct{ *Chain }
+
+func (h hooked) Discard(cause error)      { h.discard(cause) }
+func (h hooked) Stats() segmenthook.Stats { return h.stats() }
+
+// chainOf returns the chain behind a *Chain or a hooked chain, nil for
+// anything else.
+func chainOf(g any) *Chain {
+	switch c := g.(type) {
+	case *Chain:
+		return c
+	case hooked:
+		return c.Chain
+	}
+	return nil
 }

@@ -30,8 +30,45 @@ type Owned struct {
 
 // NewChain is segment.NewChain with what the runner owns: d is a
 // segment.Distributor, settings a segment.Settings, and the result a
-// *segment.Chain. Set by engine/segment at initialization.
-var NewChain func(d, settings any, o Owned) (Single, error)
+// *segment.Chain with what its runner reads and does that users do not:
+// its stats and Discard. Set by engine/segment at initialization.
+var NewChain func(d, settings any, o Owned) (Chain, error)
+
+// Chain is a prefetching chain as its runner sees it.
+type Chain interface {
+	Single
+	// Stats returns a snapshot of the chain's counters.
+	Stats() Stats
+	// Close stops the prefetch worker (see segment.Chain.Close).
+	Close() error
+}
+
+// Stats is a snapshot of a chain's prefetching, for monitoring and tests.
+type Stats struct {
+	// Step is the number of IDs per segment.
+	Step int64
+	// PrefetchDistance is the current prefetch distance in segments: the
+	// safe distance, or more while callers are hungry.
+	PrefetchDistance int64
+	// Ahead is the number of fetched IDs not handed out yet.
+	Ahead int64
+	// Issued is the number of IDs handed out.
+	Issued int64
+	// Fetches counts successful store calls; Failures counts failed ones
+	// (store errors, timeouts and refused ranges).
+	Fetches, Failures int64
+	// Hungry counts NextID calls that found no ID ready and had to wait.
+	Hungry int64
+	// Discarded counts fetched IDs never handed out: expired by the TTL,
+	// dropped by Discard or by Close.
+	Discarded int64
+	// LastError is the last failed fetch, nil once the store answers again.
+	LastError error
+}
+
+// StatsOf returns the stats of a *segment.Chain, or of a [Chain]; false
+// for anything else. Set by engine/segment at initialization.
+var StatsOf func(chain any) (Stats, bool)
 
 // Single is the single-segment generator: Discard drops the segment it
 // holds (after a store reset), so the next ID comes from a new fetch.
@@ -48,8 +85,8 @@ type Single interface {
 // engine/segment imports it. Set by engine/segment at initialization.
 var New func(d, settings any, o Owned) (Single, error)
 
-// Name returns the sequence name a *segment.Chain was built with (see
-// Owned), "" for anything else. Set by engine/segment at initialization.
+// Name returns the sequence name a *segment.Chain or a [Chain] was built
+// with (see Owned), "" for anything else. Set by engine/segment at initialization.
 var Name func(chain any) string
 
 // Validate reports what segment.NewChain would reject in settings (a

@@ -25,7 +25,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 		period    = 50 * time.Millisecond // short, so idle workers are seen soon
 	)
 	forEachBackend(t, func(t *testing.T, s *server) {
-		chains := make([]*segment.Chain, instances)
+		chains := make([]segmenthook.Chain, instances)
 		for i := range chains {
 			d, err := s.open(t, "").Segment(name)
 			if err != nil {
@@ -79,7 +79,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 		// chain learning its range, so wait until every worker is idle: it
 		// holds its prefetch distance and fetched nothing for two periods.
 		eventually(t, "every chain is idle", func() bool {
-			before := make([]segment.Stats, instances)
+			before := make([]segmenthook.Stats, instances)
 			for i, c := range chains {
 				before[i] = c.Stats()
 			}
@@ -131,10 +131,6 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 
 // ownedChain builds a chain with the name, logger and clock a registry
 // would give it.
-func ownedChain(d segment.Distributor, s segment.Settings, o segmenthook.Owned) (*segment.Chain, error) {
-	g, err := segmenthook.NewChain(d, s, o)
-	if err != nil {
-		return nil, err
-	}
-	return g.(*segment.Chain), nil
+func ownedChain(d segment.Distributor, s segment.Settings, o segmenthook.Owned) (segmenthook.Chain, error) {
+	return segmenthook.NewChain(d, s, o)
 }

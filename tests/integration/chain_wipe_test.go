@@ -16,7 +16,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/gormplugin"
+	idplugin "github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 

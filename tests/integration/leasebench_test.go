@@ -2,8 +2,9 @@ package integration
 
 import (
 	"context"
-	"github.com/idforge/idforge/engine"
 	"testing"
+
+	"github.com/idforge/idforge/engine"
 
 	"github.com/redis/go-redis/v9"
 

@@ -48,7 +48,7 @@ const hangGuard = time.Minute
 
 // nextID calls c.NextID with a ctx that times out after timeout, failing the
 // test if the call does not return long after that.
-func nextID(t *testing.T, c *segment.Chain, timeout time.Duration) (int64, error) {
+func nextID(t *testing.T, c segmenthook.Chain, timeout time.Duration) (int64, error) {
 	t.Helper()
 	type result struct {
 		id  int64

@@ -39,6 +39,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/reason"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // workerEnv holds a worker's JSON configuration; the test binary started
@@ -357,14 +358,14 @@ func runWorker(cfg workerConfig) int {
 		wg.Add(1)
 		go loop(genSnowflake, sf, cfg.Snowflake)
 	}
-	var ch *segment.Chain
+	var ch segmenthook.Chain
 	if cfg.Chain.Burst > 0 {
 		g, err := reg.Generator(ctx, engine.KindChain, "reset")
 		if err != nil {
 			o.printf("err setup other %s", oneLine(err))
 			return 1
 		}
-		ch = g.(*segment.Chain)
+		ch = g.(segmenthook.Chain)
 		wg.Add(1)
 		go loop(genChain, g, cfg.Chain)
 	}

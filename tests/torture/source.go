@@ -160,7 +160,7 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 		lease.Close()
 		return nil, err
 	}
-	ch := cg.(*segment.Chain)
+	ch := cg
 	return &source{
 		gens:      map[string]engine.Generator{genSnowflake: b, genChain: ch},
 		machineID: lease.MachineID,
