@@ -104,7 +104,7 @@ type Settings struct {
 	// the chains' TTLs (default clock.System).
 	Clock clock.Clock
 	// MaxBackwards is how long the snowflake generator waits out a clock
-	// step back (default clock.DefaultMaxBackwards; negative: not at all).
+	// step back (default 10 ms; negative: not at all).
 	MaxBackwards time.Duration
 	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin,
 	// Reservation. The machine bits (the layout's), clock and logger are

@@ -1,7 +1,6 @@
-// Package clock is the time source contract of the generators: [Clock], the
-// system clock [System], and how far back a clock may step before a
-// generator refuses to wait ([DefaultMaxBackwards]). A fake clock for tests
-// lives in engine/clock/clocktest. It imports only the standard library.
+// Package clock is the time source contract of the generators: [Clock] and
+// the system clock [System]. A fake clock for tests lives in
+// engine/clock/clocktest. It imports only the standard library.
 package clock
 
 import (
@@ -20,11 +19,6 @@ type Clock interface {
 	Now() time.Time
 	Sleep(ctx context.Context, d time.Duration) error
 }
-
-// DefaultMaxBackwards is how far back a clock may step and still be waited
-// out when no other limit is set. Longer steps are errors: a generator that
-// stalls callers for seconds is worse than one that fails fast.
-const DefaultMaxBackwards = 10 * time.Millisecond
 
 // System is the operating system's wall clock; its monotonic reading is
 // the time since the process started.

@@ -26,7 +26,7 @@ type Settings struct {
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out before
 	// NextID fails with engine.ErrClockBackwards (default
-	// clock.DefaultMaxBackwards). A negative value fails at once.
+	// 10 ms: longer stalls are worse than failing fast). A negative value fails at once.
 	MaxBackwards time.Duration
 }
 
@@ -140,7 +140,7 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 	cfg.Clock = timebase.Steady(cfg.Clock)
 	switch {
 	case cfg.MaxBackwards == 0:
-		cfg.MaxBackwards = clock.DefaultMaxBackwards
+		cfg.MaxBackwards = timebase.DefaultMaxBackwards
 	case cfg.MaxBackwards < 0:
 		cfg.MaxBackwards = 0
 	}

@@ -372,10 +372,10 @@ func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
 // generator started afterwards issues only later timestamps. With a
 // reservation a restart normally waits up to Reservation(), and rides out a
 // clock stepped back by up to another Reservation() while it was down; a
-// longer wait than that plus clock.DefaultMaxBackwards fails at once with an
+// longer wait than that plus timebase.DefaultMaxBackwards fails at once with an
 // error wrapping engine.ErrClockBackwards.
 func (l *Lease) WaitOut(ctx context.Context) error {
-	sync := timebase.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + clock.DefaultMaxBackwards}
+	sync := timebase.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + timebase.DefaultMaxBackwards}
 	if err := sync.WaitUntil(ctx, time.UnixMilli(l.state.LastTimestamp+1)); err != nil {
 		return fmt.Errorf("machine: machine ID %d of %s was used up to %s: %w",
 			l.state.MachineID, l.inst, fmtMilli(l.state.LastTimestamp), err)

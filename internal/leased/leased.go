@@ -47,7 +47,7 @@ type Settings struct {
 	// across the leases a Snowflake goes through.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out (default
-	// clock.DefaultMaxBackwards; negative: not at all).
+	// timebase.DefaultMaxBackwards; negative: not at all).
 	MaxBackwards time.Duration
 	// Lease tunes the lease: heartbeat, safe-guard, skew margin,
 	// reservation. The machine bits, clock, logger and timestamp source of

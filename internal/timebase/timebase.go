@@ -173,6 +173,12 @@ func (s *steady) Wall() time.Time { return s.mono.Now() }
 
 func (s *steady) Sleep(ctx context.Context, d time.Duration) error { return s.mono.Sleep(ctx, d) }
 
+// DefaultMaxBackwards is how far back a clock may step and still be waited
+// out when no other limit is set (snowflake.Settings.MaxBackwards documents
+// it to users). Longer steps are errors: a generator that stalls callers for
+// seconds is worse than one that fails fast.
+const DefaultMaxBackwards = 10 * time.Millisecond
+
 // Synchronizer waits for the clock to catch up with a time the generator has
 // already used. It is used at run time,
 // when the clock reads earlier than the last ID's timestamp, and at start-up,
@@ -195,7 +201,7 @@ func (s Synchronizer) WaitUntil(ctx context.Context, target time.Time) error {
 	}
 	limit := s.MaxWait
 	if limit <= 0 {
-		limit = clock.DefaultMaxBackwards
+		limit = DefaultMaxBackwards
 	}
 	for {
 		behind := target.Sub(c.Now())

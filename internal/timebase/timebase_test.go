@@ -36,7 +36,7 @@ func TestSynchronizerRefusesLongSteps(t *testing.T) {
 	if !errors.Is(err, engine.ErrClockBackwards) || !errors.As(err, &be) {
 		t.Fatalf("5 s back: %v, want a *BackwardsError matching ErrClockBackwards", err)
 	}
-	if be.Behind != 5*time.Second || be.MaxWait != clock.DefaultMaxBackwards || !strings.Contains(err.Error(), "5s behind") {
+	if be.Behind != 5*time.Second || be.MaxWait != timebase.DefaultMaxBackwards || !strings.Contains(err.Error(), "5s behind") {
 		t.Fatalf("error %+v / %q does not say by how much", be, err)
 	}
 	if f.Sleeps() != 0 {

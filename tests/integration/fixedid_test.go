@@ -72,7 +72,7 @@ func TestFixedMachineIDKillClockBack(t *testing.T) {
 	// 50 ms is a typical NTP step. With it the first New after the restart is
 	// refused only when it lands within about 40 ms of its predecessor's last
 	// heartbeat; 500 ms makes it refused nearly always (the predecessor's
-	// reservation is then more than Reservation + clock.DefaultMaxBackwards
+	// reservation is then more than Reservation + the 10 ms MaxBackwards default
 	// ahead of the clock), so the retry a restarted pod would make is
 	// exercised every time: it too must wait out the reservation.
 	for _, step := range []time.Duration{step, -500 * time.Millisecond} {
