@@ -24,18 +24,18 @@ func Example() {
 	b := machine.Instance{Namespace: "orders", ID: "10.0.0.8:8080"}
 	stA, _ := store.Distribute(ctx, a, 10, 5*time.Minute)
 	stB, _ := store.Distribute(ctx, b, 10, 5*time.Minute)
-	fmt.Println(a, "has", stA.MachineID, "and", b, "has", stB.MachineID)
+	fmt.Println(a.ID, "has", stA.MachineID, "and", b.ID, "has", stB.MachineID)
 
 	// a falls silent past the safe-guard; a third instance reclaims its ID.
 	clk.Advance(6 * time.Minute)
 	c := machine.Instance{Namespace: "orders", ID: "10.0.0.9:8080"}
 	stC, _ := store.Distribute(ctx, c, 10, 5*time.Minute)
-	fmt.Println(c, "has", stC.MachineID)
+	fmt.Println(c.ID, "has", stC.MachineID)
 	err := store.Guard(ctx, a, stA)
 	fmt.Println("a's heartbeat:", errors.Is(err, engine.ErrMachineIDLost))
 	// Output:
-	// orders/10.0.0.7:8080 has 0 and orders/10.0.0.8:8080 has 1
-	// orders/10.0.0.9:8080 has 0
+	// 10.0.0.7:8080 has 0 and 10.0.0.8:8080 has 1
+	// 10.0.0.9:8080 has 0
 	// a's heartbeat: true
 }
 

@@ -65,7 +65,7 @@ func holdsFixed(id int64, cfgErr error, source string, inst Instance, st State) 
 	if cfgErr != nil {
 		return cfgErr
 	}
-	if err := inst.Validate(); err != nil {
+	if err := distcheck.Instance(inst.Namespace, inst.ID); err != nil {
 		return err
 	}
 	if st.MachineID != id {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
 const safeGuard = 5 * time.Minute
@@ -21,16 +22,16 @@ func wantLost(t *testing.T, err error, what string) {
 	}
 }
 
-func TestInstanceValidate(t *testing.T) {
-	if err := (machine.Instance{Namespace: "n", ID: "i"}).Validate(); err != nil {
+func TestInstanceCheck(t *testing.T) {
+	if err := distcheck.Instance("n", "i"); err != nil {
 		t.Fatal(err)
 	}
 	for _, inst := range []machine.Instance{{}, {Namespace: "n"}, {ID: "i"}} {
-		if err := inst.Validate(); !errors.Is(err, engine.ErrInvalidConfig) {
-			t.Errorf("%+v.Validate() = %v, want ErrInvalidConfig", inst, err)
+		if err := distcheck.Instance(inst.Namespace, inst.ID); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("distcheck.Instance(%+v) = %v, want ErrInvalidConfig", inst, err)
 		}
 	}
-	if got := (machine.Instance{Namespace: "n", ID: "i", Stable: true}).String(); got != "n/i (stable)" {
+	if got := distcheck.Name("n", "i", true); got != "n/i (stable)" {
 		t.Errorf("String = %q", got)
 	}
 }

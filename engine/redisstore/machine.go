@@ -126,7 +126,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 // own runs a script that acts on st.MachineID only while inst owns it
 // under st.Holder.
 func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst machine.Instance, st machine.State, extra ...any) error {
-	if err := inst.Validate(); err != nil {
+	if err := distcheck.Instance(inst.Namespace, inst.ID); err != nil {
 		return err
 	}
 	if st.MachineID < 0 {

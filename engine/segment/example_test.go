@@ -3,6 +3,7 @@ package segment_test
 import (
 	"context"
 	"fmt"
+
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 )

@@ -424,7 +424,7 @@ func (s *Store) heldBy(ctx context.Context, inst machine.Instance, st machine.St
 
 // checkInstance adds the columns' length limits to inst.Validate.
 func checkInstance(inst machine.Instance) error {
-	if err := inst.Validate(); err != nil {
+	if err := distcheck.Instance(inst.Namespace, inst.ID); err != nil {
 		return err
 	}
 	if err := checkName("namespace", inst.Namespace, maxName); err != nil {

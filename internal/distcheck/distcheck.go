@@ -56,3 +56,12 @@ func Fits(id int64, machineBits int, source string) error {
 	}
 	return nil
 }
+
+// Name describes an instance in errors and logs: "namespace/id", marked
+// "(stable)" for a stable instance.
+func Name(namespace, id string, stable bool) string {
+	if stable {
+		return namespace + "/" + id + " (stable)"
+	}
+	return namespace + "/" + id
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/snowhook"
 	"github.com/idforge/idforge/internal/timebase"
 )
@@ -125,7 +126,7 @@ func (s *Settings) resolve() error {
 		return bad("leased: Settings.Distributor is nil")
 	}
 	s.Clock = timebase.Steady(s.Clock)
-	return s.Instance.Validate()
+	return distcheck.Instance(s.Instance.Namespace, s.Instance.ID)
 }
 
 // acquire leases a machine ID and builds a generator on it that issues only
@@ -197,7 +198,7 @@ func (s *Snowflake) watch(lease *Lease) {
 func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 	h := s.cur.Load()
 	if h == nil {
-		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, s.set.Instance)
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, distcheck.Name(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
 	}
 	id, err := h.gen.NextID(ctx)
 	if err == nil || !errors.Is(err, engine.ErrMachineIDLost) {
@@ -245,7 +246,7 @@ func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 		return 0, errors.Join(err, rerr)
 	}
 	if h = s.cur.Load(); h == nil {
-		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, s.set.Instance)
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, distcheck.Name(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
 	}
 	return h.gen.NextID(ctx)
 }
@@ -266,7 +267,7 @@ func (s *Snowflake) replace(ctx context.Context, lost *held) error {
 	next.waits = lost.waits + lost.gen.BackwardsWaits()
 	s.lost.Add(1)
 	s.set.Logger.Warn("idforge: machine ID lost, continuing on a new one",
-		"instance", s.set.Instance.String(), "old", lost.gen.MachineID(), "new", next.gen.MachineID())
+		"namespace", s.set.Instance.Namespace, "instance", s.set.Instance.ID, "stable", s.set.Instance.Stable, "old", lost.gen.MachineID(), "new", next.gen.MachineID())
 	s.cur.Store(next)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
 type localState struct {
@@ -105,7 +106,7 @@ func (s localState) check(inst machine.Instance) error {
 	case s.inner == nil:
 		return fmt.Errorf("%w: machine: LocalState needs an inner distributor", engine.ErrInvalidConfig)
 	}
-	return inst.Validate()
+	return distcheck.Instance(inst.Namespace, inst.ID)
 }
 
 // path names the state file "<namespace>#<machine ID>.state", the namespace
@@ -269,5 +270,5 @@ func HostInstance(namespace string, port int) (machine.Instance, error) {
 		port = os.Getpid()
 	}
 	inst := machine.Instance{Namespace: namespace, ID: host + ":" + strconv.Itoa(port)}
-	return inst, inst.Validate()
+	return inst, distcheck.Instance(inst.Namespace, inst.ID)
 }

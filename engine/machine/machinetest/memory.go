@@ -75,7 +75,7 @@ func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBit
 		case r.holder != inst.ID:
 			continue
 		case inst.Stable && r.secret != "" && r.last > cutoff:
-			return machine.State{}, fmt.Errorf("%w: machinetest: %s: %s", engine.ErrInstanceInUse, inst, holding.InUse(id, r.secret, r.last, safeGuard))
+			return machine.State{}, fmt.Errorf("%w: machinetest: %s: %s", engine.ErrInstanceInUse, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), holding.InUse(id, r.secret, r.last, safeGuard))
 		case id >= limit:
 			r.holder, r.secret = "", "" // held under a wider layout: give it back, pick anew
 		default:
@@ -144,17 +144,17 @@ func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.Sta
 // held returns the row of st.MachineID if inst holds it under st.Holder.
 // Callers hold mu.
 func (m *Memory) held(inst machine.Instance, st machine.State, op string) (*row, error) {
-	if err := inst.Validate(); err != nil {
+	if err := distcheck.Instance(inst.Namespace, inst.ID); err != nil {
 		return nil, err
 	}
 	r := m.ns[inst.Namespace][st.MachineID]
 	switch {
 	case r == nil:
-		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: never handed out", engine.ErrMachineIDLost, op, st.MachineID, inst)
+		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: never handed out", engine.ErrMachineIDLost, op, st.MachineID, distcheck.Name(inst.Namespace, inst.ID, inst.Stable))
 	case r.holder != inst.ID:
-		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: held by %q", engine.ErrMachineIDLost, op, st.MachineID, inst, r.holder)
+		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: held by %q", engine.ErrMachineIDLost, op, st.MachineID, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), r.holder)
 	case r.secret != st.Holder:
-		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: %s", engine.ErrMachineIDLost, op, st.MachineID, inst, holding.Taken(r.secret, st.Holder))
+		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: %s", engine.ErrMachineIDLost, op, st.MachineID, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), holding.Taken(r.secret, st.Holder))
 	}
 	return r, nil
 }
