@@ -220,11 +220,12 @@ func (g *Generator) lastTimestamp() int64 {
 	return g.epochMilli + tick*g.unitMilli
 }
 
-// BackwardsWaits returns how many NextID calls found the clock behind the
-// last tick issued and waited until it caught up, within MaxBackwards: a
-// clock stepped back. The calls refused instead return an error wrapping
-// engine.ErrClockBackwards. Package metrics exports it.
-func (g *Generator) BackwardsWaits() int64 { return g.backwardsWaits.Load() }
+// waits returns how many NextID calls found the clock behind the last tick
+// issued and waited until it caught up, within MaxBackwards: a clock
+// stepped back. The calls refused instead return an error wrapping
+// engine.ErrClockBackwards. Package metrics exports it through the registry
+// (internal/snowhook).
+func (g *Generator) waits() int64 { return g.backwardsWaits.Load() }
 
 // tickOf converts a Unix nanosecond time to a tick; any time before the epoch
 // gives -1 (division would round the last tick before it up to 0).

@@ -161,7 +161,7 @@ func TestShortStepBackIsWaitedOut(t *testing.T) {
 		clk.Advance(time.Millisecond)
 	}
 	lastTick := ids[len(ids)-1] >> 22
-	if n := g.BackwardsWaits(); n != 0 {
+	if n := g.waits(); n != 0 {
 		t.Fatalf("BackwardsWaits = %d before any step back", n)
 	}
 	clk.StepBack(2 * time.Millisecond)
@@ -172,7 +172,7 @@ func TestShortStepBackIsWaitedOut(t *testing.T) {
 	if clk.Sleeps() == sleeps {
 		t.Fatal("the step back was not waited out on the clock")
 	}
-	if n := g.BackwardsWaits(); n != 1 {
+	if n := g.waits(); n != 1 {
 		t.Errorf("BackwardsWaits = %d, want 1: one call waited, the rest issued on its tick", n)
 	}
 	if tick := ids[10] >> 22; tick < lastTick {
@@ -559,7 +559,7 @@ func TestWallStepsBackNeverReachARunningGenerator(t *testing.T) {
 		clk.Advance(time.Millisecond)
 		issue(10)
 	}
-	if n := g.BackwardsWaits(); n != 0 {
+	if n := g.waits(); n != 0 {
 		t.Fatalf("BackwardsWaits = %d after wall steps back, want 0", n)
 	}
 	clk.StepWall(2 * time.Hour)

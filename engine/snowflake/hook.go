@@ -16,6 +16,9 @@ type onLease struct{ *Generator }
 // LastTimestamp returns the tick of the newest ID in Unix milliseconds.
 func (g onLease) LastTimestamp() int64 { return g.lastTimestamp() }
 
+// BackwardsWaits returns how many NextID calls waited out a clock step back.
+func (g onLease) BackwardsWaits() int64 { return g.waits() }
+
 // newOnLease builds a generator on a machine-ID lease (see internal/snowhook).
 func newOnLease(machineID int64, settings any, start snowhook.Start) (snowhook.Generator, error) {
 	s, ok := settings.(Settings)
