@@ -23,9 +23,9 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // defaultStoreFile is the embedded SQLite store serve opens in the working
@@ -179,12 +179,7 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) 
 
 // admin is what `idforge store` asks of a store beside init: the SQL and
 // Redis stores implement it.
-type admin interface {
-	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
-	Release(ctx context.Context, namespace string, machineID int64, force bool) error
-	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
-	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
-}
+type admin interface{ Admin() storeadmin.Ops }
 
 var (
 	_ admin = (*sqlstore.Store)(nil)
@@ -242,12 +237,12 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		if !ok {
 			return fmt.Errorf("%s: the store does not support %s", st.describe, action)
 		}
-		return storeAction(ctx, ad, action, args[1:], *namespace, *force, *raise, stdout)
+		return storeAction(ctx, ad.Admin(), action, args[1:], *namespace, *force, *raise, stdout)
 	}
 }
 
 // storeAction runs machines, release or chain on an opened store.
-func storeAction(ctx context.Context, ad admin, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
+func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
 		as, err := ad.Machines(ctx, namespace)

@@ -57,19 +57,6 @@ type State struct {
 	Holder Holder
 }
 
-// Assignment is one machine ID as a store records it, for operators
-// (`idforge store machines`).
-type Assignment struct {
-	MachineID int64
-	// Instance is the instance the ID is assigned to, its ID empty when
-	// the ID is free.
-	Instance Instance
-	// Held is true while a holder has the ID (it did not give it back).
-	Held bool
-	// LastTimestamp is the newest Unix millisecond timestamp stored for it.
-	LastTimestamp int64
-}
-
 // Holder is the secret that proves a holding of a machine ID (see
 // [State].Holder). Whoever knows it can heartbeat and give back the ID, so
 // it is never logged: String gives a short fingerprint instead.

@@ -15,7 +15,15 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/storeadmin"
 )
+
+// admin answers the operator's commands (`idforge store`) on a store.
+type admin struct{ *Store }
+
+// Admin returns the operator's commands on the store, for the idforge
+// command line (`idforge store machines|release|chain`).
+func (s *Store) Admin() storeadmin.Ops { return admin{s} }
 
 // The operator's commands (`idforge store`) ignore the epoch, which an
 // operator reads and acts on as it is; only RaiseCounter, which writes a
@@ -37,7 +45,7 @@ var machineValue = regexp.MustCompile(`^(-?\d+)\|([01])\|(.*)$`)
 // handed out, with its instance (none once free), whether a holding of it
 // is live (its holder did not revert it) and its last timestamp. One
 // script reads them all at once.
-func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Assignment, error) {
 	res, err := listScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace})).StringSlice()
 	if err != nil {
 		return nil, s.unavailable("listing machine IDs", err)
@@ -45,7 +53,7 @@ func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assig
 	if len(res)%3 != 0 {
 		return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w %v", errBadReply, res))
 	}
-	as := make([]machine.Assignment, 0, len(res)/3)
+	as := make([]storeadmin.Assignment, 0, len(res)/3)
 	for i := 0; i < len(res); i += 3 {
 		id, err := strconv.ParseInt(res[i], 10, 64)
 		m := machineValue.FindStringSubmatch(res[i+1])
@@ -56,14 +64,14 @@ func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assig
 		if err != nil {
 			return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w: machine ID %q: %q", errBadReply, res[i], res[i+1]))
 		}
-		as = append(as, machine.Assignment{
+		as = append(as, storeadmin.Assignment{
 			MachineID:     id,
 			Instance:      machine.Instance{Namespace: namespace, ID: m[3], Stable: m[2] == "1"},
 			Held:          res[i+2] == "1",
 			LastTimestamp: last,
 		})
 	}
-	slices.SortFunc(as, func(a, b machine.Assignment) int { return cmp.Compare(a.MachineID, b.MachineID) })
+	slices.SortFunc(as, func(a, b storeadmin.Assignment) int { return cmp.Compare(a.MachineID, b.MachineID) })
 	return as, nil
 }
 
@@ -73,7 +81,7 @@ func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assig
 // force is set: its holder would find the ID gone at its next heartbeat and
 // stop issuing under it. An ID never handed out is an error wrapping
 // engine.ErrInvalidConfig. The check and the release are one script.
-func (s *Store) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
+func (s admin) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
 	now, window := s.now(), holding.LiveWindow(s.cfg.ResetGrace)
 	res, err := releaseScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace}),
 		"", machineID, now, window.Milliseconds(), flag(force)).Slice()
@@ -86,7 +94,7 @@ func (s *Store) Release(ctx context.Context, namespace string, machineID int64, 
 	case "unknown":
 		return fmt.Errorf("%s: namespace %q: machine ID %d was never handed out: %w", s.name, namespace, machineID, engine.ErrInvalidConfig)
 	case "live":
-		a := machine.Assignment{MachineID: machineID, Held: true, LastTimestamp: r.int(3),
+		a := storeadmin.Assignment{MachineID: machineID, Held: true, LastTimestamp: r.int(3),
 			Instance: machine.Instance{Namespace: namespace, ID: r.str(1), Stable: r.str(2) == "1"}}
 		if err := holding.CheckRelease(a, now, s.ResetGrace(), false); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -97,7 +105,7 @@ func (s *Store) Release(ctx context.Context, namespace string, machineID int64, 
 
 // Counter returns the largest ID the sequence name handed out ranges up to
 // (its counter); found is false when the store has no such sequence.
-func (s *Store) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+func (s admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
 	counter, err = s.client.Get(ctx, s.segmentKey(name)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -115,7 +123,7 @@ func (s *Store) Counter(ctx context.Context, name string) (counter int64, found 
 // the store's epoch, like a re-seed after a reset: a counter that only
 // goes up stays at or above every process's floor. A store whose epoch
 // changed is left as it is, with an error wrapping engine.ErrStoreReset.
-func (s *Store) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
 	what := "raising sequence " + name
 	token, err := s.ready(ctx)
 	if err != nil {

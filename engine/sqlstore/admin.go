@@ -7,7 +7,15 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/storeadmin"
 )
+
+// admin answers the operator's commands (`idforge store`) on a store.
+type admin struct{ *Store }
+
+// Admin returns the operator's commands on the store, for the idforge
+// command line (`idforge store machines|release|chain`).
+func (s *Store) Admin() storeadmin.Ops { return admin{s} }
 
 // adminStmts serve the operator's commands (`idforge store`), not the
 // generators: they ignore the epoch, which an operator reads as it is.
@@ -29,12 +37,12 @@ WHERE namespace = $1 AND machine_id = $2 AND version = $3`
 }
 
 // Machines lists the machine IDs of namespace, in order.
-func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Assignment, error) {
 	as, _, err := s.machines(ctx, namespace)
 	return as, err
 }
 
-func (s *Store) machines(ctx context.Context, namespace string) ([]machine.Assignment, []int64, error) {
+func (s *Store) machines(ctx context.Context, namespace string) ([]storeadmin.Assignment, []int64, error) {
 	release, err := s.admin.machines.turn(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -49,10 +57,10 @@ func (s *Store) machines(ctx context.Context, namespace string) ([]machine.Assig
 		return nil, nil, s.unavailable("listing machine IDs", err)
 	}
 	defer rows.Close()
-	var as []machine.Assignment
+	var as []storeadmin.Assignment
 	var versions []int64
 	for rows.Next() {
-		a := machine.Assignment{Instance: machine.Instance{Namespace: namespace}}
+		a := storeadmin.Assignment{Instance: machine.Instance{Namespace: namespace}}
 		var v int64
 		if err := rows.Scan(&a.MachineID, &a.Instance.ID, &a.Instance.Stable, &a.Held, &a.LastTimestamp, &v); err != nil {
 			return nil, nil, s.unavailable("listing machine IDs", err)
@@ -70,7 +78,7 @@ func (s *Store) machines(ctx context.Context, namespace string) ([]machine.Assig
 // is live and refused with an error wrapping engine.ErrInstanceInUse unless
 // force is set: its holder would find the ID gone at its next heartbeat and
 // stop issuing under it.
-func (s *Store) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
+func (s admin) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
 	as, versions, err := s.machines(ctx, namespace)
 	if err != nil {
 		return err
@@ -101,7 +109,7 @@ func (s *Store) Release(ctx context.Context, namespace string, machineID int64, 
 
 // Counter returns the largest ID the sequence name handed out ranges up to
 // (its counter); found is false when the store has no such sequence.
-func (s *Store) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+func (s admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
 	found, err = s.admin.counter.queryRow(ctx, []any{&counter}, name)
 	if err != nil {
 		return 0, false, s.unavailable("reading sequence "+name, err)
@@ -112,7 +120,7 @@ func (s *Store) Counter(ctx context.Context, name string) (counter int64, found 
 // RaiseCounter raises the sequence name's counter to at least to, never
 // lowering it, creating the sequence there if it is missing (the operator
 // vouches no ID above to was handed out), and returns the counter.
-func (s *Store) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
 	if err := checkName("sequence", name, maxName); err != nil {
 		return 0, err
 	}

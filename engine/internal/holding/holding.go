@@ -10,6 +10,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // LiveWindow is how long after its stored last timestamp (its lease's
@@ -46,7 +47,7 @@ func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01
 // CheckRelease refuses an operator's release of a live holding unless force
 // is set: a holder that stored a timestamp within [LiveWindow] before now
 // may be issuing.
-func CheckRelease(a machine.Assignment, now int64, grace time.Duration, force bool) error {
+func CheckRelease(a storeadmin.Assignment, now int64, grace time.Duration, force bool) error {
 	window := LiveWindow(grace)
 	if force || !a.Held || a.LastTimestamp <= now-window.Milliseconds() {
 		return nil
