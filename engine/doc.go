@@ -2,8 +2,7 @@
 // agrees on: [Generator], [Provider] and the kind names, [Floor], the [ID]
 // type and the sentinel errors.
 //
-// engine imports only the standard library (and engine/internal/radix, which shares
-// the radix digits with engine/convert). Concrete generators live below it
+// engine imports only the standard library. Concrete generators live below it
 // (engine/snowflake, engine/segment), stores beside them (engine/sqlstore,
 // engine/redisstore), and integrations (gormplugin, sqlhook, sharding) import
 // engine, never the other way round.

@@ -7,9 +7,8 @@ import "errors"
 var (
 	// ErrUnknownGenerator: no generator is registered under the requested kind or name.
 	ErrUnknownGenerator = errors.New("idforge: unknown generator")
-	// ErrInvalidLayout: a snowflake bit layout that cannot work.
-	ErrInvalidLayout = errors.New("idforge: invalid layout")
-	// ErrInvalidConfig: an option or argument out of range.
+	// ErrInvalidConfig: a setting or argument out of range, a snowflake
+	// bit layout that cannot work among them.
 	ErrInvalidConfig = errors.New("idforge: invalid configuration")
 	// ErrInvalidData: the rows given to a filler or a repository, not the
 	// configuration, are wrong: a nil element of a []*T, a nil pointer, an

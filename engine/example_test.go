@@ -28,15 +28,3 @@ func ExampleID_json() {
 	// 9007199254740993 pen <nil>
 	// idforge: invalid id: "12ab": not a decimal number
 }
-
-// An ID has bwmarrin/snowflake's base-58 form, for data written with that
-// library (engine/convert writes the padded radix-62 and radix-36 forms).
-func ExampleID_Base58() {
-	id := engine.ID(916018378039128106)
-	fmt.Println(id.Base58())
-	back, _ := engine.ParseBase58(id.Base58())
-	fmt.Println(back == id)
-	// Output:
-	// 38jSnuRKmw7
-	// true
-}

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"context"
-	"strconv"
-)
+import "context"
 
 // The kinds of generator a provider hands out: the first element of an
 // `idgen` struct tag, and the kind argument of [Provider.Generator].
@@ -59,32 +56,4 @@ type UUIDGenerator interface {
 // (radix-62, prefixed, friendly snowflake form...).
 type StringGenerator interface {
 	NextString(ctx context.Context) (string, error)
-}
-
-// GeneratorFunc adapts a function to [Generator].
-type GeneratorFunc func(ctx context.Context) (int64, error)
-
-// NextID calls f(ctx).
-func (f GeneratorFunc) NextID(ctx context.Context) (int64, error) { return f(ctx) }
-
-// Formatter turns an int64 ID into a string and back. engine/convert provides
-// the radix, decimal, prefix/suffix and date-prefix formatters.
-type Formatter interface {
-	Format(id int64) string
-	Parse(s string) (int64, error)
-}
-
-// Decimal is the plain base-10 [Formatter].
-type Decimal struct{}
-
-// Format returns id in base 10.
-func (Decimal) Format(id int64) string { return strconv.FormatInt(id, 10) }
-
-// Parse reads a base-10 ID.
-func (Decimal) Parse(s string) (int64, error) {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, invalidID(s, err)
-	}
-	return v, nil
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/idforge/idforge/engine/internal/radix"
 )
 
 // ID is an int64 identifier that travels safely through JSON: it marshals as a
@@ -18,74 +16,6 @@ type ID int64
 
 // String returns the decimal form of the ID.
 func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
-
-// Base58 returns the ID in bwmarrin/snowflake's base 58 (Flickr's alphabet,
-// lower case before upper case, no padding): the same string as that
-// library's ID.Base58, for data written with it. These strings do not sort
-// like the IDs; [ParseBase58] reads them back.
-func (id ID) Base58() string { return id.base58() }
-
-// base58 writes the ID in base 58; negative IDs get a leading '-', as
-// strconv writes them.
-func (id ID) base58() string {
-	var tmp radix.Buffer
-	u := uint64(id)
-	var b [1 + len(tmp)]byte
-	n := 0
-	if id < 0 {
-		b[0], n = '-', 1
-		u = -u // also right for math.MinInt64: 1<<63
-	}
-	i := radix.Digits(&tmp, u, 58, radix.Alphabet58) // a constant base: see radix.Digits
-	n += copy(b[n:], tmp[i:])
-	return string(b[:n])
-}
-
-// ParseBase58 reads the base-58 form of [ID.Base58] (and of
-// bwmarrin/snowflake's ParseBase58). Other bytes, an empty string and a
-// value outside the int64 range are errors wrapping [ErrInvalidID].
-func ParseBase58(s string) (ID, error) {
-	digits, neg := s, false
-	if len(digits) > 1 && digits[0] == '-' {
-		digits, neg = digits[1:], true
-	}
-	if digits == "" {
-		return 0, fmt.Errorf("%w: base58 %.80q: no digits", ErrInvalidID, s)
-	}
-	limit := uint64(1<<63 - 1)
-	if neg {
-		limit++
-	}
-	var v uint64
-	for i := range len(digits) {
-		d := base58Digits[digits[i]]
-		switch {
-		case d < 0:
-			return 0, fmt.Errorf("%w: base58 %.80q: byte %q at %d is not a base-58 digit", ErrInvalidID, s, digits[i], i)
-		case v > (limit-uint64(d))/58:
-			return 0, fmt.Errorf("%w: base58 %.80q: outside the 64-bit range", ErrInvalidID, s)
-		}
-		v = v*58 + uint64(d)
-	}
-	if neg {
-		if v == 0 {
-			return 0, fmt.Errorf("%w: base58 %.80q: negative zero", ErrInvalidID, s)
-		}
-		return ID(-int64(v)), nil // v may be 1<<63: -int64 wraps to MinInt64, as wanted
-	}
-	return ID(v), nil
-}
-
-// base58Digits maps a byte to its base-58 digit, -1 for other bytes.
-var base58Digits = func() (t [256]int8) {
-	for i := range t {
-		t[i] = -1
-	}
-	for i := range len(radix.Alphabet58) {
-		t[radix.Alphabet58[i]] = int8(i)
-	}
-	return t
-}()
 
 // parseID reads the decimal form written by [ID.String].
 func parseID(s string) (ID, error) {

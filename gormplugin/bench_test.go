@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/tests/testreg"
+
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -15,7 +17,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/gormplugin"
+	idplugin "github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -172,7 +174,7 @@ func BenchmarkCreateInBatchesPostgres(b *testing.B) { benchCreateInBatches(b, po
 // cannot skew.
 func BenchmarkFill(b *testing.B) {
 	var n atomic.Int64
-	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil })
+	gen := testreg.Func(func(context.Context) (int64, error) { return n.Add(1), nil })
 	rows := make([]BenchRow, batchRows)
 	db := sqliteMemory(b, gen, true)
 	plugin := func() {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
-	"github.com/idforge/idforge/gormplugin"
+	idplugin "github.com/idforge/idforge/gormplugin"
 )
 
 type I64Row struct {
@@ -53,7 +53,7 @@ type R36Row struct {
 }
 
 // mustFormat returns the formatter the tag format=name uses: radix forms padded.
-func mustFormat(t *testing.T, name string) engine.Formatter {
+func mustFormat(t *testing.T, name string) *convert.Formatter {
 	t.Helper()
 	f, err := convert.New(name, convert.Settings{Padded: name != "decimal"})
 	if err != nil {

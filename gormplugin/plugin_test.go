@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/idforge/idforge/tests/testreg"
+
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/gormplugin"
+	idplugin "github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -79,7 +81,7 @@ func TestGeneratorGetsStatementContextAndErrors(t *testing.T) {
 	)
 	reg := genreg.New()
 	var n int64
-	if err := reg.Register("snowflake", "", engine.GeneratorFunc(func(ctx context.Context) (int64, error) {
+	if err := reg.Register("snowflake", "", testreg.Func(func(ctx context.Context) (int64, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, ctx.Value(ctxKey{}))

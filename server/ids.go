@@ -63,19 +63,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // idFormat turns IDs into text for one request.
 type idFormat struct {
 	quoted bool // JSON string rather than number
-	f      engine.Formatter
+	f      snowlayout.Formatter
 }
 
 // formatters are built once; Radix formatters are safe for concurrent use.
 type formatters struct {
-	r62, r36 engine.Formatter
-	friendly engine.Formatter
+	r62, r36 snowlayout.Formatter
+	friendly snowlayout.Formatter
 }
 
 func newFormatters(l snowflake.Layout) formatters {
 	r62, _ := convert.New("radix62", convert.Settings{Padded: true})
 	r36, _ := convert.New("radix36", convert.Settings{Padded: true})
-	return formatters{r62: r62, r36: r36, friendly: snowlayout.Formatter(l)}
+	return formatters{r62: r62, r36: r36, friendly: snowlayout.FriendlyFormat(l)}
 }
 
 func (s *Server) format(name string, snowflakeIDs bool) (idFormat, *httpError) {

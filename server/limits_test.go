@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/tests/testreg"
+
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
@@ -43,7 +45,7 @@ func blocking(t testing.TB) (reg *genreg.Registry, entered chan struct{}, releas
 	t.Helper()
 	entered, release = make(chan struct{}, 64), make(chan struct{})
 	reg = genreg.New()
-	reg.Register(engine.KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+	reg.Register(engine.KindSnowflake, "", testreg.Func(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
 		return 1, nil

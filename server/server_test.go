@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/tests/testreg"
+
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
@@ -262,7 +264,7 @@ func TestBadRequests(t *testing.T) {
 // the read-only routes answer it.
 func TestHead(t *testing.T) {
 	var drawn atomic.Int64
-	count := engine.GeneratorFunc(func(context.Context) (int64, error) { return drawn.Add(1), nil })
+	count := testreg.Func(func(context.Context) (int64, error) { return drawn.Add(1), nil })
 	reg := genreg.New()
 	reg.Register(engine.KindSnowflake, "", count)
 	reg.RegisterFactory(engine.KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
@@ -406,11 +408,11 @@ func TestTokens(t *testing.T) {
 // panicking one too.
 func TestUnavailable(t *testing.T) {
 	reg := genreg.New()
-	reg.Register(engine.KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+	reg.Register(engine.KindSnowflake, "", testreg.Func(func(context.Context) (int64, error) {
 		return 0, engine.ErrMachineIDLost
 	}))
 	reg.RegisterFactory(engine.KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
-		return engine.GeneratorFunc(func(context.Context) (int64, error) { panic("boom") }), nil
+		return testreg.Func(func(context.Context) (int64, error) { panic("boom") }), nil
 	})
 	s, err := New(Settings{Registry: reg, Layout: snowflake.Default})
 	if err != nil {
@@ -510,7 +512,7 @@ func TestMaxInFlight(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
 	reg := genreg.New()
-	reg.Register(engine.KindSnowflake, "", engine.GeneratorFunc(func(context.Context) (int64, error) {
+	reg.Register(engine.KindSnowflake, "", testreg.Func(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
 		return 1, nil

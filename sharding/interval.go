@@ -73,11 +73,10 @@ type intervalRouter struct {
 	anchor         int64 // bucket of Start, or of the layout's epoch
 }
 
-// NewInterval validates iv and builds its router. A bad layout wraps
-// engine.ErrInvalidLayout; a Table without one date layout in braces, a
-// layout that repeats names or holds fields finer than a day, an empty or
-// inverted range, or a range [Start, End) of more than 65,536 tables wraps
-// engine.ErrInvalidConfig.
+// NewInterval validates iv and builds its router. A bad layout, a Table
+// without one date layout in braces, a layout that repeats names or holds
+// fields finer than a day, an empty or inverted range, or a range
+// [Start, End) of more than 65,536 tables wraps engine.ErrInvalidConfig.
 func NewInterval(iv Interval) (*Router, error) {
 	if err := iv.Layout.Validate(); err != nil {
 		return nil, err

@@ -235,7 +235,7 @@ func TestIntervalInvalidConfig(t *testing.T) {
 		cfg  Interval
 		want error
 	}{
-		"bad layout":      {Interval{Layout: bad, Table: "t_{20060102}"}, engine.ErrInvalidLayout},
+		"bad layout":      {Interval{Layout: bad, Table: "t_{20060102}"}, engine.ErrInvalidConfig},
 		"no layout":       {Interval{Layout: snowflake.Default, Table: "t_"}, engine.ErrInvalidConfig},
 		"empty layout":    {Interval{Layout: snowflake.Default, Table: "t_{}"}, engine.ErrInvalidConfig},
 		"two layouts":     {Interval{Layout: snowflake.Default, Table: "t_{2006}_{01}"}, engine.ErrInvalidConfig},

@@ -27,7 +27,7 @@ func (c *counting) Generator(ctx context.Context, kind, name string) (engine.Gen
 	if err != nil {
 		return nil, err
 	}
-	return engine.GeneratorFunc(func(ctx context.Context) (int64, error) {
+	return testreg.Func(func(ctx context.Context) (int64, error) {
 		c.draws.Add(1)
 		return g.NextID(ctx)
 	}), nil

@@ -226,7 +226,7 @@ func TestFillErrors(t *testing.T) {
 		}
 	}
 	// A kind registered after the first failure is picked up.
-	if err := reg.Register("chian", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 9, nil })); err != nil {
+	if err := reg.Register("chian", "", testreg.Func(func(context.Context) (int64, error) { return 9, nil })); err != nil {
 		t.Fatal(err)
 	}
 	u := UnknownKind{}

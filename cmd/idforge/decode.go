@@ -112,7 +112,7 @@ func guessFormat(s string) string {
 	return "decimal"
 }
 
-func decode(l snowflake.Layout, f engine.Formatter, s string) (snowflake.Parts, error) {
+func decode(l snowflake.Layout, f snowlayout.Formatter, s string) (snowflake.Parts, error) {
 	id, err := f.Parse(s)
 	if err != nil {
 		return snowflake.Parts{}, err

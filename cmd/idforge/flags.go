@@ -47,12 +47,12 @@ var formatNames = []string{"decimal", "radix62", "radix36", "friendly"}
 
 // formatter returns the named format for IDs of layout l. Radix forms are
 // padded so that the strings sort like the IDs.
-func formatter(name string, l snowflake.Layout) (engine.Formatter, error) {
+func formatter(name string, l snowflake.Layout) (snowlayout.Formatter, error) {
 	switch name {
 	case "friendly":
-		return snowlayout.Formatter(l), nil
+		return snowlayout.FriendlyFormat(l), nil
 	case "decimal":
-		return engine.Decimal{}, nil
+		return &convert.Formatter{}, nil // the zero value is decimal
 	}
 	return convert.New(name, convert.Settings{Padded: true})
 }

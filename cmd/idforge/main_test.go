@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
@@ -77,7 +76,7 @@ func TestGenFormats(t *testing.T) {
 	r36, _ := convert.New("radix36", convert.Settings{Padded: true})
 	for lname, l := range presets {
 		for format, parse := range map[string]func(string) (int64, error){
-			"decimal":  engine.Decimal{}.Parse,
+			"decimal":  (&convert.Formatter{}).Parse,
 			"radix62":  r62.Parse,
 			"radix36":  r36.Parse,
 			"friendly": func(s string) (int64, error) { return snowlayout.ParseFriendly(l, s) },

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,15 +9,40 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
+// form is one of the shapes a [Formatter] writes: *radixFormat, decimal,
+// or an *affix or *dated around another form.
+type form interface {
+	format(id int64) string
+	parse(s string) (int64, error)
+}
+
+// decimal is the plain base-10 form. Parse inherits strconv's leniency
+// ("+7" and "007" read as 7).
+type decimal struct{}
+
+func (decimal) format(id int64) string { return strconv.FormatInt(id, 10) }
+
+func (decimal) parse(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		why := "not a decimal number"
+		if errors.Is(err, strconv.ErrRange) {
+			why = "outside the 64-bit range"
+		}
+		return 0, fmt.Errorf("%w: %.80q: %s", engine.ErrInvalidID, s, why)
+	}
+	return v, nil
+}
+
 // affix wraps an inner formatter with a fixed prefix and suffix.
 type affix struct {
 	prefix, suffix string
-	inner          engine.Formatter
+	inner          form
 }
 
-func (a *affix) Format(id int64) string { return formatID(a, id) }
+func (a *affix) format(id int64) string { return formatID(a, id) }
 
-func (a *affix) Parse(s string) (int64, error) {
+func (a *affix) parse(s string) (int64, error) {
 	rest, ok := strings.CutPrefix(s, a.prefix)
 	if !ok {
 		return 0, fmt.Errorf("%w: %q: want prefix %q", engine.ErrInvalidID, s, a.prefix)
@@ -30,8 +56,8 @@ func (a *affix) Parse(s string) (int64, error) {
 
 // parseInner parses the part of s that a wrapper's inner formatter wrote, and
 // names the whole input if that fails.
-func parseInner(inner engine.Formatter, s, part string) (int64, error) {
-	v, err := inner.Parse(part)
+func parseInner(inner form, s, part string) (int64, error) {
+	v, err := inner.parse(part)
 	if err != nil {
 		return 0, fmt.Errorf("convert: %q: %w", s, err)
 	}
@@ -40,7 +66,7 @@ func parseInner(inner engine.Formatter, s, part string) (int64, error) {
 
 // formatID formats id with f into a stack buffer, so the returned string is
 // the only allocation when it fits in 64 bytes.
-func formatID(f engine.Formatter, id int64) string {
+func formatID(f form, id int64) string {
 	var buf [64]byte
 	return string(appendID(buf[:0], f, id))
 }
@@ -48,11 +74,11 @@ func formatID(f engine.Formatter, id int64) string {
 // appendID appends f's form of id to dst. It switches on the concrete types
 // of this package instead of calling an interface method, which would make
 // dst escape to the heap and cost wrappers a second allocation.
-func appendID(dst []byte, f engine.Formatter, id int64) []byte {
+func appendID(dst []byte, f form, id int64) []byte {
 	switch f := f.(type) {
 	case *radixFormat:
 		return f.appendID(dst, id)
-	case engine.Decimal:
+	case decimal:
 		return strconv.AppendInt(dst, id, 10)
 	case *affix:
 		dst = append(dst, f.prefix...)
@@ -62,6 +88,6 @@ func appendID(dst []byte, f engine.Formatter, id int64) []byte {
 		dst = f.now().AppendFormat(dst, dateLayout)
 		return appendID(dst, f.inner, id)
 	default:
-		return append(dst, f.Format(id)...)
+		return append(dst, f.format(id)...)
 	}
 }

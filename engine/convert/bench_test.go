@@ -4,17 +4,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 )
 
-func benchFormatters(b *testing.B) map[string]engine.Formatter {
+func benchFormatters(b *testing.B) map[string]*convert.Formatter {
 	r62 := mustFormat(b, "radix62", convert.Settings{})
-	return map[string]engine.Formatter{
+	return map[string]*convert.Formatter{
 		"radix62":        r62,
 		"radix62-padded": mustFormat(b, "radix62", convert.Settings{Padded: true}),
 		"radix36":        mustFormat(b, "radix36", convert.Settings{}),
-		"decimal":        engine.Decimal{},
+		"decimal":        mustFormat(b, "decimal", convert.Settings{}),
 		"prefix-radix62": mustFormat(b, "radix62", convert.Settings{Prefix: "ord_"}),
 		"date-radix62":   mustFormat(b, "radix62", convert.Settings{Date: time.Now}),
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/idforge/idforge/engine/convert"
 )
 
-func mustFormat(t testing.TB, format string, s convert.Settings) engine.Formatter {
+func mustFormat(t testing.TB, format string, s convert.Settings) *convert.Formatter {
 	t.Helper()
 	f, err := convert.New(format, s)
 	if err != nil {
@@ -45,7 +45,7 @@ func TestRadixKnownValues(t *testing.T) {
 	r36 := mustFormat(t, "radix36", convert.Settings{})
 	r36p := mustFormat(t, "radix36", convert.Settings{Padded: true})
 	tests := []struct {
-		f    engine.Formatter
+		f    *convert.Formatter
 		id   int64
 		want string
 	}{
@@ -119,7 +119,7 @@ func sampleIDs() []int64 {
 
 func TestPaddedSortsLikeNumbers(t *testing.T) {
 	for _, c := range []struct {
-		f     engine.Formatter
+		f     *convert.Formatter
 		width int
 	}{
 		{mustFormat(t, "radix62", convert.Settings{Padded: true}), 11},
@@ -197,7 +197,7 @@ func TestRadixParseErrors(t *testing.T) {
 	r62w3 := mustFormat(t, "radix62", convert.Settings{Width: 3})
 	r36 := mustFormat(t, "radix36", convert.Settings{})
 	tests := []struct {
-		f        engine.Formatter
+		f        *convert.Formatter
 		in       string
 		overflow bool
 	}{
@@ -245,7 +245,7 @@ func TestAffix(t *testing.T) {
 	suf := mustFormat(t, "decimal", convert.Settings{Suffix: ".u"})
 	both := mustFormat(t, "radix62", convert.Settings{Prefix: "<", Suffix: ">"})
 	for _, tt := range []struct {
-		f    engine.Formatter
+		f    *convert.Formatter
 		id   int64
 		want string
 	}{
@@ -266,7 +266,7 @@ func TestAffix(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		f    engine.Formatter
+		f    *convert.Formatter
 		in   string
 		want string // in the message besides the input
 	}{
@@ -340,8 +340,14 @@ func TestNew(t *testing.T) {
 			t.Errorf("New(%q).Format(62) = %q, want %q", name, got, want)
 		}
 	}
-	if _, ok := must(convert.New("decimal")).(engine.Decimal); !ok {
-		t.Error(`New("decimal") is not engine.Decimal`)
+	var zero convert.Formatter // the zero value is decimal, as New("decimal") is
+	for _, id := range []int64{0, 62, -7, math.MaxInt64} {
+		if got, want := zero.Format(id), must(convert.New("decimal")).Format(id); got != want || got != strconv.FormatInt(id, 10) {
+			t.Errorf("Format(%d): zero Formatter %q, New(\"decimal\") %q; want decimal", id, got, want)
+		}
+	}
+	if v, err := zero.Parse("+7"); v != 7 || err != nil {
+		t.Errorf("zero Formatter Parse(+7) = %d, %v; want strconv's 7", v, err)
 	}
 	if f := must(convert.New("radix62", convert.Settings{Padded: true})); f.Format(1) != "00000000001" {
 		t.Errorf("New radix62 Padded: Format(1) = %q", f.Format(1))
@@ -361,7 +367,7 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func must(f engine.Formatter, err error) engine.Formatter {
+func must(f *convert.Formatter, err error) *convert.Formatter {
 	if err != nil {
 		panic(err)
 	}
@@ -370,10 +376,10 @@ func must(f engine.Formatter, err error) engine.Formatter {
 
 func TestFormatAllocations(t *testing.T) {
 	r62 := mustFormat(t, "radix62", convert.Settings{Padded: true})
-	formatters := map[string]engine.Formatter{
+	formatters := map[string]*convert.Formatter{
 		"radix62":        r62,
 		"radix36":        mustFormat(t, "radix36", convert.Settings{}),
-		"decimal":        engine.Decimal{},
+		"decimal":        mustFormat(t, "decimal", convert.Settings{}),
 		"prefix":         mustFormat(t, "radix62", convert.Settings{Padded: true, Prefix: "ord_"}),
 		"prefix+suffix":  mustFormat(t, "decimal", convert.Settings{Prefix: "ord_", Suffix: "_x"}),
 		"date":           mustFormat(t, "radix62", convert.Settings{Padded: true, Date: fixedNow("2026-11-21T00:00:00Z")}),
@@ -391,7 +397,7 @@ func TestFormatAllocations(t *testing.T) {
 // string generator of its own.
 func TestStringer(t *testing.T) {
 	var n int64 = 60
-	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { n++; return n, nil })
+	gen := genFunc(func(context.Context) (int64, error) { n++; return n, nil })
 	f := mustFormat(t, "radix62", convert.Settings{Prefix: "ord_"})
 	var got []string
 	for range 3 {

@@ -12,12 +12,12 @@ const dateLayout = "20060102"
 // dated writes the current date before an inner formatter's string.
 type dated struct {
 	now   func() time.Time
-	inner engine.Formatter
+	inner form
 }
 
-func (d *dated) Format(id int64) string { return formatID(d, id) }
+func (d *dated) format(id int64) string { return formatID(d, id) }
 
-func (d *dated) Parse(s string) (int64, error) {
+func (d *dated) parse(s string) (int64, error) {
 	if len(s) < len(dateLayout) {
 		return 0, fmt.Errorf("%w: %q: want a yyyyMMdd date prefix", engine.ErrInvalidID, s)
 	}

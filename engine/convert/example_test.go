@@ -13,7 +13,7 @@ import (
 // writes what any Generator draws.
 func Example() {
 	var next int64 = 1_234_567_890
-	gen := engine.GeneratorFunc(func(context.Context) (int64, error) { next++; return next, nil })
+	gen := genFunc(func(context.Context) (int64, error) { next++; return next, nil })
 	f, err := convert.New("radix62", convert.Settings{Padded: true, Prefix: "ord_"})
 	if err != nil {
 		fmt.Println(err)
@@ -79,3 +79,12 @@ func ExampleSettings() {
 	// 1000000 <nil>
 	// 0 idforge: invalid id: "usr_20261121lfls": want prefix "ord_"
 }
+
+// genFunc adapts a function to engine.Generator: a stand-in for any
+// generator.
+type genFunc func(ctx context.Context) (int64, error)
+
+// NextID calls f(ctx).
+func (f genFunc) NextID(ctx context.Context) (int64, error) { return f(ctx) }
+
+var _ engine.Generator = genFunc(nil)

@@ -12,7 +12,7 @@ import (
 
 // checkRoundTrip asserts both directions for one formatter: Parse(Format(x))
 // == x, and any s that Parse accepts is the canonical Format of its value.
-func checkRoundTrip(t *testing.T, name string, f engine.Formatter, s string, x int64) {
+func checkRoundTrip(t *testing.T, name string, f *convert.Formatter, s string, x int64) {
 	t.Helper()
 	if back, err := f.Parse(f.Format(x)); err != nil || back != x {
 		t.Fatalf("%s: Parse(Format(%d) = %q) = %d, %v", name, x, f.Format(x), back, err)
@@ -31,7 +31,7 @@ func checkRoundTrip(t *testing.T, name string, f engine.Formatter, s string, x i
 
 // checkOrder asserts that a padded formatter's strings compare like the
 // non-negative numbers they stand for.
-func checkOrder(t *testing.T, name string, f engine.Formatter, x, y int64) {
+func checkOrder(t *testing.T, name string, f *convert.Formatter, x, y int64) {
 	t.Helper()
 	x, y = x&math.MaxInt64, y&math.MaxInt64
 	a, b := f.Format(x), f.Format(y)
@@ -81,7 +81,7 @@ func FuzzDecimal(f *testing.F) {
 	seed(f, "0", "-0", "+1", "01", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "1e3", "")
 	dec := must(convert.New("decimal"))
 	f.Fuzz(func(t *testing.T, s string, x, _ int64) {
-		// strconv accepts "+1" and "-0", which engine.Decimal inherits, so only
+		// strconv accepts "+1" and "-0", which decimal inherits, so only
 		// Parse(Format(x)) and the error contract hold for every string.
 		if back, err := dec.Parse(dec.Format(x)); err != nil || back != x {
 			t.Fatalf("Parse(Format(%d)) = %d, %v", x, back, err)

@@ -42,11 +42,34 @@ type Settings struct {
 // (`idgen:"snowflake,format=radix62"`).
 var formats = []string{"decimal", "radix36", "radix62"}
 
-// New returns the formatter for a format name: "decimal" ([engine.Decimal],
-// which takes no padding), "radix62" or "radix36", shaped by the settings
-// (at most one value; none means Settings{}). An unknown name or invalid
-// settings give an error wrapping [engine.ErrInvalidConfig].
-func New(format string, s ...Settings) (engine.Formatter, error) {
+// Formatter turns int64 IDs into strings and back in the form [New] was
+// given. It is safe for concurrent use. The zero value writes and reads
+// plain decimal, as New("decimal") does.
+type Formatter struct{ f form }
+
+// Format returns the string form of id.
+func (f *Formatter) Format(id int64) string {
+	if f.f == nil {
+		return decimal{}.format(id)
+	}
+	return formatID(f.f, id)
+}
+
+// Parse reads the string form Format writes. Errors wrap
+// [engine.ErrInvalidID] and quote the input.
+func (f *Formatter) Parse(s string) (int64, error) {
+	if f.f == nil {
+		return decimal{}.parse(s)
+	}
+	return f.f.parse(s)
+}
+
+// New returns the formatter for a format name: "decimal" (which takes no
+// padding, and reads with strconv's leniency), "radix62" or "radix36",
+// shaped by the settings (at most one value; none means Settings{}). An
+// unknown name or invalid settings give an error wrapping
+// [engine.ErrInvalidConfig].
+func New(format string, s ...Settings) (*Formatter, error) {
 	var set Settings
 	switch len(s) {
 	case 0:
@@ -58,7 +81,7 @@ func New(format string, s ...Settings) (engine.Formatter, error) {
 	if set.Padded && set.Width != 0 {
 		return nil, fmt.Errorf("%w: format %q: Padded and Width %d both set: pad to the full width or to Width, not both", engine.ErrInvalidConfig, format, set.Width)
 	}
-	var f engine.Formatter
+	var f form
 	var err error
 	switch format {
 	case "radix62":
@@ -69,7 +92,7 @@ func New(format string, s ...Settings) (engine.Formatter, error) {
 		if set.Padded || set.Width != 0 {
 			return nil, fmt.Errorf("%w: format \"decimal\" takes no padding (Padded, Width)", engine.ErrInvalidConfig)
 		}
-		f = engine.Decimal{}
+		f = decimal{}
 	default:
 		return nil, fmt.Errorf("%w: unknown format %q (known: %v)", engine.ErrInvalidConfig, format, formats)
 	}
@@ -82,5 +105,5 @@ func New(format string, s ...Settings) (engine.Formatter, error) {
 	if set.Prefix != "" || set.Suffix != "" {
 		f = &affix{prefix: set.Prefix, suffix: set.Suffix, inner: f}
 	}
-	return f, nil
+	return &Formatter{f: f}, nil
 }

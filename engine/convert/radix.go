@@ -5,13 +5,34 @@ import (
 	"math"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/internal/radix"
 )
 
+// The alphabets are in ASCII order, so padded strings sort like the
+// numbers.
 const (
-	alphabet62 = radix.Alphabet62
-	alphabet36 = radix.Alphabet36
+	alphabet62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	alphabet36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 )
+
+// digitBuffer holds the digits of any uint64 in base 36 or 62: base 36
+// needs the most, 13.
+type digitBuffer [13]byte
+
+// digits writes u in base into the end of tmp and returns where the digits
+// start. It is small enough to inline, which makes a constant base compile
+// to multiplications: more than twice as fast as dividing by a variable.
+func digits(tmp *digitBuffer, u, base uint64, alphabet string) int {
+	i := len(tmp)
+	for u >= base {
+		q := u / base
+		i--
+		tmp[i] = alphabet[u-q*base]
+		u = q
+	}
+	i--
+	tmp[i] = alphabet[u]
+	return i
+}
 
 // radix62Width and radix36Width are the digits an int64 needs at most in
 // each base: the width Settings.Padded pads to.
@@ -48,8 +69,8 @@ func newRadix(name, alphabet string, maxWidth int, s Settings) (*radixFormat, er
 	return r, nil
 }
 
-// Format returns id in the formatter's base, padded to its width.
-func (r *radixFormat) Format(id int64) string {
+// format returns id in the formatter's base, padded to its width.
+func (r *radixFormat) format(id int64) string {
 	var buf [24]byte
 	return string(r.appendID(buf[:0], id))
 }
@@ -60,13 +81,13 @@ func (r *radixFormat) appendID(dst []byte, id int64) []byte {
 		dst = append(dst, '-')
 		u = -u // also right for math.MinInt64: 1<<63
 	}
-	var tmp radix.Buffer
+	var tmp digitBuffer
 	var i int
-	// Constant bases: see radix.Digits.
+	// Constant bases: see digits.
 	if r.base == 62 {
-		i = radix.Digits(&tmp, u, 62, alphabet62)
+		i = digits(&tmp, u, 62, alphabet62)
 	} else {
-		i = radix.Digits(&tmp, u, 36, alphabet36)
+		i = digits(&tmp, u, 36, alphabet36)
 	}
 	for n := len(tmp) - i; n < r.width; n++ {
 		dst = append(dst, '0')
@@ -74,20 +95,20 @@ func (r *radixFormat) appendID(dst []byte, id int64) []byte {
 	return append(dst, tmp[i:]...)
 }
 
-// Parse reads the string Format wrote. It rejects anything else: other
+// parse reads the string format wrote. It rejects anything else: other
 // characters, a wrong width, superfluous leading zeros, "-0", and values
 // outside the int64 range.
-func (r *radixFormat) Parse(s string) (int64, error) {
-	digits, neg := s, false
-	if len(digits) > 0 && digits[0] == '-' {
-		digits, neg = digits[1:], true
+func (r *radixFormat) parse(s string) (int64, error) {
+	ds, neg := s, false
+	if len(ds) > 0 && ds[0] == '-' {
+		ds, neg = ds[1:], true
 	}
 	switch {
-	case digits == "":
+	case ds == "":
 		return 0, r.invalid(s, "no digits")
-	case len(digits) < r.width:
-		return 0, r.invalid(s, fmt.Sprintf("%d digits, want %d", len(digits), r.width))
-	case len(digits) > max(r.width, 1) && digits[0] == '0':
+	case len(ds) < r.width:
+		return 0, r.invalid(s, fmt.Sprintf("%d digits, want %d", len(ds), r.width))
+	case len(ds) > max(r.width, 1) && ds[0] == '0':
 		return 0, r.invalid(s, "leading zero")
 	}
 	limit := uint64(math.MaxInt64)
@@ -95,10 +116,10 @@ func (r *radixFormat) Parse(s string) (int64, error) {
 		limit++
 	}
 	var v uint64
-	for i := range len(digits) {
-		d := r.index[digits[i]]
+	for i := range len(ds) {
+		d := r.index[ds[i]]
 		if d < 0 {
-			return 0, r.invalid(s, fmt.Sprintf("byte %q at %d is not a %s digit", digits[i], i, r.name))
+			return 0, r.invalid(s, fmt.Sprintf("byte %q at %d is not a %s digit", ds[i], i, r.name))
 		}
 		if v > (limit-uint64(d))/r.base {
 			return 0, fmt.Errorf("%w: %s %q: %w", engine.ErrInvalidID, r.name, s, engine.ErrIDOverflow)

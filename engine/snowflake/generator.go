@@ -117,8 +117,8 @@ func (g *Generator) pack(tick, seq int64) uint64 { return uint64(tick)<<g.stateS
 var _ engine.Generator = (*Generator)(nil)
 
 // New returns a generator for machineID configured by s (at most one value;
-// none means Settings{}). A bad layout wraps engine.ErrInvalidLayout, a
-// machine ID out of range or a bad setting engine.ErrInvalidConfig.
+// none means Settings{}). A bad layout, a machine ID out of range or a bad
+// setting wraps engine.ErrInvalidConfig.
 func New(machineID int64, s ...Settings) (*Generator, error) {
 	var cfg Settings
 	switch len(s) {

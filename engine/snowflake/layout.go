@@ -102,7 +102,7 @@ type Layout struct {
 }
 
 // Validate reports whether the layout can work, with an error wrapping
-// engine.ErrInvalidLayout that says what is wrong.
+// engine.ErrInvalidConfig that says what is wrong.
 func (l Layout) Validate() error {
 	if err := l.check(); err != nil {
 		return err
@@ -143,7 +143,7 @@ func (l Layout) check() error {
 }
 
 func (l Layout) invalid(format string, args ...any) error {
-	return fmt.Errorf("%w %s: %s", engine.ErrInvalidLayout, l, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: layout %s: %s", engine.ErrInvalidConfig, l, fmt.Sprintf(format, args...))
 }
 
 // String describes the layout, e.g. "41/10/12 ms since 2019-12-24T16:00:00Z".

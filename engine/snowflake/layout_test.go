@@ -78,8 +78,8 @@ func TestValidateRejects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.layout.Validate()
-			if !errors.Is(err, engine.ErrInvalidLayout) {
-				t.Fatalf("Validate = %v, want ErrInvalidLayout", err)
+			if !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Fatalf("Validate = %v, want ErrInvalidConfig", err)
 			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("message %q does not say %q", err, c.want)
@@ -87,8 +87,8 @@ func TestValidateRejects(t *testing.T) {
 			if c.layout == (Layout{}) {
 				return // the zero Layout means Default to New
 			}
-			if _, err := New(0, Settings{Layout: c.layout}); !errors.Is(err, engine.ErrInvalidLayout) {
-				t.Errorf("New = %v, want ErrInvalidLayout", err)
+			if _, err := New(0, Settings{Layout: c.layout}); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Errorf("New = %v, want ErrInvalidConfig", err)
 			}
 		})
 	}

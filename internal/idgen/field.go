@@ -28,9 +28,9 @@ type Field struct {
 
 	kind   reflect.Kind // reflect.Int64, Uint64, String or Array (a UUID), of the pointed-to type
 	ptr    bool
-	format engine.Formatter // string fields of int64 IDs
-	uuid   bool             // kind "uuidv7": a 16-byte array or the canonical string
-	dated  *dated.Format    // a chain's dated format (string fields)
+	format *convert.Formatter // string fields of int64 IDs
+	uuid   bool               // kind "uuidv7": a 16-byte array or the canonical string
+	dated  *dated.Format      // a chain's dated format (string fields)
 }
 
 // KindUUIDv7 is the registry kind whose fields hold UUIDs, not int64 IDs.

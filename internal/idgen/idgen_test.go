@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idforge/idforge/tests/testreg"
+
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/internal/genreg"
@@ -74,7 +76,7 @@ func counterRegistry(t testing.TB) (*genreg.Registry, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	n.Store(1_000_000)
-	g := engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil })
+	g := testreg.Func(func(context.Context) (int64, error) { return n.Add(1), nil })
 	reg := genreg.New()
 	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
@@ -136,13 +138,13 @@ func TestPlanFillsZeroFieldsOnly(t *testing.T) {
 		t.Error("PI pointed at 0 and was replaced instead of filled in place")
 	}
 	add("PI", *g.PI)
-	ps, err := engine.Decimal{}.Parse(*g.PS)
+	ps, err := strconv.ParseInt(*g.PS, 10, 64)
 	if err != nil {
 		t.Fatalf("PS %q: %v", *g.PS, err)
 	}
 	add("PS", ps)
 	add("PE", int64(*g.PE))
-	dec, err := engine.Decimal{}.Parse(g.Dec)
+	dec, err := strconv.ParseInt(g.Dec, 10, 64)
 	if err != nil {
 		t.Fatalf("Dec %q: %v", g.Dec, err)
 	}
@@ -229,7 +231,7 @@ func TestUnknownKindNamesModelAndField(t *testing.T) {
 		No int64 `idgen:"chain,name=invoice"`
 	}
 	snowOnly := genreg.New()
-	if err := snowOnly.Register("snowflake", "", engine.GeneratorFunc(func(context.Context) (int64, error) { return 1, nil })); err != nil {
+	if err := snowOnly.Register("snowflake", "", testreg.Func(func(context.Context) (int64, error) { return 1, nil })); err != nil {
 		t.Fatal(err)
 	}
 	ip, err := NewPlan(reflect.TypeFor[Invoice]())
@@ -253,7 +255,7 @@ func TestGeneratorErrorAndNegativeUnsigned(t *testing.T) {
 	}
 	var u uint64
 	v := reflect.ValueOf(&u).Elem()
-	s := slot{Target: Target{Field: f}, kind: f.kind, gen: engine.GeneratorFunc(func(context.Context) (int64, error) { return 0, boom })}
+	s := slot{Target: Target{Field: f}, kind: f.kind, gen: testreg.Func(func(context.Context) (int64, error) { return 0, boom })}
 	err = s.fill(context.Background(), v)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "model M field U") {
 		t.Errorf("generator error: %v", err)

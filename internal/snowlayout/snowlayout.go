@@ -125,9 +125,17 @@ func ComposeTick(l snowflake.Layout, tick, machine, seq int64) (int64, error) {
 	return tick<<(l.MachineBits+l.SequenceBits) | machine<<l.SequenceBits | seq, nil
 }
 
-// Formatter is the friendly form ([Friendly],
-// [ParseFriendly]) as an [engine.Formatter].
-func Formatter(l snowflake.Layout) engine.Formatter { return friendlyFormatter{l} }
+// Formatter writes IDs as strings and reads them back: a
+// *convert.Formatter, or the friendly form of a layout ([FriendlyFormat]).
+// The CLI and `idforge serve` pick one by name.
+type Formatter interface {
+	Format(id int64) string
+	Parse(s string) (int64, error)
+}
+
+// FriendlyFormat is the friendly form ([Friendly], [ParseFriendly]) as a
+// [Formatter].
+func FriendlyFormat(l snowflake.Layout) Formatter { return friendlyFormatter{l} }
 
 type friendlyFormatter struct{ l snowflake.Layout }
 

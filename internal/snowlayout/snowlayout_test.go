@@ -103,7 +103,7 @@ func TestComposeAndDecodeReject(t *testing.T) {
 	if _, err := snowlayout.ComposeTick(l, -1, 0, 0); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("tick -1: %v", err)
 	}
-	if _, err := (snowflake.Layout{}).Decode(1); !errors.Is(err, engine.ErrInvalidLayout) {
+	if _, err := (snowflake.Layout{}).Decode(1); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("Decode on zero layout: %v", err)
 	}
 }

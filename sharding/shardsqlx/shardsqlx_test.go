@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idforge/idforge/tests/testreg"
+
 	"github.com/jmoiron/sqlx"
 
 	"github.com/idforge/idforge/engine"
@@ -347,7 +349,7 @@ func (p countingProvider) Generator(_ context.Context, kind, name string) (engin
 	if kind != "snowflake" || !ok {
 		return nil, fmt.Errorf("%w: %s %q", engine.ErrUnknownGenerator, kind, name)
 	}
-	return engine.GeneratorFunc(func(context.Context) (int64, error) { return next.Add(1) - 1, nil }), nil
+	return testreg.Func(func(context.Context) (int64, error) { return next.Add(1) - 1, nil }), nil
 }
 
 // A Create fills every row once, before routing it, and inserts it as

@@ -31,7 +31,7 @@ func New(t testing.TB) *genreg.Registry {
 	err = reg.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) {
 		var n atomic.Int64
 		n.Store(1_000_000)
-		return engine.GeneratorFunc(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
+		return Func(func(context.Context) (int64, error) { return n.Add(1), nil }), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -39,3 +39,10 @@ func New(t testing.TB) *genreg.Registry {
 	t.Cleanup(func() { reg.Close() })
 	return reg
 }
+
+// Func adapts a function to engine.Generator, for tests that need a
+// generator with a behaviour of their own (a counter, a failure, a panic).
+type Func func(ctx context.Context) (int64, error)
+
+// NextID calls f(ctx).
+func (f Func) NextID(ctx context.Context) (int64, error) { return f(ctx) }
