@@ -97,15 +97,14 @@ type Settings struct {
 	// when it cannot be created, and the first write of the file (at New)
 	// with engine.ErrStoreUnavailable when it cannot be written.
 	StateDir string
-	// Layout is the snowflake bit layout (default snowflake.Default). Its
-	// machine bits are the lease's.
-	Layout snowflake.Layout
-	// Clock is the time source of the snowflake generator, its lease and
-	// the chains' TTLs (default clock.System).
-	Clock clock.Clock
-	// MaxBackwards is how long the snowflake generator waits out a clock
-	// step back (default 10 ms; negative: not at all).
-	MaxBackwards time.Duration
+	// Snowflake tunes the snowflake generator: its Layout (default
+	// snowflake.Default), whose machine bits are the lease's; its Clock
+	// (default clock.System), which the whole registry runs on, since the
+	// lease heartbeats the generator's newest timestamp: the lease, the
+	// chains' TTLs, the uuidv7 generator and the periods of dated chains;
+	// and MaxBackwards, how long it waits out a clock step back (default
+	// 10 ms; negative: not at all).
+	Snowflake snowflake.Settings
 	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin,
 	// Reservation. The machine bits (the layout's), clock and logger are
 	// the registry's. On a store with a reset grace the reservation (by
@@ -113,7 +112,8 @@ type Settings struct {
 	// otherwise.
 	Lease machine.Settings
 	// Chain tunes every chain and segment generator: Step, SafeDistance,
-	// TTL... Each is named after its sequence and runs on Clock and Logger.
+	// TTL... Each is named after its sequence and runs on Snowflake.Clock
+	// and Logger.
 	Chain segment.Settings
 	// Logger receives lease and chain events (default slog.Default()).
 	Logger *slog.Logger
@@ -162,13 +162,13 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Clock, logger: s.Logger, zone: s.Zone}
+	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Snowflake.Clock, logger: s.Logger, zone: s.Zone}
 	r.sf, err = leased.New(ctx, leased.Settings{
 		Distributor:  dist,
 		Instance:     s.Instance,
-		Layout:       s.Layout,
-		Clock:        s.Clock,
-		MaxBackwards: s.MaxBackwards,
+		Layout:       s.Snowflake.Layout,
+		Clock:        s.Snowflake.Clock,
+		MaxBackwards: s.Snowflake.MaxBackwards,
 		Lease:        s.Lease,
 		Logger:       s.Logger,
 		OnReset:      r.discardHeld,
@@ -182,7 +182,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 			engine.ErrInvalidConfig, f, res)
 	}
 	if err := errors.Join(r.gens.Register(engine.KindSnowflake, "", r.stats.wrap(engine.KindSnowflake, "", r.sf)),
-		r.gens.Register(engine.KindUUIDv7, "", r.stats.wrap(engine.KindUUIDv7, "", uuidv7.New(s.Clock)))); err != nil {
+		r.gens.Register(engine.KindUUIDv7, "", r.stats.wrap(engine.KindUUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
@@ -213,8 +213,8 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	if s.Store != nil { // counted once, here: every lease call and segment fetch
 		s.Store = &countedStore{st: s.Store, s: st}
 	}
-	if s.Clock == nil {
-		s.Clock = clock.System
+	if s.Snowflake.Clock == nil {
+		s.Snowflake.Clock = clock.System
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default()

@@ -20,7 +20,6 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Both stores plug into New.
@@ -168,7 +167,7 @@ func TestChainFenceLongerThanReservationRefused(t *testing.T) {
 func TestNewRejectsBadLayout(t *testing.T) {
 	bad := snowflake.Default
 	bad.SequenceBits = 40
-	if _, err := idforge.New(context.Background(), idforge.Settings{Layout: bad}); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := idforge.New(context.Background(), idforge.Settings{Snowflake: snowflake.Settings{Layout: bad}}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("New with a 41+10+40-bit layout: %v, want ErrInvalidConfig", err)
 	}
 }
@@ -246,14 +245,14 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := func() segmenthook.Stats {
+	chain := func() idforge.GeneratorStats {
 		for _, g := range reg.Stats().Generators {
-			if g.Kind == engine.KindChain && g.Name == "order" && g.Chain != nil {
-				return *g.Chain
+			if g.Kind == engine.KindChain && g.Name == "order" {
+				return g
 			}
 		}
 		t.Fatal("Stats() lacks the chain just used")
-		return segmenthook.Stats{}
+		return idforge.GeneratorStats{}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for chain().Ahead == 0 && time.Now().Before(deadline) {

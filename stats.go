@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
+	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/internal/segmenthook"
 )
 
@@ -23,20 +24,15 @@ type Stats struct {
 	// MachineID is the machine ID issued under now, -1 when none.
 	MachineID int64
 	// Confirmed is when the store last handed out or confirmed the
-	// machine ID (zero: never, or no store); a failed call shows in
-	// StoreCalls.
+	// machine ID (zero: never, or no store).
 	Confirmed time.Time
 	// LeaseLost counts machine IDs found taken over.
 	LeaseLost int64
+	// StoreDown is when the store stopped answering, zero while it answers.
+	StoreDown time.Time
 	// Generators are the generators drawn from so far, sorted by kind and
 	// name.
 	Generators []GeneratorStats
-	// StoreCalls are the recent store calls, newest first: the last 32
-	// segment fetches (op "next_max_id") and the last 8 machine-ID calls
-	// (ops "distribute", "guard", "revert").
-	StoreCalls []StoreCall
-	// StoreDown is when the store stopped answering, zero while it answers.
-	StoreDown time.Time
 }
 
 // GeneratorStats is one generator's figures in [Stats].
@@ -47,17 +43,13 @@ type GeneratorStats struct {
 	// Errors counts failed draws by reason (store_unavailable,
 	// clock_backwards, machine_id_lost, ...).
 	Errors map[string]int64
-	// Chain is a segment chain's state, nil for other kinds.
-	Chain *segmenthook.Stats
-}
-
-// StoreCall is one store call in [Stats].
-type StoreCall struct {
-	Time     time.Time
-	Op       string // next_max_id, distribute, guard, revert
-	Name     string // the sequence, or the namespace of a machine-ID call
-	Duration time.Duration
-	Err      string
+	// Ahead is how many IDs a chain has fetched and not handed out yet:
+	// how long it serves without the store. Zero for other kinds.
+	Ahead int64
+	// Discarded counts the IDs a chain fetched and never handed out:
+	// expired by the TTL, dropped by Close or after a store reset. Zero
+	// for other kinds.
+	Discarded int64
 }
 
 // Stats returns the registry's figures now.
@@ -74,7 +66,8 @@ func (r *Registry) Stats() Stats {
 	for name, c := range r.chains() { // dated chains, drawn from outside the cache
 		if !seen[genKey{engine.KindChain, name}] {
 			st := c.Stats()
-			s.Generators = append(s.Generators, GeneratorStats{Kind: engine.KindChain, Name: name, Issued: st.Issued, Errors: map[string]int64{}, Chain: &st})
+			s.Generators = append(s.Generators, GeneratorStats{Kind: engine.KindChain, Name: name, Issued: st.Issued, Errors: map[string]int64{},
+				Ahead: st.Ahead, Discarded: st.Discarded})
 		}
 	}
 	sort.Slice(s.Generators, func(i, j int) bool {
@@ -85,6 +78,24 @@ func (r *Registry) Stats() Stats {
 		return a.Name < b.Name
 	})
 	return s
+}
+
+func init() { regstats.Of = func(reg any) regstats.Detail { return reg.(*Registry).detail() } }
+
+// detail returns the figures only the registry's own tools read: the
+// recent store calls and the chains' prefetching.
+func (r *Registry) detail() regstats.Detail {
+	d := regstats.Detail{Chains: map[string]regstats.Chain{}}
+	r.stats.mu.Lock()
+	d.Calls = append(r.stats.calls.newestFirst(), r.stats.leases.newestFirst()...)
+	r.stats.mu.Unlock()
+	sort.SliceStable(d.Calls, func(i, j int) bool { return d.Calls[i].Time.After(d.Calls[j].Time) })
+	for name, c := range r.chains() {
+		st := c.Stats()
+		d.Chains[name] = regstats.Chain{Step: st.Step, PrefetchDistance: st.PrefetchDistance, Fetches: st.Fetches,
+			Failures: st.Failures, Hungry: st.Hungry, LastError: st.LastError}
+	}
+	return d
 }
 
 // chains returns the chains built so far, by sequence name.
@@ -116,7 +127,7 @@ type stats struct {
 }
 
 func newStats() *stats {
-	return &stats{gens: map[genKey]*counted{}, calls: ring{calls: make([]StoreCall, 0, 32)}, leases: ring{calls: make([]StoreCall, 0, 8)}}
+	return &stats{gens: map[genKey]*counted{}, calls: ring{calls: make([]regstats.Call, 0, 32)}, leases: ring{calls: make([]regstats.Call, 0, 8)}}
 }
 
 func (st *stats) fill(s *Stats) {
@@ -126,10 +137,6 @@ func (st *stats) fill(s *Stats) {
 	if t := st.down.Load(); t != 0 {
 		s.StoreDown = time.Unix(0, t)
 	}
-	st.mu.Lock()
-	s.StoreCalls = append(st.calls.newestFirst(), st.leases.newestFirst()...)
-	st.mu.Unlock()
-	sort.SliceStable(s.StoreCalls, func(i, j int) bool { return s.StoreCalls[i].Time.After(s.StoreCalls[j].Time) })
 }
 
 // wrap returns g counted under kind and name; a UUID generator stays one.
@@ -146,7 +153,7 @@ func (st *stats) wrap(kind, name string, g engine.Generator) engine.Generator {
 
 // record notes one store call and whether the store answered.
 func (st *stats) record(op, name string, start time.Time, err error) {
-	call := StoreCall{Time: start, Op: op, Name: name, Duration: time.Since(start)}
+	call := regstats.Call{Time: start, Op: op, Name: name, Duration: time.Since(start)}
 	if err != nil {
 		call.Err = err.Error()
 	}
@@ -167,11 +174,11 @@ func (st *stats) record(op, name string, start time.Time, err error) {
 
 // ring keeps the last cap(calls) calls.
 type ring struct {
-	calls []StoreCall
+	calls []regstats.Call
 	next  int
 }
 
-func (r *ring) add(c StoreCall) {
+func (r *ring) add(c regstats.Call) {
 	if len(r.calls) < cap(r.calls) {
 		r.calls = append(r.calls, c)
 	} else {
@@ -180,8 +187,8 @@ func (r *ring) add(c StoreCall) {
 	r.next = (r.next + 1) % cap(r.calls)
 }
 
-func (r *ring) newestFirst() []StoreCall {
-	out := make([]StoreCall, 0, len(r.calls))
+func (r *ring) newestFirst() []regstats.Call {
+	out := make([]regstats.Call, 0, len(r.calls))
 	for i := range len(r.calls) {
 		out = append(out, r.calls[(r.next-1-i+2*cap(r.calls))%cap(r.calls)])
 	}
@@ -255,7 +262,7 @@ func (c *counted) stats() GeneratorStats {
 	c.mu.Unlock()
 	if ch, ok := c.g.(interface{ Stats() segmenthook.Stats }); ok {
 		st := ch.Stats()
-		out.Chain = &st
+		out.Ahead, out.Discarded = st.Ahead, st.Discarded
 	}
 	return out
 }

@@ -1,8 +1,8 @@
 // Package metrics is a Prometheus collector for an idforge registry, for
 // library users and for `idforge serve` alike. It reads
 // idforge.Registry.Stats at each scrape: it wraps no generator and no
-// store, and holds no global state. It imports the root package, engine
-// and the Prometheus client.
+// store, and holds no global state. It imports the root package, engine,
+// internal/regstats (the chains' prefetch detail) and the Prometheus client.
 //
 //	reg, _ := idforge.New(ctx, idforge.Settings{Store: st})
 //	promReg := prometheus.NewRegistry()
@@ -32,6 +32,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/internal/regstats"
 )
 
 // Settings configures [New]. The zero value works.
@@ -85,9 +87,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: one Registry.Stats per scrape.
+// Collect implements prometheus.Collector: one Registry.Stats per scrape,
+// and the chains' prefetch detail, which only this collector and the state
+// page read.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.reg.Stats()
+	s, d := c.reg.Stats(), regstats.Of(c.reg)
 	cnt := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
@@ -99,14 +103,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range g.Errors {
 			cnt(c.idErrors, n, g.Kind, g.Name, reason)
 		}
-		if st := g.Chain; st != nil {
-			gauge(c.chainGap, float64(st.Ahead), g.Name)
+		if st, ok := d.Chains[g.Name]; ok && g.Kind == engine.KindChain {
+			gauge(c.chainGap, float64(g.Ahead), g.Name)
 			gauge(c.chainDistance, float64(st.PrefetchDistance), g.Name)
 			gauge(c.chainStep, float64(st.Step), g.Name)
 			cnt(c.chainFetches, st.Fetches, g.Name)
 			cnt(c.chainFailures, st.Failures, g.Name)
 			cnt(c.chainHungry, st.Hungry, g.Name)
-			cnt(c.chainDiscarded, st.Discarded, g.Name)
+			cnt(c.chainDiscarded, g.Discarded, g.Name)
 		}
 	}
 	down := 0.0

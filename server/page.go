@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/internal/snowlayout"
 )
 
@@ -53,14 +55,14 @@ type pageInfo struct {
 // page is the state page handler.
 type page struct {
 	info    pageInfo
-	stats   func() idforge.Stats
+	stats   func() (idforge.Stats, regstats.Detail)
 	refresh time.Duration // the meta-refresh period; 0 turns it off
 	log     *slog.Logger
 	started time.Time
 }
 
 // newPage returns the state page of s, drawing its figures from stats.
-func newPage(stats func() idforge.Stats, s *Server) *page {
+func newPage(stats func() (idforge.Stats, regstats.Detail), s *Server) *page {
 	info := pageInfo{Namespace: s.cfg.Instance.Namespace, LayoutName: layoutName(s.cfg.Layout), Store: s.cfg.StoreName, Layout: s.cfg.Layout}
 	if st, ok := s.cfg.Proxy.(fmt.Stringer); ok && info.Store == "" {
 		info.Store = st.String()
@@ -73,24 +75,31 @@ type view struct {
 	pageInfo
 	Snap          idforge.Stats
 	Now           time.Time
-	Recent        []idforge.StoreCall // segment fetches
-	RecentLease   []idforge.StoreCall // machine-ID calls
+	Recent        []regstats.Call // segment fetches
+	RecentLease   []regstats.Call // machine-ID calls
 	RefreshSec    int
 	Uptime        string
 	LeaseState    string
 	LeaseError    string // the lease's last call failed with this; "" if it succeeded
 	LeaseOK       bool
 	Expiry        string
-	Chains        []idforge.GeneratorStats
+	Chains        []chainRow
 	Others        []idforge.GeneratorStats
 	P50, P99, Max time.Duration
 	Fetches       int
 }
 
+// chainRow is a chain's line on the page: its figures in Stats and its
+// prefetch detail.
+type chainRow struct {
+	idforge.GeneratorStats
+	regstats.Chain
+}
+
 func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s := h.stats()
+	s, d := h.stats()
 	v := view{pageInfo: h.info, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
-	for _, c := range s.StoreCalls {
+	for _, c := range d.Calls {
 		if c.Op == "next_max_id" {
 			v.Recent = append(v.Recent, c)
 		} else {
@@ -117,8 +126,8 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.LeaseState, v.LeaseOK = "held", true
 	}
 	for _, g := range s.Generators {
-		if g.Chain != nil {
-			v.Chains = append(v.Chains, g)
+		if c, ok := d.Chains[g.Name]; ok && g.Kind == engine.KindChain {
+			v.Chains = append(v.Chains, chainRow{g, c})
 		} else {
 			v.Others = append(v.Others, g)
 		}

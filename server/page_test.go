@@ -12,16 +12,17 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/regstats"
 )
 
 // The page shows what Registry.Stats says (the registry's own tests check
 // the counting): the machine ID, each chain's state, errors by reason.
 func TestPageShowsMachineAndChains(t *testing.T) {
 	var stats idforge.Stats
+	var detail regstats.Detail
 	h := &page{
 		info:    pageInfo{Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default},
-		stats:   func() idforge.Stats { return stats },
+		stats:   func() (idforge.Stats, regstats.Detail) { return stats, detail },
 		refresh: 5 * time.Second,
 		log:     slog.Default(),
 		started: time.Now(),
@@ -35,11 +36,12 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 
 	stats.Generators = []idforge.GeneratorStats{
-		{Kind: engine.KindChain, Name: "down", Errors: map[string]int64{"store_unavailable": 1}, Chain: &segmenthook.Stats{Step: 50, Failures: 1}},
-		{Kind: engine.KindChain, Name: "order", Issued: 120, Errors: map[string]int64{}, Chain: &segmenthook.Stats{Step: 50, Issued: 120, Fetches: 3}},
+		{Kind: engine.KindChain, Name: "down", Errors: map[string]int64{"store_unavailable": 1}},
+		{Kind: engine.KindChain, Name: "order", Issued: 120, Errors: map[string]int64{}},
 		{Kind: engine.KindSnowflake, Issued: 1, Errors: map[string]int64{}},
 		{Kind: engine.KindSnowflake, Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
 	}
+	detail.Chains = map[string]regstats.Chain{"down": {Step: 50, Failures: 1}, "order": {Step: 50, Fetches: 3}}
 	body = getPage(t, h)
 	for _, want := range []string{`data-chain="order"`, `<td class="issued">120</td>`, "store_unavailable: 1"} {
 		if !strings.Contains(body, want) {

@@ -39,7 +39,6 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/reason"
-	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // workerEnv holds a worker's JSON configuration; the test binary started
@@ -183,8 +182,7 @@ func runWorker(cfg workerConfig) int {
 	clk.off.Store(int64(cfg.ClockOffset))
 	set := idforge.Settings{
 		Namespace: cfg.Namespace,
-		Layout:    cfg.Layout,
-		Clock:     clk,
+		Snowflake: snowflake.Settings{Layout: cfg.Layout, Clock: clk},
 		Logger:    logger,
 		Chain:     segment.Settings{Step: cfg.ChainStep, MaxWait: 500 * time.Millisecond},
 	}
@@ -358,14 +356,12 @@ func runWorker(cfg workerConfig) int {
 		wg.Add(1)
 		go loop(genSnowflake, sf, cfg.Snowflake)
 	}
-	var ch segmenthook.Chain
 	if cfg.Chain.Burst > 0 {
 		g, err := reg.Generator(ctx, engine.KindChain, "reset")
 		if err != nil {
 			o.printf("err setup other %s", oneLine(err))
 			return 1
 		}
-		ch = g.(segmenthook.Chain)
 		wg.Add(1)
 		go loop(genChain, g, cfg.Chain)
 	}
@@ -376,11 +372,14 @@ func runWorker(cfg workerConfig) int {
 		stopIssuing()
 	}
 	wg.Wait()
+	st := reg.Stats()
 	var discarded int64
-	if ch != nil {
-		discarded = ch.Stats().Discarded
+	for _, g := range st.Generators {
+		if g.Kind == engine.KindChain && g.Name == "reset" {
+			discarded = g.Discarded
+		}
 	}
-	lost := reg.Stats().LeaseLost
+	lost := st.LeaseLost
 	errsMu.Lock()
 	var classes []string
 	for k, v := range errs {

@@ -76,14 +76,13 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		st = graceHidden{st}
 	}
 	set := idforge.Settings{
-		Store:        st,
-		Namespace:    inst.Namespace,
-		Instance:     inst,
-		Clock:        w.clk,
-		MaxBackwards: w.cfg.MaxBackwards,
-		Lease:        machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Reservation: reserve},
-		Chain:        chain,
-		Logger:       w.log,
+		Store:     st,
+		Namespace: inst.Namespace,
+		Instance:  inst,
+		Snowflake: snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards},
+		Lease:     machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Reservation: reserve},
+		Chain:     chain,
+		Logger:    w.log,
 	}
 	if w.cfg.Break == "machine" {
 		set.Machine = machine.Manual(brokenMachineID)

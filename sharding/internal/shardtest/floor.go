@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -297,10 +298,8 @@ func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 		return err
 	}
 	for failed := false; !failed; time.Sleep(time.Millisecond) {
-		for _, gs := range reg.Stats().Generators {
-			if gs.Kind == engine.KindChain && gs.Name == name && gs.Chain != nil && gs.Chain.LastError != nil {
-				failed = true
-			}
+		if c, ok := regstats.Of(reg).Chains[name]; ok && c.LastError != nil {
+			failed = true
 		}
 	}
 	ended, cancel := context.WithCancel(context.Background())
