@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"slices"
 	"sync"
 
@@ -58,7 +59,7 @@ func (r *Registry) Dated(name, format string) (engine.StringGenerator, error) {
 		return nil, fmt.Errorf("%w: dated format %q needs a chain name", engine.ErrInvalidConfig, format)
 	case r.store == nil:
 		return nil, fmt.Errorf("%w: dated chain %q: kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st}))",
-			engine.ErrUnknownGenerator, name, engine.KindChain)
+			engine.ErrUnknownGenerator, name, idkind.Chain)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -130,7 +130,7 @@ func TestDatedAcrossMidnightAndYearEnd(t *testing.T) {
 			// Three days were drawn from: the process holds the newest two.
 			var days []string
 			for _, g := range reg.Stats().Generators {
-				if name := g.Name; g.Kind == engine.KindChain && strings.HasPrefix(name, "invoice:") && len(name) == len("invoice:20261230") {
+				if name := g.Name; g.Kind == "chain" && strings.HasPrefix(name, "invoice:") && len(name) == len("invoice:20261230") {
 					days = append(days, name)
 				}
 			}

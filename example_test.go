@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/idforge/idforge/engine"
 	"log"
 	"os"
 	"path/filepath"
@@ -42,10 +41,10 @@ func ExampleNew() {
 	defer reg.Close() // gives the machine ID back
 
 	for range 3 {
-		id, _ := reg.NextID(ctx, engine.KindChain, "invoice")
+		id, _ := reg.NextID(ctx, "chain", "invoice")
 		fmt.Println("chain", id)
 	}
-	id, _ := reg.NextID(ctx, engine.KindSnowflake, "")
+	id, _ := reg.NextID(ctx, "snowflake", "")
 	p, _ := snowflake.Default.Decode(id)
 	fmt.Println("snowflake on machine", p.Machine, "=", reg.Stats().MachineID)
 	// Output:

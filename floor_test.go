@@ -52,14 +52,14 @@ func TestChainSurfacesFloorErrors(t *testing.T) {
 	// fetch's failure.
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
-	_, err := reg.NextID(ctx, engine.KindChain, "invoice")
+	_, err := reg.NextID(ctx, "chain", "invoice")
 	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "orders table locked") || !strings.Contains(err.Error(), "Floor(") {
 		t.Errorf("NextID while Floor fails: %v; want ErrSegmentExhausted and ErrStoreUnavailable naming the Floor and the cause", err)
 	}
 	broken.Store(false)
 	ctx2, cancel2 := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard: the chain retries on its own
 	defer cancel2()
-	id, err := reg.NextID(ctx2, engine.KindChain, "invoice")
+	id, err := reg.NextID(ctx2, "chain", "invoice")
 	if err != nil || id <= 500 {
 		t.Errorf("after recovery: %d, %v (Floor asked %d times)", id, err, calls.Load())
 	}

@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"log/slog"
 	"os"
 	"reflect"
@@ -181,19 +182,19 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v: chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
 			engine.ErrInvalidConfig, f, res)
 	}
-	if err := errors.Join(r.gens.Register(engine.KindSnowflake, "", r.stats.wrap(engine.KindSnowflake, "", r.sf)),
-		r.gens.Register(engine.KindUUIDv7, "", r.stats.wrap(engine.KindUUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
+	if err := errors.Join(r.gens.Register(idkind.Snowflake, "", r.stats.wrap(idkind.Snowflake, "", r.sf)),
+		r.gens.Register(idkind.UUIDv7, "", r.stats.wrap(idkind.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
 	if s.Store != nil {
-		chain := r.segmentFactory(engine.KindChain, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
+		chain := r.segmentFactory(idkind.Chain, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
 			return segmenthook.NewChain(d, cs, o)
 		})
-		single := r.segmentFactory(engine.KindSegment, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
+		single := r.segmentFactory(idkind.Segment, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
 			return segmenthook.New(d, cs, o)
 		})
-		if err := errors.Join(r.gens.RegisterFactory(engine.KindChain, chain), r.gens.RegisterFactory(engine.KindSegment, single)); err != nil {
+		if err := errors.Join(r.gens.RegisterFactory(idkind.Chain, chain), r.gens.RegisterFactory(idkind.Segment, single)); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -366,7 +367,7 @@ func (r *Registry) discardHeld(cause error) {
 	}
 }
 
-// Generator returns the generator for kind (engine.KindSnowflake,
+// Generator returns the generator for kind (idkind.Snowflake,
 // KindUUIDv7, and with a store KindChain and KindSegment) and name ("" for
 // the kind's shared default), building a chain or segment generator on the
 // first use of its name. An unknown kind or name wraps

@@ -46,7 +46,7 @@ func TestNewWithoutStore(t *testing.T) {
 	}
 	prev := int64(0)
 	for range 10_000 {
-		id, err := reg.NextID(ctx, engine.KindSnowflake, "")
+		id, err := reg.NextID(ctx, "snowflake", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestNewWithoutStore(t *testing.T) {
 	if p, err := snowflake.Default.Decode(prev); err != nil || p.Machine != 7 {
 		t.Fatalf("decode %d = %+v, %v; want machine 7", prev, p, err)
 	}
-	if _, err := reg.NextID(ctx, engine.KindChain, "order"); !errors.Is(err, engine.ErrUnknownGenerator) {
+	if _, err := reg.NextID(ctx, "chain", "order"); !errors.Is(err, engine.ErrUnknownGenerator) {
 		t.Fatalf("chain without a store: %v, want ErrUnknownGenerator", err)
 	}
 	reg.Close()
@@ -201,7 +201,7 @@ func TestTwoStorelessRegistriesNeverShareAMachineID(t *testing.T) {
 	t.Setenv(leased.StateDirEnv, t.TempDir())
 	ctx := context.Background()
 	first := newReg(t, idforge.Settings{})
-	if _, err := first.NextID(ctx, engine.KindSnowflake, ""); err != nil {
+	if _, err := first.NextID(ctx, "snowflake", ""); err != nil {
 		t.Fatal(err)
 	}
 	second, err := idforge.New(ctx, idforge.Settings{})
@@ -237,17 +237,17 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 	ctx := context.Background()
 	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segmenttest.NewFake()}}
 	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 20 * time.Millisecond}})
-	first, err := reg.NextID(ctx, engine.KindChain, "order")
+	first, err := reg.NextID(ctx, "chain", "order")
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstSingle, err := reg.NextID(ctx, engine.KindSegment, "invoice") // holds the rest of a 1,000-ID segment
+	firstSingle, err := reg.NextID(ctx, "segment", "invoice") // holds the rest of a 1,000-ID segment
 	if err != nil {
 		t.Fatal(err)
 	}
 	chain := func() idforge.GeneratorStats {
 		for _, g := range reg.Stats().Generators {
-			if g.Kind == engine.KindChain && g.Name == "order" {
+			if g.Kind == "chain" && g.Name == "order" {
 				return g
 			}
 		}
@@ -267,7 +267,7 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 		t.Fatalf("after the reset the chain still holds IDs: discarded %d of %d", got, held)
 	}
 	reg.Stats() // waits until the discard has gone through every generator
-	single, err := reg.NextID(ctx, engine.KindSegment, "invoice")
+	single, err := reg.NextID(ctx, "segment", "invoice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestStoreResetDiscardsChains(t *testing.T) {
 		t.Fatalf("after the reset the segment generator served %d from the segment it held (first %d)", single, firstSingle)
 	}
 	// The next ID comes from a new fetch, above everything held before.
-	id, err := reg.NextID(ctx, engine.KindChain, "order")
+	id, err := reg.NextID(ctx, "chain", "order")
 	if err != nil {
 		t.Fatal(err)
 	}

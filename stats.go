@@ -3,6 +3,7 @@ package idforge
 import (
 	"context"
 	"errors"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -64,9 +65,9 @@ func (r *Registry) Stats() Stats {
 	}
 	r.stats.mu.Unlock()
 	for name, c := range r.chains() { // dated chains, drawn from outside the cache
-		if !seen[genKey{engine.KindChain, name}] {
+		if !seen[genKey{idkind.Chain, name}] {
 			st := c.Stats()
-			s.Generators = append(s.Generators, GeneratorStats{Kind: engine.KindChain, Name: name, Issued: st.Issued, Errors: map[string]int64{},
+			s.Generators = append(s.Generators, GeneratorStats{Kind: idkind.Chain, Name: name, Issued: st.Issued, Errors: map[string]int64{},
 				Ahead: st.Ahead, Discarded: st.Discarded})
 		}
 	}

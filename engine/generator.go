@@ -2,21 +2,6 @@ package engine
 
 import "context"
 
-// The kinds of generator a provider hands out: the first element of an
-// `idgen` struct tag, and the kind argument of [Provider.Generator].
-const (
-	// KindSnowflake is the time-ordered snowflake generator, one per
-	// registry (name "").
-	KindSnowflake = "snowflake"
-	// KindChain is a lock-free segment chain per sequence name.
-	KindChain = "chain"
-	// KindSegment is a synchronous single-segment generator per sequence name.
-	KindSegment = "segment"
-	// KindUUIDv7 gives 128-bit RFC 9562 version 7 UUIDs, not int64 IDs:
-	// its generator is a [UUIDGenerator].
-	KindUUIDv7 = "uuidv7"
-)
-
 // Provider hands out generators by kind and name; the empty name is the
 // kind's shared default. An *idforge.Registry is one; the GORM plugin, the
 // sqlx helper and the sharding repositories draw from any. An unknown kind
@@ -44,7 +29,7 @@ type Floor func(ctx context.Context, name string) (int64, error)
 
 // UUIDGenerator hands out 128-bit IDs: RFC 9562 UUIDs as their 16 bytes,
 // which convert to a uuid.UUID (github.com/google/uuid) as they are. The
-// generator of kind [KindUUIDv7] (engine/uuidv7) is one. A [Provider] hands
+// generator of kind "uuidv7" (engine/uuidv7) is one. A [Provider] hands
 // out Generator values, so a UUID generator is also a Generator whose
 // NextID refuses (128 bits do not fit an int64): assert it to
 // UUIDGenerator to draw UUIDs.

@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/convert"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/gormplugin"
@@ -111,7 +110,7 @@ func TestDerivedFloor(t *testing.T) {
 			}
 			// As the registry does when the lease's heartbeat sees the
 			// wipe: the chain drops what it held and fetches anew.
-			g, err := reg.Generator(t.Context(), engine.KindChain, "floor_int")
+			g, err := reg.Generator(t.Context(), "chain", "floor_int")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,12 +27,12 @@
 package metrics
 
 import (
+	idkind "github.com/idforge/idforge/internal/kind"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/regstats"
 )
 
@@ -103,7 +103,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range g.Errors {
 			cnt(c.idErrors, n, g.Kind, g.Name, reason)
 		}
-		if st, ok := d.Chains[g.Name]; ok && g.Kind == engine.KindChain {
+		if st, ok := d.Chains[g.Name]; ok && g.Kind == idkind.Chain {
 			gauge(c.chainGap, float64(g.Ahead), g.Name)
 			gauge(c.chainDistance, float64(st.PrefetchDistance), g.Name)
 			gauge(c.chainStep, float64(st.Step), g.Name)

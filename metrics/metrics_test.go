@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/metrics"
 )
@@ -23,7 +22,7 @@ func TestCollectorReadsStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	g, err := reg.Generator(ctx, engine.KindSnowflake, "")
+	g, err := reg.Generator(ctx, "snowflake", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -115,7 +116,7 @@ type idQuery struct {
 	count int
 	text  bool
 	f     idFormat
-	kind  string // /v1/ids: engine.KindSnowflake or engine.KindUUIDv7
+	kind  string // /v1/ids: idkind.Snowflake or idkind.UUIDv7
 	dated string // a chain's dated format, given or configured
 }
 
@@ -124,7 +125,7 @@ type idQuery struct {
 const maxFormat = maxEcho
 
 func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *httpError) {
-	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: engine.KindSnowflake}
+	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: idkind.Snowflake}
 	var format string
 	var seenCount, seenFormat, seenKind bool
 	// Parse the query by hand: url.Values allocates a map per request.
@@ -165,8 +166,8 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 				return q, repeated(k)
 			}
 			seenKind = true
-			if v != engine.KindSnowflake && v != engine.KindUUIDv7 {
-				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), engine.KindSnowflake, engine.KindUUIDv7)
+			if v != idkind.Snowflake && v != idkind.UUIDv7 {
+				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), idkind.Snowflake, idkind.UUIDv7)
 			}
 			q.kind = v
 		default:
@@ -178,9 +179,9 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 		}
 	}
 	switch {
-	case q.kind == engine.KindUUIDv7 && format != "":
+	case q.kind == idkind.UUIDv7 && format != "":
 		return q, badRequest("bad_format", "kind=uuidv7 takes no format: UUIDs come in their canonical 36-character form")
-	case q.kind == engine.KindUUIDv7:
+	case q.kind == idkind.UUIDv7:
 		q.f = idFormat{quoted: true}
 		return q, nil
 	case dated.IsFormat(format) && snowflakeIDs:
@@ -236,7 +237,7 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	if q.kind == engine.KindUUIDv7 {
+	if q.kind == idkind.UUIDv7 {
 		s.serveUUIDs(w, r, q)
 		return
 	}
@@ -276,7 +277,7 @@ func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
 
 // serveUUIDs writes q.count UUIDs of kind uuidv7.
 func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, q idQuery) {
-	g, err := genreg.UUIDOf(r.Context(), s.cfg.Registry, engine.KindUUIDv7, "")
+	g, err := genreg.UUIDOf(r.Context(), s.cfg.Registry, idkind.UUIDv7, "")
 	if err != nil {
 		generatorError(err).write(w)
 		return
@@ -500,7 +501,7 @@ func (s *Server) decodeUUID(w http.ResponseWriter, raw string, u uuid.UUID) {
 		badRequest("bad_id", "id %s: a version %d UUID carries no time; only version 7 UUIDs decode", quoteBounded(raw), u.Version()).write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: engine.KindUUIDv7, Timestamp: at.Format(timestampLayout)})
+	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: idkind.UUIDv7, Timestamp: at.Format(timestampLayout)})
 }
 
 // parseDecimal reads a decimal ID. A digit-only string may be a radix ID

@@ -48,7 +48,7 @@ func (g stringGen) NextString(ctx context.Context) (string, error) { return g(ct
 
 func newKindsServer(t *testing.T, conf map[string]string) *Server {
 	reg := testRegistry(t)
-	if err := reg.Register(engine.KindUUIDv7, "", uuidv7.New(nil)); err != nil {
+	if err := reg.Register("uuidv7", "", uuidv7.New(nil)); err != nil {
 		t.Fatal(err)
 	}
 	d := &datedRegistry{Registry: reg, counts: map[string]*atomic.Int64{}}

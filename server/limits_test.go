@@ -45,7 +45,7 @@ func blocking(t testing.TB) (reg *genreg.Registry, entered chan struct{}, releas
 	t.Helper()
 	entered, release = make(chan struct{}, 64), make(chan struct{})
 	reg = genreg.New()
-	reg.Register(engine.KindSnowflake, "", testreg.Func(func(context.Context) (int64, error) {
+	reg.Register("snowflake", "", testreg.Func(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
 		return 1, nil

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/internal/snowlayout"
@@ -126,7 +126,7 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.LeaseState, v.LeaseOK = "held", true
 	}
 	for _, g := range s.Generators {
-		if c, ok := d.Chains[g.Name]; ok && g.Kind == engine.KindChain {
+		if c, ok := d.Chains[g.Name]; ok && g.Kind == idkind.Chain {
 			v.Chains = append(v.Chains, chainRow{g, c})
 		} else {
 			v.Others = append(v.Others, g)

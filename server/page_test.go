@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/regstats"
 )
@@ -36,10 +35,10 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 
 	stats.Generators = []idforge.GeneratorStats{
-		{Kind: engine.KindChain, Name: "down", Errors: map[string]int64{"store_unavailable": 1}},
-		{Kind: engine.KindChain, Name: "order", Issued: 120, Errors: map[string]int64{}},
-		{Kind: engine.KindSnowflake, Issued: 1, Errors: map[string]int64{}},
-		{Kind: engine.KindSnowflake, Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
+		{Kind: "chain", Name: "down", Errors: map[string]int64{"store_unavailable": 1}},
+		{Kind: "chain", Name: "order", Issued: 120, Errors: map[string]int64{}},
+		{Kind: "snowflake", Issued: 1, Errors: map[string]int64{}},
+		{Kind: "snowflake", Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
 	}
 	detail.Chains = map[string]regstats.Chain{"down": {Step: 50, Failures: 1}, "order": {Step: 50, Fetches: 3}}
 	body = getPage(t, h)

@@ -216,13 +216,13 @@ func TestRefusedChainFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	if _, err := reg.NextID(ctx, engine.KindChain, "order"); err != nil {
+	if _, err := reg.NextID(ctx, "chain", "order"); err != nil {
 		t.Fatalf("a chain the server serves: %v", err)
 	}
 	// No deadline but the chain's MaxWait (10 s): only an immediate answer
 	// leaves context.DeadlineExceeded out of the error.
 	for _, name := range []string{"other", "other", "invoice-2026"} {
-		_, err := reg.NextID(ctx, engine.KindChain, name)
+		_, err := reg.NextID(ctx, "chain", name)
 		if !errors.Is(err, engine.ErrUnknownGenerator) || errors.Is(err, context.DeadlineExceeded) ||
 			errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), name) {
 			t.Fatalf("NextID of chain %q, refused by the server: %v; want ErrUnknownGenerator at once, naming the chain", name, err)
@@ -289,7 +289,7 @@ func TestRegistryOnProxyStore(t *testing.T) {
 	seen := map[int64]bool{}
 	for range 500 {
 		for _, r := range []*idforge.Registry{a, b} {
-			id, err := r.NextID(ctx, engine.KindChain, "order")
+			id, err := r.NextID(ctx, "chain", "order")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +299,7 @@ func TestRegistryOnProxyStore(t *testing.T) {
 			seen[id] = true
 		}
 	}
-	if _, err := a.NextID(ctx, engine.KindSnowflake, ""); err != nil {
+	if _, err := a.NextID(ctx, "snowflake", ""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -70,6 +70,7 @@ package server
 import (
 	"context"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"log/slog"
 	"mime"
 	"net"
@@ -592,7 +593,7 @@ func (s *Server) machineID() int64 {
 
 // snowflake returns the shared snowflake generator.
 func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
-	return s.cfg.Registry.Generator(ctx, engine.KindSnowflake, "")
+	return s.cfg.Registry.Generator(ctx, idkind.Snowflake, "")
 }
 
 // serves reports whether the allow-list, if any, admits chain name.
@@ -633,7 +634,7 @@ func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *htt
 		}
 	}
 	// The Registry makes one generator per name, however many ask at once.
-	g, err := s.cfg.Registry.Generator(ctx, engine.KindChain, name)
+	g, err := s.cfg.Registry.Generator(ctx, idkind.Chain, name)
 	if built {
 		if err != nil {
 			return nil, generatorError(err)

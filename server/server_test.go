@@ -37,12 +37,12 @@ func testRegistry(t testing.TB) *genreg.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Register(engine.KindSnowflake, "", g); err != nil {
+	if err := reg.Register("snowflake", "", g); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	seqs := map[string]*segmenttest.Fake{}
-	err = reg.RegisterFactory(engine.KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
+	err = reg.RegisterFactory("chain", func(ctx context.Context, name string) (engine.Generator, error) {
 		mu.Lock()
 		f, ok := seqs[name]
 		if !ok {
@@ -266,8 +266,8 @@ func TestHead(t *testing.T) {
 	var drawn atomic.Int64
 	count := testreg.Func(func(context.Context) (int64, error) { return drawn.Add(1), nil })
 	reg := genreg.New()
-	reg.Register(engine.KindSnowflake, "", count)
-	reg.RegisterFactory(engine.KindChain, func(context.Context, string) (engine.Generator, error) { return count, nil })
+	reg.Register("snowflake", "", count)
+	reg.RegisterFactory("chain", func(context.Context, string) (engine.Generator, error) { return count, nil })
 	s := newTestServer(t, func(c *Settings) { c.Registry = reg })
 	for _, target := range []string{"/v1/ids", "/v1/ids?count=5", "/v1/ids/order"} {
 		for _, method := range []string{"HEAD", "POST"} {
@@ -408,10 +408,10 @@ func TestTokens(t *testing.T) {
 // panicking one too.
 func TestUnavailable(t *testing.T) {
 	reg := genreg.New()
-	reg.Register(engine.KindSnowflake, "", testreg.Func(func(context.Context) (int64, error) {
+	reg.Register("snowflake", "", testreg.Func(func(context.Context) (int64, error) {
 		return 0, engine.ErrMachineIDLost
 	}))
-	reg.RegisterFactory(engine.KindChain, func(ctx context.Context, name string) (engine.Generator, error) {
+	reg.RegisterFactory("chain", func(ctx context.Context, name string) (engine.Generator, error) {
 		return testreg.Func(func(context.Context) (int64, error) { panic("boom") }), nil
 	})
 	s, err := New(Settings{Registry: reg, Layout: snowflake.Default})
@@ -512,7 +512,7 @@ func TestMaxInFlight(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
 	reg := genreg.New()
-	reg.Register(engine.KindSnowflake, "", testreg.Func(func(context.Context) (int64, error) {
+	reg.Register("snowflake", "", testreg.Func(func(context.Context) (int64, error) {
 		entered <- struct{}{}
 		<-release
 		return 1, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"sync"
 	"sync/atomic"
 
@@ -73,7 +74,7 @@ func Next(kind, name string) *Marker { return &Marker{kind: kind, name: name} }
 // an *idforge.Registry built with a store; LastInsertId is left to the
 // base driver, as for UUIDs.
 func NextDated(name, format string) *Marker {
-	return &Marker{kind: engine.KindChain, name: name, format: format}
+	return &Marker{kind: idkind.Chain, name: name, format: format}
 }
 
 // ID returns the int64 ID drawn for the marker's latest execution, 0
@@ -220,7 +221,7 @@ func (h *hook) giveBack(m *Marker, v driver.Value) {
 }
 
 func storeHint(kind string, err error) string {
-	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != engine.KindChain && kind != engine.KindSegment) {
+	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != idkind.Chain && kind != idkind.Segment) {
 		return ""
 	}
 	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st})) in sqlhook.Settings.Registry: "+

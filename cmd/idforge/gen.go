@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"io"
 	"log/slog"
 	"os"
@@ -24,13 +25,13 @@ import (
 )
 
 // genKinds are the kinds gen draws.
-var genKinds = []string{engine.KindSnowflake, engine.KindUUIDv7, engine.KindChain}
+var genKinds = []string{idkind.Snowflake, idkind.UUIDv7, idkind.Chain}
 
 func setupGen(fs *flag.FlagSet) runFunc {
 	n := parsedVar(fs, "n", 1, strconv.Atoi, "want a whole number", "how many IDs to print, a whole `number`")
 	machineID := parsedVar(fs, "machine", 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
 		"want a whole number", "machine `ID` (0 to the layout's maximum), without -store")
-	kind := enumVar(fs, "kind", engine.KindSnowflake, genKinds, "`kind` of ID")
+	kind := enumVar(fs, "kind", idkind.Snowflake, genKinds, "`kind` of ID")
 	name := fs.String("name", "", "chain `name` (kind chain)")
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
 	format := formatVar(fs, "format", "output `format`")
@@ -49,15 +50,15 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			return usagef("-n %d: want at least 1", *n)
 		case *store != "" && machineGiven:
 			return usagef("-machine with -store: the store leases the machine ID")
-		case kind.value == engine.KindChain && (*store == "" || *name == ""):
+		case kind.value == idkind.Chain && (*store == "" || *name == ""):
 			return usagef("-kind chain needs -store and -name: chains count in a store")
-		case kind.value != engine.KindChain && *name != "":
+		case kind.value != idkind.Chain && *name != "":
 			return usagef("-name is for -kind chain")
-		case kind.value == engine.KindUUIDv7 && format.value != "decimal":
+		case kind.value == idkind.UUIDv7 && format.value != "decimal":
 			return usagef("-kind uuidv7 takes no -format: UUIDs come in their canonical form")
-		case kind.value == engine.KindChain && format.value == "friendly":
+		case kind.value == idkind.Chain && format.value == "friendly":
 			return usagef("-format friendly is for snowflake IDs")
-		case dated.IsFormat(format.value) && kind.value != engine.KindChain:
+		case dated.IsFormat(format.value) && kind.value != idkind.Chain:
 			return usagef("a dated -format is for -kind chain")
 		}
 		l := layoutByName(layout.value)
@@ -70,13 +71,13 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			if err := reg.Register(engine.KindSnowflake, "", g); err != nil {
+			if err := reg.Register(idkind.Snowflake, "", g); err != nil {
 				return err
 			}
-			if err := reg.Register(engine.KindUUIDv7, "", uuidv7.New(nil)); err != nil {
+			if err := reg.Register(idkind.UUIDv7, "", uuidv7.New(nil)); err != nil {
 				return err
 			}
-			if kind.value == engine.KindSnowflake {
+			if kind.value == idkind.Snowflake {
 				fmt.Fprintf(stderr, "idforge gen: machine ID %d (-machine), no lease: another process issuing under machine ID %d now "+
 					"can issue the same IDs; give -store to lease a machine ID\n", m, m)
 			}
@@ -116,7 +117,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 // from p as text in format.
 func drawer(ctx context.Context, p engine.Provider, kind, name, format string, l snowflake.Layout) (func(context.Context) (string, error), error) {
 	switch {
-	case kind == engine.KindUUIDv7:
+	case kind == idkind.UUIDv7:
 		g, err := genreg.UUIDOf(ctx, p, kind, "")
 		if err != nil {
 			return nil, err

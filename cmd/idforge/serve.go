@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"io"
 	"log/slog"
 	"net"
@@ -16,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/wire"
@@ -229,7 +229,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		Ready: func(ctx context.Context) error {
 			// A snowflake ID is free to draw, and drawing one asks the
 			// lease's fence whether the machine ID is still held.
-			g, err := reg.Generator(ctx, engine.KindSnowflake, "")
+			g, err := reg.Generator(ctx, idkind.Snowflake, "")
 			if err == nil {
 				_, err = g.NextID(ctx)
 			}

@@ -266,7 +266,7 @@ func boundedInputs(t *testing.T, base string) {
 	if reg.Stats().MachineID != ms.MachineID {
 		t.Errorf("the next holder got machine ID %d; want the reverted %d", reg.Stats().MachineID, ms.MachineID)
 	}
-	if _, err := reg.NextID(ctx, engine.KindSnowflake, ""); err != nil {
+	if _, err := reg.NextID(ctx, "snowflake", ""); err != nil {
 		t.Errorf("the next holder's first ID: %v", err)
 	}
 

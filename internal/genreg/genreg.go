@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"io"
 	"slices"
 	"sync"
@@ -212,7 +213,7 @@ func UUIDOf(ctx context.Context, p engine.Provider, kind, name string) (engine.U
 	}
 	u, ok := g.(engine.UUIDGenerator)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind %q gives UUIDs)", engine.ErrInvalidConfig, genKey{kind, name}, engine.KindUUIDv7)
+		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind %q gives UUIDs)", engine.ErrInvalidConfig, genKey{kind, name}, idkind.UUIDv7)
 	}
 	return u, nil
 }

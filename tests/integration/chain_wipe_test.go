@@ -189,7 +189,7 @@ func chainPartitionedDuringWipe(t *testing.T, s *server) {
 		}
 		before = append(before, row)
 	}
-	if _, err := regA.NextID(ctx, engine.KindChain, "wipe_refuse"); err != nil {
+	if _, err := regA.NextID(ctx, "chain", "wipe_refuse"); err != nil {
 		t.Fatal(err)
 	}
 	fence := startWriter(dbAF, func() any { return &wipeFence{} }, func(r any) int64 { return r.(*wipeFence).ID })
@@ -208,7 +208,7 @@ func chainPartitionedDuringWipe(t *testing.T, s *server) {
 
 	// refuse: no Floor for this chain.
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err := regB.NextID(rctx, engine.KindChain, "wipe_refuse")
+	_, err := regB.NextID(rctx, "chain", "wipe_refuse")
 	cancel()
 	if !errors.Is(err, engine.ErrNoFloor) {
 		t.Errorf("refuse: B's first chain ID on the wiped store without a Floor: %v; want engine.ErrNoFloor", err)

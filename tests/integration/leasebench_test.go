@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/idforge/idforge/engine"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge"
@@ -69,7 +67,7 @@ func BenchmarkLeaseProtection(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer reg.Close()
-					sf, err := reg.Generator(ctx, engine.KindSnowflake, "")
+					sf, err := reg.Generator(ctx, "snowflake", "")
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -348,7 +348,7 @@ func runWorker(cfg workerConfig) int {
 		}
 	}
 	if cfg.Snowflake.Burst > 0 {
-		sf, err := reg.Generator(ctx, engine.KindSnowflake, "")
+		sf, err := reg.Generator(ctx, "snowflake", "")
 		if err != nil {
 			o.printf("err setup other %s", oneLine(err))
 			return 1
@@ -357,7 +357,7 @@ func runWorker(cfg workerConfig) int {
 		go loop(genSnowflake, sf, cfg.Snowflake)
 	}
 	if cfg.Chain.Burst > 0 {
-		g, err := reg.Generator(ctx, engine.KindChain, "reset")
+		g, err := reg.Generator(ctx, "chain", "reset")
 		if err != nil {
 			o.printf("err setup other %s", oneLine(err))
 			return 1
@@ -375,7 +375,7 @@ func runWorker(cfg workerConfig) int {
 	st := reg.Stats()
 	var discarded int64
 	for _, g := range st.Generators {
-		if g.Kind == engine.KindChain && g.Name == "reset" {
+		if g.Kind == "chain" && g.Name == "reset" {
 			discarded = g.Discarded
 		}
 	}

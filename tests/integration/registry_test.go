@@ -38,7 +38,7 @@ func TestRegistryOnStore(t *testing.T) {
 		snowflakes := func(reg *idforge.Registry, id string) (first, last, machineID int64) {
 			t.Helper()
 			for i := range 1000 {
-				got, err := reg.NextID(ctx, engine.KindSnowflake, "")
+				got, err := reg.NextID(ctx, "snowflake", "")
 				if err != nil {
 					t.Fatalf("instance %s: snowflake: %v", id, err)
 				}
@@ -69,7 +69,7 @@ func TestRegistryOnStore(t *testing.T) {
 			t.Fatalf("instances a and b share machine ID %d", machineA)
 		}
 
-		for _, kind := range []string{engine.KindChain, engine.KindSegment} {
+		for _, kind := range []string{"chain", "segment"} {
 			name := kind + "-order" // a fresh sequence per kind
 			var all []int64
 			for _, reg := range []*idforge.Registry{a, b, a, b} {
@@ -104,7 +104,7 @@ func TestRegistryOnStore(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Fatalf("closing a: %v", err)
 		}
-		if _, err := a.NextID(ctx, engine.KindSnowflake, ""); !errors.Is(err, engine.ErrClosed) {
+		if _, err := a.NextID(ctx, "snowflake", ""); !errors.Is(err, engine.ErrClosed) {
 			t.Errorf("snowflake from a closed registry: %v; want ErrClosed", err)
 		}
 		if id, ok := s.holder(t, ns, "a"); ok {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -95,12 +96,12 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		return nil, err
 	}
 	reg.AddFloor(chainName, w.chainFloor) // as the GORM plugin would, from the rows
-	sf, err := reg.Generator(ctx, engine.KindSnowflake, "")
+	sf, err := reg.Generator(ctx, idkind.Snowflake, "")
 	if err != nil {
 		reg.Close()
 		return nil, err
 	}
-	ch, err := reg.Generator(ctx, engine.KindChain, chainName)
+	ch, err := reg.Generator(ctx, idkind.Chain, chainName)
 	if err != nil {
 		reg.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"log/slog"
 	"sync"
 	"testing"
@@ -293,7 +294,7 @@ func StoreRegistry(t testing.TB, st idforge.Store) *idforge.Registry {
 // context already ended, which answers at once with the store's error.
 func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 	t.Helper()
-	g, err := reg.Generator(context.Background(), engine.KindChain, name)
+	g, err := reg.Generator(context.Background(), idkind.Chain, name)
 	if err != nil {
 		return err
 	}
