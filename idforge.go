@@ -40,7 +40,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/segmenthook"

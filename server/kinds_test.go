@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 )

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"github.com/idforge/idforge"
+	"github.com/idforge/idforge/engine/machine"
 	mrand "math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -16,7 +18,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/uuidv7"
 	"github.com/idforge/idforge/gormplugin"
 )
 
@@ -137,7 +138,17 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 			}
 			reg["key"] = g
 		case VarIDUUIDv7:
-			reg["uuidv7"] = uuidv7.New(nil)
+			r, err := idforge.New(context.Background(), idforge.Settings{Machine: machine.Manual(int64(i + 1)), StateDir: "off"})
+			if err != nil {
+				return ws, err
+			}
+			g, err := r.Generator(context.Background(), "uuidv7", "")
+			if err != nil {
+				r.Close()
+				return ws, err
+			}
+			reg["uuidv7"] = g
+			closer = func() { r.Close() }
 		case VarChain:
 			var next atomic.Int64 // the store: one instance, so any counter serves
 			c, err := segment.NewChain(distFunc(func(_ context.Context, step int64) (int64, error) {

@@ -17,7 +17,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/genreg"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/engine/uuidv7"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // UUIDs drawn in one millisecond still increase; their time reads back.
