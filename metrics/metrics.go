@@ -6,10 +6,10 @@
 //
 //	reg, _ := idforge.New(ctx, idforge.Settings{Store: st})
 //	promReg := prometheus.NewRegistry()
-//	promReg.MustRegister(metrics.New(reg, metrics.Settings{}))
+//	promReg.MustRegister(metrics.New(reg))
 //	http.Handle("/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
 //
-// Metrics (prefix "idforge_" unless Settings.Namespace says otherwise):
+// Metrics (every name starts with "idforge_"):
 //
 //	ids_issued_total{kind,name}                 IDs handed out
 //	id_errors_total{kind,name,reason}           failed draws by reason (clock_backwards, machine_id_lost, store_unavailable, ...)
@@ -36,12 +36,6 @@ import (
 	"github.com/idforge/idforge/internal/regstats"
 )
 
-// Settings configures [New]. The zero value works.
-type Settings struct {
-	// Namespace prefixes every metric name; "" is "idforge".
-	Namespace string
-}
-
 // Collector reports a registry's figures. It is a prometheus.Collector and
 // safe for concurrent use.
 type Collector struct {
@@ -52,12 +46,10 @@ type Collector struct {
 }
 
 // New returns the collector of reg. Register it in a prometheus.Registry of
-// your own.
-func New(reg *idforge.Registry, s Settings) *Collector {
-	ns := s.Namespace
-	if ns == "" {
-		ns = "idforge"
-	}
+// your own; every metric name starts with "idforge_" (relabel at scrape
+// time to change it).
+func New(reg *idforge.Registry) *Collector {
+	const ns = "idforge"
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}

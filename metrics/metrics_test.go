@@ -32,17 +32,17 @@ func TestCollectorReadsStats(t *testing.T) {
 		}
 	}
 	pr := prometheus.NewPedanticRegistry()
-	pr.MustRegister(metrics.New(reg, metrics.Settings{Namespace: "ids"}))
+	pr.MustRegister(metrics.New(reg))
 	want := `
-# HELP ids_ids_issued_total IDs handed out.
-# TYPE ids_ids_issued_total counter
-ids_ids_issued_total{kind="snowflake",name=""} 5
-ids_ids_issued_total{kind="uuidv7",name=""} 0
-# HELP ids_lease_machine_id The machine ID held, -1 when none.
-# TYPE ids_lease_machine_id gauge
-ids_lease_machine_id 3
+# HELP idforge_ids_issued_total IDs handed out.
+# TYPE idforge_ids_issued_total counter
+idforge_ids_issued_total{kind="snowflake",name=""} 5
+idforge_ids_issued_total{kind="uuidv7",name=""} 0
+# HELP idforge_lease_machine_id The machine ID held, -1 when none.
+# TYPE idforge_lease_machine_id gauge
+idforge_lease_machine_id 3
 `
-	if err := testutil.GatherAndCompare(pr, strings.NewReader(want), "ids_ids_issued_total", "ids_lease_machine_id"); err != nil {
+	if err := testutil.GatherAndCompare(pr, strings.NewReader(want), "idforge_ids_issued_total", "idforge_lease_machine_id"); err != nil {
 		t.Error(err)
 	}
 }

@@ -698,6 +698,6 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 // process's, from a Prometheus registry of the server's own.
 func metricsHandler(reg *idforge.Registry) http.Handler {
 	r := prometheus.NewRegistry()
-	r.MustRegister(metrics.New(reg, metrics.Settings{}), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(metrics.New(reg), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(r, promhttp.HandlerOpts{})
 }
