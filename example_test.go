@@ -45,8 +45,8 @@ func ExampleNew() {
 		fmt.Println("chain", id)
 	}
 	id, _ := reg.NextID(ctx, "snowflake", "")
-	p, _ := snowflake.Default.Decode(id)
-	fmt.Println("snowflake on machine", p.Machine, "=", reg.Stats().MachineID)
+	_, machine, _, _ := snowflake.Default.Decode(id)
+	fmt.Println("snowflake on machine", machine, "=", reg.Stats().MachineID)
 	// Output:
 	// chain 1
 	// chain 2

@@ -55,8 +55,8 @@ func TestNewWithoutStore(t *testing.T) {
 		}
 		prev = id
 	}
-	if p, err := snowflake.Default.Decode(prev); err != nil || p.Machine != 7 {
-		t.Fatalf("decode %d = %+v, %v; want machine 7", prev, p, err)
+	if _, machine, _, err := snowflake.Default.Decode(prev); err != nil || machine != 7 {
+		t.Fatalf("decode %d = machine %d, %v; want machine 7", prev, machine, err)
 	}
 	if _, err := reg.NextID(ctx, "chain", "order"); !errors.Is(err, engine.ErrUnknownGenerator) {
 		t.Fatalf("chain without a store: %v, want ErrUnknownGenerator", err)

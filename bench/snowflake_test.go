@@ -116,7 +116,7 @@ func (m *mutexBaseline) next() int64 {
 // wide has 2^22 IDs per millisecond and no machine bits: a tick boundary is
 // never waited for, so the per-ID cost of the generator itself shows.
 var wide = snowflake.Layout{
-	Epoch: snowflake.DefaultEpoch, TimestampBits: 41, MachineBits: 0, SequenceBits: 22, Unit: snowflake.Millisecond,
+	Epoch: snowflake.Default.Epoch, TimestampBits: 41, MachineBits: 0, SequenceBits: 22, Unit: time.Millisecond,
 }
 
 // BenchmarkWideSequence compares idforge on the wide layout with a cached

@@ -208,11 +208,11 @@ func TestIDDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := snowflake.Default.Decode(n)
-	if err != nil || !p.Time.Equal(at) || p.Machine != 7 || p.Sequence != 42 || p.ID != n {
-		t.Errorf("Decompose = %+v, %v; want %s, machine 7, sequence 42", p, err, at)
+	tm, machine, seq, err := snowflake.Default.Decode(n)
+	if err != nil || !tm.Equal(at) || machine != 7 || seq != 42 {
+		t.Errorf("Decode = %v %d %d, %v; want %s, machine 7, sequence 42", tm, machine, seq, err, at)
 	}
-	if _, err := snowflake.Default.Decode(-1); !errors.Is(err, engine.ErrInvalidID) {
-		t.Errorf("Decompose(-1): err = %v, want ErrInvalidID", err)
+	if _, _, _, err := snowflake.Default.Decode(-1); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("Decode(-1): err = %v, want ErrInvalidID", err)
 	}
 }

@@ -61,13 +61,13 @@ func Example() {
 	if err := db.Preload("Items").First(&stored, order.ID).Error; err != nil {
 		log.Fatal(err)
 	}
-	parts, err := snowflake.Default.Decode(order.ID)
+	_, machine, _, err := snowflake.Default.Decode(order.ID)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("order stored under its ID:", stored.ID == order.ID && order.ID != 0)
 	fmt.Println("code is radix-62:", stored.Code == order.Code && len(order.Code) > 0)
-	fmt.Println("made by machine:", parts.Machine)
+	fmt.Println("made by machine:", machine)
 	fmt.Println("items:", len(stored.Items), "with their own IDs:", stored.Items[0].ID != 0 && stored.Items[0].ID != stored.Items[1].ID)
 	fmt.Println("items point to the order:", stored.Items[0].OrderID == order.ID && stored.Items[1].OrderID == order.ID)
 	// Output:

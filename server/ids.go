@@ -473,17 +473,17 @@ func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	p, err := s.cfg.Layout.Decode(id)
+	at, machine, seq, err := s.cfg.Layout.Decode(id)
 	if err != nil {
 		badID(raw, format, err).write(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, decoded{
-		ID:        engine.ID(p.ID),
-		Timestamp: p.Time.UTC().Format(timestampLayout),
-		Machine:   p.Machine,
-		Sequence:  p.Sequence,
-		Friendly:  snowlayout.Friendly(s.cfg.Layout, p.ID),
+		ID:        engine.ID(id),
+		Timestamp: at.UTC().Format(timestampLayout),
+		Machine:   machine,
+		Sequence:  seq,
+		Friendly:  snowlayout.Friendly(s.cfg.Layout, id),
 	})
 }
 
@@ -551,7 +551,7 @@ func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
 	l := s.cfg.Layout
 	writeJSON(w, http.StatusOK, layoutInfo{
 		Name:          layoutName(l),
-		Layout:        l.String(),
+		Layout:        snowlayout.Describe(l),
 		Epoch:         l.Epoch.UTC().Format(timestampLayout),
 		Unit:          snowlayout.UnitName(l),
 		TimestampBits: l.TimestampBits,
@@ -560,7 +560,7 @@ func (s *Server) handleLayout(w http.ResponseWriter, r *http.Request) {
 		IDsPerTick:    snowlayout.IDsPerTick(l),
 		IDsPerSecond:  snowlayout.IDsPerSecond(l),
 		Machines:      snowlayout.MaxMachineID(l) + 1,
-		MaxID:         strconv.FormatInt(l.MaxID(), 10),
+		MaxID:         strconv.FormatInt(snowlayout.MaxID(l), 10),
 		Expiry:        snowlayout.Expiry(l).UTC().Format(timestampLayout),
 		YearsLeft:     int64(time.Until(snowlayout.Expiry(l)).Hours() / (24 * 365.25)),
 		MachineID:     s.machineID(),

@@ -106,8 +106,8 @@ func TestSnowflakeIDs(t *testing.T) {
 		t.Fatalf("got %d IDs, want 1: %s", len(ids), body)
 	}
 	id, _ := strconv.ParseInt(ids[0], 10, 64)
-	if p, err := snowflake.Default.Decode(id); err != nil || p.Machine != 7 {
-		t.Fatalf("ID %s decodes to %+v, %v", ids[0], p, err)
+	if _, machine, _, err := snowflake.Default.Decode(id); err != nil || machine != 7 {
+		t.Fatalf("ID %s decodes to machine %d, %v", ids[0], machine, err)
 	}
 
 	_, body = do(t, s, "GET", "/v1/ids?count=10000")

@@ -202,19 +202,19 @@ func (r *intervalRouter) rangeString() string {
 // than maxAhead after the router's clock is an error wrapping
 // engine.ErrInvalidID.
 func (r *intervalRouter) route(id int64) (Shard, error) {
-	p, err := r.cfg.Layout.Decode(id)
+	at, _, _, err := r.cfg.Layout.Decode(id)
 	if err != nil {
 		return Shard{}, err
 	}
-	if !r.inRange(p.Time) {
+	if !r.inRange(at) {
 		return Shard{}, fmt.Errorf("%w: id %d was issued at %s, outside the router's range %s",
-			engine.ErrInvalidID, id, p.Time.In(r.cfg.Location).Format(time.RFC3339Nano), r.rangeString())
+			engine.ErrInvalidID, id, at.In(r.cfg.Location).Format(time.RFC3339Nano), r.rangeString())
 	}
-	if now := r.cfg.Clock.Now(); p.Time.After(now.Add(maxAhead)) {
+	if now := r.cfg.Clock.Now(); at.After(now.Add(maxAhead)) {
 		return Shard{}, fmt.Errorf("%w: id %d reads as issued at %s, %s after now: was it made with another layout than the router's %s?",
-			engine.ErrInvalidID, id, p.Time.In(r.cfg.Location).Format(time.RFC3339Nano), p.Time.Sub(now).Round(time.Second), r.cfg.Layout)
+			engine.ErrInvalidID, id, at.In(r.cfg.Location).Format(time.RFC3339Nano), at.Sub(now).Round(time.Second), layoutName(r.cfg.Layout))
 	}
-	return r.shard(r.bucket(p.Time)), nil
+	return r.shard(r.bucket(at)), nil
 }
 
 func (r *intervalRouter) tables(from, to time.Time) ([]string, error) {
@@ -269,3 +269,13 @@ func (r *intervalRouter) shards() ([]Shard, error) {
 }
 
 func (r *intervalRouter) String() string { return r.cfg.Table }
+
+// layoutName names l in errors as engine/snowflake does, e.g. "41/10/12 ms
+// since 2019-12-24T16:00:00Z".
+func layoutName(l snowflake.Layout) string {
+	unit := "ms"
+	if l.Unit == time.Second {
+		unit = "s"
+	}
+	return fmt.Sprintf("%d/%d/%d %s since %s", l.TimestampBits, l.MachineBits, l.SequenceBits, unit, l.Epoch.UTC().Format(time.RFC3339Nano))
+}

@@ -222,7 +222,7 @@ func TestIntervalRouteErrors(t *testing.T) {
 	if _, err := r.Route(-5); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Route(-5): err = %v", err)
 	}
-	if _, err := r.Route(snowflake.JSSafe.MaxID() + 1); !errors.Is(err, engine.ErrInvalidID) {
+	if _, err := r.Route(snowlayout.MaxID(snowflake.JSSafe) + 1); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Route(MaxID+1): err = %v", err)
 	}
 }

@@ -277,8 +277,8 @@ func TestOpenDefaultRegistry(t *testing.T) {
 	if err := db.QueryRow("SELECT ?", n).Scan(&got); err != nil || got == 0 || got != n.ID() {
 		t.Errorf("default registry: %d, %v; marker %d", got, err, n.ID())
 	}
-	if parts, err := snowflake.Default.Decode(got); err != nil || parts.Machine != 5 {
-		t.Errorf("ID %d: %+v, %v; want machine 5, from idforge.Default()", got, parts, err)
+	if _, machine, _, err := snowflake.Default.Decode(got); err != nil || machine != 5 {
+		t.Errorf("ID %d: machine %d, %v; want machine 5, from idforge.Default()", got, machine, err)
 	}
 }
 

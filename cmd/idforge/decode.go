@@ -70,35 +70,29 @@ func setupDecode(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		p, err := decode(l, f, args[0])
+		out, at, err := decode(l, f, args[0])
 		if err != nil {
 			if format.value == "" && strings.ContainsFunc(args[0], unicode.IsLetter) {
 				err = fmt.Errorf("%w (a radix-62 or radix-36 ID needs -format radix62 or -format radix36)", err)
 			}
 			return usageError{err}
 		}
-		if why := implausible(l, p, time.Now()); why != "" {
+		if why := implausible(l, at, time.Now()); why != "" {
 			fmt.Fprintf(stderr, "idforge decode: warning: %s cannot be a snowflake ID of layout %s: %s\n", args[0], layout.value, why)
 		}
-		return json.NewEncoder(stdout).Encode(decoded{
-			ID:        engine.ID(p.ID),
-			Timestamp: p.Time.UTC().Format(timestampLayout),
-			Machine:   p.Machine,
-			Sequence:  p.Sequence,
-			Friendly:  snowlayout.Friendly(l, p.ID),
-		})
+		return json.NewEncoder(stdout).Encode(out)
 	}
 }
 
-// implausible says why p, decoded under l, is no snowflake ID a generator
-// of l made by now, or "".
-func implausible(l snowflake.Layout, p snowflake.Parts, now time.Time) string {
+// implausible says why an ID of l made at t is no snowflake ID a
+// generator of l made by now, or "".
+func implausible(l snowflake.Layout, t, now time.Time) string {
 	switch {
-	case p.Time.Before(l.Epoch.Add(nearEpoch)):
+	case t.Before(l.Epoch.Add(nearEpoch)):
 		return fmt.Sprintf("it is too small: its time would be %s, within an hour of the layout's epoch; chain, segment and auto-increment IDs are this small",
-			p.Time.Format(timestampLayout))
-	case p.Time.After(now.Add(pastNow)):
-		return fmt.Sprintf("its time %s is in the future", p.Time.Format(timestampLayout))
+			t.Format(timestampLayout))
+	case t.After(now.Add(pastNow)):
+		return fmt.Sprintf("its time %s is in the future", t.Format(timestampLayout))
 	}
 	return ""
 }
@@ -112,10 +106,22 @@ func guessFormat(s string) string {
 	return "decimal"
 }
 
-func decode(l snowflake.Layout, f snowlayout.Formatter, s string) (snowflake.Parts, error) {
+// decode reads s in format f as an ID of l and takes it apart: the output
+// and the ID's time.
+func decode(l snowflake.Layout, f snowlayout.Formatter, s string) (decoded, time.Time, error) {
 	id, err := f.Parse(s)
 	if err != nil {
-		return snowflake.Parts{}, err
+		return decoded{}, time.Time{}, err
 	}
-	return l.Decode(id)
+	at, machine, seq, err := l.Decode(id)
+	if err != nil {
+		return decoded{}, time.Time{}, err
+	}
+	return decoded{
+		ID:        engine.ID(id),
+		Timestamp: at.UTC().Format(timestampLayout),
+		Machine:   machine,
+		Sequence:  seq,
+		Friendly:  snowlayout.Friendly(l, id),
+	}, at, nil
 }

@@ -20,13 +20,13 @@ func setupLayout(fs *flag.FlagSet) runFunc {
 		l := layoutByName(layout.value)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		rows := [][2]string{
-			{"layout", fmt.Sprintf("%s: %s", layout.value, l)},
+			{"layout", fmt.Sprintf("%s: %s", layout.value, snowlayout.Describe(l))},
 			{"bits", fmt.Sprintf("%d timestamp (%s) + %d machine + %d sequence = %d",
 				l.TimestampBits, snowlayout.UnitName(l), l.MachineBits, l.SequenceBits, l.TimestampBits+l.MachineBits+l.SequenceBits)},
 			{"IDs per tick", fmt.Sprintf("%d (one tick = 1 %s)", snowlayout.IDsPerTick(l), snowlayout.UnitName(l))},
 			{"IDs per second", fmt.Sprint(snowlayout.IDsPerSecond(l))},
 			{"machines", fmt.Sprintf("%d (IDs 0 to %d)", snowlayout.MaxMachineID(l)+1, snowlayout.MaxMachineID(l))},
-			{"largest ID", fmt.Sprint(l.MaxID())},
+			{"largest ID", fmt.Sprint(snowlayout.MaxID(l))},
 			{"runs out", snowlayout.Expiry(l).Format(timestampLayout)},
 		}
 		for _, r := range rows {

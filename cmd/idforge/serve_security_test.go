@@ -199,8 +199,8 @@ func leaseOwnership(t *testing.T, base string) {
 		t.Fatalf("serve's own IDs after the attempts on its lease: %d %s", code, body)
 	}
 	id, _ := strconv.ParseInt(ids.IDs[2], 10, 64)
-	if p, err := snowflake.Default.Decode(id); err != nil || p.Machine != layout.MachineID {
-		t.Errorf("serve issues ID %d on machine ID %d (%v), not its lease's %d", id, p.Machine, err, layout.MachineID)
+	if _, m, _, err := snowflake.Default.Decode(id); err != nil || m != layout.MachineID {
+		t.Errorf("serve issues ID %d on machine ID %d (%v), not its lease's %d", id, m, err, layout.MachineID)
 	}
 
 	// A token reaches its namespaces and segments only.

@@ -9,7 +9,7 @@ import (
 )
 
 // wide never waits for a tick in practice: 2^22 IDs per millisecond.
-var wide = Layout{Epoch: DefaultEpoch, TimestampBits: 41, MachineBits: 0, SequenceBits: 22, Unit: Millisecond}
+var wide = Layout{Epoch: defaultEpoch, TimestampBits: 41, MachineBits: 0, SequenceBits: 22, Unit: time.Millisecond}
 
 func benchNextID(b *testing.B, g *Generator, parallel bool) {
 	ctx := context.Background()

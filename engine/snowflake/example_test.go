@@ -2,9 +2,11 @@ package snowflake_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/snowflake"
 )
@@ -25,8 +27,8 @@ func Example() {
 		}
 		// One ID per millisecond: the sequence keeps counting instead of
 		// restarting at 0, so id % 4 visits every shard.
-		p, _ := snowflake.Default.Decode(id)
-		fmt.Println(id, p.Time.Format("15:04:05.000"), p.Machine, p.Sequence, id%4)
+		t, machine, seq, _ := snowflake.Default.Decode(id)
+		fmt.Println(id, t.Format("15:04:05.000"), machine, seq, id%4)
 		clk.Advance(time.Millisecond)
 	}
 	// Output:
@@ -36,14 +38,16 @@ func Example() {
 }
 
 func ExampleLayout_Decode() {
-	p, err := snowflake.Default.Decode(859905511414304769)
+	t, machine, seq, err := snowflake.Default.Decode(859905511414304769)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(p.Time.Format(time.RFC3339Nano), p.Machine, p.Sequence)
-	fmt.Println(snowflake.Default.MaxID() == 1<<63-1, snowflake.JSSafe.MaxID() == 1<<53-1)
+	fmt.Println(t.Format(time.RFC3339Nano), machine, seq)
+	// JSSafe IDs stop at 2^53-1, the largest integer a JavaScript Number holds exactly.
+	_, _, _, err = snowflake.JSSafe.Decode(1 << 53)
+	fmt.Println(errors.Is(err, engine.ErrInvalidID))
 	// Output:
 	// 2026-06-23T13:17:30.193Z 1 1
-	// true true
+	// true
 }

@@ -84,9 +84,9 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 		t.Fatalf("A issued %d after B's first ID %d on the same machine ID", idA2, idB)
 	}
 	if errA == nil && idA == idB {
-		pa, _ := snowflake.Seconds.Decode(idA)
-		pb, _ := snowflake.Seconds.Decode(idB)
-		t.Fatalf("predecessor A issued %d (%+v) under its lease, successor B issued %d (%+v) on the same machine ID; A's next: %d, %v",
-			idA, pa, idB, pb, idA2, errA2)
+		ta, _, sa, _ := snowflake.Seconds.Decode(idA)
+		tb, _, sb, _ := snowflake.Seconds.Decode(idB)
+		t.Fatalf("predecessor A issued %d (%v seq %d) under its lease, successor B issued %d (%v seq %d) on the same machine ID; A's next: %d, %v",
+			idA, ta, sa, idB, tb, sb, idA2, errA2)
 	}
 }

@@ -151,7 +151,7 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 	switch {
 	case machineID < 0 || machineID > l.maxMachineID():
 		return nil, fmt.Errorf("%w: snowflake machine ID %d is outside [0, %d] of layout %s",
-			engine.ErrInvalidConfig, machineID, l.maxMachineID(), l)
+			engine.ErrInvalidConfig, machineID, l.maxMachineID(), l.describe())
 	case start.LastTimestamp < 0:
 		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, start.LastTimestamp)
 	}
@@ -163,11 +163,11 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 		seqMask:     l.maxSequence(),
 		threshold:   l.resetThreshold(),
 		maxTick:     l.maxTick(),
-		seconds:     l.Unit == Second,
+		seconds:     l.seconds(),
 		epochNanos:  l.Epoch.UnixNano(),
 		epochMilli:  l.Epoch.UnixMilli(),
-		unitNanos:   int64(l.Unit.duration()),
-		unitMilli:   l.Unit.millis(),
+		unitNanos:   int64(l.unit()),
+		unitMilli:   int64(l.unit() / time.Millisecond),
 		clock:       cfg.Clock,
 		sync:        timebase.Synchronizer{Clock: cfg.Clock, MaxWait: cfg.MaxBackwards},
 		fence:       start.Fence,
@@ -204,9 +204,6 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 	}
 	return g, nil
 }
-
-// MachineID returns the machine ID the generator issues under.
-func (g *Generator) MachineID() int64 { return g.machine }
 
 // lastTimestamp returns the Unix millisecond time of the tick of the newest
 // ID issued (or of the start's LastTimestamp tick before the first), 0 if
@@ -327,7 +324,7 @@ func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error
 	}
 	if now < 0 {
 		return 0, fmt.Errorf("%w: snowflake clock reads %s, before the epoch of layout %s", engine.ErrInvalidConfig,
-			g.clock.Now().UTC().Format(time.RFC3339Nano), g.layout)
+			g.clock.Now().UTC().Format(time.RFC3339Nano), g.layout.describe())
 	}
 	if now < lastTick {
 		if err := g.waitBackwards(ctx, lastTick); err != nil {

@@ -21,7 +21,7 @@ import (
 
 // longLived leaves its state word too few spare sequence values for the
 // atomic-add fast path: every ID takes the compare-and-swap path.
-var longLived = Layout{Epoch: DefaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: Millisecond}
+var longLived = Layout{Epoch: defaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: time.Millisecond}
 
 // start is a whole millisecond, so clock steps come out as round durations.
 var start = time.Date(2026, 6, 23, 13, 17, 30, 192e6, time.UTC)
@@ -134,7 +134,7 @@ func TestSequenceContinuesBelowThreshold(t *testing.T) {
 	g := newGen(t, 1, Settings{Clock: clk, Layout: l})
 	var seqs []int64
 	for range 10 {
-		p, _ := l.Decode(next(t, g))
+		p := parts(l, next(t, g))
 		seqs = append(seqs, p.Sequence)
 		clk.Advance(time.Millisecond)
 	}
@@ -216,9 +216,9 @@ func TestMaxBackwardsZeroFailsAtOnce(t *testing.T) {
 }
 
 func TestSequenceOverflowWaitsATick(t *testing.T) {
-	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 8, Unit: Second}
+	small := Layout{Epoch: defaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 8, Unit: time.Second}
 	for _, l := range []Layout{Default, small, longLived} {
-		t.Run(l.String(), func(t *testing.T) {
+		t.Run(l.describe(), func(t *testing.T) {
 			clk := clocktest.NewFake(start)
 			g := newGen(t, l.maxMachineID(), Settings{Clock: clk, Layout: l})
 			ids := make([]int64, (l.maxSequence()+1)+1)
@@ -226,9 +226,9 @@ func TestSequenceOverflowWaitsATick(t *testing.T) {
 				ids[i] = next(t, g)
 			}
 			assertIncreasing(t, ids)
-			first, _ := l.Decode(ids[0])
-			lastOfTick, _ := l.Decode(ids[len(ids)-2])
-			over, _ := l.Decode(ids[len(ids)-1])
+			first := parts(l, ids[0])
+			lastOfTick := parts(l, ids[len(ids)-2])
+			over := parts(l, ids[len(ids)-1])
 			if first.Tick != lastOfTick.Tick || lastOfTick.Sequence != l.maxSequence() {
 				t.Fatalf("tick filled up to %+v from %+v", lastOfTick, first)
 			}
@@ -244,27 +244,27 @@ func TestSequenceOverflowWaitsATick(t *testing.T) {
 
 func TestTimestampOverflow(t *testing.T) {
 	for _, l := range []Layout{Default, JSSafe, JSSafeSeconds} {
-		clk := clocktest.NewFake(l.expiry().Add(-l.Unit.duration()))
+		clk := clocktest.NewFake(l.expiry().Add(-l.unit()))
 		g := newGen(t, l.maxMachineID(), Settings{Clock: clk, Layout: l})
 		// Up to the expiry, even the JS-safe layouts stay within 2^53-1.
 		n := min((l.maxSequence() + 1), 4096)
 		for range n {
-			if id := next(t, g); id > l.MaxID() || id < 0 {
-				t.Fatalf("%s: id %d above MaxID %d", l, id, l.MaxID())
+			if id := next(t, g); id > l.maxID() || id < 0 {
+				t.Fatalf("%s: id %d above the largest ID %d", l.describe(), id, l.maxID())
 			}
 		}
 		if n < (l.maxSequence() + 1) { // else the full tick makes NextID wait for the next one
-			clk.Advance(l.Unit.duration())
+			clk.Advance(l.unit())
 		}
 		if id, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
-			t.Fatalf("%s: past the last tick got %d, %v; want ErrTimestampOverflow", l, id, err)
+			t.Fatalf("%s: past the last tick got %d, %v; want ErrTimestampOverflow", l.describe(), id, err)
 		}
 		clk.Advance(time.Hour)
 		if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
-			t.Errorf("%s: after expiry: %v", l, err)
+			t.Errorf("%s: after expiry: %v", l.describe(), err)
 		}
 		if _, err := New(0, Settings{Clock: clk, Layout: l}); !errors.Is(err, engine.ErrTimestampOverflow) {
-			t.Errorf("%s: New after expiry: %v", l, err)
+			t.Errorf("%s: New after expiry: %v", l.describe(), err)
 		}
 	}
 }
@@ -279,7 +279,7 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 	if g.lastTimestamp() != ahead {
 		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.lastTimestamp(), ahead)
 	}
-	p, _ := Default.Decode(next(t, g))
+	p := parts(Default, next(t, g))
 	if p.Time.UnixMilli() <= ahead {
 		t.Errorf("first ID at %v, not after the saved timestamp %v", p.Time, time.UnixMilli(ahead).UTC())
 	}
@@ -294,7 +294,7 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 
 	// Garbage far in the future is an error, also when its nanoseconds
 	// would wrap around int64 to about now (the year 2611).
-	long := Layout{Epoch: DefaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: Millisecond}
+	long := Layout{Epoch: defaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: time.Millisecond}
 	wraps := int64(math.MaxUint64/1_000_000 + uint64(clk.Now().UnixNano())/1_000_000)
 	if _, err := newGenerator(0, Settings{Clock: clk, Layout: long}, snowhook.Start{LastTimestamp: wraps}); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Errorf("saved timestamp %v: %v, want ErrClockBackwards", time.UnixMilli(wraps).UTC(), err)
@@ -303,7 +303,7 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 	// A saved timestamp in the past only marks its tick as used.
 	past := clk.Now().Add(-time.Hour).UnixMilli()
 	g = newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: past})
-	if p, _ := Default.Decode(next(t, g)); !p.Time.Equal(clk.Now()) {
+	if p := parts(Default, next(t, g)); !p.Time.Equal(clk.Now()) {
 		t.Errorf("with an old saved timestamp the ID is at %v, want now %v", p.Time, clk.Now())
 	}
 }
@@ -320,7 +320,7 @@ func TestFenceStopsIssuing(t *testing.T) {
 		return nil
 	}
 	g := newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{Fence: fence})
-	p, _ := Default.Decode(next(t, g))
+	p := parts(Default, next(t, g))
 	if seen.Load() != p.Time.UnixMilli() {
 		t.Errorf("fence saw %d, want the ID's time %d", seen.Load(), p.Time.UnixMilli())
 	}
@@ -337,7 +337,7 @@ func TestFenceStopsIssuing(t *testing.T) {
 }
 
 func TestContextCancelWhileWaiting(t *testing.T) {
-	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: Second}
+	small := Layout{Epoch: defaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: time.Second}
 	cases := map[string]struct {
 		layout Layout
 		setup  func(*clocktest.Fake, *Generator)
@@ -377,7 +377,7 @@ func TestContextCancelWhileWaiting(t *testing.T) {
 // A caller queued behind another one that waits for the next tick still
 // honours its own ctx.
 func TestQueuedWaiterHonoursContext(t *testing.T) {
-	small := Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: Second}
+	small := Layout{Epoch: defaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: time.Second}
 	clk := clocktest.NewFake(start)
 	clk.ManualSleep = true
 	g := newGen(t, 1, Settings{Clock: clk, Layout: small})
@@ -424,7 +424,7 @@ func TestNewRejects(t *testing.T) {
 	if _, err := newGenerator(0, Settings{}, snowhook.Start{LastTimestamp: -1}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("negative last timestamp: %v, want ErrInvalidConfig", err)
 	}
-	clk := clocktest.NewFake(DefaultEpoch.Add(-time.Hour))
+	clk := clocktest.NewFake(defaultEpoch.Add(-time.Hour))
 	g := newGen(t, 0, Settings{Clock: clk})
 	if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "before the epoch") {
 		t.Errorf("clock before the epoch: %v", err)
@@ -444,9 +444,9 @@ func TestNoAllocations(t *testing.T) {
 func TestOverrunSequenceWaitsATick(t *testing.T) {
 	clk := clocktest.NewFake(start)
 	g := newGen(t, 2, Settings{Clock: clk})
-	first, _ := Default.Decode(next(t, g))
+	first := parts(Default, next(t, g))
 	g.state.Store(g.pack(first.Tick, g.seqMask+3))
-	p, _ := Default.Decode(next(t, g))
+	p := parts(Default, next(t, g))
 	if p.Tick != first.Tick+1 || p.Sequence != 0 {
 		t.Errorf("after an overrun tick %d: %+v, want the next tick at sequence 0", first.Tick, p)
 	}
@@ -514,8 +514,8 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 	// A number taken past MaxSequence must never leak into the machine bits.
 	l := g.layout
 	for _, id := range merged {
-		if id>>l.SequenceBits&l.maxMachineID() != g.MachineID() {
-			t.Fatalf("id %d carries machine %d, want %d", id, id>>l.SequenceBits&l.maxMachineID(), g.MachineID())
+		if id>>l.SequenceBits&l.maxMachineID() != g.machine {
+			t.Fatalf("id %d carries machine %d, want %d", id, id>>l.SequenceBits&l.maxMachineID(), g.machine)
 		}
 	}
 	slices.Sort(merged)
@@ -524,8 +524,8 @@ func checkDistinct(t *testing.T, g *Generator, goroutines, perGoroutine int) {
 			t.Fatalf("duplicate ID %d", merged[i])
 		}
 	}
-	if p, _ := g.layout.Decode(merged[len(merged)-1]); p.Machine != g.MachineID() {
-		t.Errorf("machine %d, want %d", p.Machine, g.MachineID())
+	if p := parts(g.layout, merged[len(merged)-1]); p.Machine != g.machine {
+		t.Errorf("machine %d, want %d", p.Machine, g.machine)
 	}
 }
 
@@ -567,4 +567,19 @@ func TestWallStepsBackNeverReachARunningGenerator(t *testing.T) {
 	if got, want := g.lastTimestamp(), clk.Now().UnixMilli(); got != want {
 		t.Fatalf("after a wall step forward the last timestamp is %d, want the wall's %d", got, want)
 	}
+}
+
+// decoded is an ID taken apart for assertions, with its tick.
+type decoded struct {
+	Time                    time.Time
+	Tick, Machine, Sequence int64
+}
+
+// parts decodes id, or returns the zero decoded for an ID l cannot hold.
+func parts(l Layout, id int64) decoded {
+	t, machine, seq, err := l.Decode(id)
+	if err != nil {
+		return decoded{}
+	}
+	return decoded{Time: t, Tick: id >> (l.MachineBits + l.SequenceBits), Machine: machine, Sequence: seq}
 }

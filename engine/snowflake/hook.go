@@ -13,6 +13,9 @@ func init() { snowhook.New = newOnLease }
 // timestamp and its clock-wait count, which users do not get.
 type onLease struct{ *Generator }
 
+// MachineID returns the machine ID the generator issues under.
+func (g onLease) MachineID() int64 { return g.machine }
+
 // LastTimestamp returns the tick of the newest ID in Unix milliseconds.
 func (g onLease) LastTimestamp() int64 { return g.lastTimestamp() }
 

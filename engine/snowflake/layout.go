@@ -7,39 +7,28 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// Unit is the length of one timestamp tick.
-type Unit int
-
-// Timestamp units. The zero Unit is invalid, so a Layout that forgets to set
-// one fails validation instead of silently picking a unit.
-const (
-	Millisecond Unit = iota + 1
-	Second
-)
-
-// duration returns the length of one tick, 0 for an unknown unit.
-func (u Unit) duration() time.Duration {
-	switch u {
-	case Millisecond:
+// unit returns the tick length of a valid layout: a zero Unit is a
+// millisecond.
+func (l Layout) unit() time.Duration {
+	if l.Unit == 0 {
 		return time.Millisecond
-	case Second:
-		return time.Second
 	}
-	return 0
+	return l.Unit
 }
 
-// name returns "ms" or "s".
-func (u Unit) name() string {
+// seconds reports whether the layout ticks in seconds.
+func (l Layout) seconds() bool { return l.Unit == time.Second }
+
+// unitName returns "ms" or "s" for a valid unit.
+func unitName(u time.Duration) string {
 	switch u {
-	case Millisecond:
+	case 0, time.Millisecond:
 		return "ms"
-	case Second:
+	case time.Second:
 		return "s"
 	}
-	return fmt.Sprintf("Unit(%d)", int(u))
+	return u.String()
 }
-
-func (u Unit) millis() int64 { return int64(u.duration() / time.Millisecond) }
 
 // resetEveryTick as [Layout.SequenceResetThreshold] restarts the sequence at
 // 0 on every new tick, as Twitter's snowflake and bwmarrin/snowflake do. Under
@@ -47,23 +36,24 @@ func (u Unit) millis() int64 { return int64(u.duration() / time.Millisecond) }
 // them all to one shard; it exists for compatibility and comparison only.
 const resetEveryTick int64 = -1
 
-// DefaultEpoch is the default layouts' epoch, 2019-12-24T16:00:00Z (1577203200000 ms).
-var DefaultEpoch = time.Date(2019, 12, 24, 16, 0, 0, 0, time.UTC)
+// defaultEpoch is the presets' epoch, 2019-12-24T16:00:00Z (1577203200000 ms).
+var defaultEpoch = time.Date(2019, 12, 24, 16, 0, 0, 0, time.UTC)
 
-// Presets. Layouts are values: copy one and change a field to derive your own.
+// Presets, all with the epoch 2019-12-24T16:00:00Z (Unix 1577203200000 ms).
+// Layouts are values: copy one and change a field to derive your own.
 var (
 	// Default is 41 bits of milliseconds (until 2089), 10 machine bits, 12
 	// sequence bits: 4,096,000 IDs/s per machine, 1024 machines.
-	Default = Layout{Epoch: DefaultEpoch, TimestampBits: 41, MachineBits: 10, SequenceBits: 12, Unit: Millisecond}
+	Default = Layout{Epoch: defaultEpoch, TimestampBits: 41, MachineBits: 10, SequenceBits: 12, Unit: time.Millisecond}
 	// Seconds is 31 bits of seconds (until 2088-01-11), 10 machine bits, 22
 	// sequence bits: 4,194,304 IDs/s per machine, with no wait at the tick
 	// boundary for bursts up to that size.
-	Seconds = Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 22, Unit: Second}
+	Seconds = Layout{Epoch: defaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 22, Unit: time.Second}
 	// JSSafe fits 53 bits, so IDs survive JavaScript's Number: 41 bits of
 	// milliseconds, 3 machine bits, 9 sequence bits (512,000 IDs/s, 8 machines).
-	JSSafe = Layout{Epoch: DefaultEpoch, TimestampBits: 41, MachineBits: 3, SequenceBits: 9, Unit: Millisecond}
+	JSSafe = Layout{Epoch: defaultEpoch, TimestampBits: 41, MachineBits: 3, SequenceBits: 9, Unit: time.Millisecond}
 	// JSSafeSeconds fits 53 bits with second ticks: 31/3/19 (524,288 IDs/s, 8 machines).
-	JSSafeSeconds = Layout{Epoch: DefaultEpoch, TimestampBits: 31, MachineBits: 3, SequenceBits: 19, Unit: Second}
+	JSSafeSeconds = Layout{Epoch: defaultEpoch, TimestampBits: 31, MachineBits: 3, SequenceBits: 19, Unit: time.Second}
 )
 
 // minSpan is the shortest life a layout may have: fewer timestamp bits than
@@ -78,7 +68,8 @@ const minSpan = 365 * 24 * time.Hour
 // positive in a signed BIGINT. A Layout is a plain value; [Layout.Validate]
 // says whether it can work.
 type Layout struct {
-	// Epoch is tick 0. It must be a whole Unit, not before 1970 and not in the future.
+	// Epoch is tick 0. It must be a whole Unit, not before 1970 and not in
+	// the future. The presets use 2019-12-24T16:00:00Z.
 	Epoch time.Time
 	// TimestampBits hold the tick; they must last at least a year (Epoch + 2^TimestampBits ticks).
 	TimestampBits int
@@ -86,8 +77,9 @@ type Layout struct {
 	MachineBits int
 	// SequenceBits number the IDs within one tick; at least 1.
 	SequenceBits int
-	// Unit is the tick length: Millisecond or Second.
-	Unit Unit
+	// Unit is the tick length: time.Millisecond or time.Second; 0 means
+	// time.Millisecond. Other durations are invalid.
+	Unit time.Duration
 	// SequenceResetThreshold decides when a new tick restarts the sequence at
 	// 0: only once the sequence has reached the threshold; below it the
 	// sequence continues (+1) across ticks, so the low bits of low-traffic IDs
@@ -123,18 +115,18 @@ func (l Layout) check() error {
 		return l.invalid("%d+%d+%d = %d bits, at most 63 fit a signed int64", tb, mb, sb, tb+mb+sb)
 	case sb == 0:
 		return l.invalid("sequence bits must be at least 1")
-	case l.Unit != Millisecond && l.Unit != Second:
-		return l.invalid("unknown unit %s (use Millisecond or Second)", l.Unit.name())
+	case l.Unit != 0 && l.Unit != time.Millisecond && l.Unit != time.Second:
+		return l.invalid("unit %v is neither time.Millisecond nor time.Second", l.Unit)
 	case l.Epoch.IsZero():
 		return l.invalid("epoch is not set")
 	case l.Epoch.Before(time.Unix(0, 0)):
 		return l.invalid("epoch %s is before 1970", l.Epoch.UTC().Format(time.RFC3339Nano))
-	case int64(l.Epoch.Nanosecond())%int64(l.Unit.duration()) != 0:
-		return l.invalid("epoch %s is not a whole %s", l.Epoch.UTC().Format(time.RFC3339Nano), l.Unit.name())
+	case int64(l.Epoch.Nanosecond())%int64(l.unit()) != 0:
+		return l.invalid("epoch %s is not a whole %s", l.Epoch.UTC().Format(time.RFC3339Nano), unitName(l.Unit))
 	}
-	if minTicks := int64(minSpan / l.Unit.duration()); mask(tb)+1 < minTicks {
+	if minTicks := int64(minSpan / l.unit()); mask(tb)+1 < minTicks {
 		return l.invalid("%d timestamp bits of %v last only %v, less than a year",
-			tb, l.Unit.name(), time.Duration(mask(tb)+1)*l.Unit.duration())
+			tb, unitName(l.Unit), time.Duration(mask(tb)+1)*l.unit())
 	}
 	if t := l.SequenceResetThreshold; t != resetEveryTick && (t < 0 || t > l.maxSequence()) {
 		return l.invalid("sequence reset threshold %d is outside [0, %d] (or -1: reset every tick)", t, l.maxSequence())
@@ -143,13 +135,14 @@ func (l Layout) check() error {
 }
 
 func (l Layout) invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: layout %s: %s", engine.ErrInvalidConfig, l, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: layout %s: %s", engine.ErrInvalidConfig, l.describe(), fmt.Sprintf(format, args...))
 }
 
-// String describes the layout, e.g. "41/10/12 ms since 2019-12-24T16:00:00Z".
-func (l Layout) String() string {
+// describe names the layout in errors, e.g. "41/10/12 ms since
+// 2019-12-24T16:00:00Z"; internal/snowlayout.Describe writes the same.
+func (l Layout) describe() string {
 	s := fmt.Sprintf("%d/%d/%d %v since %s", l.TimestampBits, l.MachineBits, l.SequenceBits,
-		l.Unit.name(), l.Epoch.UTC().Format(time.RFC3339Nano))
+		unitName(l.Unit), l.Epoch.UTC().Format(time.RFC3339Nano))
 	if l.SequenceResetThreshold != 0 {
 		s += fmt.Sprintf(" reset threshold %d", l.SequenceResetThreshold)
 	}
@@ -173,8 +166,8 @@ func (l Layout) maxSequence() int64 { return mask(l.SequenceBits) }
 // maxTick is the last tick the timestamp bits can hold: 2^TimestampBits - 1.
 func (l Layout) maxTick() int64 { return mask(l.TimestampBits) }
 
-// MaxID is the largest ID of the layout: 2^(all bits) - 1 (2^53-1 for JSSafe).
-func (l Layout) MaxID() int64 { return mask(l.TimestampBits + l.MachineBits + l.SequenceBits) }
+// maxID is the largest ID of the layout: 2^(all bits) - 1 (2^53-1 for JSSafe).
+func (l Layout) maxID() int64 { return mask(l.TimestampBits + l.MachineBits + l.SequenceBits) }
 
 // resetThreshold returns the sequence reset threshold in effect: the default
 // when SequenceResetThreshold is 0, otherwise the field (resetEveryTick included).
@@ -191,7 +184,7 @@ func (l Layout) expiry() time.Time { return l.tickTime(l.maxTick() + 1) }
 
 // tickTime is the start of a tick, in UTC.
 func (l Layout) tickTime(tick int64) time.Time {
-	if l.Unit == Second {
+	if l.seconds() {
 		return time.Unix(l.Epoch.Unix()+tick, 0).UTC()
 	}
 	return time.UnixMilli(l.Epoch.UnixMilli() + tick).UTC()
@@ -199,34 +192,20 @@ func (l Layout) tickTime(tick int64) time.Time {
 
 func (l Layout) overflow(t time.Time) error {
 	return fmt.Errorf("%w: %s is past the end of %s (%s)", engine.ErrTimestampOverflow,
-		t.UTC().Format(time.RFC3339Nano), l, l.expiry().Format(time.RFC3339Nano))
+		t.UTC().Format(time.RFC3339Nano), l.describe(), l.expiry().Format(time.RFC3339Nano))
 }
 
-// Parts is a snowflake ID taken apart by its bit layout: when it was made,
-// by which machine, and its place among that machine's IDs of the tick.
-type Parts struct {
-	ID       int64
-	Time     time.Time // start of the tick, UTC
-	Tick     int64     // units since the epoch
-	Machine  int64
-	Sequence int64
-}
-
-// Decode splits id into its parts. Negative IDs and IDs above MaxID are
-// errors wrapping engine.ErrInvalidID.
-func (l Layout) Decode(id int64) (Parts, error) {
+// Decode splits id into the start of its tick (UTC), its machine ID and its
+// sequence number within the tick. Negative IDs and IDs above the layout's
+// largest, 2^(all bits)-1, are errors wrapping engine.ErrInvalidID; a layout
+// that cannot hold IDs wraps engine.ErrInvalidConfig.
+func (l Layout) Decode(id int64) (t time.Time, machine, seq int64, err error) {
 	if err := l.check(); err != nil {
-		return Parts{}, err
+		return time.Time{}, 0, 0, err
 	}
-	if id < 0 || id > l.MaxID() {
-		return Parts{}, fmt.Errorf("%w: %d is outside [0, %d] of %s", engine.ErrInvalidID, id, l.MaxID(), l)
+	if id < 0 || id > l.maxID() {
+		return time.Time{}, 0, 0, fmt.Errorf("%w: %d is outside [0, %d] of %s", engine.ErrInvalidID, id, l.maxID(), l.describe())
 	}
 	tick := id >> (l.MachineBits + l.SequenceBits)
-	return Parts{
-		ID:       id,
-		Time:     l.tickTime(tick),
-		Tick:     tick,
-		Machine:  id >> l.SequenceBits & l.maxMachineID(),
-		Sequence: id & l.maxSequence(),
-	}, nil
+	return l.tickTime(tick), id >> l.SequenceBits & l.maxMachineID(), id & l.maxSequence(), nil
 }

@@ -25,27 +25,30 @@ func TestPresets(t *testing.T) {
 	if got := Default.Epoch.UnixMilli(); got != 1577203200000 {
 		t.Errorf("Default epoch = %d ms, want 1577203200000", got)
 	}
-	if got, want := Default.expiry(), DefaultEpoch.Add((1<<41)*time.Millisecond); !got.Equal(want) {
+	if got, want := Default.expiry(), defaultEpoch.Add((1<<41)*time.Millisecond); !got.Equal(want) {
 		t.Errorf("Default expiry = %v, want %v", got, want)
 	}
-	if got, want := Seconds.expiry(), DefaultEpoch.Add((1<<31)*time.Second); !got.Equal(want) {
+	if got, want := Seconds.expiry(), defaultEpoch.Add((1<<31)*time.Second); !got.Equal(want) {
 		t.Errorf("Seconds expiry = %v, want %v", got, want)
 	}
 	for _, l := range []Layout{JSSafe, JSSafeSeconds} {
-		if l.MaxID() != 1<<53-1 {
-			t.Errorf("%s: MaxID = %d, want 2^53-1", l, l.MaxID())
+		if l.maxID() != 1<<53-1 {
+			t.Errorf("%s: maxID = %d, want 2^53-1", l.describe(), l.maxID())
 		}
 		// The very last ID of the layout: last tick, last machine, last sequence.
-		p, err := l.Decode(1<<53 - 1)
-		if err != nil || p.Tick != l.maxTick() || p.Machine != l.maxMachineID() || p.Sequence != l.maxSequence() {
-			t.Errorf("%s: 2^53-1 decodes to %+v, %v; want the last tick, machine and sequence", l, p, err)
+		tm, machine, seq, err := l.Decode(1<<53 - 1)
+		if err != nil || !tm.Equal(l.tickTime(l.maxTick())) || machine != l.maxMachineID() || seq != l.maxSequence() {
+			t.Errorf("%s: 2^53-1 decodes to %v %d %d, %v; want the last tick, machine and sequence", l.describe(), tm, machine, seq, err)
+		}
+		if _, _, _, err := l.Decode(1 << 53); !errors.Is(err, engine.ErrInvalidID) {
+			t.Errorf("%s: 2^53 decodes with %v, want ErrInvalidID", l.describe(), err)
 		}
 	}
 	if Default.resetThreshold() != 2047 || JSSafe.resetThreshold() != 255 || Seconds.resetThreshold() != 1<<21-1 {
 		t.Errorf("default thresholds: %d %d %d", Default.resetThreshold(), JSSafe.resetThreshold(), Seconds.resetThreshold())
 	}
-	if s := Default.String(); s != "41/10/12 ms since 2019-12-24T16:00:00Z" {
-		t.Errorf("String = %q", s)
+	if s := Default.describe(); s != "41/10/12 ms since 2019-12-24T16:00:00Z" {
+		t.Errorf("describe = %q", s)
 	}
 }
 
@@ -64,14 +67,14 @@ func TestValidateRejects(t *testing.T) {
 		{"no sequence bits", with(func(l *Layout) { l.SequenceBits = 0 }), "sequence bits"},
 		{"timestamp lasts months", with(func(l *Layout) { l.TimestampBits = 34 }), "less than a year"},
 		{"no timestamp bits", with(func(l *Layout) { l.TimestampBits = 0 }), "less than a year"},
-		{"seconds last months", with(func(l *Layout) { l.Unit = Second; l.TimestampBits = 24 }), "less than a year"},
-		{"unknown unit", with(func(l *Layout) { l.Unit = 7 }), "unknown unit"},
-		{"zero unit", with(func(l *Layout) { l.Unit = 0 }), "unknown unit"},
+		{"seconds last months", with(func(l *Layout) { l.Unit = time.Second; l.TimestampBits = 24 }), "less than a year"},
+		{"unknown unit", with(func(l *Layout) { l.Unit = 7 }), "unit 7ns"},
+		{"minute unit", with(func(l *Layout) { l.Unit = time.Minute }), "neither"},
 		{"zero epoch", with(func(l *Layout) { l.Epoch = time.Time{} }), "not set"},
 		{"future epoch", with(func(l *Layout) { l.Epoch = time.Now().Add(time.Hour).Truncate(time.Second) }), "future"},
 		{"epoch before 1970", with(func(l *Layout) { l.Epoch = time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC) }), "1970"},
-		{"epoch not a whole ms", with(func(l *Layout) { l.Epoch = DefaultEpoch.Add(time.Microsecond) }), "whole"},
-		{"epoch not a whole second", with(func(l *Layout) { l.Unit = Second; l.Epoch = DefaultEpoch.Add(time.Millisecond) }), "whole"},
+		{"epoch not a whole ms", with(func(l *Layout) { l.Epoch = defaultEpoch.Add(time.Microsecond) }), "whole"},
+		{"epoch not a whole second", with(func(l *Layout) { l.Unit = time.Second; l.Epoch = defaultEpoch.Add(time.Millisecond) }), "whole"},
 		{"threshold above max", with(func(l *Layout) { l.SequenceResetThreshold = 4096 }), "threshold"},
 		{"threshold below -1", with(func(l *Layout) { l.SequenceResetThreshold = -2 }), "threshold"},
 	}
@@ -102,7 +105,16 @@ func TestValidateRejects(t *testing.T) {
 		with(func(l *Layout) { l.TimestampBits = 50; l.MachineBits = 0; l.SequenceBits = 13 }),
 	} {
 		if err := l.Validate(); err != nil {
-			t.Errorf("%s: %v", l, err)
+			t.Errorf("%s: %v", l.describe(), err)
 		}
+	} // A zero Unit is a millisecond: the same IDs as Default.
+	zero := with(func(l *Layout) { l.Unit = 0 })
+	if err := zero.Validate(); err != nil {
+		t.Errorf("zero unit: %v", err)
+	}
+	t1, _, _, err1 := zero.Decode(859905511414304769)
+	t2, _, _, err2 := Default.Decode(859905511414304769)
+	if err1 != nil || err2 != nil || !t1.Equal(t2) {
+		t.Errorf("zero unit decodes to %v, %v; Default to %v, %v", t1, err1, t2, err2)
 	}
 }

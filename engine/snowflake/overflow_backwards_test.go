@@ -52,7 +52,7 @@ func (c *steppingClock) Sleep(ctx context.Context, d time.Duration) error {
 // engine.ErrClockBackwards, as it does when the step is seen anywhere else,
 // not sleep until the clock reaches the next tick again (an hour here).
 func TestOverflowWaitRefusesLongClockStepBack(t *testing.T) {
-	l := snowflake.Layout{Epoch: snowflake.DefaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: snowflake.Second}
+	l := snowflake.Layout{Epoch: snowflake.Default.Epoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 1, Unit: time.Second}
 	start := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
 	clk := &steppingClock{now: start, stepBack: time.Hour, tooLong: time.Minute}
 	g, err := snowflake.New(1, snowflake.Settings{Layout: l, Clock: clk, MaxBackwards: 10 * time.Millisecond})

@@ -389,8 +389,8 @@ func (p *onePerTick) NextID(ctx context.Context) (int64, error) {
 	}
 	id, err := p.g.NextID(ctx)
 	if err == nil {
-		d, _ := p.layout.Decode(id)
-		p.last = d.Time.UnixMilli()
+		at, _, _, _ := p.layout.Decode(id)
+		p.last = at.UnixMilli()
 	}
 	return id, err
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/snowhook"
+	"github.com/idforge/idforge/internal/snowlayout"
 	"github.com/idforge/idforge/internal/timebase"
 )
 
@@ -154,8 +155,8 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	}
 	if id := lease.MachineID(); s.set.Layout.MachineBits == 0 && id > 0 {
 		lease.Close()
-		return nil, fmt.Errorf("%w: namespace %q: layout %v has no machine bits, so machine ID 0 is its only one, and machine ID %d was handed out (another instance holds 0, or a fixed ID was set)",
-			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, s.set.Layout, id)
+		return nil, fmt.Errorf("%w: namespace %q: layout %s has no machine bits, so machine ID 0 is its only one, and machine ID %d was handed out (another instance holds 0, or a fixed ID was set)",
+			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, snowlayout.Describe(s.set.Layout), id)
 	}
 	if lease.Reservation() > 0 {
 		// The stored timestamp is up to a reservation ahead of the clock,

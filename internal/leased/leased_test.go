@@ -42,11 +42,11 @@ func next(t *testing.T, sf *leased.Snowflake) int64 {
 
 func machineOf(t *testing.T, id int64) int64 {
 	t.Helper()
-	p, err := snowflake.Default.Decode(id)
+	_, machine, _, err := snowflake.Default.Decode(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Machine
+	return machine
 }
 
 // The composition owns the machine bits, the fence's timestamp source and
@@ -117,10 +117,10 @@ func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
 	if a.Lost() != 1 {
 		t.Fatalf("Lost() = %d, want 1", a.Lost())
 	}
-	pa, _ := snowflake.Default.Decode(lastA)
-	pn, _ := snowflake.Default.Decode(id)
-	if !pn.Time.After(pa.Time) {
-		t.Fatalf("A's new generator issued at %v, not after its old one's %v", pn.Time, pa.Time)
+	ta, _, _, _ := snowflake.Default.Decode(lastA)
+	tn, _, _, _ := snowflake.Default.Decode(id)
+	if !tn.After(ta) {
+		t.Fatalf("A's new generator issued at %v, not after its old one's %v", tn, ta)
 	}
 }
 
@@ -327,7 +327,7 @@ func TestNextIDAllocatesNothing(t *testing.T) {
 // hold), and gets 0 once the first one stops.
 func TestNoMachineBits(t *testing.T) {
 	mem := machinetest.NewMemory(nil)
-	layout := snowflake.Layout{Epoch: snowflake.DefaultEpoch, TimestampBits: 41, SequenceBits: 22, Unit: snowflake.Millisecond}
+	layout := snowflake.Layout{Epoch: snowflake.Default.Epoch, TimestampBits: 41, SequenceBits: 22, Unit: time.Millisecond}
 	first := newSF(t, leased.Settings{Distributor: mem, Instance: inst("a"), Layout: layout})
 	if _, err := first.NextID(context.Background()); err != nil {
 		t.Fatal(err)
@@ -386,8 +386,8 @@ func TestWallStepsBackWhileLeased(t *testing.T) {
 			if err := sf.Close(); err != nil {
 				t.Fatal(err)
 			}
-			issued, _ := snowflake.Default.Decode(last)
-			if behind := issued.Time.Sub(clk.Now()); behind <= time.Hour {
+			issued, _, _, _ := snowflake.Default.Decode(last)
+			if behind := issued.Sub(clk.Now()); behind <= time.Hour {
 				t.Fatalf("the newest ID is only %v ahead of the wall clock", behind)
 			}
 

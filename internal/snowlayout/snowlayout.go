@@ -1,8 +1,8 @@
 // Package snowlayout answers what the server, the CLI and the tests ask of
 // a snowflake layout beyond decoding: its capacity and expiry, composing an
 // ID from its parts, and the friendly form
-// `{yyyyMMddHHmmssSSS}-{machine}-{sequence}`. Everything is computed from
-// the layout's public fields. It imports engine and engine/snowflake.
+// `{yyyyMMddHHmmssSSS}-{machine}-{sequence}`, and a layout's description.
+// Everything is computed from the layout's public fields. It imports engine and engine/snowflake.
 package snowlayout
 
 import (
@@ -20,8 +20,22 @@ import (
 // shape (not its epoch against the clock) before anything else, and 0 is in
 // range of every valid layout.
 func check(l snowflake.Layout) error {
-	_, err := l.Decode(0)
+	_, _, _, err := l.Decode(0)
 	return err
+}
+
+// seconds reports whether l ticks in seconds (a zero Unit is a millisecond).
+func seconds(l snowflake.Layout) bool { return l.Unit == time.Second }
+
+// Describe names l for errors and listings, e.g. "41/10/12 ms since
+// 2019-12-24T16:00:00Z", as engine/snowflake's own errors do.
+func Describe(l snowflake.Layout) string {
+	s := fmt.Sprintf("%d/%d/%d %s since %s", l.TimestampBits, l.MachineBits, l.SequenceBits,
+		UnitName(l), l.Epoch.UTC().Format(time.RFC3339Nano))
+	if l.SequenceResetThreshold != 0 {
+		s += fmt.Sprintf(" reset threshold %d", l.SequenceResetThreshold)
+	}
+	return s
 }
 
 // mask returns 2^bits - 1, or 0 for a bit count outside [0, 63].
@@ -31,6 +45,9 @@ func mask(bits int) int64 {
 	}
 	return int64(uint64(1)<<bits - 1)
 }
+
+// MaxID is the largest ID of l: 2^(all bits) - 1 (2^53-1 for JSSafe).
+func MaxID(l snowflake.Layout) int64 { return mask(l.TimestampBits + l.MachineBits + l.SequenceBits) }
 
 // MaxMachineID is the largest machine ID: 2^MachineBits - 1.
 func MaxMachineID(l snowflake.Layout) int64 { return mask(l.MachineBits) }
@@ -46,10 +63,10 @@ func IDsPerTick(l snowflake.Layout) int64 { return MaxSequence(l) + 1 }
 
 // IDsPerSecond is how many IDs one machine can issue per second.
 func IDsPerSecond(l snowflake.Layout) int64 {
-	if l.Unit == snowflake.Millisecond {
-		return IDsPerTick(l) * 1000
+	if seconds(l) {
+		return IDsPerTick(l)
 	}
-	return IDsPerTick(l)
+	return IDsPerTick(l) * 1000
 }
 
 // Expiry is the moment the timestamp runs out: Epoch + 2^TimestampBits ticks.
@@ -58,7 +75,7 @@ func Expiry(l snowflake.Layout) time.Time { return tickTime(l, MaxTick(l)+1) }
 
 // tickTime is the start of a tick, in UTC.
 func tickTime(l snowflake.Layout, tick int64) time.Time {
-	if l.Unit == snowflake.Second {
+	if seconds(l) {
 		return time.Unix(l.Epoch.Unix()+tick, 0).UTC()
 	}
 	return time.UnixMilli(l.Epoch.UnixMilli() + tick).UTC()
@@ -66,7 +83,7 @@ func tickTime(l snowflake.Layout, tick int64) time.Time {
 
 func overflow(l snowflake.Layout, t time.Time) error {
 	return fmt.Errorf("%w: %s is past the end of %s (%s)", engine.ErrTimestampOverflow,
-		t.UTC().Format(time.RFC3339Nano), l, Expiry(l).Format(time.RFC3339Nano))
+		t.UTC().Format(time.RFC3339Nano), Describe(l), Expiry(l).Format(time.RFC3339Nano))
 }
 
 // Tick returns the tick of l holding t (t rounded down to the unit).
@@ -75,7 +92,7 @@ func Tick(l snowflake.Layout, t time.Time) (int64, error) {
 		return 0, err
 	}
 	if t.Before(l.Epoch) {
-		return 0, fmt.Errorf("%w: %s is before the epoch of %s", engine.ErrInvalidID, t.UTC().Format(time.RFC3339Nano), l)
+		return 0, fmt.Errorf("%w: %s is before the epoch of %s", engine.ErrInvalidID, t.UTC().Format(time.RFC3339Nano), Describe(l))
 	}
 	// t - epoch as whole seconds plus nanoseconds, without time.Duration's 292-year limit.
 	secs := t.Unix() - l.Epoch.Unix()
@@ -84,7 +101,7 @@ func Tick(l snowflake.Layout, t time.Time) (int64, error) {
 		secs, nanos = secs-1, nanos+1e9
 	}
 	tick := secs
-	if l.Unit == snowflake.Millisecond {
+	if !seconds(l) {
 		if secs > MaxTick(l)/1000 {
 			return 0, overflow(l, t)
 		}
@@ -116,11 +133,11 @@ func ComposeTick(l snowflake.Layout, tick, machine, seq int64) (int64, error) {
 	case tick < 0:
 		return 0, fmt.Errorf("%w: tick %d is negative", engine.ErrInvalidID, tick)
 	case tick > MaxTick(l):
-		return 0, fmt.Errorf("%w: tick %d exceeds %d of %s", engine.ErrTimestampOverflow, tick, MaxTick(l), l)
+		return 0, fmt.Errorf("%w: tick %d exceeds %d of %s", engine.ErrTimestampOverflow, tick, MaxTick(l), Describe(l))
 	case machine < 0 || machine > MaxMachineID(l):
-		return 0, fmt.Errorf("%w: machine %d is outside [0, %d] of %s", engine.ErrInvalidID, machine, MaxMachineID(l), l)
+		return 0, fmt.Errorf("%w: machine %d is outside [0, %d] of %s", engine.ErrInvalidID, machine, MaxMachineID(l), Describe(l))
 	case seq < 0 || seq > MaxSequence(l):
-		return 0, fmt.Errorf("%w: sequence %d is outside [0, %d] of %s", engine.ErrInvalidID, seq, MaxSequence(l), l)
+		return 0, fmt.Errorf("%w: sequence %d is outside [0, %d] of %s", engine.ErrInvalidID, seq, MaxSequence(l), Describe(l))
 	}
 	return tick<<(l.MachineBits+l.SequenceBits) | machine<<l.SequenceBits | seq, nil
 }
@@ -149,25 +166,24 @@ func (f friendlyFormatter) Parse(s string) (int64, error) { return ParseFriendly
 // take more digits. An ID the layout cannot hold (see Layout.Decode) gives
 // the empty string.
 func Friendly(l snowflake.Layout, id int64) string {
-	p, err := l.Decode(id)
+	t, machine, seq, err := l.Decode(id)
 	if err != nil {
 		return ""
 	}
 	var buf [48]byte
-	return string(appendFriendly(buf[:0], p))
+	return string(appendFriendly(buf[:0], t, machine, seq))
 }
 
-func appendFriendly(b []byte, p snowflake.Parts) []byte {
-	t := p.Time
+func appendFriendly(b []byte, t time.Time, machine, seq int64) []byte {
 	b = appendDigits(b, int64(t.Year()), 4)
 	for _, v := range [...]int{int(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second()} {
 		b = appendDigits(b, int64(v), 2)
 	}
 	b = appendDigits(b, int64(t.Nanosecond()/1e6), 3)
 	b = append(b, '-')
-	b = strconv.AppendInt(b, p.Machine, 10)
+	b = strconv.AppendInt(b, machine, 10)
 	b = append(b, '-')
-	return strconv.AppendInt(b, p.Sequence, 10)
+	return strconv.AppendInt(b, seq, 10)
 }
 
 // appendDigits appends v left-padded with zeros to width digits.
@@ -185,7 +201,7 @@ func appendDigits(b []byte, v int64, width int) []byte {
 func ParseFriendly(l snowflake.Layout, s string) (int64, error) {
 	id, err := parseFriendly(l, s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: friendly %q for %s: %w", engine.ErrInvalidID, s, l, err)
+		return 0, fmt.Errorf("%w: friendly %q for %s: %w", engine.ErrInvalidID, s, Describe(l), err)
 	}
 	return id, nil
 }
@@ -208,7 +224,7 @@ func parseFriendly(l snowflake.Layout, s string) (int64, error) {
 		t.Hour() != hour || t.Minute() != minute || t.Second() != sec {
 		return 0, errors.New("no such date and time")
 	}
-	if l.Unit == snowflake.Second && ms != 0 {
+	if seconds(l) && ms != 0 {
 		return 0, errors.New("a second layout's friendly form ends in 000 milliseconds")
 	}
 	m, err := parseCanonical(mach)
@@ -248,7 +264,7 @@ func allDigits(s string) bool {
 
 // UnitName returns the tick unit of l as the server shows it: "ms" or "s".
 func UnitName(l snowflake.Layout) string {
-	if l.Unit == snowflake.Second {
+	if seconds(l) {
 		return "s"
 	}
 	return "ms"

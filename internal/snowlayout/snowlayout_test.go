@@ -18,7 +18,7 @@ var presets = map[string]snowflake.Layout{
 }
 
 func unitDuration(l snowflake.Layout) time.Duration {
-	if l.Unit == snowflake.Second {
+	if l.Unit == time.Second {
 		return time.Second
 	}
 	return time.Millisecond
@@ -33,13 +33,16 @@ func TestComposeDecode(t *testing.T) {
 					t.Errorf("ComposeTick(%d, %d, %d): %v", tick, machine, seq, err)
 					return false
 				}
-				p, err := l.Decode(id)
-				if err != nil || p.ID != id || p.Tick != tick || p.Machine != machine || p.Sequence != seq ||
-					!p.Time.Equal(l.Epoch.Add(time.Duration(tick)*unitDuration(l))) {
-					t.Errorf("Decode(%d) = %+v, %v; want tick %d machine %d seq %d", id, p, err, tick, machine, seq)
+				at, m, q, err := l.Decode(id)
+				if err != nil || m != machine || q != seq || !at.Equal(l.Epoch.Add(time.Duration(tick)*unitDuration(l))) {
+					t.Errorf("Decode(%d) = %v %d %d, %v; want tick %d machine %d seq %d", id, at, m, q, err, tick, machine, seq)
 					return false
 				}
-				back, err := snowlayout.Compose(l, p.Time, p.Machine, p.Sequence)
+				if got, err := snowlayout.Tick(l, at); err != nil || got != tick {
+					t.Errorf("Tick(Decode(%d)) = %d, %v; want %d", id, got, err, tick)
+					return false
+				}
+				back, err := snowlayout.Compose(l, at, m, q)
 				if err != nil || back != id {
 					t.Errorf("Compose(Decode(%d)) = %d, %v", id, back, err)
 					return false
@@ -66,7 +69,7 @@ func TestComposeDecode(t *testing.T) {
 func TestComposeAndDecodeReject(t *testing.T) {
 	l := snowflake.Default // 63 bits: every non-negative int64 is a snowflake.Default ID
 	for _, id := range []int64{-1, -1 << 63} {
-		if _, err := l.Decode(id); !errors.Is(err, engine.ErrInvalidID) {
+		if _, _, _, err := l.Decode(id); !errors.Is(err, engine.ErrInvalidID) {
 			t.Errorf("Decode(%d) = %v, want ErrInvalidID", id, err)
 		}
 		if s := snowlayout.Friendly(l, id); s != "" {
@@ -74,7 +77,7 @@ func TestComposeAndDecodeReject(t *testing.T) {
 		}
 	}
 	for _, id := range []int64{1 << 53, 1<<63 - 1, -5} {
-		if _, err := snowflake.JSSafe.Decode(id); !errors.Is(err, engine.ErrInvalidID) {
+		if _, _, _, err := snowflake.JSSafe.Decode(id); !errors.Is(err, engine.ErrInvalidID) {
 			t.Errorf("JSSafe.Decode(%d) = %v, want ErrInvalidID", id, err)
 		}
 		if s := snowlayout.Friendly(snowflake.JSSafe, id); s != "" {
@@ -103,7 +106,7 @@ func TestComposeAndDecodeReject(t *testing.T) {
 	if _, err := snowlayout.ComposeTick(l, -1, 0, 0); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("tick -1: %v", err)
 	}
-	if _, err := (snowflake.Layout{}).Decode(1); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, _, _, err := (snowflake.Layout{}).Decode(1); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("Decode on zero layout: %v", err)
 	}
 }
@@ -111,8 +114,8 @@ func TestComposeAndDecodeReject(t *testing.T) {
 func TestTickWithOddEpoch(t *testing.T) {
 	// An epoch that is a whole millisecond but not a whole second.
 	l := snowflake.Default
-	l.Epoch = snowflake.DefaultEpoch.Add(500 * time.Millisecond)
-	tick, err := snowlayout.Tick(l, snowflake.DefaultEpoch.Add(1200*time.Millisecond))
+	l.Epoch = snowflake.Default.Epoch.Add(500 * time.Millisecond)
+	tick, err := snowlayout.Tick(l, snowflake.Default.Epoch.Add(1200*time.Millisecond))
 	if err != nil || tick != 700 {
 		t.Fatalf("Tick = %d, %v; want 700", tick, err)
 	}
@@ -130,13 +133,13 @@ func TestFriendly(t *testing.T) {
 	for name, l := range presets {
 		r := rand.New(rand.NewPCG(1, 2))
 		for range 1000 {
-			id := r.Int64() & l.MaxID()
+			id := r.Int64() & snowlayout.MaxID(l)
 			s := snowlayout.Friendly(l, id)
 			back, err := snowlayout.ParseFriendly(l, s)
 			if err != nil || back != id {
 				t.Fatalf("%s: ParseFriendly(Friendly(%d) = %q) = %d, %v", name, id, s, back, err)
 			}
-			if l.Unit == snowflake.Second && !strings.HasSuffix(strings.SplitN(s, "-", 2)[0], "000") {
+			if l.Unit == time.Second && !strings.HasSuffix(strings.SplitN(s, "-", 2)[0], "000") {
 				t.Fatalf("%s: second layout friendly %q does not end in 000 ms", name, s)
 			}
 		}
@@ -190,17 +193,33 @@ func FuzzDecode(f *testing.F) {
 	f.Add(int64(1<<53 - 1))
 	f.Fuzz(func(t *testing.T, id int64) {
 		for name, l := range presets {
-			p, err := l.Decode(id)
-			if (err == nil) != (id >= 0 && id <= l.MaxID()) {
+			at, machine, seq, err := l.Decode(id)
+			if (err == nil) != (id >= 0 && id <= snowlayout.MaxID(l)) {
 				t.Fatalf("%s: Decode(%d) error = %v", name, id, err)
 			}
 			if err != nil {
 				continue
 			}
-			back, err := snowlayout.ComposeTick(l, p.Tick, p.Machine, p.Sequence)
+			back, err := snowlayout.Compose(l, at, machine, seq)
 			if err != nil || back != id {
 				t.Fatalf("%s: compose(decode(%d)) = %d, %v", name, id, back, err)
 			}
 		}
 	})
+}
+
+func TestMaxIDAndDescribe(t *testing.T) {
+	if snowlayout.MaxID(snowflake.Default) != 1<<63-1 || snowlayout.MaxID(snowflake.JSSafe) != 1<<53-1 {
+		t.Errorf("MaxID: Default %d, JSSafe %d", snowlayout.MaxID(snowflake.Default), snowlayout.MaxID(snowflake.JSSafe))
+	}
+	if got := snowlayout.Describe(snowflake.Default); got != "41/10/12 ms since 2019-12-24T16:00:00Z" {
+		t.Errorf("Describe(Default) = %q", got)
+	}
+	// The generator's own errors name a layout the same way.
+	for name, l := range presets {
+		_, _, _, err := l.Decode(-1)
+		if err == nil || !strings.Contains(err.Error(), snowlayout.Describe(l)) {
+			t.Errorf("%s: Decode(-1) = %v, want it to name %q", name, err, snowlayout.Describe(l))
+		}
+	}
 }

@@ -261,9 +261,9 @@ func TestGormInterval(t *testing.T) {
 			return err
 		}
 		for _, c := range got {
-			p, _ := snowflake.Default.Decode(c.ID)
-			if want := "course_" + p.Time.Format("200601"); want != s.TableName {
-				t.Errorf("row %s issued %s found in %s", c.Name, p.Time, s.TableName)
+			at, _, _, _ := snowflake.Default.Decode(c.ID)
+			if want := "course_" + at.Format("200601"); want != s.TableName {
+				t.Errorf("row %s issued %s found in %s", c.Name, at, s.TableName)
 			}
 		}
 		months[s.TableName] = len(got)

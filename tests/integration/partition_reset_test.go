@@ -173,18 +173,18 @@ func issuedSince(p *workerProc, t0 time.Time) (n int64, first, last time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.runs[genSnowflake] {
-		parts, err := p.layout.Decode(r.first) // a run is one tick
+		at, _, _, err := p.layout.Decode(r.first) // a run is one tick
 		if err != nil {
 			continue
 		}
-		if parts.Time.After(t0) {
+		if at.After(t0) {
 			n += r.count
 		}
-		if first.IsZero() || parts.Time.Before(first) {
-			first = parts.Time
+		if first.IsZero() || at.Before(first) {
+			first = at
 		}
-		if parts.Time.After(last) {
-			last = parts.Time
+		if at.After(last) {
+			last = at
 		}
 	}
 	return n, first, last

@@ -700,11 +700,12 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 		}
 		byTick := map[[2]int64]string{}
 		for _, r := range runs {
-			parts, err := layout.Decode(r.first)
+			at, machine, _, err := layout.Decode(r.first)
 			if err != nil {
 				continue
 			}
-			k := [2]int64{parts.Machine, parts.Tick}
+			tick := r.first >> (layout.MachineBits + layout.SequenceBits)
+			k := [2]int64{machine, tick}
 			switch prev, ok := byTick[k]; {
 			case !ok:
 				byTick[k] = r.proc
@@ -712,7 +713,7 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 				rep.tickOverlaps++
 				if len(rep.tickSamples) < 5 {
 					rep.tickSamples = append(rep.tickSamples, fmt.Sprintf("machine %d tick %d (%s): %s and %s",
-						parts.Machine, parts.Tick, parts.Time.Format("15:04:05.000"), prev, r.proc))
+						machine, tick, at.Format("15:04:05.000"), prev, r.proc))
 				}
 				byTick[k] = prev + "+" + r.proc
 			}

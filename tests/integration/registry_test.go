@@ -42,17 +42,17 @@ func TestRegistryOnStore(t *testing.T) {
 				if err != nil {
 					t.Fatalf("instance %s: snowflake: %v", id, err)
 				}
-				p, err := snowflake.Default.Decode(got)
+				_, m, _, err := snowflake.Default.Decode(got)
 				if err != nil {
 					t.Fatal(err)
 				}
 				switch {
 				case i == 0:
-					first, machineID = got, p.Machine
+					first, machineID = got, m
 				case got <= last:
 					t.Fatalf("instance %s: snowflake ID %d after %d", id, got, last)
-				case p.Machine != machineID:
-					t.Fatalf("instance %s: snowflake ID %d decodes to machine %d, earlier ones to %d", id, got, p.Machine, machineID)
+				case m != machineID:
+					t.Fatalf("instance %s: snowflake ID %d decodes to machine %d, earlier ones to %d", id, got, m, machineID)
 				}
 				last = got
 			}

@@ -118,16 +118,17 @@ type tenure struct {
 // in one tick of one machine ID. Callers hold mu.
 func (p *proc) noteTicks(runs []idRun) {
 	for _, r := range runs {
-		parts, err := snowflake.Default.Decode(r.first)
+		_, machine, _, err := snowflake.Default.Decode(r.first)
 		if err != nil {
 			continue // the read-back reports what cannot be a snowflake ID
 		}
-		if k := len(p.tenures) - 1; k >= 0 && p.tenures[k].machine == parts.Machine {
+		tick := r.first >> (snowflake.Default.MachineBits + snowflake.Default.SequenceBits)
+		if k := len(p.tenures) - 1; k >= 0 && p.tenures[k].machine == machine {
 			t := &p.tenures[k]
-			t.firstTick, t.lastTick = min(t.firstTick, parts.Tick), max(t.lastTick, parts.Tick)
+			t.firstTick, t.lastTick = min(t.firstTick, tick), max(t.lastTick, tick)
 			continue
 		}
-		p.tenures = append(p.tenures, tenure{proc: p, machine: parts.Machine, firstTick: parts.Tick, lastTick: parts.Tick})
+		p.tenures = append(p.tenures, tenure{proc: p, machine: machine, firstTick: tick, lastTick: tick})
 	}
 }
 

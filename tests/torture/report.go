@@ -115,8 +115,8 @@ func (d *driver) sample(p *proc, ev event) dupSample {
 		}
 	}
 	if ev.gen == genSnowflake {
-		if parts, err := snowflake.Default.Decode(ev.id); err == nil {
-			s.MachineID = &parts.Machine
+		if _, machine, _, err := snowflake.Default.Decode(ev.id); err == nil {
+			s.MachineID = &machine
 		}
 	}
 	return s
