@@ -40,10 +40,10 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // defaultNamespace is the namespace of a registry given none.

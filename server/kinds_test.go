@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // datedRegistry is testRegistry with kind uuidv7 and dated chains that

@@ -17,11 +17,11 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
 	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // genKinds are the kinds gen draws.

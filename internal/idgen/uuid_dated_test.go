@@ -16,9 +16,9 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 type withUUIDs struct {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/uuidtime"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 var start = time.Date(2026, 11, 25, 23, 59, 59, 999_500_000, time.UTC)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // New returns a registry holding the real snowflake generator (machine 1) as
