@@ -183,7 +183,7 @@ func (c config) alone() (time.Duration, string) {
 	case c.reserve > 0:
 		return c.reserve, fmt.Sprintf("the default Lease.Reservation, 4 × Heartbeat %v", c.heartbeat)
 	}
-	return window, fmt.Sprintf("no reservation (a negative RideThrough): SafeGuard %v minus SkewMargin %v", c.safeGuard, c.margin)
+	return window, fmt.Sprintf("no reservation: SafeGuard %v minus SkewMargin %v", c.safeGuard, c.margin)
 }
 
 // checkGrace refuses a lease that could go on issuing without d for as long
