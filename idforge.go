@@ -106,11 +106,11 @@ type Settings struct {
 	// and MaxBackwards, how long it waits out a clock step back (default
 	// 10 ms; negative: not at all).
 	Snowflake snowflake.Settings
-	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin,
-	// Reservation. The machine bits (the layout's), clock and logger are
-	// the registry's. On a store with a reset grace the reservation (by
-	// default 4 × Heartbeat) must be shorter than the grace: New refuses it
-	// otherwise.
+	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin.
+	// The machine bits (the layout's), clock and logger are the
+	// registry's; how far ahead each heartbeat reserves time is the
+	// store's ride-through window (its RideThrough setting), which must be
+	// longer than Heartbeat.
 	Lease machine.Settings
 	// Chain tunes every chain and segment generator: Step, SafeDistance,
 	// TTL... Each is named after its sequence and runs on Snowflake.Clock
@@ -177,9 +177,15 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f, res := s.Chain.Fence, r.sf.Lease().Reservation(); f > 0 && f > res {
+	res := r.sf.Lease().Reservation()
+	if s.Chain.Fence < 0 && res > 0 {
+		// Fencing on at its default: the store's ride-through window.
+		s.Chain.Fence = res
+		r.chain = s.Chain
+	}
+	if f := s.Chain.Fence; f < 0 || f > 0 && f > res {
 		r.sf.Close()
-		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v: chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
+		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
 			engine.ErrInvalidConfig, f, res)
 	}
 	if err := errors.Join(r.gens.Register(idkind.Snowflake, "", r.stats.wrap(idkind.Snowflake, "", r.sf)),

@@ -108,12 +108,17 @@ func TestOwnedInvariantsRefused(t *testing.T) {
 // closed when the test ends.
 func newSQLiteStore(t *testing.T) *sqlstore.Store {
 	t.Helper()
+	return newSQLiteStoreWith(t, sqlstore.Settings{CreateTables: true, Init: true})
+}
+
+func newSQLiteStoreWith(t *testing.T, set sqlstore.Settings) *sqlstore.Store {
+	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "ids.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true})
+	st, err := sqlstore.Open(t.Context(), db, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,18 +127,17 @@ func newSQLiteStore(t *testing.T) *sqlstore.Store {
 }
 
 // TestLeaseOutlivingStoreResetGraceRefused: on a real store, a lease
-// without a reservation would go on issuing for minutes after it lost the
+// without a reservation (the store's RideThrough negative) would go on issuing for minutes after it lost the
 // store, long past the store's 2 s reset grace; New refuses it by name, also
 // when the store is wrapped (a state directory; the registry's own counting
 // wrapper wraps every store).
 func TestLeaseOutlivingStoreResetGraceRefused(t *testing.T) {
-	st := newSQLiteStore(t)
+	st := newSQLiteStoreWith(t, sqlstore.Settings{CreateTables: true, Init: true, RideThrough: -1})
 	for name, s := range map[string]idforge.Settings{
 		"store":     {Store: st},
 		"state dir": {Store: st, StateDir: t.TempDir()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s.Lease = machine.Settings{Reservation: -1}
 			reg, err := idforge.New(t.Context(), s)
 			if err == nil {
 				reg.Close()

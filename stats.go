@@ -285,6 +285,9 @@ type countedStore struct {
 	s  *stats
 }
 
+// RideThrough passes the store's through: the lease reserves it.
+func (c *countedStore) RideThrough() time.Duration { return leased.RideThroughOf(c.st) }
+
 // ResetGrace passes the store's through, so the lease is checked against it.
 func (c *countedStore) ResetGrace() time.Duration { return leased.ResetGraceOf(c.st) }
 

@@ -160,7 +160,8 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 		return -1, proxyError(err)
 	}
 	writeJSON(w, http.StatusOK, wire.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
-		ResetGraceMillis: leased.ResetGraceOf(s.cfg.Proxy).Milliseconds(), Lease: cl.secret})
+		ResetGraceMillis: leased.ResetGraceOf(s.cfg.Proxy).Milliseconds(), RideThroughMillis: leased.RideThroughOf(s.cfg.Proxy).Milliseconds(),
+		Lease: cl.secret})
 	return st.MachineID, nil
 }
 

@@ -97,7 +97,7 @@ var commands = []command{
 			"/v1/decode/{id} reads decimal and friendly IDs and UUIDv7s as they are; radix62 and radix36 IDs need\n" +
 			"?format=radix62 or ?format=radix36."},
 	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema, ""},
-	{"store", "[-store DSN|URL] [-namespace ns] [-force] [-raise N] init|machines|release ID|chain NAME", "set up and inspect a store", setupStore,
+	{"store", "[-store DSN|URL] [-namespace ns] [-force] [-raise N] init|machines|release ID|chain NAME|ride-through D", "set up and inspect a store", setupStore,
 		"init creates the store's tables and a brand-new epoch on a store that has none (on SQL, only on empty\n" +
 			"tables): its sequences then start at Start. A store found without an epoch is otherwise taken for one\n" +
 			"that may have been wiped, and a sequence missing from it starts only above a Floor. Run it once, when\n" +

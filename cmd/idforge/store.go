@@ -190,7 +190,7 @@ func setupStore(fs *flag.FlagSet) runFunc {
 	spec := fs.String("store", "", "the store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
 		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
 	namespace := fs.String("namespace", "default", "machine-ID `namespace` of machines and release")
-	force := fs.Bool("force", false, "release: give back a machine ID even if its holder looks alive")
+	force := fs.Bool("force", false, "release: give back a machine ID even if its holder looks alive; ride-through: rewrite the window even if a holder heartbeated within the old one")
 	raise := fs.Int64("raise", 0, "chain: raise the counter to at least `N` (never lowers it)")
 	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		var action string
@@ -199,9 +199,9 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		}
 		switch {
 		case action == "init" && len(args) == 1, action == "machines" && len(args) == 1,
-			action == "release" && len(args) == 2, action == "chain" && len(args) == 2:
+			action == "release" && len(args) == 2, action == "chain" && len(args) == 2, action == "ride-through" && len(args) == 2:
 		default:
-			return usagef("want one action: init, machines, release MACHINE_ID or chain NAME; got %q", args)
+			return usagef("want one action: init, machines, release MACHINE_ID, chain NAME or ride-through DURATION; got %q", args)
 		}
 		src := "-store"
 		if *spec == "" {
@@ -220,7 +220,12 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		st, err := openStore(ctx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init")
+		octx := ctx
+		if action == "ride-through" {
+			// The store records another window: open it all the same.
+			octx = storeadmin.Rewriting(ctx)
+		}
+		st, err := openStore(octx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init")
 		if err != nil {
 			return err
 		}
@@ -272,6 +277,17 @@ func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []s
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "namespace %q: machine ID %d released\n", namespace, id)
+		return err
+	case "ride-through":
+		w, err := time.ParseDuration(args[0])
+		if err != nil || w <= 0 {
+			return usagef("ride-through: %q is not a positive duration (60s, 1m)", args[0])
+		}
+		old, err := ad.SetRideThrough(ctx, w, force)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "ride-through window %v (was %v): start every process of the store with RideThrough %v\n", w, old, w)
 		return err
 	default: // chain
 		name := args[0]

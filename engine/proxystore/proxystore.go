@@ -21,9 +21,11 @@
 // before it hands out again, so a client cut off from the server must stop
 // issuing sooner. The server sends that grace with every machine ID it
 // hands out, and a Store reports it (ResetGrace), so leased.Acquire refuses
-// a lease that could outlive it, as on the SQL and Redis stores. A server
-// from before this (no reset_grace_ms in its answer) reports none, and
-// nothing is checked.
+// a lease that could outlive it, as on the SQL and Redis stores. It sends
+// the store's ride-through window too (RideThrough), which the client's
+// lease reserves ahead as a lease on the store itself would. A server from
+// before this (no reset_grace_ms in its answer) reports none, and nothing
+// is checked.
 //
 // A lease belongs to the process that distributed it: the server hands it a
 // secret with the machine ID (machine.State.Holder), which its guards and
@@ -85,6 +87,7 @@ type Store struct {
 	base  string
 	auth  string
 	grace atomic.Int64 // the server store's reset grace, in ms, from its last Distribute answer
+	ride  atomic.Int64 // the server store's ride-through window, in ms, likewise
 }
 
 // New returns a Store for the server at s.URL. It does not call the server;
@@ -188,6 +191,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		return machine.State{}, err
 	}
 	s.grace.Store(out.ResetGraceMillis)
+	s.ride.Store(out.RideThroughMillis)
 	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Lease)}, nil
 }
 
@@ -195,6 +199,13 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 // Distribute answer gave it; 0 before the first (its ResetGrace method, see leased.ResetGraceOf).
 func (s *Store) ResetGrace() time.Duration {
 	return time.Duration(s.grace.Load()) * time.Millisecond
+}
+
+// RideThrough returns the ride-through window of the server's store as its
+// last Distribute answer gave it (negative: none); 0 before the first, or
+// from a server that does not send it (see leased.RideThroughOf).
+func (s *Store) RideThrough() time.Duration {
+	return time.Duration(s.ride.Load()) * time.Millisecond
 }
 
 // Guard confirms inst still holds st.MachineID under st.Holder.

@@ -9,11 +9,14 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/internal/storeadmin"
 )
@@ -82,7 +85,7 @@ func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Ass
 // stop issuing under it. An ID never handed out is an error wrapping
 // engine.ErrInvalidConfig. The check and the release are one script.
 func (s admin) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
-	now, window := s.now(), holding.LiveWindow(s.cfg.ResetGrace)
+	now, window := s.now(), holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough)
 	res, err := releaseScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace}),
 		"", machineID, now, window.Milliseconds(), flag(force)).Slice()
 	if err != nil {
@@ -96,7 +99,7 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 	case "live":
 		a := storeadmin.Assignment{MachineID: machineID, Held: true, LastTimestamp: r.int(3),
 			Instance: machine.Instance{Namespace: namespace, ID: r.str(1), Stable: r.str(2) == "1"}}
-		if err := holding.CheckRelease(a, now, s.ResetGrace(), false); err != nil {
+		if err := holding.CheckRelease(a, now, window, false); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
@@ -145,4 +148,61 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 		return 0, s.reset(ctx, token, r.str(1), what)
 	}
 	return 0, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
+}
+
+// SetRideThrough rewrites the ride-through window the store records. A
+// machine ID of any namespace whose stored last timestamp is within the old
+// window's reset grace of now may have a holder issuing under the old
+// window, so that is refused unless force is set. The namespaces are found
+// with SCAN on the client's node (the store's keys share one hash slot).
+func (s admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (time.Duration, error) {
+	w = storeepoch.ResolveRideThrough(w)
+	rec, err := s.client.Get(ctx, s.rideKey()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, s.unavailable("reading the ride-through window", err)
+	}
+	old, _ := storeepoch.ParseRecord(rec)
+	if !force {
+		newest, err := s.newestHeld(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := storeepoch.CheckQuiet(s.name, newest, s.now(), old); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.client.Set(ctx, s.rideKey(), storeepoch.FormatRecord(w), 0).Err(); err != nil {
+		return 0, s.unavailable("recording the ride-through window", err)
+	}
+	return old, nil
+}
+
+// newestHeld returns the newest last timestamp of a held machine ID of any
+// namespace, 0 for none.
+func (s admin) newestHeld(ctx context.Context) (int64, error) {
+	prefix := s.base + "machine:"
+	const suffix = ":holders"
+	var newest int64
+	iter := s.client.Scan(ctx, 0, globEscape(prefix)+"*"+suffix, 100).Iterator()
+	for iter.Next(ctx) {
+		ns := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), prefix), suffix)
+		as, err := s.Machines(ctx, ns)
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range as {
+			if a.Held {
+				newest = max(newest, a.LastTimestamp)
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return 0, s.unavailable("listing the namespaces", err)
+	}
+	return newest, nil
+}
+
+// globEscape quotes the glob characters of SCAN's MATCH in s.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(s)
 }

@@ -38,6 +38,10 @@ var (
 	} = (*Store)(nil)
 )
 
+// RideThrough returns [Settings.RideThrough] as resolved (negative: none):
+// the reservation leased.Acquire gives a lease on this store.
+func (s *Store) RideThrough() time.Duration { return s.cfg.RideThrough }
+
 // ResetGrace returns [Settings.ResetGrace] as resolved: what
 // leased.Acquire checks a lease's settings against.
 func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
@@ -81,7 +85,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	holder := machine.Holder(rand.Text())
 	res, err := distributeScript.Eval(ctx, s.client, s.machineKeys(inst),
 		token, inst.ID, flag(inst.Stable), int64(1)<<machineBits, s.now(), safeGuard.Milliseconds(), string(holder),
-		holding.LiveWindow(s.cfg.ResetGrace).Milliseconds()).Slice()
+		holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough).Milliseconds()).Slice()
 	if err != nil {
 		return machine.State{}, s.unavailable(what, err)
 	}
@@ -90,7 +94,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2), Holder: holder}, nil
 	case "live":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse,
-			holding.InUse(r.int(1), machine.Holder(r.str(3)), r.int(2), holding.LiveWindow(s.cfg.ResetGrace)))
+			holding.InUse(r.int(1), machine.Holder(r.str(3)), r.int(2), holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough)))
 	case "full":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: all %d IDs of %d machine bits in use, none free or silent for %v",
 			s.name, what, engine.ErrMachineIDOverflow, int64(1)<<machineBits, machineBits, safeGuard)

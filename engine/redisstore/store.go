@@ -14,6 +14,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
+	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // defaultPrefix starts every key unless [Settings.Prefix] says otherwise.
@@ -58,20 +59,37 @@ type Settings struct {
 	// Clock tells machine distribution what "now" is and times the reset
 	// grace (default clock.System). Tests pass a clocktest.Fake.
 	Clock clock.Clock
+	// RideThrough is the store's ride-through window: how long a process
+	// cut off from the store goes on issuing snowflake IDs (and chain IDs
+	// under segment.Settings.Fence). Every heartbeat of a machine-ID lease
+	// stores its clock plus RideThrough, and the generator refuses
+	// timestamps past what it last stored, so whoever takes the machine ID
+	// next (a reclaim, a restart after kill -9 with the clock stepped back)
+	// starts above everything it issued. Default 1 s; it must be longer
+	// than the lease's Heartbeat. Its price is paid where that is safe: a
+	// first start on a store not declared brand-new ([Settings.Init]; on
+	// Redis a wipe and a new store look alike), and every start after a
+	// wipe, waits RideThrough plus 1 s (the reset grace), so that every
+	// process cut off from the wiped store has stopped; a stable instance
+	// restarted after an unclean stop waits up to RideThrough for its own
+	// last timestamp. Raise it (say to a minute) to ride out store outages
+	// that long. The store records it in a key beside the epoch; [Open]
+	// refuses a different value with engine.ErrInvalidConfig, since every
+	// process sharing a store must use the same window: stop them all and
+	// run `idforge store ride-through D` to change it. Negative: no
+	// reservation, a lease then issues until its safe-guard runs out and
+	// needs a ResetGrace above that (tests and benchmarks).
+	RideThrough time.Duration
 	// ResetGrace is how long after an epoch's creation the store hands
-	// nothing out (default 2 s): long enough for every
-	// process of the forgotten epoch to stop, through a failing heartbeat
-	// or, cut off from the store, through its reservation running out.
+	// nothing out (default RideThrough plus 1 s, 2 s by default; with a
+	// negative RideThrough 2 s): long enough for every process of the
+	// forgotten epoch to stop, through a failing heartbeat or, cut off from
+	// the store, through its ride-through window running out. The second
+	// beyond the window is the clock skew between hosts a reset tolerates:
+	// a wipe erases the stored timestamps that otherwise absorb skew.
 	// leased.Acquire refuses a lease that may issue without the store for
-	// as long (its Reservation, or SafeGuard minus SkewMargin without one).
-	// The wait falls on whoever creates the new epoch, so every process
-	// sharing the store must use the same grace; nothing checks that. The
-	// margin between the grace and the reservation (1 s by default) is also
-	// the clock skew between hosts a reset tolerates: a wipe erases the
-	// stored timestamps that otherwise absorb skew, so raise the grace where
-	// host clocks may differ by more. A longer grace is paid at every first
-	// start on a new store and after every reset. Negative waits for
-	// nothing: only for tests, or a store no other process uses.
+	// as long. Set it only to raise the skew allowed, or negative to wait
+	// for nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
 	// Init declares the store brand-new when [Open] finds it without an
 	// epoch, as `idforge store init` does: it never handed out an ID, so it
@@ -118,7 +136,9 @@ type Store struct {
 // Open validates the settings, checks that the Redis persists what it is
 // told (see [Settings.AllowVolatile]; appendfsync other than always is
 // logged as a warning with the window it leaves) and may not evict its keys
-// (an allkeys-* maxmemory-policy with a maxmemory is refused), and reads the store's
+// (an allkeys-* maxmemory-policy with a maxmemory is refused), checks the
+// ride-through window the store records against [Settings.RideThrough]
+// (recording it when there is none), and reads the store's
 // epoch. A store without one (a first start, or a Redis that forgot
 // everything: they cannot be told apart) gets a new epoch, and Open then
 // waits [Settings.ResetGrace] so that processes still working under a
@@ -142,8 +162,9 @@ func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Sto
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
+	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
 	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = storeepoch.DefaultGrace
+		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -164,6 +185,9 @@ func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Sto
 	}
 	token, err := s.createEpoch(ctx, cfg.Init)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.openRideThrough(ctx); err != nil {
 		return nil, err
 	}
 	s.epoch.Set(token)
@@ -194,6 +218,29 @@ func clientAddr(c redis.Cmdable) string {
 		return "ring"
 	}
 	return "redis"
+}
+
+// rideKey is the key holding the store's ride-through window (ms), beside
+// the epoch under the same hash tag: a wipe forgets both.
+func (s *Store) rideKey() string { return s.base + storeepoch.RecordName }
+
+// openRideThrough records [Settings.RideThrough] when the store records no
+// window, and refuses a different recorded one (unless an operator's
+// rewrite opens the store).
+func (s *Store) openRideThrough(ctx context.Context) error {
+	if err := s.client.SetNX(ctx, s.rideKey(), storeepoch.FormatRecord(s.cfg.RideThrough), 0).Err(); err != nil {
+		return s.unavailable("recording the ride-through window", err)
+	}
+	rec, err := s.client.Get(ctx, s.rideKey()).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil // wiped meanwhile: the epoch check sees that
+	case err != nil:
+		return s.unavailable("reading the ride-through window", err)
+	case storeadmin.IsRewriting(ctx):
+		return nil
+	}
+	return storeepoch.CheckRecord(s.name, rec, s.cfg.RideThrough)
 }
 
 // epochKey is the key holding the store's epoch token.

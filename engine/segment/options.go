@@ -107,7 +107,11 @@ type Settings struct {
 	// same store value (a machine-ID lease's heartbeats); an idle chain
 	// fetches a step of its own when half the Fence passed unconfirmed.
 	// The price: the chain no longer rides out store outages on what it
-	// holds, and each NextID reads the clock. Default 0: off.
+	// holds, and each NextID reads the clock. Default 0: off. Under
+	// idforge.New a Fence is at most the store's ride-through window
+	// (the RideThrough of engine/sqlstore and engine/redisstore: when
+	// snowflake IDs stop too), and a negative Fence turns it on at that
+	// window; on a chain built alone negative is refused.
 	Fence time.Duration
 }
 

@@ -3,9 +3,11 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/holding"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/internal/storeadmin"
 )
@@ -20,7 +22,7 @@ func (s *Store) Admin() storeadmin.Ops { return admin{s} }
 // adminStmts serve the operator's commands (`idforge store`), not the
 // generators: they ignore the epoch, which an operator reads as it is.
 type adminStmts struct {
-	machines, release, counter *stmt
+	machines, release, counter, newestHeld *stmt
 }
 
 func newAdminStmts(s *Store) adminStmts {
@@ -31,9 +33,10 @@ FROM {machine} WHERE namespace = $1 ORDER BY machine_id`
 		// moved since is not released by a decision taken on the old row.
 		release = `UPDATE {machine} SET instance_id = NULL, holder = NULL, version = version + 1
 WHERE namespace = $1 AND machine_id = $2 AND version = $3`
-		counter = `SELECT last_max_id FROM {seg} WHERE name = $1`
+		counter    = `SELECT last_max_id FROM {seg} WHERE name = $1`
+		newestHeld = `SELECT COALESCE(MAX(last_timestamp), 0) FROM {machine} WHERE holder IS NOT NULL`
 	)
-	return adminStmts{machines: s.stmt(machines), release: s.stmt(release), counter: s.stmt(counter)}
+	return adminStmts{machines: s.stmt(machines), release: s.stmt(release), counter: s.stmt(counter), newestHeld: s.stmt(newestHeld)}
 }
 
 // Machines lists the machine IDs of namespace, in order.
@@ -87,7 +90,7 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 		if a.MachineID != machineID {
 			continue
 		}
-		if err := holding.CheckRelease(a, s.nowMillis(), s.ResetGrace(), force); err != nil {
+		if err := holding.CheckRelease(a, s.nowMillis(), holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough), force); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		res, err := s.admin.release.exec(ctx, namespace, machineID, versions[i])
@@ -133,4 +136,33 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 	}
 	c, _, err := s.Counter(ctx, name)
 	return c, err
+}
+
+// SetRideThrough rewrites the ride-through window the store records. A
+// machine ID whose stored last timestamp is within the old window's reset
+// grace of now may have a holder issuing under the old window, so that is
+// refused unless force is set.
+func (s admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (time.Duration, error) {
+	w = storeepoch.ResolveRideThrough(w)
+	rec, err := s.readRideThrough(ctx)
+	if err != nil {
+		return 0, err
+	}
+	old, _ := storeepoch.ParseRecord(rec)
+	if !force {
+		var newest int64
+		if _, err := s.admin.newestHeld.queryRow(ctx, []any{&newest}); err != nil {
+			return 0, s.unavailable("reading the machine IDs held", err)
+		}
+		if err := storeepoch.CheckQuiet(s.name, newest, s.nowMillis(), old); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := s.meta.createRide.exec(ctx, storeepoch.FormatRecord(w)); err != nil {
+		return 0, s.unavailable("recording the ride-through window", err)
+	}
+	if _, err := s.meta.writeRide.exec(ctx, storeepoch.FormatRecord(w)); err != nil {
+		return 0, s.unavailable("recording the ride-through window", err)
+	}
+	return old, nil
 }

@@ -6,11 +6,14 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
+	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/schema"
 )
 
 type metaStmts struct {
 	read, create, replace, raise, rows *stmt
+	// The ride-through record: read, create unless present, overwrite.
+	readRide, createRide, writeRide *stmt
 }
 
 func newMetaStmts(s *Store) metaStmts {
@@ -22,12 +25,19 @@ func newMetaStmts(s *Store) metaStmts {
 		// $1 floor, $2 name, $3 epoch.
 		raise = `UPDATE {seg} SET last_max_id = {greatest}(last_max_id, $1) WHERE name = $2 AND {epoch $3}`
 		rows  = `SELECT (SELECT COUNT(*) FROM {seg}) + (SELECT COUNT(*) FROM {machine})`
+
+		readRide   = `SELECT value FROM {meta} WHERE name = '` + storeepoch.RecordName + `'`
+		createRide = `INTO {meta} (name, value) VALUES ('` + storeepoch.RecordName + `', $1)`
+		writeRide  = `UPDATE {meta} SET value = $1 WHERE name = '` + storeepoch.RecordName + `'`
 	)
-	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise)), rows: s.stmt(rows)}
+	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise)), rows: s.stmt(rows),
+		readRide: s.stmt(readRide), writeRide: s.stmt(writeRide)}
 	if s.cfg.Dialect == schema.MySQL {
 		ms.create = s.stmt("INSERT IGNORE " + create)
+		ms.createRide = s.stmt("INSERT IGNORE " + createRide)
 	} else {
 		ms.create = s.stmt("INSERT " + create + " ON CONFLICT (name) DO NOTHING")
+		ms.createRide = s.stmt("INSERT " + createRide + " ON CONFLICT (name) DO NOTHING")
 	}
 	return ms
 }
@@ -144,4 +154,28 @@ func (s *Store) wentBack(ctx context.Context, token, what string, counter, floor
 	}
 	return fmt.Errorf("%w (the counter was at %d, below %d this store already got: the store lost committed writes; its epoch was replaced)",
 		s.reset(ctx, token, current, what), counter, floor)
+}
+
+// readRideThrough returns the ride-through window the store records, "" when
+// there is none.
+func (s *Store) readRideThrough(ctx context.Context) (string, error) {
+	var rec string
+	if _, err := s.meta.readRide.queryRow(ctx, []any{&rec}); err != nil {
+		return "", s.unavailable("reading the ride-through window", err)
+	}
+	return rec, nil
+}
+
+// openRideThrough records [Settings.RideThrough] when the store records no
+// window, and refuses a different recorded one (unless an operator's
+// rewrite opens the store).
+func (s *Store) openRideThrough(ctx context.Context) error {
+	if _, err := s.meta.createRide.exec(ctx, storeepoch.FormatRecord(s.cfg.RideThrough)); err != nil {
+		return s.unavailable("recording the ride-through window", err)
+	}
+	rec, err := s.readRideThrough(ctx)
+	if err != nil || storeadmin.IsRewriting(ctx) {
+		return err
+	}
+	return storeepoch.CheckRecord(s.name, rec, s.cfg.RideThrough)
 }

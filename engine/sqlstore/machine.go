@@ -140,6 +140,10 @@ var (
 // leased.Acquire checks a lease's settings against.
 func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
 
+// RideThrough returns [Settings.RideThrough] as resolved (negative: none):
+// the reservation leased.Acquire gives a lease on this store.
+func (s *Store) RideThrough() time.Duration { return s.cfg.RideThrough }
+
 // ServerTime reads the database server's clock, which leased.Acquire
 // compares with the lease's (a ServerTime method, see leased.ServerTimeOf). SQLite runs in this
 // process, with no clock of its own: the zero time.
@@ -200,7 +204,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		c := claim{inst: inst, now: now, cutoff: now - guardMillis, live: math.MaxInt64, limit: limit,
 			holder: machine.Holder(rand.Text()), token: token}
 		if inst.Stable {
-			c.live = now - holding.LiveWindow(s.cfg.ResetGrace).Milliseconds()
+			c.live = now - holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough).Milliseconds()
 		}
 		got, ok, err := s.claim(ctx, c, now)
 		if err != nil {
@@ -232,7 +236,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		}
 		switch {
 		case ok && got.holder != c.holder:
-			return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse, holding.InUse(got.id, got.holder, got.last, holding.LiveWindow(s.cfg.ResetGrace)))
+			return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse, holding.InUse(got.id, got.holder, got.last, holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough)))
 		case ok:
 			return got.state(), nil
 		}

@@ -133,20 +133,36 @@ type Settings struct {
 	// created; a service that sets it takes a store wiped under it for a new
 	// one. A store without an epoch whose tables hold rows is refused.
 	Init bool
+	// RideThrough is the store's ride-through window: how long a process
+	// cut off from the store goes on issuing snowflake IDs (and chain IDs
+	// under segment.Settings.Fence). Every heartbeat of a machine-ID lease
+	// stores its clock plus RideThrough, and the generator refuses
+	// timestamps past what it last stored, so whoever takes the machine ID
+	// next (a reclaim, a restart after kill -9 with the clock stepped back)
+	// starts above everything it issued. Default 1 s; it must be longer
+	// than the lease's Heartbeat. Its price is paid where that is safe: a
+	// first start on a store not declared brand-new ([Settings.Init]), and
+	// every start after a wipe, waits RideThrough plus 1 s (the reset
+	// grace), so that every process cut off from the wiped store has
+	// stopped; a stable instance restarted after an unclean stop waits up
+	// to RideThrough for its own last timestamp. Raise it (say to a minute)
+	// to ride out store outages that long. The store records it; [Open]
+	// refuses a different value with engine.ErrInvalidConfig, since every
+	// process sharing a store must use the same window: stop them all and
+	// run `idforge store ride-through D` to change it. Negative: no
+	// reservation, a lease then issues until its safe-guard runs out and
+	// needs a ResetGrace above that (tests and benchmarks).
+	RideThrough time.Duration
 	// ResetGrace is how long after an epoch's creation the store hands
-	// nothing out (default 2 s): long enough for every
-	// process of the forgotten epoch to stop, through a failing heartbeat
-	// or, cut off from the store, through its reservation running out.
+	// nothing out (default RideThrough plus 1 s, 2 s by default; with a
+	// negative RideThrough 2 s): long enough for every process of the
+	// forgotten epoch to stop, through a failing heartbeat or, cut off from
+	// the store, through its ride-through window running out. The second
+	// beyond the window is the clock skew between hosts a reset tolerates:
+	// a wipe erases the stored timestamps that otherwise absorb skew.
 	// leased.Acquire refuses a lease that may issue without the store for
-	// as long (its Reservation, or SafeGuard minus SkewMargin without one).
-	// The wait falls on whoever creates the new epoch, so every process
-	// sharing the store must use the same grace; nothing checks that. The
-	// margin between the grace and the reservation (1 s by default) is also
-	// the clock skew between hosts a reset tolerates: a wipe erases the
-	// stored timestamps that otherwise absorb skew, so raise the grace where
-	// host clocks may differ by more. A longer grace is paid at every first
-	// start on a new store and after every reset. Negative waits for
-	// nothing: only for tests, or a store no other process uses.
+	// as long. Set it only to raise the skew allowed, or negative to wait
+	// for nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
 }
 
@@ -174,7 +190,8 @@ type Store struct {
 // dialect unless [Settings.Dialect] is given, checks that SQLite is new
 // enough, creates the tables with [Settings.CreateTables], adds the
 // columns a table created by an older DDL lacks (the machine table's
-// holder), and reads the store's epoch: a store without one (a first start, or tables emptied or
+// holder), checks the ride-through window the store records against
+// [Settings.RideThrough] (recording it when there is none), and reads the store's epoch: a store without one (a first start, or tables emptied or
 // recreated: they cannot be told apart) gets a new epoch, and Open then
 // waits [Settings.ResetGrace] so that processes still working under a
 // forgotten epoch have stopped before this one hands anything out.
@@ -207,8 +224,9 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
+	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
 	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = storeepoch.DefaultGrace
+		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
 	}
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
@@ -255,6 +273,10 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	if err := schema.Migrate(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
 		s.Close()
 		return nil, s.unavailable("upgrading the machine table", err)
+	}
+	if err := s.openRideThrough(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	s.epoch.Set(token)
 	if _, err := s.epoch.Wait(ctx); err != nil {

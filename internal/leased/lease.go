@@ -38,10 +38,17 @@ type LeaseSettings struct {
 	// MachineBits is the width of the machine ID (default 10: IDs 0 to
 	// 1023). It must match the generator's layout.
 	MachineBits int
-	// SafeGuard, Heartbeat, SkewMargin and Reservation: see machine.Settings.
-	SafeGuard   time.Duration
-	Heartbeat   time.Duration
-	SkewMargin  time.Duration
+	// SafeGuard, Heartbeat and SkewMargin: see machine.Settings.
+	SafeGuard  time.Duration
+	Heartbeat  time.Duration
+	SkewMargin time.Duration
+	// Reservation is how far ahead each heartbeat reserves time: it stores
+	// the newest timestamp used plus Reservation, and Check refuses
+	// timestamps past the last reservation stored. Zero takes the store's
+	// ride-through window ([RideThroughOf], the RideThrough setting of
+	// engine/sqlstore and engine/redisstore), or 4 × Heartbeat from a
+	// distributor without one; negative: none. Users set the window on the
+	// store; tests set this to override it.
 	Reservation time.Duration
 	// Clock drives heartbeats and lease expiry (default clock.System). The
 	// lease runs on timebase.Steady of it, and so must the generator it
@@ -66,7 +73,7 @@ type LeaseSettings struct {
 
 // userSettings returns the lease settings of the knobs a user sets.
 func userSettings(u machine.Settings) LeaseSettings {
-	return LeaseSettings{SafeGuard: u.SafeGuard, Heartbeat: u.Heartbeat, SkewMargin: u.SkewMargin, Reservation: u.Reservation}
+	return LeaseSettings{SafeGuard: u.SafeGuard, Heartbeat: u.Heartbeat, SkewMargin: u.SkewMargin}
 }
 
 // config is LeaseSettings with every default filled in.
@@ -76,7 +83,8 @@ type config struct {
 	heartbeat   time.Duration
 	margin      time.Duration
 	reserve     time.Duration
-	reserveSet  bool // Reservation was given, not derived from Heartbeat
+	reserveSet  bool // Reservation was given, not taken from the store
+	fromStore   bool // the reservation is the store's ride-through window
 	clock       clock.Clock
 	logger      *slog.Logger
 	source      func() int64
@@ -127,11 +135,36 @@ func (s LeaseSettings) resolve() (config, error) {
 	case c.heartbeat >= c.safeGuard-c.margin:
 		return c, fmt.Errorf("%w: machine: Heartbeat %v must be shorter than SafeGuard %v minus SkewMargin %v",
 			engine.ErrInvalidConfig, c.heartbeat, c.safeGuard, c.margin)
-	case c.reserve > 0 && c.heartbeat >= c.reserve:
-		return c, fmt.Errorf("%w: machine: Reservation %v must be longer than Heartbeat %v",
+	}
+	return c, c.checkReserve()
+}
+
+func (c config) checkReserve() error {
+	if c.reserve > 0 && c.heartbeat >= c.reserve {
+		if c.fromStore {
+			return fmt.Errorf("%w: machine: the store's RideThrough %v must be longer than the lease's Heartbeat %v",
+				engine.ErrInvalidConfig, c.reserve, c.heartbeat)
+		}
+		return fmt.Errorf("%w: machine: Reservation %v must be longer than Heartbeat %v",
 			engine.ErrInvalidConfig, c.reserve, c.heartbeat)
 	}
-	return c, nil
+	return nil
+}
+
+// adoptWindow takes d's ride-through window as the reservation unless
+// LeaseSettings.Reservation set one. A remote store learns its window at
+// Distribute, so Acquire calls this again afterwards.
+func (c *config) adoptWindow(d machine.Distributor) error {
+	if c.reserveSet {
+		return nil
+	}
+	switch w := RideThroughOf(d); {
+	case w > 0:
+		c.reserve, c.fromStore = w, true
+	case w < 0:
+		c.reserve, c.fromStore = 0, true
+	}
+	return c.checkReserve()
 }
 
 // alone is how long a lease goes on confirming timestamps after its last
@@ -142,7 +175,9 @@ func (c config) alone() (time.Duration, string) {
 	window := c.safeGuard - c.margin
 	switch {
 	case c.reserve > window:
-		return window, fmt.Sprintf("Lease.Reservation capped by SafeGuard %v minus SkewMargin %v", c.safeGuard, c.margin)
+		return window, fmt.Sprintf("the reservation %v capped by SafeGuard %v minus SkewMargin %v", c.reserve, c.safeGuard, c.margin)
+	case c.reserve > 0 && c.fromStore:
+		return c.reserve, fmt.Sprintf("the store's RideThrough %v", c.reserve)
 	case c.reserve > 0 && c.reserveSet:
 		return c.reserve, fmt.Sprintf("Lease.Reservation %v", c.reserve)
 	case c.reserve > 0:
@@ -158,7 +193,8 @@ func (c config) checkGrace(d machine.Distributor) error {
 	if grace := ResetGraceOf(d); grace > 0 && alone >= grace {
 		return fmt.Errorf("%w: machine: the lease would go on issuing for up to %v without its store (%s), not less than the store's ResetGrace %v, "+
 			"so a process cut off from the store while it is reset could share its machine ID with a newcomer: "+
-			"set Lease.Reservation between Heartbeat %v and %v, less the clock skew between hosts, "+
+			"leave the store's ResetGrace to its default (RideThrough plus 1 s), "+
+			"or set the store's RideThrough between Heartbeat %v and %v, less the clock skew between hosts, "+
 			"or raise the store's ResetGrace above %v on every process (a new or reset store then waits that long before handing anything out)",
 			engine.ErrInvalidConfig, alone, from, grace, c.heartbeat, grace, alone)
 	}
@@ -301,6 +337,9 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.adoptWindow(d); err != nil {
+		return nil, err
+	}
 	if err := cfg.checkGrace(d); err != nil {
 		return nil, err
 	}
@@ -322,7 +361,11 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	if err := distcheck.Fits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
 		return nil, err
 	}
-	// Again: a remote store (proxystore) learns its grace from Distribute.
+	// Again: a remote store (proxystore) learns its window and grace from
+	// Distribute.
+	if err := cfg.adoptWindow(d); err != nil {
+		return nil, errors.Join(err, d.Revert(ctx, inst, st))
+	}
 	if err := cfg.checkGrace(d); err != nil {
 		return nil, errors.Join(err, d.Revert(ctx, inst, st))
 	}
@@ -363,7 +406,8 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 func (l *Lease) window() int64 { return (l.cfg.safeGuard - l.cfg.margin).Milliseconds() }
 
 // Reservation returns the time each heartbeat reserves ahead (see
-// [LeaseSettings].Reservation); 0 without one. A generator starting on this lease may
+// [LeaseSettings].Reservation: the store's ride-through window); 0
+// without one. A generator starting on this lease may
 // have to wait up to this long for State().LastTimestamp.
 func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
 
@@ -637,4 +681,21 @@ func ServerTimeOf(ctx context.Context, d machine.Distributor) (time.Time, error)
 		return c.ServerTime(ctx)
 	}
 	return time.Time{}, nil
+}
+
+// rideThrougher is implemented by a distributor whose store sets the
+// ride-through window every lease on it reserves: engine/sqlstore,
+// engine/redisstore and proxystore (from the server). Negative: none.
+type rideThrougher interface {
+	RideThrough() time.Duration
+}
+
+// RideThroughOf returns d's ride-through window (its RideThrough method),
+// 0 when d has none. A decorator of a distributor implements RideThrough
+// with it, passing its inner one's through, as for [ResetGraceOf].
+func RideThroughOf(d machine.Distributor) time.Duration {
+	if r, ok := d.(rideThrougher); ok {
+		return r.RideThrough()
+	}
+	return 0
 }

@@ -800,7 +800,7 @@ func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
 		{"reservation equal to the grace", 2 * time.Second, leased.LeaseSettings{Reservation: 2 * time.Second},
 			"(Lease.Reservation 2s)"},
 		{"reservation capped by the safe-guard", 30 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute, Reservation: time.Hour},
-			"up to 48s without its store (Lease.Reservation capped by SafeGuard 1m0s minus SkewMargin 12s)"},
+			"up to 48s without its store (the reservation 1h0m0s capped by SafeGuard 1m0s minus SkewMargin 12s)"},
 		{"no reservation, grace above the safe-guard", 10 * time.Minute, leased.LeaseSettings{Reservation: -1}, ""},
 		{"no grace", -1, leased.LeaseSettings{Reservation: -1}, ""},
 	} {

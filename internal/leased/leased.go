@@ -51,11 +51,15 @@ type Settings struct {
 	// MaxBackwards is how long a clock step back is waited out (default
 	// timebase.DefaultMaxBackwards; negative: not at all).
 	MaxBackwards time.Duration
-	// Lease tunes the lease: heartbeat, safe-guard, skew margin,
-	// reservation. The machine bits, clock, logger and timestamp source of
+	// Lease tunes the lease: heartbeat, safe-guard, skew margin. The
+	// reservation is the store's ride-through window. The machine bits, clock, logger and timestamp source of
 	// the lease are the composition's: the layout's, the ones above and the
 	// generator's newest timestamp.
 	Lease machine.Settings
+	// Reservation overrides the store's ride-through window as the lease's
+	// reservation (see [LeaseSettings].Reservation): 0 takes the store's;
+	// negative, none. Tests set it.
+	Reservation time.Duration
 	// Logger receives lease events (default slog.Default()).
 	Logger *slog.Logger
 	// OnReset, when set, is called (from a goroutine of the lease) when a
@@ -138,6 +142,7 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	// generator needs the lease's machine ID first.
 	var genp atomic.Pointer[snowhook.Generator]
 	ls := userSettings(s.set.Lease)
+	ls.Reservation = s.set.Reservation
 	// A distributor hands out at least one bit's worth of IDs (and reads 0
 	// as its default width): an ID beyond the layout is refused below.
 	ls.MachineBits = max(s.set.Layout.MachineBits, 1)

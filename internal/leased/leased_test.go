@@ -149,7 +149,7 @@ func TestResetCarriesLastTick(t *testing.T) {
 	store := &resettable{Memory: machinetest.NewMemory(nil)}
 	var resets atomic.Int64
 	sf := newSF(t, leased.Settings{Distributor: store, Instance: inst("a"), Clock: clk,
-		Lease: machine.Settings{Reservation: -1, Heartbeat: time.Second},
+		Lease: machine.Settings{Heartbeat: time.Second}, Reservation: -1,
 		OnReset: func(err error) {
 			if errors.Is(err, engine.ErrStoreReset) {
 				resets.Add(1)
@@ -228,7 +228,7 @@ func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
 	var hang atomic.Bool
 	hanging := make(chan struct{}, 1)
 	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Memory: machinetest.NewMemory(nil), hang: &hang, hanging: hanging},
-		Instance: inst("a"), Clock: clk, Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second, Reservation: -1}})
+		Instance: inst("a"), Clock: clk, Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second}, Reservation: -1})
 	next(t, sf)
 	hang.Store(true)
 	// The scheduled heartbeat, due at 1 s, hangs in Guard holding the
@@ -358,7 +358,7 @@ func TestWallStepsBackWhileLeased(t *testing.T) {
 			mem := machinetest.NewMemory(clk)
 			set := leased.Settings{Distributor: mem, Clock: clk,
 				Instance: machine.Instance{Namespace: "orders", ID: "a", Stable: stable},
-				Lease:    machine.Settings{Heartbeat: 500 * time.Millisecond, Reservation: time.Second, SkewMargin: -1}}
+				Lease:    machine.Settings{Heartbeat: 500 * time.Millisecond, SkewMargin: -1}, Reservation: time.Second}
 			sf, err := leased.New(context.Background(), set)
 			if err != nil {
 				t.Fatal(err)

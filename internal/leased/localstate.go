@@ -50,6 +50,9 @@ func LocalState(dir string, inner machine.Distributor) machine.Distributor {
 	return localState{dir: dir, inner: inner}
 }
 
+// RideThrough passes inner's through (see [RideThroughOf]).
+func (s localState) RideThrough() time.Duration { return RideThroughOf(s.inner) }
+
 // ResetGrace passes inner's through (see [ResetGraceOf]).
 func (s localState) ResetGrace() time.Duration { return ResetGraceOf(s.inner) }
 

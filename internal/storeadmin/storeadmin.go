@@ -7,6 +7,7 @@ package storeadmin
 
 import (
 	"context"
+	"time"
 
 	"github.com/idforge/idforge/engine/machine"
 )
@@ -37,4 +38,22 @@ type Ops interface {
 	// RaiseCounter raises the counter of name to at least to (never
 	// lowers it) and returns the counter.
 	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
+	// SetRideThrough rewrites the ride-through window the store records
+	// and returns the one it replaced (0 when there was none). While a
+	// machine ID was heartbeated within the old window plus the reset
+	// grace its holder may be issuing under the old window, so that is
+	// refused with an error wrapping engine.ErrInstanceInUse unless force
+	// is set.
+	SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error)
 }
+
+type rewriting struct{}
+
+// Rewriting marks ctx for an Open that is to rewrite the recorded
+// ride-through window: the store does not refuse a window that differs.
+func Rewriting(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rewriting{}, true)
+}
+
+// IsRewriting reports whether ctx was marked by [Rewriting].
+func IsRewriting(ctx context.Context) bool { return ctx.Value(rewriting{}) != nil }

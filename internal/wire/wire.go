@@ -23,14 +23,17 @@ type MachineRequest struct {
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
 // ResetGraceMillis is the store's reset grace (leased.ResetGraceOf), so a
-// client's leased.Acquire can check its lease against it. Lease is the
+// client's leased.Acquire can check its lease against it, and
+// RideThroughMillis its ride-through window (leased.RideThroughOf; -1: none),
+// which the client's lease reserves. Lease is the
 // lease's secret: its guards and reverts must present it, and only the
 // caller that was handed it may.
 type MachineState struct {
-	MachineID        int64  `json:"machine_id"`
-	LastTimestamp    int64  `json:"last_timestamp"`
-	ResetGraceMillis int64  `json:"reset_grace_ms,omitempty"`
-	Lease            string `json:"lease,omitempty"`
+	MachineID         int64  `json:"machine_id"`
+	LastTimestamp     int64  `json:"last_timestamp"`
+	ResetGraceMillis  int64  `json:"reset_grace_ms,omitempty"`
+	RideThroughMillis int64  `json:"ride_through_ms,omitempty"`
+	Lease             string `json:"lease,omitempty"`
 }
 
 // SegmentRequest is the body of /v1/proxy/segments/next.

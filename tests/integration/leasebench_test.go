@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"time"
+
 	"context"
 	"testing"
 
@@ -16,7 +18,7 @@ import (
 // protection: snowflake NextID through idforge.New with default options
 // (reservation on, 1 s ahead, a heartbeat every 250 ms that also writes the
 // local state file of a fixed machine ID) next to the same registry with
-// Lease.Reservation -1, on a fixed machine ID (machine.Manual, a state file
+// no reservation (a negative RideThrough), on a fixed machine ID (machine.Manual, a state file
 // in a temporary directory) and on a redisstore store of the benchmark's own
 // Redis. Serial and parallel (GOMAXPROCS goroutines). The default layout
 // issues at most 4,096 IDs per millisecond, about 244 ns an ID, which is
@@ -53,14 +55,16 @@ func BenchmarkLeaseProtection(b *testing.B) {
 				}
 				b.Run(name, func(b *testing.B) {
 					set := idforge.Settings{Namespace: testdb.UniqueName("bench-"), Logger: quiet}
-					set.Lease.Reservation = -1
-					if prot.reserve == 0 {
-						set.Lease.Reservation = 0
-					}
 					if dist == "manual" {
 						set.Machine, set.StateDir = machine.Manual(fixedMachineID), b.TempDir()
+						if prot.reserve != 0 {
+							set.Machine = noReservation{set.Machine}
+						}
 					} else {
 						set.Store = redisStore()
+						if prot.reserve != 0 {
+							set.Store = noReservationStore{graceHidden{set.Store}}
+						}
 					}
 					reg, err := idforge.New(ctx, set)
 					if err != nil {
@@ -94,3 +98,10 @@ func BenchmarkLeaseProtection(b *testing.B) {
 		}
 	}
 }
+
+// noReservationStore is a store whose ride-through window is none, its
+// grace hidden (the lease without reservation would outlive it).
+type noReservationStore struct{ graceHidden }
+
+// RideThrough reports no window.
+func (noReservationStore) RideThrough() time.Duration { return -1 }

@@ -38,6 +38,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 )
 
@@ -70,8 +71,12 @@ type workerConfig struct {
 	MachineID         int64
 	// Layout is the snowflake layout (zero: snowflake.Default).
 	Layout snowflake.Layout
-	// NoReservation sets Lease.Reservation to -1 (the control: protection off).
+	// NoReservation gives the lease no reservation (the control:
+	// protection off): the store's RideThrough is negative, and a fixed
+	// machine ID's distributor reports a negative one (noReservation).
 	NoReservation bool
+	// RideThrough is the store's ride-through window (0: the default).
+	RideThrough time.Duration
 	// HideResetGrace hands idforge.New the store as a graceHidden, so
 	// leased.Acquire cannot see its ResetGrace and accepts NoReservation
 	// on a store (the control of the partition test).
@@ -186,8 +191,9 @@ func runWorker(cfg workerConfig) int {
 		Logger:    logger,
 		Chain:     segment.Settings{Step: cfg.ChainStep, MaxWait: 500 * time.Millisecond},
 	}
+	window := cfg.RideThrough
 	if cfg.NoReservation {
-		set.Lease.Reservation = -1
+		window = -1
 	}
 	switch {
 	case cfg.Redis != "":
@@ -198,7 +204,7 @@ func runWorker(cfg workerConfig) int {
 		for {
 			var err error
 			st, err = redisstore.Open(ctx, c, redisstore.Settings{Prefix: cfg.Prefix, Clock: clk,
-				AllowVolatile: cfg.AllowVolatile, Init: cfg.Init, Logger: logger})
+				AllowVolatile: cfg.AllowVolatile, Init: cfg.Init, Logger: logger, RideThrough: window})
 			if err == nil {
 				break
 			}
@@ -217,7 +223,7 @@ func runWorker(cfg workerConfig) int {
 		defer db.Close()
 		var st *sqlstore.Store
 		for {
-			if st, err = sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk, Init: cfg.Init}); err == nil {
+			if st, err = sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk, Init: cfg.Init, RideThrough: window}); err == nil {
 				break
 			}
 			logger.Warn("opening the store, retrying", "err", err)
@@ -229,6 +235,9 @@ func runWorker(cfg workerConfig) int {
 		set.Store = st
 	default:
 		set.Machine = machine.Manual(cfg.MachineID)
+		if cfg.NoReservation {
+			set.Machine = noReservation{set.Machine}
+		}
 	}
 	if cfg.HideResetGrace && set.Store != nil {
 		set.Store = graceHidden{set.Store}
@@ -394,6 +403,16 @@ func runWorker(cfg workerConfig) int {
 // graceHidden has only the methods of idforge.Store: it hides the
 // ResetGrace method of the store it embeds.
 type graceHidden struct{ idforge.Store }
+
+// RideThrough passes the store's through (see leased.RideThroughOf).
+func (g graceHidden) RideThrough() time.Duration { return leased.RideThroughOf(g.Store) }
+
+// noReservation is a distributor whose ride-through window is none: the
+// lease on it reserves no time ahead (the control of the fixed-ID tests).
+type noReservation struct{ machine.Distributor }
+
+// RideThrough reports no window.
+func (noReservation) RideThrough() time.Duration { return -1 }
 
 // refusalClass names the sentinel error behind a refusal (reason.Of).
 // A chain refusal that names neither a reset nor a store failure ("the

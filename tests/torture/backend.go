@@ -160,7 +160,7 @@ func (b *backend) cleanup(ctx context.Context) error {
 
 // prepare creates the rows tables and the store's tables once, before any
 // worker starts, so workers never race to create them.
-func (b *backend) prepare(ctx context.Context) error {
+func (b *backend) prepare(ctx context.Context, rideThrough time.Duration) error {
 	db, err := b.rows.open()
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func (b *backend) prepare(ctx context.Context) error {
 	if b.store == "redis" {
 		return nil
 	}
-	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Init: true})
+	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Init: true, RideThrough: storeWindow(rideThrough)})
 	if err != nil {
 		return fmt.Errorf("create the store's tables: %w", err)
 	}
@@ -238,7 +238,7 @@ func openStore(ctx context.Context, wc workerConfig, clk clock.Clock) (idforge.S
 		})
 		// AllowVolatile: the suite runs on whatever Redis it is given and
 		// checks for duplicates itself; the epoch and grace still apply.
-		st, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: wc.RedisPrefix, Clock: clk, AllowVolatile: true})
+		st, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: wc.RedisPrefix, Clock: clk, AllowVolatile: true, RideThrough: storeWindow(wc.RideThrough)})
 		if err != nil {
 			c.Close()
 			return nil, nil, err
@@ -252,7 +252,7 @@ func openStore(ctx context.Context, wc workerConfig, clk clock.Clock) (idforge.S
 	// A chain's prefetch, the lease's heartbeat and a re-acquisition may
 	// overlap; more would only add connections to a small server.
 	db.SetMaxOpenConns(3)
-	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk})
+	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{Clock: clk, RideThrough: storeWindow(wc.RideThrough)})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -324,4 +324,13 @@ func isDuplicateKey(err error) bool {
 	var pg *pgconn.PgError
 	var my *mysql.MySQLError
 	return errors.As(err, &pg) && pg.Code == "23505" || errors.As(err, &my) && my.Number == 1062
+}
+
+// storeWindow is the stores' RideThrough for -ride-through d: 0 turns the
+// reservation off (negative RideThrough), the control of kill_clock_back.
+func storeWindow(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

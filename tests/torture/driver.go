@@ -23,7 +23,7 @@ import (
 // means those of them the store supports (see allFaults). kill_clock_back
 // restarts a killed worker with its clock 1 s behind, as if NTP stepped the
 // host clock back while it was down: only the lease's time reservation
-// (-reserve) keeps the restart off its predecessor's milliseconds (see
+// (-ride-through) keeps the restart off its predecessor's milliseconds (see
 // README.md). store_reset empties the store mid-run by restarting the run's
 // own Redis without persistence; only -store redis has it. partition_wipe
 // wipes the store while some workers are cut off from it and starts a
@@ -243,7 +243,7 @@ func runDriver(ctx context.Context, c config, stdout, stderr io.Writer) int {
 			d.logf("cleanup: %v", err)
 		}
 	}()
-	if err := d.be.prepare(bg); err != nil {
+	if err := d.be.prepare(bg, c.rideThrough); err != nil {
 		d.logf("setup: %v", err)
 		return exitSetup
 	}
@@ -346,7 +346,7 @@ func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, e
 		Proc: id, Instance: name, Target: target,
 		Store: d.cfg.store, StoreDSN: d.be.storeDSN(px.Addr()), RedisPrefix: d.be.redisPrefix,
 		Rows: d.be.rows, Namespace: d.ns,
-		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, Reserve: d.cfg.reserve, Fence: d.cfg.fence,
+		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, RideThrough: d.cfg.rideThrough, Fence: d.cfg.fence,
 		MaxBackwards: d.cfg.maxBackwards, Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
 		ClockOffset: offset,
 	}

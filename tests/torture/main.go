@@ -53,7 +53,7 @@ type config struct {
 	seed         uint64
 	safeGuard    time.Duration
 	heartbeat    time.Duration
-	reserve      time.Duration
+	rideThrough  time.Duration
 	fence        time.Duration // resolved from -fence
 	maxBackwards time.Duration
 	batch        int
@@ -80,8 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the fault schedule (0: random, printed)")
 	fs.DurationVar(&c.safeGuard, "safeguard", 3*time.Second, "machine-ID safe-guard duration")
 	fs.DurationVar(&c.heartbeat, "heartbeat", 300*time.Millisecond, "machine-ID heartbeat interval")
-	fs.DurationVar(&c.reserve, "reserve", time.Second, "machine-ID time reservation (machine.Settings.Reservation): each heartbeat reserves this far ahead, so a restart after kill -9 cannot reuse its predecessor's milliseconds even with the clock stepped back; 0 turns it off (then kill_clock_back fails)")
-	fs.Var(&fence, "fence", "every worker's chain Fence (segment.Settings.Fence), at most -reserve: auto is -reserve when partition_wipe is injected, else 0 (off)")
+	fs.DurationVar(&c.rideThrough, "ride-through", time.Second, "the stores' ride-through window (RideThrough of sqlstore and redisstore): how long a worker cut off from the store goes on issuing; each heartbeat reserves this far ahead, so a restart after kill -9 cannot reuse its predecessor's milliseconds even with the clock stepped back; 0 turns the reservation off (then kill_clock_back fails)")
+	fs.Var(&fence, "fence", "every worker's chain Fence (segment.Settings.Fence), at most -ride-through: auto is -ride-through when partition_wipe is injected, else 0 (off)")
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
@@ -148,8 +148,8 @@ func (c *config) validate() error {
 		// The lease refuses a fifth of the safe-guard early (its skew
 		// margin); a heartbeat must land well inside what is left.
 		return fmt.Errorf("-heartbeat %v: want a positive interval below 4/5 of -safeguard %v", c.heartbeat, c.safeGuard)
-	case c.reserve < 0 || c.reserve > 0 && c.reserve <= c.heartbeat:
-		return fmt.Errorf("-reserve %v: want 0 or longer than -heartbeat %v", c.reserve, c.heartbeat)
+	case c.rideThrough < 0 || c.rideThrough > 0 && c.rideThrough <= c.heartbeat:
+		return fmt.Errorf("-ride-through %v: want 0 or longer than -heartbeat %v", c.rideThrough, c.heartbeat)
 	case !slices.Contains(breakModes, c.brk):
 		return fmt.Errorf("-break %q: want one of %q", c.brk, breakModes[1:])
 	}
@@ -216,17 +216,17 @@ func (f fenceFlag) resolve(c *config) (time.Duration, error) {
 	wipes := slices.Contains(c.faults, "partition_wipe") && c.brk != "partition"
 	d := f.d
 	if !f.given && wipes {
-		d = c.reserve
+		d = c.rideThrough
 	}
 	switch {
-	case d < 0 || d > c.reserve:
-		return 0, fmt.Errorf("-fence %v: want 0 (off) up to -reserve %v: a chain must not serve held IDs after snowflake IDs stop", d, c.reserve)
+	case d < 0 || d > c.rideThrough:
+		return 0, fmt.Errorf("-fence %v: want 0 (off) up to -ride-through %v: a chain must not serve held IDs after snowflake IDs stop", d, c.rideThrough)
 	case c.brk == "partition" && d != 0:
 		return 0, fmt.Errorf("-fence %v: -break partition runs the chains without the fence", d)
 	case wipes && d == 0:
 		off := "-fence 0"
 		if !f.given {
-			off = "-reserve 0 (the fence is at most the reservation)"
+			off = "-ride-through 0 (the fence is at most the window)"
 		}
 		return 0, fmt.Errorf("%s with partition_wipe: workers cut off from the wiped store would serve chain IDs a newcomer gets again; "+
 			"-break partition runs that on purpose", off)

@@ -62,17 +62,16 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	if off := w.cfg.ClockOffset; off != 0 {
 		margin = max(off, -off) + w.cfg.SafeGuard/5
 	}
-	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: w.cfg.Reserve}
+	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: storeWindow(w.cfg.RideThrough)}
 	sfOpts := snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards}
 	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
 		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chain)
 	}
-	reserve := w.cfg.Reserve
 	st := w.store
-	if reserve == 0 {
-		reserve = -1 // -reserve 0: none, the control that shows why it is there
-		// Acquire refuses a lease without a reservation against the store's
+	if w.cfg.RideThrough == 0 {
+		// -ride-through 0: no reservation (the stores' RideThrough is
+		// negative), the control that shows why it is there. Acquire refuses a lease without a reservation against the store's
 		// reset grace; this control is about restarts, not resets.
 		st = graceHidden{st}
 	}
@@ -81,7 +80,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		Namespace: inst.Namespace,
 		Instance:  inst,
 		Snowflake: snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards},
-		Lease:     machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Reservation: reserve},
+		Lease:     machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin},
 		Chain:     chain,
 		Logger:    w.log,
 	}
@@ -192,8 +191,12 @@ func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
 }
 
 // graceHidden hides the store's reset grace (its ResetGrace method, see leased.ResetGraceOf) from
-// leased.Acquire, for the -reserve 0 control.
+// leased.Acquire, for the -ride-through 0 control; its ride-through window
+// (none) goes through.
 type graceHidden struct{ idforge.Store }
+
+// RideThrough passes the store's through (see leased.RideThroughOf).
+func (g graceHidden) RideThrough() time.Duration { return leased.RideThroughOf(g.Store) }
 
 // chainFloor is the chain's Floor: the largest ID in its table, where a
 // store that forgot the sequence must start it above.

@@ -36,7 +36,7 @@ type workerConfig struct {
 	Namespace    string
 	SafeGuard    time.Duration
 	Heartbeat    time.Duration
-	Reserve      time.Duration
+	RideThrough  time.Duration
 	Fence        time.Duration // the chain's segment.Settings.Fence; 0: off
 	MaxBackwards time.Duration
 	Batch        int

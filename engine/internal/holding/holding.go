@@ -13,16 +13,24 @@ import (
 	"github.com/idforge/idforge/internal/storeadmin"
 )
 
-// LiveWindow is how long after its stored last timestamp (its lease's
-// reservation end) a stable instance's holding counts as live: the store's
-// reset grace, and never less than the default grace. A holder silent for
-// longer has stopped issuing whether it crashed or is cut off (its lease
-// allows no more than its reservation, which leased.Acquire keeps under
-// the grace), so a restart after kill -9 waits seconds, not the
-// safe-guard; a cut-off holder that comes back finds another holder and
-// stops.
-func LiveWindow(resetGrace time.Duration) time.Duration {
-	return max(resetGrace, storeepoch.DefaultGrace)
+// LiveWindow is how long after its stored last timestamp a stable
+// instance's holding counts as live (negative: how long before), for a
+// store with reset grace grace and ride-through window w. A live holder
+// heartbeats every few hundred milliseconds, each time storing its clock
+// plus w, so its last timestamp stays near now + w; one that has not
+// heartbeated for the skew the grace allows (grace - w, at least
+// storeepoch.SkewMargin) plus two seconds has stopped or is cut off, and
+// either way its lease issues nothing past its last timestamp, which the
+// next holder waits out. So a stable instance restarted after kill -9 gets
+// its row back within seconds and waits out at most w; a cut-off holder that
+// comes back finds another holder and stops. Without a window (w < 0) the
+// holder stores its clock alone and the grace, never less than the default,
+// is the window.
+func LiveWindow(grace, w time.Duration) time.Duration {
+	if w < 0 {
+		return max(grace, storeepoch.DefaultGrace)
+	}
+	return max(grace-w, storeepoch.SkewMargin) + 2*time.Second - w
 }
 
 // InUse describes machine ID id of a stable instance, held live by holder h
@@ -47,8 +55,7 @@ func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01
 // CheckRelease refuses an operator's release of a live holding unless force
 // is set: a holder that stored a timestamp within [LiveWindow] before now
 // may be issuing.
-func CheckRelease(a storeadmin.Assignment, now int64, grace time.Duration, force bool) error {
-	window := LiveWindow(grace)
+func CheckRelease(a storeadmin.Assignment, now int64, window time.Duration, force bool) error {
 	if force || !a.Held || a.LastTimestamp <= now-window.Milliseconds() {
 		return nil
 	}

@@ -31,12 +31,104 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// DefaultGrace is the wait after a new epoch: more than the lease's default
-// reservation (1 s), so every process of the old epoch has stopped, through
-// a failing heartbeat or its reservation running out, before anything of
-// the new one is handed out; the second left over absorbs clock skew
-// between hosts.
-const DefaultGrace = 2 * time.Second
+// DefaultRideThrough is a store's ride-through window when its settings
+// leave it zero: how long a process cut off from the store goes on issuing
+// snowflake IDs (the lease's reservation). One second keeps today's costs: a
+// first start on a store not declared brand-new waits it plus SkewMargin,
+// and a stable instance restarted after kill -9 waits up to it.
+const DefaultRideThrough = time.Second
+
+// SkewMargin is what a reset grace adds to the ride-through window: the
+// clock skew between hosts a wipe tolerates, since a wipe erases the stored
+// timestamps that otherwise absorb skew.
+const SkewMargin = time.Second
+
+// DefaultGrace is the wait after a new epoch with the default window: more
+// than the lease's reservation, so every process of the old epoch has
+// stopped, through a failing heartbeat or its reservation running out,
+// before anything of the new one is handed out.
+const DefaultGrace = DefaultRideThrough + SkewMargin
+
+// GraceFor is the reset grace of a store whose ride-through window is w:
+// w plus SkewMargin; with no window (w < 0, a lease without reservation)
+// DefaultGrace.
+func GraceFor(w time.Duration) time.Duration {
+	if w < 0 {
+		return DefaultGrace
+	}
+	return w + SkewMargin
+}
+
+// ResolveRideThrough fills in the default window (0) and normalises "none"
+// (negative) to -1 ms, the value a store records.
+func ResolveRideThrough(w time.Duration) time.Duration {
+	switch {
+	case w == 0:
+		return DefaultRideThrough
+	case w < 0:
+		return -time.Millisecond
+	}
+	return w.Truncate(time.Millisecond)
+}
+
+// RecordName is the name of the meta entry (SQL) or key suffix (Redis)
+// holding the store's ride-through window, in milliseconds.
+const RecordName = "ride_through"
+
+// FormatRecord renders w as the record holds it.
+func FormatRecord(w time.Duration) string { return strconv.FormatInt(w.Milliseconds(), 10) }
+
+// CheckRecord compares the recorded window rec (as FormatRecord wrote it)
+// with ours: every process sharing a store must use the same window, since
+// the wait after a wipe and a reclaim's start are the store's and cover
+// only processes that stop within it.
+func CheckRecord(store, rec string, ours time.Duration) error {
+	ms, err := strconv.ParseInt(rec, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s: the recorded ride-through window %q is not a number of milliseconds; rewrite it with `idforge store ride-through D`",
+			engine.ErrInvalidConfig, store, rec)
+	}
+	if got := time.Duration(ms) * time.Millisecond; got != ours {
+		return fmt.Errorf("%w: %s: Settings.RideThrough %v differs from the window %v the store records: every process sharing a store must use the same one; "+
+			"use %v, or stop every process of the store and run `idforge store ride-through %v` to change it",
+			engine.ErrInvalidConfig, store, fmtWindow(ours), fmtWindow(got), fmtWindow(got), fmtWindow(ours))
+	}
+	return nil
+}
+
+// ParseRecord reads a record FormatRecord wrote; ok is false for "" or a
+// malformed one.
+func ParseRecord(rec string) (w time.Duration, ok bool) {
+	ms, err := strconv.ParseInt(rec, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// CheckQuiet refuses to rewrite a store's window while a machine ID may be
+// issuing under the old one, old: newest is the newest last timestamp
+// (Unix ms) of a held machine ID, 0 for none. A holder stores its clock plus
+// the window at every heartbeat, so one that heartbeated within the old
+// window plus its grace stored a timestamp after now less the grace.
+func CheckQuiet(store string, newest, now int64, old time.Duration) error {
+	if old == 0 {
+		old = DefaultRideThrough
+	}
+	if newest == 0 || newest <= now-GraceFor(old).Milliseconds() {
+		return nil
+	}
+	return fmt.Errorf("%s: a machine ID holder stored the timestamp %s, within the reset grace %v of now under the window %v: "+
+		"a process may still be issuing under the old window; stop every process of the store first, or rewrite with -force: %w",
+		store, time.UnixMilli(newest).UTC().Format("2006-01-02T15:04:05.000Z"), GraceFor(old), fmtWindow(old), engine.ErrInstanceInUse)
+}
+
+func fmtWindow(w time.Duration) string {
+	if w < 0 {
+		return "none (negative)"
+	}
+	return w.String()
+}
 
 // NewToken returns a fresh token created at now, for a store that may have
 // handed things out before (a store found without an epoch: a first start
