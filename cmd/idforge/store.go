@@ -231,7 +231,7 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		}
 		defer st.close()
 		if action == "init" {
-			if bn, ok := st.store.(interface{ BrandNew() bool }); !ok || !bn.BrandNew() {
+			if ad, ok := st.store.(admin); !ok || !ad.Admin().BrandNew() {
 				return fmt.Errorf("%s: the store already has an epoch: it may have handed out IDs, so it is not brand-new; "+
 					"sequences missing from it start above a Floor (the GORM plugin and the sharding repositories derive one)", st.describe)
 			}

@@ -292,7 +292,7 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // BrandNew reports whether the store's epoch was declared brand-new
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
-func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // reset handles a script's 'reset' reply: the store value adopts the epoch
 // now stored (creating one when there is none) and the caller gets an error

@@ -26,6 +26,10 @@ type Assignment struct {
 
 // Ops are the operator's commands a store answers.
 type Ops interface {
+	// BrandNew reports whether the store's epoch was declared brand-new
+	// (`idforge store init`): no sequence of it was handed out before the
+	// epoch, so a missing one may start at the store's Start.
+	BrandNew() bool
 	// Machines lists the machine IDs of namespace, in order.
 	Machines(ctx context.Context, namespace string) ([]Assignment, error)
 	// Release gives machineID of namespace back, keeping its last
