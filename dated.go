@@ -49,7 +49,7 @@ import (
 // chain of an older one, giving up what it had fetched of it. A format
 // the grammar refuses wraps engine.ErrInvalidConfig; a registry without a
 // store has no chains, which wraps engine.ErrUnknownGenerator.
-func (r *Registry) Dated(name, format string) (engine.StringGenerator, error) {
+func (r *Registry) Dated(name, format string) (func(ctx context.Context) (string, error), error) {
 	f, err := dated.Parse(format)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (r *Registry) Dated(name, format string) (engine.StringGenerator, error) {
 		s = &series{r: r, name: name}
 		r.series[key] = s
 	}
-	return datedChain{s: s, f: f}, nil
+	return datedChain{s: s, f: f}.NextString, nil
 }
 
 // datedChain is one format of a series.

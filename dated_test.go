@@ -72,11 +72,11 @@ func fakeClock(t time.Time) *clocktest.Fake {
 	return fc
 }
 
-func draw(t *testing.T, g engine.StringGenerator, n int) []string {
+func draw(t *testing.T, g func(context.Context) (string, error), n int) []string {
 	t.Helper()
 	var out []string
 	for range n {
-		s, err := g.NextString(t.Context())
+		s, err := g(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestDatedOverflowAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	draw(t, g, 9)
-	if s, err := g.NextString(t.Context()); !errors.Is(err, engine.ErrIDOverflow) || !strings.Contains(err.Error(), `"ticket"`) {
+	if s, err := g(t.Context()); !errors.Is(err, engine.ErrIDOverflow) || !strings.Contains(err.Error(), `"ticket"`) {
 		t.Errorf("10th number of a 1-digit counter: %q, %v; want ErrIDOverflow naming the chain", s, err)
 	}
 	fc.Advance(24 * time.Hour)
@@ -199,7 +199,7 @@ func TestDatedOverflowAndRefusals(t *testing.T) {
 		t.Errorf("Dated without a store: %v; want ErrUnknownGenerator asking for a store", err)
 	}
 	reg.Close()
-	if _, err := g.NextString(t.Context()); !errors.Is(err, engine.ErrClosed) {
+	if _, err := g(t.Context()); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }
@@ -216,7 +216,7 @@ func TestDatedFloors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := g.NextString(t.Context()); !errors.Is(err, engine.ErrNoFloor) || !strings.Contains(err.Error(), "invoice:20261125") {
+			if _, err := g(t.Context()); !errors.Is(err, engine.ErrNoFloor) || !strings.Contains(err.Error(), "invoice:20261125") {
 				t.Fatalf("no Floor: %v; want ErrNoFloor naming invoice:20261125", err)
 			}
 			reg.Close() // gives machine 1 back

@@ -36,9 +36,3 @@ type Floor func(ctx context.Context, name string) (int64, error)
 type UUIDGenerator interface {
 	NextUUID(ctx context.Context) ([16]byte, error)
 }
-
-// StringGenerator hands out unique IDs already formatted as strings
-// (radix-62, prefixed, friendly snowflake form...).
-type StringGenerator interface {
-	NextString(ctx context.Context) (string, error)
-}

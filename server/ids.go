@@ -299,7 +299,7 @@ func (s *Server) serveDated(w http.ResponseWriter, r *http.Request, name string,
 		generatorError(err).write(w)
 		return
 	}
-	s.serveStrings(w, r, q, g.NextString)
+	s.serveStrings(w, r, q, g)
 }
 
 // serveStrings draws q.count strings from next and writes them: JSON

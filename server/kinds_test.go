@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/uuidv7"
@@ -26,7 +25,7 @@ type datedRegistry struct {
 	counts map[string]*atomic.Int64
 }
 
-func (d *datedRegistry) Dated(name, format string) (engine.StringGenerator, error) {
+func (d *datedRegistry) Dated(name, format string) (func(context.Context) (string, error), error) {
 	f, err := dated.Parse(format)
 	if err != nil {
 		return nil, err
@@ -39,12 +38,8 @@ func (d *datedRegistry) Dated(name, format string) (engine.StringGenerator, erro
 	}
 	d.mu.Unlock()
 	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	return stringGen(func(context.Context) (string, error) { return f.Format(at, n.Add(1)) }), nil
+	return func(context.Context) (string, error) { return f.Format(at, n.Add(1)) }, nil
 }
-
-type stringGen func(context.Context) (string, error)
-
-func (g stringGen) NextString(ctx context.Context) (string, error) { return g(ctx) }
 
 func newKindsServer(t *testing.T, conf map[string]string) *Server {
 	reg := testRegistry(t)

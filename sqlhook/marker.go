@@ -168,7 +168,7 @@ func (h *hook) take(ctx context.Context, m *Marker) (driver.Value, error) {
 
 // datedProvider is the part of *idforge.Registry that NextDated needs.
 type datedProvider interface {
-	Dated(name, format string) (engine.StringGenerator, error)
+	Dated(name, format string) (func(context.Context) (string, error), error)
 }
 
 // draw draws a new value for m from p.
@@ -182,7 +182,7 @@ func (h *hook) draw(ctx context.Context, p engine.Provider, m *Marker) (driver.V
 		if err != nil {
 			return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
 		}
-		s, err := g.NextString(ctx)
+		s, err := g(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("sqlhook: %s: %w", m, err)
 		}

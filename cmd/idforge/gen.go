@@ -131,7 +131,7 @@ func drawer(ctx context.Context, p engine.Provider, kind, name, format string, l
 		if err != nil {
 			return nil, err
 		}
-		return g.NextString, nil
+		return g, nil
 	}
 	f, err := formatter(format, l)
 	if err != nil {

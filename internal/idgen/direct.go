@@ -122,7 +122,7 @@ func (s *slot) fill(ctx context.Context, v reflect.Value) error {
 func (s *slot) drawString(ctx context.Context) (string, error) {
 	switch {
 	case s.str != nil:
-		v, err := s.str.NextString(ctx)
+		v, err := s.str(ctx)
 		if err != nil {
 			return "", s.drawError(err)
 		}

@@ -136,9 +136,9 @@ func (f *Field) DatedLen() int {
 // Dated asks p for the dated chain name in format, as an idforge registry
 // built with a store makes them (idforge.Registry.Dated). A provider that
 // makes none wraps [engine.ErrUnknownGenerator].
-func Dated(p engine.Provider, name, format string) (engine.StringGenerator, error) {
+func Dated(p engine.Provider, name, format string) (func(context.Context) (string, error), error) {
 	d, ok := p.(interface {
-		Dated(name, format string) (engine.StringGenerator, error)
+		Dated(name, format string) (func(context.Context) (string, error), error)
 	})
 	if !ok {
 		return nil, fmt.Errorf("%w: dated chain %q: the provider (%T) makes no dated chains; pass the *idforge.Registry of idforge.New with a store", engine.ErrUnknownGenerator, name, p)
@@ -155,7 +155,7 @@ func fieldError(model, name, why string) error {
 type source struct {
 	gen  engine.Generator
 	uuid engine.UUIDGenerator
-	str  engine.StringGenerator
+	str  func(context.Context) (string, error)
 }
 
 // bind asks p for the field's generator. An unknown kind or name wraps

@@ -119,7 +119,7 @@ type slot struct {
 	// the row's address and is filled without reflection.
 	direct bool
 	uuid   engine.UUIDGenerator
-	str    engine.StringGenerator
+	str    func(context.Context) (string, error)
 	Target
 }
 

@@ -37,18 +37,14 @@ type datedProvider struct {
 	n atomic.Int64
 }
 
-func (p *datedProvider) Dated(name, format string) (engine.StringGenerator, error) {
+func (p *datedProvider) Dated(name, format string) (func(context.Context) (string, error), error) {
 	f, err := dated.Parse(format)
 	if err != nil {
 		return nil, err
 	}
 	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	return stringFunc(func(context.Context) (string, error) { return f.Format(at, p.n.Add(1)) }), nil
+	return func(context.Context) (string, error) { return f.Format(at, p.n.Add(1)) }, nil
 }
-
-type stringFunc func(context.Context) (string, error)
-
-func (f stringFunc) NextString(ctx context.Context) (string, error) { return f(ctx) }
 
 func newDatedProvider(t *testing.T) *datedProvider {
 	reg, _ := counterRegistry(t)
