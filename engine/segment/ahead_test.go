@@ -107,8 +107,9 @@ func TestChainAheadRidesOutOutage(t *testing.T) {
 			if err == nil || !errors.Is(err, engine.ErrSegmentExhausted) {
 				t.Fatalf("Ahead 0: the outage ended with %v after %d IDs (held %d at its start); want the chain run dry", err, served, held)
 			}
-			if int64(served) != held {
-				t.Errorf("Ahead 0: served %d IDs during the outage, the chain held %d", served, held)
+			// At most twice the capped distance: what the chain can hold.
+			if limit := 2 * set.MaxPrefetchDistance * step; int64(served) > limit {
+				t.Errorf("Ahead 0: served %d IDs during the outage, more than the %d the chain can hold", served, limit)
 			}
 		})
 	}
