@@ -89,6 +89,7 @@ func TestOwnedInvariantsRefused(t *testing.T) {
 	}{
 		{"namespaces", idforge.Settings{Namespace: "a", Instance: machine.Instance{Namespace: "b", ID: "x"}}, `Instance.Namespace "b" contradicts Namespace "a"`},
 		{"bad chain step", idforge.Settings{Chain: segment.Settings{Step: -1}}, "Step -1"},
+		{"chain Ahead beyond its Fence", idforge.Settings{Chain: segment.Settings{Ahead: 2 * time.Second, Fence: time.Second}}, "Ahead 2s: beyond Fence 1s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.set

@@ -40,6 +40,10 @@ import (
 //     healthy, and halves it back, once per period, when nobody was hungry
 //     for the hunger window. Hunger caused by a store outage does not widen
 //     the distance.
+//   - With [Settings].Ahead, the distance never falls below what holds
+//     Ahead's worth of the current issue rate, which the worker measures
+//     from the head's position each time it wakes: raised at once when
+//     traffic grows, halved back once per period when it falls.
 //   - A failed fetch is retried with a jittered backoff from 10 ms doubling
 //     up to the prefetch period (at most 1 s); meanwhile callers are served
 //     from what the chain holds. An outage is logged when it starts, at
@@ -92,6 +96,15 @@ type Chain struct {
 	backoff     time.Duration
 	retryAt     time.Time
 	outage      outage.Log
+	traffic     traffic // with Settings.Ahead
+}
+
+// traffic is the issue rate the worker measures for [Settings].Ahead.
+type traffic struct {
+	rate      float64   // IDs per second, weighted over about rateWindow
+	at        time.Time // when issued and discarded were read; zero before the first look
+	issued    int64
+	discarded int64
 }
 
 var (
@@ -531,23 +544,63 @@ func (c *Chain) recovered() {
 // while the store was healthy, so the distance was too short) and halves it
 // back once per period when nobody starved for the hunger window. Hunger
 // during an outage or before the first fetch says nothing about the distance.
+// The distance never falls below floor: the safe distance, or what holds
+// Ahead's worth of the current traffic.
 func (c *Chain) adjust(now time.Time) {
+	floor := c.floor(now)
 	d := c.distance.Load()
 	if h := c.starved.Load(); h != c.seenStarved {
 		c.seenStarved = h
 		c.lastHunger = now
 		if d < c.cfg.maxDistance {
-			d = min(2*d, c.cfg.maxDistance)
+			d = min(2*max(d, floor), c.cfg.maxDistance)
 			c.distance.Store(d)
 			c.lastAdjust = now
 			c.cfg.logger.Debug("segment: callers hungry; prefetch distance widened", "name", c.cfg.name, "distance", d)
 		}
 		return
 	}
-	if d > c.cfg.safeDistance && now.Sub(c.lastHunger) >= c.cfg.hungerWindow && now.Sub(c.lastAdjust) >= c.cfg.period {
-		c.distance.Store(max(d/2, c.cfg.safeDistance))
+	if d < floor {
+		c.distance.Store(floor)
+		return
+	}
+	if d > floor && now.Sub(c.lastHunger) >= c.cfg.hungerWindow && now.Sub(c.lastAdjust) >= c.cfg.period {
+		c.distance.Store(max(d/2, floor))
 		c.lastAdjust = now
 	}
+}
+
+// floor returns the least prefetch distance, in segments: the safe
+// distance, or with Settings.Ahead enough segments to hold Ahead's worth of
+// the issue rate, capped by the maximum distance. It measures the rate as it
+// goes: IDs handed out since its last look (the head's position less what
+// was discarded, which callers already move, so NextID pays nothing for it)
+// over the time passed on the chain's clock, averaged exponentially with a
+// time constant of rateWindow.
+func (c *Chain) floor(now time.Time) int64 {
+	if c.cfg.ahead <= 0 {
+		return c.cfg.safeDistance
+	}
+	t := &c.traffic
+	discarded := c.discarded.Load()
+	issued := c.position() - discarded
+	switch {
+	case t.at.IsZero() || discarded != t.discarded || now.Before(t.at):
+		// First look, IDs dropped (the position jumped by more than callers
+		// took, and the two counters are not read at once), or the clock
+		// stepped back: measure from here.
+		t.at, t.issued, t.discarded = now, issued, discarded
+	case now.After(t.at):
+		dt := now.Sub(t.at)
+		got := float64(max(issued-t.issued, 0)) / dt.Seconds()
+		t.rate += (1 - math.Exp(-float64(dt)/float64(rateWindow))) * (got - t.rate)
+		t.at, t.issued = now, issued
+	}
+	need := t.rate * c.cfg.ahead.Seconds() / float64(c.cfg.step)
+	if need >= float64(c.cfg.maxDistance) {
+		return c.cfg.maxDistance
+	}
+	return max(int64(math.Ceil(need)), c.cfg.safeDistance)
 }
 
 // retireUpTo discards the segments from the head on that were fetched at or

@@ -631,6 +631,8 @@ func TestInvalidSettings(t *testing.T) {
 		{"HungerWindow -1s", f, segment.Settings{HungerWindow: -time.Second}},
 		{"TTL -1s", f, segment.Settings{TTL: -time.Second}},
 		{"FetchTimeout -1s", f, segment.Settings{FetchTimeout: -time.Second}},
+		{"Ahead -1s", f, segment.Settings{Ahead: -time.Second}},
+		{"Ahead 2s: beyond Fence 1s", f, segment.Settings{Ahead: 2 * time.Second, Fence: time.Second}},
 	} {
 		c, err := segment.NewChain(tc.d, tc.opts)
 		if c != nil {

@@ -20,7 +20,8 @@ const (
 	// 1 µs per ID even without prefetching, while the IDs of several
 	// instances stay within a few thousand of each other and a restart
 	// wastes only what the chain held (at most twice the safe distance ×
-	// step IDs unless it was hungry). A step of 10 would lean on
+	// step IDs unless it was hungry or Ahead asked for more). A step of 10
+	// would lean on
 	// prefetching for every ID it serves and make the store the bottleneck
 	// of a chain that is not hungry yet.
 	defaultStep = 1000
@@ -30,6 +31,10 @@ const (
 	// it rides out a store outage of at least 2,000 IDs' worth of traffic;
 	// raise it for longer outages.
 	defaultSafeDistance = 2
+	// rateWindow is the time constant of the issue rate Ahead measures:
+	// long enough that a second's lull does not empty the target, short
+	// enough that it follows a change in traffic within a minute or so.
+	rateWindow = 10 * time.Second
 	// defaultMaxPrefetchDistance caps how far hunger widens the distance, in
 	// segments. With the default step it is 10^9 IDs.
 	defaultMaxPrefetchDistance = 1_000_000
@@ -67,6 +72,22 @@ type Settings struct {
 	// with the default step, 2,000 to 4,000 IDs ride out a store outage). It counts IDs not yet handed out, the current
 	// segment's remainder included.
 	SafeDistance int64
+	// Ahead, when positive, keeps at least this much of current traffic
+	// fetched ahead: the prefetch worker measures the rate callers take IDs
+	// at (a mean weighted over about the last 10 s of the chain's clock,
+	// read from counters the worker keeps anyway, so NextID pays nothing
+	// more) and holds at least rate × Ahead IDs, in whole segments, never
+	// fewer than SafeDistance nor more than MaxPrefetchDistance. A chain
+	// that holds its target rides out a store outage of up to Ahead at a
+	// steady rate; when traffic falls the target falls after it, halving at
+	// most once per PrefetchPeriod. The price is any prefetch's: the IDs
+	// held ahead (up to twice the target) are lost on a restart, and
+	// instances sharing a store interleave by as much. A chain with a Fence
+	// stops serving what it holds once the store has not confirmed it for
+	// the Fence, so an Ahead beyond the Fence would buy nothing and is
+	// refused. Default 0: off, the distance is SafeDistance and what hunger
+	// adds.
+	Ahead time.Duration
 	// MaxPrefetchDistance caps the prefetch distance, in segments, that
 	// hunger can widen to (default 1,000,000, lowered to
 	// what Step allows without overflow; at least SafeDistance).
@@ -128,6 +149,7 @@ type config struct {
 	name         string
 	step         int64
 	safeDistance int64
+	ahead        time.Duration // 0: no rate-sized target
 	maxDistance  int64
 	period       time.Duration
 	hungerWindow time.Duration
@@ -178,6 +200,7 @@ func (s Settings) resolve(o owned) (config, error) {
 		name:         o.Name,
 		step:         orDefault(s.Step, defaultStep),
 		safeDistance: orDefault(s.SafeDistance, defaultSafeDistance),
+		ahead:        s.Ahead,
 		maxDistance:  s.MaxPrefetchDistance,
 		period:       orDefault(s.PrefetchPeriod, defaultPrefetchPeriod),
 		hungerWindow: orDefault(s.HungerWindow, defaultHungerWindow),
@@ -233,6 +256,12 @@ func (s Settings) resolve(o owned) (config, error) {
 	}
 	if c.fence < 0 {
 		bad("Fence %v: must not be negative (0 disables it)", c.fence)
+	}
+	if c.ahead < 0 {
+		bad("Ahead %v: must not be negative (0 disables it)", c.ahead)
+	}
+	if c.fence > 0 && c.ahead > c.fence {
+		bad("Ahead %v: beyond Fence %v, after which the chain stops serving the IDs it holds", c.ahead, c.fence)
 	}
 	if c.fetchTimeout < 0 {
 		bad("FetchTimeout %v: must be positive", c.fetchTimeout)

@@ -48,7 +48,8 @@ type Stats struct {
 	// Step is the number of IDs per segment.
 	Step int64
 	// PrefetchDistance is the current prefetch distance in segments: the
-	// safe distance, or more while callers are hungry.
+	// safe distance, or more while callers are hungry or Ahead asks for
+	// more.
 	PrefetchDistance int64
 	// Ahead is the number of fetched IDs not handed out yet.
 	Ahead int64
