@@ -107,10 +107,10 @@ func (t tables) ddl(d Dialect) (string, error) {
 	return strings.ReplaceAll(string(b), defaultTablePrefix, t.prefixOr()), nil
 }
 
-// Statements returns the DDL for d with tablePrefix (as for [DDL]) split
+// statements returns the DDL for d with tablePrefix (as for [DDL]) split
 // into single statements without comments, ready for one Exec each
 // (drivers need not allow several statements per Exec).
-func Statements(d Dialect, tablePrefix string) ([]string, error) {
+func statements(d Dialect, tablePrefix string) ([]string, error) {
 	t, err := newTables(tablePrefix)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ const advisoryLockKey = 0x1df0_26e0_5c4e_3a01
 // CREATE TABLE IF NOT EXISTS themselves (SQLite needs a busy timeout), on
 // PostgreSQL the statements run in one transaction under an advisory lock.
 func Ensure(ctx context.Context, db *sql.DB, d Dialect, tablePrefix string) error {
-	stmts, err := Statements(d, tablePrefix)
+	stmts, err := statements(d, tablePrefix)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func TestDDL(t *testing.T) {
 		if err != nil || strings.Contains(custom, "idforge_") {
 			t.Errorf("DDL(%v, \"app_\"): err %v; still names idforge_ tables: %v", d, err, strings.Contains(custom, "idforge_"))
 		}
-		stmts, err := Statements(d, "app_")
+		stmts, err := statements(d, "app_")
 		if err != nil || len(stmts) != len(storeTables) {
 			t.Fatalf("statements(%v) = %d statements, %v; want %d:\n%s", d, len(stmts), err, len(storeTables), strings.Join(stmts, "\n----\n"))
 		}
