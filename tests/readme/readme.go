@@ -1,6 +1,6 @@
 // Package readme compiles and runs Go programs from tests: the ```go code
-// blocks of the README (each must be a complete program that a user can
-// paste into a file and run), and snippets that must not compile, such as
+// blocks of README.md and of the guides under docs/ (each must be a
+// complete program that a user can paste into a file and run), and snippets that must not compile, such as
 // an option combination the API refuses at compile time.
 //
 // Programs are built inside this module, so they import the working tree's

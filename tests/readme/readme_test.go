@@ -10,23 +10,45 @@ import (
 	"github.com/idforge/idforge/tests/testdb"
 )
 
-// TestREADME compiles and runs every ```go block of the README as a program.
+// TestREADME compiles and runs every ```go block of README.md and of the
+// guides under docs/ as a program.
 func TestREADME(t *testing.T) {
-	md, err := os.ReadFile(filepath.Join(ModuleRoot(), "README.md"))
+	files := []string{"README.md"}
+	guides, err := filepath.Glob(filepath.Join(ModuleRoot(), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guides {
+		rel, err := filepath.Rel(ModuleRoot(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, filepath.ToSlash(rel))
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".md"), func(t *testing.T) {
+			t.Parallel()
+			runBlocks(t, f)
+		})
+	}
+}
+
+func runBlocks(t *testing.T, file string) {
+	md, err := os.ReadFile(filepath.Join(ModuleRoot(), file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks, err := Blocks(string(md))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", file, err)
 	}
-	if len(blocks) == 0 {
+	if file == "README.md" && len(blocks) == 0 {
 		t.Fatal("no go blocks found in README.md")
 	}
 	for _, b := range blocks {
 		t.Run(b.Name(), func(t *testing.T) {
 			if !strings.Contains(b.Code, "package main") || !strings.Contains(b.Code, "func main()") {
-				t.Fatalf("README.md line %d: a go block must be a complete program (package main, imports, func main) that runs as pasted", b.Line)
+				t.Fatalf("%s line %d: a go block must be a complete program (package main, imports, func main) that runs as pasted", file, b.Line)
 			}
 			for _, s := range b.Needs {
 				switch s {
@@ -37,12 +59,29 @@ func TestREADME(t *testing.T) {
 				case "redis":
 					testdb.Redis(t)
 				default:
-					t.Fatalf("README.md line %d: unknown server %q", b.Line-1, s)
+					t.Fatalf("%s line %d: unknown server %q", file, b.Line-1, s)
 				}
 			}
 			out := Run(t, b.Code, 2*time.Minute)
-			t.Logf("README.md line %d printed:\n%s", b.Line, out)
+			t.Logf("%s line %d printed:\n%s", file, b.Line, out)
 		})
+	}
+}
+
+// TestNoRawOutputsInDocs: docs/ holds guides and the charts and data they
+// cite, not raw run outputs.
+func TestNoRawOutputsInDocs(t *testing.T) {
+	err := filepath.WalkDir(filepath.Join(ModuleRoot(), "docs"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ext := filepath.Ext(path); !d.IsDir() && (ext == ".txt" || ext == ".log") {
+			t.Errorf("%s: raw output under docs/", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
