@@ -16,13 +16,13 @@
 //	db.Use(idplugin.New(idplugin.Settings{Registry: reg}))
 //	db.Create(&order) // order.ID and order.Code are set, and so are the items' tagged IDs
 //
-// Without WithRegistry the plugin draws from idforge.Default(): kind
+// Without Settings.Registry the plugin draws from idforge.Default(): kind
 // "snowflake" on the machine ID of machine.Default(), which is safe for one
 // instance only unless IDFORGE_MACHINE_ID is set per instance. Services with
 // replicas pass a registry from idforge.New with a shared store.
 //
 // The tag syntax is `idgen:"<kind>[,name=<name>][,format=<format>]"`; kind and
-// name pick a generator from the [genreg.Registry], format (decimal, radix62,
+// name pick a generator from the registry, format (decimal, radix62,
 // radix36) applies to string fields; the radix forms are zero-padded to full
 // width (11 and 13 characters) so string keys sort like the IDs. Tagged fields
 // may be int64, uint64, int, engine.ID, string, or pointers to them.
@@ -163,7 +163,7 @@
 // When the plugin first sees a model whose key it fills in a column that
 // numbers rows itself (AUTO_INCREMENT, IDENTITY, a nextval default,
 // AUTOINCREMENT: AutoMigrate ran before Prepare, or the table predates the
-// plugin), it logs a warning through GORM's logger (or [WithLogger]'s),
+// plugin), it logs a warning through GORM's logger (or [Settings].Logger),
 // once per table, naming the model and idplugin.Prepare. It reads the
 // column from the database's catalogue, on the connection of the statement
 // that first meets the model. Such tables keep working: the row gets the

@@ -1,8 +1,9 @@
 // Package convert turns int64 IDs into strings and back: [New] returns the
 // formatter of a format name (radix-62, radix-36 or decimal) shaped by
 // [Settings]: zero padding, a prefix, a suffix and a date, as a [Formatter];
-// formatting what a generator draws makes string IDs. It imports engine
-// (for the sentinel errors) and the standard library.
+// formatting what a generator draws makes string IDs.
+//
+// It imports engine (for the sentinel errors) and the standard library.
 //
 //	orders, _ := convert.New("radix62", convert.Settings{Padded: true, Prefix: "ord_"})
 //	id, err := gen.NextID(ctx)

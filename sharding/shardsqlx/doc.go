@@ -1,0 +1,28 @@
+// Package shardsqlx is the sharded repository over sqlx: it fills IDs from
+// the `idgen` struct tags the GORM plugin reads, routes every row with a
+// [sharding.Router], splits a batch by shard and inserts each part into its
+// database and table; Find reads one shard, ForEach and Exec fan out over
+// every shard.
+//
+// Package [github.com/idforge/idforge/sharding/shardgorm] is the same
+// repository over GORM, with the same verbs: moving from one to the other
+// is a change of import. What sqlx does differently:
+//
+//   - sqlx has no hook to fill IDs, so [New] takes the engine.Provider
+//     (an idforge registry) the IDs are drawn from, through an
+//     [sqlhook.Helper];
+//   - sqlx has no model, so there is no Migrate: create the tables with
+//     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
+//     the statements of Create and Find are written from the struct's `db`
+//     columns (see [Repository.Create]);
+//   - [Repository.DB] and [Repository.ForEach] hand out the *sqlx.DB: fill
+//     the table into statements of yours with [Query], quoted as the
+//     repository quotes it. A *sqlx.Tx does not tell its database, so
+//     [Repository.In] trusts the caller to have begun it on key's.
+//
+// Columns filled from a store's sequence ("chain", "segment") get a Floor
+// over every shard, as with GORM: see [New].
+//
+// The package imports sqlx, sqlhook, sharding and the shared internals;
+// sharding never imports it back.
+package shardsqlx
