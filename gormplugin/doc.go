@@ -2,8 +2,10 @@
 // before they are inserted, from struct tags, with no round trip and no
 // auto-increment, the same way on SQLite, MySQL/MariaDB and PostgreSQL.
 // Its folder is gormplugin and its name idplugin, so that one import makes
-// db.Use(idplugin.New()) read as written. It imports GORM, the root
-// package idforge and the engine, never the other integrations.
+// db.Use(idplugin.New()) read as written.
+//
+// It imports GORM, the root package idforge, the engine and the shared
+// internals (tag parsing, row walking), never the other integrations.
 //
 //	import "github.com/idforge/idforge/gormplugin"
 //

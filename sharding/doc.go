@@ -30,7 +30,8 @@
 // database and table (Create), read one shard (Find), and fan out over
 // every shard (ForEach, Exec), with the same verbs and the same [Settings];
 // this package holds what they share and imports neither ORM: only the
-// standard library and engine.
+// standard library and the engine (its contracts, clock and snowflake
+// layouts).
 //
 // # Writing a batch
 //

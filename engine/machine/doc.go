@@ -15,6 +15,8 @@
 // Kubernetes pod ordinal) and [Default] (zero configuration). The SQL and
 // Redis distributors live in engine/sqlstore and engine/redisstore;
 // engine/machine/machinetest checks any implementation against the contract
-// below. It imports engine and internal/distcheck (the argument checks it
-// shares with the stores).
+// below.
+//
+// It imports engine and internal/distcheck (the argument checks it shares
+// with the stores).
 package machine

@@ -10,6 +10,7 @@
 // the [Settings] fields. Distributors for SQL databases and Redis live in
 // engine/sqlstore and engine/redisstore; engine/segment/segmenttest checks
 // any [Distributor] against the contract and provides an in-memory fake.
+//
 // It imports engine, engine/clock and the internal packages it shares with
 // the registry (internal/segmenthook) and the stores' outage logging.
 package segment

@@ -59,6 +59,7 @@
 // must not lose commits, and empty the meta table after restoring a backup:
 // that makes it a plain reset.
 //
-// The package imports no driver: open the *sql.DB with any driver of the
-// three databases. SQLite: see [Open] for the connection settings.
+// The package imports database/sql, schema (the tables and dialects), the
+// engine's contracts and the stores' shared internals; no driver: open the
+// *sql.DB with any driver of the three databases. SQLite: see [Open] for the connection settings.
 package sqlstore
