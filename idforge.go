@@ -353,8 +353,8 @@ func (r *Registry) discardHeld(cause error) {
 	}
 }
 
-// Generator returns the generator for kind (idkind.Snowflake,
-// KindUUIDv7, and with a store KindChain and KindSegment) and name ("" for
+// Generator returns the generator for kind ("snowflake",
+// "uuidv7", and with a store "chain" and "segment") and name ("" for
 // the kind's shared default), building a chain or segment generator on the
 // first use of its name. An unknown kind or name wraps
 // engine.ErrUnknownGenerator; after Close, engine.ErrClosed.
