@@ -68,14 +68,15 @@ func TestChainAheadRidesOutOutage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 			f := segmenttest.NewFake()
-			set := segment.Settings{Step: step, Ahead: tc.ahead, PrefetchPeriod: time.Millisecond, HungerWindow: time.Second}
+			set := segment.Settings{Step: step, Ahead: tc.ahead}
+			own := segment.Owned{Clock: clk, PrefetchPeriod: time.Millisecond, HungerWindow: time.Second}
 			if tc.ahead == 0 {
 				// The test draws faster in real time than the worker
 				// refills, so callers go hungry and widen the distance;
 				// capped, the control cannot hold 60 s by that accident.
-				set.MaxPrefetchDistance = 16
+				own.MaxPrefetchDistance = 16
 			}
-			c := newChain(t, f, set, segment.Owned{Clock: clk})
+			c := newChain(t, f, set, own)
 			r := &caller{t: t, c: c, clk: clk}
 
 			// Twenty rate windows of steady traffic: the measured rate
@@ -108,7 +109,7 @@ func TestChainAheadRidesOutOutage(t *testing.T) {
 				t.Fatalf("Ahead 0: the outage ended with %v after %d IDs (held %d at its start); want the chain run dry", err, served, held)
 			}
 			// At most twice the capped distance: what the chain can hold.
-			if limit := 2 * set.MaxPrefetchDistance * step; int64(served) > limit {
+			if limit := 2 * own.MaxPrefetchDistance * step; int64(served) > limit {
 				t.Errorf("Ahead 0: served %d IDs during the outage, more than the %d the chain can hold", served, limit)
 			}
 		})
@@ -122,8 +123,8 @@ func TestChainAheadFollowsTraffic(t *testing.T) {
 	const step = 100
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: step, SafeDistance: 2, Ahead: 10 * time.Second, PrefetchPeriod: time.Millisecond},
-		segment.Owned{Clock: clk})
+	c := newChain(t, f, segment.Settings{Step: step, SafeDistance: 2, Ahead: 10 * time.Second},
+		segment.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	r := &caller{t: t, c: c, clk: clk}
 
 	// 1,000 IDs/s × 10 s: 100 segments of 100.

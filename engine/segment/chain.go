@@ -58,6 +58,16 @@ import (
 // worker keeps asking, in case the store's configuration changes. IDs are strictly increasing per Chain and never repeated: a
 // distributor answer that goes backwards or overlaps is refused
 // ([errInvalidRange]). Close the chain to stop the worker.
+//
+// Four values are fixed rather than settings, since no workload seen needs
+// others: the prefetch period is 1 s and the hunger window 5 s, as in
+// CosId, short enough that the distance follows traffic within seconds and
+// long enough that the worker costs nothing measurable; the distance widens
+// to at most 1,000,000 segments (10^9 IDs at the default step, the order of
+// CosId's cap; lowered to what Step allows without overflowing int64, and
+// never below SafeDistance); one store call may take 10 s, so a store that
+// stops answering shows up as an error instead of a fetch that never
+// returns.
 type Chain struct {
 	_     [64]byte // keep the hot head pointer off other objects' cache lines
 	head  atomic.Pointer[seg]

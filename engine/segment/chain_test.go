@@ -119,7 +119,7 @@ func TestChainConcurrentDistinct(t *testing.T) {
 // time: the waiting path must not hand out duplicates either.
 func TestChainConcurrentSlowStore(t *testing.T) {
 	f := segmenttest.NewFake(segmenttest.FakeLatency(200 * time.Microsecond))
-	c := newChain(t, f, segment.Settings{Step: 3, SafeDistance: 1, MaxPrefetchDistance: 8})
+	c := newChain(t, f, segment.Settings{Step: 3, SafeDistance: 1}, segment.Owned{MaxPrefetchDistance: 8})
 	distinct(t, draw(t, c, 8, 1000)...)
 	if s := c.Stats(); s.Hungry == 0 {
 		t.Fatalf("no caller waited (Stats %+v): the test did not exercise the waiting path", s)
@@ -147,7 +147,7 @@ func TestTwoChainsOneStore(t *testing.T) {
 
 func TestChainStoreDown(t *testing.T) {
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3, PrefetchPeriod: 5 * time.Millisecond}, segment.Owned{Name: "order"})
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3}, segment.Owned{Name: "order", PrefetchPeriod: 5 * time.Millisecond})
 	ctx := context.Background()
 	var ids []int64
 	next := func(ctx context.Context) error {
@@ -239,7 +239,7 @@ func TestChainStoreDown(t *testing.T) {
 func TestChainOutagesUnderLoad(t *testing.T) {
 	const callers, rounds = 4, 5
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: 5, PrefetchPeriod: time.Millisecond})
+	c := newChain(t, f, segment.Settings{Step: 5}, segment.Owned{PrefetchPeriod: time.Millisecond})
 	stop := make(chan struct{})
 	ids := make([][]int64, callers)
 	var drawn, refused atomic.Int64
@@ -302,7 +302,7 @@ func TestChainRefusalFailsAtOnce(t *testing.T) {
 		return max.Add(step), nil
 	})
 	logs := &logCounter{}
-	c := newChain(t, d, segment.Settings{PrefetchPeriod: time.Millisecond}, segment.Owned{Name: "other", Logger: slog.New(logs)})
+	c := newChain(t, d, segment.Settings{}, segment.Owned{Name: "other", Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
 	for range 3 { // the first caller waits for the first fetch; the others find the refusal
 		_, err := c.NextID(context.Background())
 		if !errors.Is(err, engine.ErrUnknownGenerator) || !errors.Is(err, engine.ErrSegmentExhausted) ||
@@ -373,7 +373,7 @@ func TestChainOutageLogging(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
 	logs := &logCounter{}
-	c := newChain(t, f, segment.Settings{Step: 10, PrefetchPeriod: time.Millisecond}, segment.Owned{Clock: clk, Logger: slog.New(logs)})
+	c := newChain(t, f, segment.Settings{Step: 10}, segment.Owned{Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
 	if _, err := c.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestChainMaxWait(t *testing.T) {
 func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake(segmenttest.FakeLatency(2 * time.Millisecond))
-	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 1, MaxPrefetchDistance: 64, PrefetchPeriod: time.Millisecond, HungerWindow: time.Minute}, segment.Owned{Clock: clk})
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 1}, segment.Owned{Clock: clk, MaxPrefetchDistance: 64, PrefetchPeriod: time.Millisecond, HungerWindow: time.Minute})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -479,7 +479,7 @@ func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 func TestChainTTL(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, PrefetchPeriod: time.Millisecond, TTL: time.Hour}, segment.Owned{Clock: clk})
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, TTL: time.Hour}, segment.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	ctx := context.Background()
 	for want := int64(1); want <= 2; want++ {
 		if id, err := c.NextID(ctx); err != nil || id != want {
@@ -522,7 +522,7 @@ func TestChainRefusesBadRanges(t *testing.T) {
 		cur += step
 		return cur, nil
 	})
-	c := newChain(t, d, segment.Settings{Step: 4, SafeDistance: 1, PrefetchPeriod: time.Millisecond})
+	c := newChain(t, d, segment.Settings{Step: 4, SafeDistance: 1}, segment.Owned{PrefetchPeriod: time.Millisecond})
 	ids := draw(t, c, 1, 100)
 	distinct(t, ids...)
 	if s := c.Stats(); s.Failures != 2 {
@@ -604,7 +604,7 @@ func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
 }
 
 func TestChainFastPathAllocatesNothing(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 1 << 20, PrefetchPeriod: time.Hour})
+	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 1 << 20}, segment.Owned{PrefetchPeriod: time.Hour})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -621,27 +621,34 @@ func TestInvalidSettings(t *testing.T) {
 		want string
 		d    segment.Distributor
 		opts segment.Settings
+		own  segment.Owned // test-only tuning
 	}{
-		{"nil Distributor", nil, segment.Settings{}},
-		{"Step -5", f, segment.Settings{Step: -5}},
-		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}},
-		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4, MaxPrefetchDistance: 3}},
-		{"overflows int64", f, segment.Settings{Step: 1 << 40, MaxPrefetchDistance: 1 << 30}},
-		{"PrefetchPeriod -1s", f, segment.Settings{PrefetchPeriod: -time.Second}},
-		{"HungerWindow -1s", f, segment.Settings{HungerWindow: -time.Second}},
-		{"TTL -1s", f, segment.Settings{TTL: -time.Second}},
-		{"FetchTimeout -1s", f, segment.Settings{FetchTimeout: -time.Second}},
-		{"Ahead -1s", f, segment.Settings{Ahead: -time.Second}},
-		{"Ahead 2s: beyond Fence 1s", f, segment.Settings{Ahead: 2 * time.Second, Fence: time.Second}},
+		{"nil Distributor", nil, segment.Settings{}, segment.Owned{}},
+		{"Step -5", f, segment.Settings{Step: -5}, segment.Owned{}},
+		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}, segment.Owned{}},
+		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4}, segment.Owned{MaxPrefetchDistance: 3}},
+		{"overflows int64", f, segment.Settings{Step: 1 << 40}, segment.Owned{MaxPrefetchDistance: 1 << 30}},
+		{"PrefetchPeriod -1s", f, segment.Settings{}, segment.Owned{PrefetchPeriod: -time.Second}},
+		{"HungerWindow -1s", f, segment.Settings{}, segment.Owned{HungerWindow: -time.Second}},
+		{"TTL -1s", f, segment.Settings{TTL: -time.Second}, segment.Owned{}},
+		{"FetchTimeout -1s", f, segment.Settings{}, segment.Owned{FetchTimeout: -time.Second}},
+		{"Ahead -1s", f, segment.Settings{Ahead: -time.Second}, segment.Owned{}},
+		{"Ahead 2s: beyond Fence 1s", f, segment.Settings{Ahead: 2 * time.Second, Fence: time.Second}, segment.Owned{}},
 	} {
-		c, err := segment.NewChain(tc.d, tc.opts)
+		build := segment.NewChain
+		if tc.own != (segment.Owned{}) {
+			build = func(d segment.Distributor, s ...segment.Settings) (*segment.Chain, error) {
+				return segment.NewOwnedChain(d, s[0], tc.own)
+			}
+		}
+		c, err := build(tc.d, tc.opts)
 		if c != nil {
 			c.Close()
 		}
 		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewChain with %s: %v; want engine.ErrInvalidConfig naming it", tc.want, err)
 		}
-		if _, err := segment.New(tc.d, tc.opts); !errors.Is(err, engine.ErrInvalidConfig) {
+		if _, err := segment.NewOwned(tc.d, tc.opts, tc.own); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("New with %s: %v; want engine.ErrInvalidConfig", tc.want, err)
 		}
 	}

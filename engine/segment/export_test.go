@@ -1,11 +1,6 @@
 package segment
 
-import (
-	"log/slog"
-
-	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/internal/segmenthook"
-)
+import "github.com/idforge/idforge/internal/segmenthook"
 
 // What the external tests reach: the error type and sentinel they inspect,
 // the single-segment generator, the settings check, and chains with the
@@ -16,14 +11,9 @@ var ErrInvalidRange = errInvalidRange
 
 type Generator = single
 
-// Owned is what the runner of a chain sets: name, logger, clock.
-type Owned struct {
-	Name   string
-	Logger *slog.Logger
-	Clock  clock.Clock
-}
-
-func (o Owned) hook() owned { return owned{Name: o.Name, Logger: o.Logger, Clock: o.Clock} }
+// Owned is what the runner of a chain sets: name, logger, clock, and the
+// test-only tuning of the values fixed for users.
+type Owned = segmenthook.Owned
 
 func New(d Distributor, s ...Settings) (*Generator, error) {
 	set, err := oneSettings(s)
@@ -34,11 +24,11 @@ func New(d Distributor, s ...Settings) (*Generator, error) {
 }
 
 func NewOwned(d Distributor, s Settings, o Owned) (*Generator, error) {
-	return newSingle(d, s, o.hook())
+	return newSingle(d, s, o)
 }
 
 func NewOwnedChain(d Distributor, s Settings, o Owned) (*Chain, error) {
-	return newChain(d, s, o.hook())
+	return newChain(d, s, o)
 }
 
 func (s Settings) Validate() error { return s.validate() }

@@ -66,8 +66,8 @@ type single struct {
 }
 
 // newSingle returns a single-segment generator drawing from d, configured
-// by s and o. Of the settings, Step, MaxWait, FetchTimeout and Fence apply;
-// the others are validated and ignored. It does not talk to the store: the
+// by s and o. Of the settings, Step, MaxWait and Fence apply, with the store
+// call timeout; the others are validated and ignored. It does not talk to the store: the
 // first NextID does.
 func newSingle(d Distributor, s Settings, o owned) (*single, error) {
 	cfg, err := newConfig(d, s, o)

@@ -12,8 +12,8 @@ import (
 	"github.com/idforge/idforge/internal/segmenthook"
 )
 
-// Defaults, chosen for database primary keys and documented on the
-// Settings fields.
+// Defaults, chosen for database primary keys. Those of Settings are
+// documented on its fields; the others are fixed and documented on [Chain].
 const (
 	// defaultStep is the number of IDs per segment. A thousand makes one store
 	// round trip per thousand IDs, so a 1 ms store costs a generator under
@@ -35,29 +35,30 @@ const (
 	// long enough that a second's lull does not empty the target, short
 	// enough that it follows a change in traffic within a minute or so.
 	rateWindow = 10 * time.Second
-	// defaultMaxPrefetchDistance caps how far hunger widens the distance, in
-	// segments. With the default step it is 10^9 IDs.
-	defaultMaxPrefetchDistance = 1_000_000
-	// defaultPrefetchPeriod is how often the prefetch worker wakes up on its
-	// own (it is also woken by callers that use the chain up).
-	defaultPrefetchPeriod = time.Second
-	// defaultHungerWindow is how long after the last hungry caller the
-	// prefetch distance stays widened before it starts halving back.
-	defaultHungerWindow = 5 * time.Second
+	// maxPrefetchDistance caps how far hunger widens the distance, in
+	// segments. With the default step it is 10^9 IDs: CosId's cap is
+	// 10^8 segments of 10 IDs, the same order of IDs.
+	maxPrefetchDistance = 1_000_000
+	// prefetchPeriod is how often the prefetch worker wakes up on its own
+	// (it is also woken by callers that use the chain up), as in CosId.
+	prefetchPeriod = time.Second
+	// hungerWindow is how long after the last hungry caller the prefetch
+	// distance stays widened before it starts halving back, as in CosId.
+	hungerWindow = 5 * time.Second
 	// defaultMaxWait bounds how long NextID waits for a dry chain or a
 	// refill when ctx has no earlier deadline: long enough to ride out a
 	// store failover, short enough that a request without a deadline fails
 	// instead of hanging while the store is down.
 	defaultMaxWait = 10 * time.Second
-	// defaultFetchTimeout bounds one store call, so a store that stops
+	// fetchTimeout bounds one store call, so a store that stops
 	// answering (a dropped connection with no reset) shows up as an error
 	// instead of a fetch that never returns.
-	defaultFetchTimeout = 10 * time.Second
+	fetchTimeout = 10 * time.Second
 )
 
 // Settings configures a [Chain]. The zero value of every
 // field means its documented default, so Settings{} is a working chain;
-// fields that only concern the chain's prefetching (distances, periods, TTL)
+// fields that only concern the chain's prefetching (SafeDistance, Ahead, TTL)
 // are validated but have no effect on the single-segment generator of the
 // registry's "segment" kind. The name of the sequence, the logger and the
 // clock belong to whoever runs the chain: a chain from NewChain has no name,
@@ -77,10 +78,10 @@ type Settings struct {
 	// at (a mean weighted over about the last 10 s of the chain's clock,
 	// read from counters the worker keeps anyway, so NextID pays nothing
 	// more) and holds at least rate × Ahead IDs, in whole segments, never
-	// fewer than SafeDistance nor more than MaxPrefetchDistance. A chain
-	// that holds its target rides out a store outage of up to Ahead at a
-	// steady rate; when traffic falls the target falls after it, halving at
-	// most once per PrefetchPeriod. The price is any prefetch's: the IDs
+	// fewer than SafeDistance nor more than the chain's maximum distance
+	// (see [Chain]). A chain that holds its target rides out a store outage
+	// of up to Ahead at a steady rate; when traffic falls the target falls
+	// after it, halving at most once per prefetch period (1 s). The price is any prefetch's: the IDs
 	// held ahead (up to twice the target) are lost on a restart, and
 	// instances sharing a store interleave by as much. A chain with a Fence
 	// stops serving what it holds once the store has not confirmed it for
@@ -88,23 +89,12 @@ type Settings struct {
 	// refused. Default 0: off, the distance is SafeDistance and what hunger
 	// adds.
 	Ahead time.Duration
-	// MaxPrefetchDistance caps the prefetch distance, in segments, that
-	// hunger can widen to (default 1,000,000, lowered to
-	// what Step allows without overflow; at least SafeDistance).
-	MaxPrefetchDistance int64
-	// PrefetchPeriod is how often the prefetch worker wakes up on its own
-	// (default 1 s). It also bounds how late a TTL is
-	// enforced and how often a widened distance halves.
-	PrefetchPeriod time.Duration
-	// HungerWindow is how long the prefetch distance stays widened after a
-	// caller last found no ID ready (default 5 s).
-	HungerWindow time.Duration
 	// TTL discards fetched segments older than this instead of serving them
 	// (default 0, none). An instance that sits on a
 	// prefetched range for hours would otherwise insert IDs far below those
 	// other instances are issuing now; with a TTL its IDs stay close to
 	// theirs. The prefetch worker enforces it when it wakes, so an ID may be
-	// served up to one prefetch period after its segment expired. An idle
+	// served up to one prefetch period (1 s) after its segment expired. An idle
 	// chain refetches its safe distance once per TTL.
 	TTL time.Duration
 	// MaxWait bounds how long NextID waits for IDs when none are ready
@@ -113,10 +103,6 @@ type Settings struct {
 	// end the wait earlier. A negative
 	// MaxWait waits as long as ctx allows.
 	MaxWait time.Duration
-	// FetchTimeout bounds one store call (default 10 s), so a store that
-	// stops answering shows up as an error instead of a fetch that never
-	// returns.
-	FetchTimeout time.Duration
 	// Fence, when positive, stops serving the IDs already held once the
 	// store has not confirmed them for that long: NextID then waits, as on
 	// a dry chain, for the store to answer, and fails with an error
@@ -141,7 +127,8 @@ type Settings struct {
 // failures, recoveries and invalid ranges (default slog.Default()), and the
 // clock of segment TTLs, the hunger window and the fence (default
 // clock.System). Timers (the prefetch period, retries, waiting) always run
-// on real time.
+// on real time. Its tuning fields, zero outside tests, override the fixed
+// prefetch period, hunger window, maximum distance and store call timeout.
 type owned = segmenthook.Owned
 
 // config is Settings with every default filled in, in the names the chain uses.
@@ -201,12 +188,12 @@ func (s Settings) resolve(o owned) (config, error) {
 		step:         orDefault(s.Step, defaultStep),
 		safeDistance: orDefault(s.SafeDistance, defaultSafeDistance),
 		ahead:        s.Ahead,
-		maxDistance:  s.MaxPrefetchDistance,
-		period:       orDefault(s.PrefetchPeriod, defaultPrefetchPeriod),
-		hungerWindow: orDefault(s.HungerWindow, defaultHungerWindow),
+		maxDistance:  o.MaxPrefetchDistance,
+		period:       orDefault(o.PrefetchPeriod, prefetchPeriod),
+		hungerWindow: orDefault(o.HungerWindow, hungerWindow),
 		ttl:          s.TTL,
 		maxWait:      orDefault(s.MaxWait, defaultMaxWait),
-		fetchTimeout: orDefault(s.FetchTimeout, defaultFetchTimeout),
+		fetchTimeout: orDefault(o.FetchTimeout, fetchTimeout),
 		fence:        s.Fence,
 		logger:       o.Logger,
 		clock:        o.Clock,
@@ -220,10 +207,10 @@ func (s Settings) resolve(o owned) (config, error) {
 	if c.maxWait < 0 {
 		c.maxWait = 0
 	}
-	// The default cap gives way to a large step or safe distance; an
-	// explicit cap that does not fit is an error.
+	// The fixed cap gives way to a large step or safe distance; a test's
+	// cap that does not fit is an error.
 	if c.maxDistance == 0 {
-		c.maxDistance = defaultMaxPrefetchDistance
+		c.maxDistance = maxPrefetchDistance
 		if c.step > 0 {
 			c.maxDistance = min(c.maxDistance, math.MaxInt64/c.step/2)
 		}

@@ -22,7 +22,7 @@ import (
 // ExhaustedError honouring its deadline, and Close stops the worker.
 func TestStressTTLOutagesClose(t *testing.T) {
 	f := segmenttest.NewFake()
-	c, err := segment.NewOwnedChain(f, segment.Settings{Step: 16, SafeDistance: 2, PrefetchPeriod: time.Millisecond, TTL: time.Millisecond, MaxWait: 50 * time.Millisecond}, segment.Owned{Logger: slog.New(slog.DiscardHandler)})
+	c, err := segment.NewOwnedChain(f, segment.Settings{Step: 16, SafeDistance: 2, TTL: time.Millisecond, MaxWait: 50 * time.Millisecond}, segment.Owned{Logger: slog.New(slog.DiscardHandler), PrefetchPeriod: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

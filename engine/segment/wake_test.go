@@ -15,7 +15,7 @@ import (
 func TestFetchCutsRangeIntoQuarterTargetSegments(t *testing.T) {
 	var next atomic.Int64
 	d := distFunc(func(_ context.Context, n int64) (int64, error) { return next.Add(n) + 1000, nil })
-	c, err := newChain(d, Settings{Step: 10, SafeDistance: 8, PrefetchPeriod: time.Hour}, owned{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c, err := newChain(d, Settings{Step: 10, SafeDistance: 8}, owned{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PrefetchPeriod: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,15 @@
 // engine/segment keeps from its users: chains with the name, logger and
 // clock the registry owns, the single-segment generator behind the
 // "segment" kind, which refills synchronously instead of prefetching, and a
-// check of chain settings before any chain is built. engine/segment fills
+// check of chain settings before any chain is built. Owned also carries
+// test-only tuning of values fixed for users. engine/segment fills
 // the functions in when it is initialized. It imports engine and
 // engine/clock.
 package segmenthook
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
@@ -26,6 +28,24 @@ type Owned struct {
 	// clock.System). Timers (the prefetch period, retries, waiting) always
 	// run on real time.
 	Clock clock.Clock
+
+	// Test-only tuning of values fixed for users (see segment.Chain): zero
+	// means the fixed value; the registry leaves them zero. Tests shorten
+	// the period and the window to run in milliseconds, or cap the
+	// distance to watch it saturate. A negative duration, or a cap below
+	// SafeDistance or overflowing int64 with Step, is refused.
+
+	// PrefetchPeriod is how often the prefetch worker wakes up on its own
+	// (fixed at 1 s).
+	PrefetchPeriod time.Duration
+	// HungerWindow is how long the prefetch distance stays widened after a
+	// caller last found no ID ready (fixed at 5 s).
+	HungerWindow time.Duration
+	// MaxPrefetchDistance caps the prefetch distance in segments (fixed at
+	// 1,000,000, lowered to what Step allows).
+	MaxPrefetchDistance int64
+	// FetchTimeout bounds one store call (fixed at 10 s).
+	FetchTimeout time.Duration
 }
 
 // NewChain is segment.NewChain with what the runner owns: d is a
@@ -80,8 +100,8 @@ type Single interface {
 
 // New returns a single-segment generator drawing from d (a
 // segment.Distributor) with settings (a segment.Settings; of them Step,
-// MaxWait, FetchTimeout and Fence apply, the others are validated and
-// ignored) and o. It does not talk to the store: the first
+// MaxWait and Fence apply, the others are validated and ignored) and o (of
+// its tuning, FetchTimeout applies). It does not talk to the store: the first
 // NextID does. The types are the two this package cannot name, since
 // engine/segment imports it. Set by engine/segment at initialization.
 var New func(d, settings any, o Owned) (Single, error)

@@ -31,7 +31,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := ownedChain(d, segment.Settings{Step: step, PrefetchPeriod: period}, segmenthook.Owned{Name: name, Logger: quiet})
+			c, err := ownedChain(d, segment.Settings{Step: step}, segmenthook.Owned{Name: name, Logger: quiet, PrefetchPeriod: period})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func chainOutage(t *testing.T, s *server) {
 	}
 	logs := &logRecorder{}
 	// No MaxWait: only the caller's ctx can end a wait on a dry chain.
-	c, err := ownedChain(d, segment.Settings{Step: step, SafeDistance: safeDistance, PrefetchPeriod: 20 * time.Millisecond, MaxWait: -1}, segmenthook.Owned{Name: name, Logger: slog.New(logs)})
+	c, err := ownedChain(d, segment.Settings{Step: step, SafeDistance: safeDistance, MaxWait: -1}, segmenthook.Owned{Name: name, Logger: slog.New(logs), PrefetchPeriod: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // RunOption configures [Run].
@@ -197,7 +198,9 @@ func (s *suite) chains(t *testing.T) {
 	ids := make([][]int64, chains*goroutines)
 	var wg sync.WaitGroup
 	for c := range chains {
-		ch, err := segment.NewChain(s.new(t, name), segment.Settings{Step: 50, PrefetchPeriod: 10 * time.Millisecond})
+		// A short prefetch period (test-only tuning) keeps the chains busy
+		// fetching, so their ranges interleave.
+		ch, err := segmenthook.NewChain(s.new(t, name), segment.Settings{Step: 50}, segmenthook.Owned{PrefetchPeriod: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
