@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/idforge/idforge/internal/segmenthook"
 	"io"
 	"net"
 	"os"
@@ -246,7 +247,7 @@ func BenchmarkServe(b *testing.B) {
 			b.Fatal(err)
 		}
 		d, _ := st.Segment("order")
-		ch, err := segment.NewChain(d)
+		ch, err := segmenthook.NewChain(d, segment.Settings{}, segmenthook.Owned{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -37,10 +37,8 @@ func Example() {
 	held, _ := st.Distribute(ctx, inst, 10, 5*time.Minute) // idforge.New leases it with Settings.Store: st
 	defer st.Revert(ctx, inst, held)
 	d, _ := st.Segment("order")
-	chain, _ := segment.NewChain(d, segment.Settings{Step: 100})
-	defer chain.Close()
-	id, _ := chain.NextID(ctx)
-	fmt.Println("machine", held.MachineID, "first order", id)
+	maxID, _ := d.NextMaxID(ctx, 100) // the range (maxID-100, maxID]; idforge.New's chains draw it
+	fmt.Println("machine", held.MachineID, "first order", maxID-100+1)
 	// Output: machine 0 first order 1
 }
 

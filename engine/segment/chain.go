@@ -68,7 +68,7 @@ import (
 // never below SafeDistance); one store call may take 10 s, so a store that
 // stops answering shows up as an error instead of a fetch that never
 // returns.
-type Chain struct {
+type chain struct {
 	_     [64]byte // keep the hot head pointer off other objects' cache lines
 	head  atomic.Pointer[seg]
 	wake  chan struct{} // capacity 1: pending wake-up of the worker
@@ -118,31 +118,22 @@ type traffic struct {
 }
 
 var (
-	_ engine.Generator = (*Chain)(nil)
-	_ io.Closer        = (*Chain)(nil)
+	_ engine.Generator = (*chain)(nil)
+	_ io.Closer        = (*chain)(nil)
 	_ engine.Generator = (*single)(nil)
 )
 
-// NewChain starts a segment chain drawing from d and its prefetch worker,
-// configured by s (at most one value; none means Settings{}). It does not
-// wait for the first fetch: early callers wait for it instead.
-func NewChain(d Distributor, s ...Settings) (*Chain, error) {
-	set, err := oneSettings(s)
-	if err != nil {
-		return nil, err
-	}
-	return newChain(d, set, owned{})
-}
-
-// newChain is NewChain with what the runner of the chain owns.
-func newChain(d Distributor, s Settings, o owned) (*Chain, error) {
+// newChain starts a segment chain drawing from d and its prefetch worker,
+// with what the runner of the chain owns. It does not wait for the first
+// fetch: early callers wait for it instead.
+func newChain(d Distributor, s Settings, o owned) (*chain, error) {
 	cfg, err := newConfig(d, s, o)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	root := &seg{retired: true} // empty: the first caller finds it used up
-	c := &Chain{
+	c := &chain{
 		wake:       make(chan struct{}, 1),
 		d:          d,
 		cfg:        cfg,
@@ -176,7 +167,7 @@ func newChain(d Distributor, s Settings, o owned) (*Chain, error) {
 // and slow, an ordinary function, checks its own stack).
 //
 //go:nosplit
-func (c *Chain) NextID(ctx context.Context) (int64, error) {
+func (c *chain) NextID(ctx context.Context) (int64, error) {
 	if c.fence != nil {
 		if err := c.fence.check(c.cfg.name); err != nil {
 			return c.fenced(ctx, err)
@@ -198,7 +189,7 @@ func (c *Chain) NextID(ctx context.Context) (int64, error) {
 // the worker cuts what it fetches into segments of about a quarter of the
 // prefetch distance (at least one step), so callers wake it about four
 // times per distance without a check on the fast path.
-func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
+func (c *chain) slow(ctx context.Context, s *seg) (int64, error) {
 	if ctx == nil { // as database/sql would, rather than panic on the wait
 		ctx = context.Background()
 	}
@@ -263,7 +254,7 @@ func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 // the IDs the chain holds (a fetch, or another operation of the store) and
 // then serves one; when ctx or MaxWait ends first it returns the fence's
 // error, and when the store refuses the sequence, that at once.
-func (c *Chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
+func (c *chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -297,7 +288,7 @@ func (c *Chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
 }
 
 // signal wakes the worker without blocking.
-func (c *Chain) signal() {
+func (c *chain) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -308,7 +299,7 @@ func (c *Chain) signal() {
 // for the distributor to return) and discards the IDs it held. NextID calls
 // that start after Close return an error wrapping engine.ErrClosed. Close is
 // idempotent and always returns nil.
-func (c *Chain) Close() error {
+func (c *chain) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.cancel()
@@ -328,7 +319,7 @@ func (c *Chain) Close() error {
 // because what the chain holds may now be handed out to another process too;
 // the chain also calls it itself when a fetch reports a reset. IDs claimed
 // before it stay served.
-func (c *Chain) discard(cause error) {
+func (c *chain) discard(cause error) {
 	dropped := int64(0)
 	for s := c.head.Load(); s != nil; s = s.next.Load() {
 		dropped += s.drop()
@@ -343,13 +334,13 @@ func (c *Chain) discard(cause error) {
 	c.cfg.logger.Warn("segment: dropped the IDs the chain held", "name", c.cfg.name, "dropped", dropped, "cause", cause)
 }
 
-// name returns the sequence name its runner gave the chain ("" from NewChain).
-func (c *Chain) name() string { return c.cfg.name }
+// name returns the sequence name its runner gave the chain ("" without a runner).
+func (c *chain) name() string { return c.cfg.name }
 
 // stats returns a snapshot of the chain's counters (see segmenthook.Stats).
 // The figures are read one by one while callers keep drawing, so they agree
 // only approximately.
-func (c *Chain) stats() segmenthook.Stats {
+func (c *chain) stats() segmenthook.Stats {
 	pos := c.position()
 	end := c.end.Load()
 	c.mu.Lock()
@@ -369,12 +360,12 @@ func (c *Chain) stats() segmenthook.Stats {
 }
 
 // position is the number of IDs handed out or discarded so far.
-func (c *Chain) position() int64 {
+func (c *chain) position() int64 {
 	h := c.head.Load()
 	return h.base + min(h.taken.Load(), h.size)
 }
 
-func (c *Chain) run(ctx context.Context) {
+func (c *chain) run(ctx context.Context) {
 	defer close(c.done)
 	timer := time.NewTimer(c.cfg.period)
 	defer timer.Stop()
@@ -398,7 +389,7 @@ func (c *Chain) run(ctx context.Context) {
 
 // cycle is one round of the worker: drop expired segments, adjust the
 // distance, top the chain up. It returns how long to sleep unless woken.
-func (c *Chain) cycle(ctx context.Context) time.Duration {
+func (c *chain) cycle(ctx context.Context) time.Duration {
 	now := c.cfg.clock.Now()
 	if c.cfg.ttl > 0 {
 		c.retireUpTo(now.Add(-c.cfg.ttl).UnixNano())
@@ -429,14 +420,14 @@ func (c *Chain) cycle(ctx context.Context) time.Duration {
 
 // fenceWait is how long the worker may sleep before an idle chain's fence
 // wants a confirming fetch.
-func (c *Chain) fenceWait() time.Duration {
+func (c *chain) fenceWait() time.Duration {
 	if c.fence == nil {
 		return c.cfg.period
 	}
 	return max(c.fence.window/4, time.Millisecond)
 }
 
-func (c *Chain) fetch(ctx context.Context, size, target int64) error {
+func (c *chain) fetch(ctx context.Context, size, target int64) error {
 	fctx, cancel := context.WithTimeout(ctx, c.cfg.fetchTimeout)
 	sent := c.cfg.clock.Now()
 	max, err := c.d.NextMaxID(fctx, size)
@@ -500,7 +491,7 @@ func refusal(err error) bool {
 	return false
 }
 
-func (c *Chain) fail(err error) {
+func (c *chain) fail(err error) {
 	c.failures.Add(1)
 	if errors.Is(err, engine.ErrStoreReset) {
 		c.discard(err)
@@ -539,7 +530,7 @@ func (c *Chain) fail(err error) {
 	c.retryAt = time.Now().Add(wait)
 }
 
-func (c *Chain) recovered() {
+func (c *chain) recovered() {
 	c.outage.Recovered(c.cfg.clock.Now())
 	c.healthy.Store(true)
 	c.backoff = 0
@@ -556,7 +547,7 @@ func (c *Chain) recovered() {
 // during an outage or before the first fetch says nothing about the distance.
 // The distance never falls below floor: the safe distance, or what holds
 // Ahead's worth of the current traffic.
-func (c *Chain) adjust(now time.Time) {
+func (c *chain) adjust(now time.Time) {
 	floor := c.floor(now)
 	d := c.distance.Load()
 	if h := c.starved.Load(); h != c.seenStarved {
@@ -587,7 +578,7 @@ func (c *Chain) adjust(now time.Time) {
 // was discarded, which callers already move, so NextID pays nothing for it)
 // over the time passed on the chain's clock, averaged exponentially with a
 // time constant of rateWindow.
-func (c *Chain) floor(now time.Time) int64 {
+func (c *chain) floor(now time.Time) int64 {
 	if c.cfg.ahead <= 0 {
 		return c.cfg.safeDistance
 	}
@@ -617,7 +608,7 @@ func (c *Chain) floor(now time.Time) int64 {
 // before cutoff (Unix nanoseconds) and moves the head past them, so no
 // caller serves them. Segments arrive in time order, so they form a prefix.
 // Only the worker and Close (after the worker stopped) call it.
-func (c *Chain) retireUpTo(cutoff int64) {
+func (c *chain) retireUpTo(cutoff int64) {
 	for s := c.head.Load(); s.fetched <= cutoff; {
 		if !s.retired {
 			s.retired = true

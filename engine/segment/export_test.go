@@ -38,3 +38,16 @@ type Stats = segmenthook.Stats
 
 func (c *Chain) Stats() Stats        { return c.stats() }
 func (c *Chain) Discard(cause error) { c.discard(cause) }
+
+// Chain is the chain the registry runs, for the package's own tests.
+type Chain = chain
+
+// NewChain starts a chain drawing from d, configured by at most one
+// Settings, with nothing a runner owns.
+func NewChain(d Distributor, s ...Settings) (*Chain, error) {
+	set, err := oneSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	return newChain(d, set, owned{})
+}

@@ -55,7 +55,7 @@ func (s *seg) drop() int64 {
 // wait for it, each for as long as its ctx and [Settings].MaxWait allow.
 //
 // IDs are strictly increasing per generator. Every step-th caller pays a
-// store round trip; [Chain] hides that behind a prefetch worker.
+// store round trip; the chain hides that behind a prefetch worker.
 type single struct {
 	cur     atomic.Pointer[seg]
 	fetch   chan struct{} // one-slot semaphore: a single refill at a time
@@ -182,7 +182,7 @@ func init() {
 		}
 		c, err := newChain(dist, s, o)
 		if err != nil {
-			return nil, err // not c: a nil *Chain in a non-nil interface
+			return nil, err // not c: a nil *chain in a non-nil interface
 		}
 		return hooked{c}, nil
 	}
@@ -220,20 +220,20 @@ func init() {
 }
 
 // hooked is a chain as its runner sees it (segmenthook.Chain): with Discard
-// and Stats, which users of a *Chain do not get.
-type hooked struct{ *Chain }
+// and Stats, which users of a *chain do not get.
+type hooked struct{ *chain }
 
 func (h hooked) Discard(cause error)      { h.discard(cause) }
 func (h hooked) Stats() segmenthook.Stats { return h.stats() }
 
-// chainOf returns the chain behind a *Chain or a hooked chain, nil for
+// chainOf returns the chain behind a *chain or a hooked chain, nil for
 // anything else.
-func chainOf(g any) *Chain {
+func chainOf(g any) *chain {
 	switch c := g.(type) {
-	case *Chain:
+	case *chain:
 		return c
 	case hooked:
-		return c.Chain
+		return c.chain
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Defaults, chosen for database primary keys. Those of Settings are
-// documented on its fields; the others are fixed and documented on [Chain].
+// documented on its fields; the others are fixed and documented on the chain (chain.go).
 const (
 	// defaultStep is the number of IDs per segment. A thousand makes one store
 	// round trip per thousand IDs, so a 1 ms store costs a generator under
@@ -56,12 +56,12 @@ const (
 	fetchTimeout = 10 * time.Second
 )
 
-// Settings configures a [Chain]. The zero value of every
+// Settings configures a chain (idforge.Settings.Chain). The zero value of every
 // field means its documented default, so Settings{} is a working chain;
 // fields that only concern the chain's prefetching (SafeDistance, Ahead, TTL)
 // are validated but have no effect on the single-segment generator of the
 // registry's "segment" kind. The name of the sequence, the logger and the
-// clock belong to whoever runs the chain: a chain from NewChain has no name,
+// clock belong to whoever runs the chain: a chain built without a runner has no name,
 // logs to slog.Default() and reads clock.System; the registry passes its
 // own (see internal/segmenthook).
 type Settings struct {
@@ -79,7 +79,7 @@ type Settings struct {
 	// read from counters the worker keeps anyway, so NextID pays nothing
 	// more) and holds at least rate × Ahead IDs, in whole segments, never
 	// fewer than SafeDistance nor more than the chain's maximum distance
-	// (see [Chain]). A chain that holds its target rides out a store outage
+	// (see chain.go). A chain that holds its target rides out a store outage
 	// of up to Ahead at a steady rate; when traffic falls the target falls
 	// after it, halving at most once per prefetch period (1 s). The price is any prefetch's: the IDs
 	// held ahead (up to twice the target) are lost on a restart, and
@@ -148,7 +148,7 @@ type config struct {
 	clock        clock.Clock
 }
 
-// validate reports what NewChain would reject in s, naming each field,
+// validate reports what a chain would reject in s, naming each field,
 // without building anything: for the registry, which takes settings at
 // start-up and builds chains later, on first use (see internal/segmenthook).
 func (s Settings) validate() error {

@@ -33,7 +33,7 @@ func BenchmarkPostgresSegments(b *testing.B) {
 		new  func(segment.Distributor) (engine.Generator, error)
 	}{
 		{"chain", func(d segment.Distributor) (engine.Generator, error) {
-			return segment.NewChain(d, segment.Settings{Step: step})
+			return segmenthook.NewChain(d, segment.Settings{Step: step}, segmenthook.Owned{})
 		}},
 		{"segment", func(d segment.Distributor) (engine.Generator, error) {
 			return segmenthook.New(d, segment.Settings{Step: step}, segmenthook.Owned{})
