@@ -34,10 +34,10 @@ func (decimal) parse(s string) (int64, error) {
 	return v, nil
 }
 
-// affix wraps an inner formatter with a fixed prefix and suffix.
+// affix wraps an inner formatter with a fixed prefix.
 type affix struct {
-	prefix, suffix string
-	inner          form
+	prefix string
+	inner  form
 }
 
 func (a *affix) format(id int64) string { return formatID(a, id) }
@@ -46,10 +46,6 @@ func (a *affix) parse(s string) (int64, error) {
 	rest, ok := strings.CutPrefix(s, a.prefix)
 	if !ok {
 		return 0, fmt.Errorf("%w: %q: want prefix %q", engine.ErrInvalidID, s, a.prefix)
-	}
-	rest, ok = strings.CutSuffix(rest, a.suffix)
-	if !ok {
-		return 0, fmt.Errorf("%w: %q: want suffix %q", engine.ErrInvalidID, s, a.suffix)
 	}
 	return parseInner(a.inner, s, rest)
 }
@@ -82,8 +78,7 @@ func appendID(dst []byte, f form, id int64) []byte {
 		return strconv.AppendInt(dst, id, 10)
 	case *affix:
 		dst = append(dst, f.prefix...)
-		dst = appendID(dst, f.inner, id)
-		return append(dst, f.suffix...)
+		return appendID(dst, f.inner, id)
 	case *dated:
 		dst = f.now().AppendFormat(dst, dateLayout)
 		return appendID(dst, f.inner, id)

@@ -1,6 +1,6 @@
 // Package convert turns int64 IDs into strings and back: [New] returns the
 // formatter of a format name (radix-62, radix-36 or decimal) shaped by
-// [Settings]: zero padding, a prefix, a suffix and a date, as a [Formatter];
+// [Settings]: zero padding, a prefix and a date, as a [Formatter];
 // formatting what a generator draws makes string IDs.
 //
 // It imports engine (for the sentinel errors) and the standard library.
@@ -15,8 +15,8 @@
 // formatters are also canonical: Parse accepts only the one string Format
 // writes, so Format(Parse(s)) == s, and one ID cannot hide behind two strings
 // in a unique column. Radix-36 is lower case ("ZZ" is rejected), and an
-// unpadded radix string with a leading zero is rejected. A prefix and a
-// suffix keep the digits' strictness; decimal inherits
+// unpadded radix string with a leading zero is rejected. A prefix keeps
+// the digits' strictness; decimal inherits
 // strconv's leniency ("+7" and "007" read as 7); a date prefix accepts any
 // valid date (see [Settings].Date). Parse errors wrap [engine.ErrInvalidID]
 // and quote the input; a value above [math.MaxInt64] is an error, never a

@@ -93,11 +93,11 @@ func FuzzDecimal(f *testing.F) {
 }
 
 func FuzzAffix(f *testing.F) {
-	seed(f, "ord_10", "ord_", "ord10", "ord_z_x", "ord_-1_x", "_x", "ord_00_x", "")
-	both := mustFormat(f, "radix62", convert.Settings{Padded: true, Prefix: "ord_", Suffix: "_x"})
+	seed(f, "ord_10", "ord_", "ord10", "ord_z", "ord_-1", "_x", "ord_00", "")
+	pre := mustFormat(f, "radix62", convert.Settings{Padded: true, Prefix: "ord_"})
 	f.Fuzz(func(t *testing.T, s string, x, y int64) {
-		checkRoundTrip(t, "prefix+suffix", both, s, x)
-		checkOrder(t, "prefix+suffix padded", both, x, y)
+		checkRoundTrip(t, "prefix", pre, s, x)
+		checkOrder(t, "prefix padded", pre, x, y)
 	})
 }
 

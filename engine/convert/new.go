@@ -8,9 +8,9 @@ import (
 )
 
 // Settings shape the string of a format: padding for the radix formats, a
-// fixed prefix and suffix, and a date before the digits. The zero value
-// writes the bare digits. Parts appear in the order Prefix, date, digits,
-// Suffix ("ord_" + "20261121" + "0000000016j" + "_x").
+// fixed prefix, and a date before the digits. The zero value writes the
+// bare digits. Parts appear in the order Prefix, date, digits ("ord_" +
+// "20261121" + "0000000016j").
 type Settings struct {
 	// Padded pads radix strings with leading zeros to the width of the
 	// largest int64 (11 digits in radix-62, 13 in radix-36), so the strings
@@ -25,8 +25,6 @@ type Settings struct {
 	Width int
 	// Prefix is written before the string, and Parse requires and strips it.
 	Prefix string
-	// Suffix is written after the string, and Parse requires and strips it.
-	Suffix string
 	// Date, when set, writes the date it returns as yyyyMMdd after Prefix,
 	// for IDs a human can date at a glance, in the location of the time it
 	// returns (func() time.Time { return time.Now().UTC() } for the UTC
@@ -102,8 +100,8 @@ func New(format string, s ...Settings) (*Formatter, error) {
 	if set.Date != nil {
 		f = &dated{now: set.Date, inner: f}
 	}
-	if set.Prefix != "" || set.Suffix != "" {
-		f = &affix{prefix: set.Prefix, suffix: set.Suffix, inner: f}
+	if set.Prefix != "" {
+		f = &affix{prefix: set.Prefix, inner: f}
 	}
 	return &Formatter{f: f}, nil
 }
