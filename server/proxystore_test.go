@@ -331,3 +331,49 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 		t.Fatalf("the default lease got machine ID %d; want 0, given back by the refused one", l.MachineID())
 	}
 }
+
+// TestProxyPassesRideThrough: the server sends its store's ride-through
+// window with the machine ID, so a client lease reserves that far ahead in
+// the server's store and refuses, by name, a SafeGuard too short to keep it,
+// as a lease on the store itself would.
+func TestProxyPassesRideThrough(t *testing.T) {
+	const window = 60 * time.Second
+	st, err := sqlstore.Open(t.Context(), openSQLite(t), sqlstore.Settings{CreateTables: true, Init: true, RideThrough: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := serveProxy(t, st, "")
+	quiet := slog.New(slog.DiscardHandler)
+	_, err = leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "window", ID: "short"}, leased.LeaseSettings{SafeGuard: time.Minute, Logger: quiet})
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "RideThrough 1m0s") || !strings.Contains(err.Error(), "SafeGuard 1m0s") {
+		t.Fatalf("Acquire with SafeGuard 1m under a 60 s window = %v; want ErrInvalidConfig naming both", err)
+	}
+	start := time.Now()
+	l, err := leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "window", ID: "a"}, leased.LeaseSettings{Logger: quiet})
+	if err != nil {
+		t.Fatalf("Acquire with the defaults: %v", err)
+	}
+	defer l.Close()
+	if got := l.Reservation(); got != window {
+		t.Fatalf("the client lease reserves %v, want the server store's window %v", got, window)
+	}
+	if got := leased.RideThroughOf(ps); got != window {
+		t.Fatalf("RideThroughOf(proxy store) = %v, want %v", got, window)
+	}
+	if got := ps.ResetGrace(); got != window+time.Second {
+		t.Fatalf("ResetGrace = %v, want the window plus 1 s", got)
+	}
+	if err := l.Heartbeat(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := st.Admin().Machines(t.Context(), "window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Instance.ID == "a" && time.UnixMilli(m.LastTimestamp).Before(start.Add(window)) {
+			t.Fatalf("the server's store holds %v for the client lease, want a reservation %v ahead of %v",
+				time.UnixMilli(m.LastTimestamp), window, start)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"log/slog"
 	"mime"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	idkind "github.com/idforge/idforge/internal/kind"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +28,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/dated"
+	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/outage"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/regstats"
@@ -169,6 +171,7 @@ func (c *Settings) validate() error {
 			*f.v = f.def
 		}
 	}
+	aheadDefault := c.maxTimestampAhead == 0
 	for _, f := range []struct {
 		name string
 		v    *time.Duration
@@ -197,6 +200,12 @@ func (c *Settings) validate() error {
 	}
 	if c.Proxy != nil && reflect.ValueOf(c.Proxy).Kind() == reflect.Pointer && reflect.ValueOf(c.Proxy).IsNil() {
 		return fmt.Errorf("%w: server: Settings.Proxy is a nil %T", engine.ErrInvalidConfig, c.Proxy)
+	}
+	if w := leased.RideThroughOf(c.Proxy); aheadDefault && c.Proxy != nil && w > 0 {
+		// A client lease's heartbeat reserves the store's ride-through
+		// window ahead of its clock; allow that plus the clock skew
+		// between hosts a reset grace tolerates (1 s).
+		c.maxTimestampAhead = max(c.maxTimestampAhead, w+time.Second)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 				return err
 			}
 			quiet := slog.New(slog.DiscardHandler)
-			st, err := openStore(ctx, *store, "-store", wd, quiet, false)
+			st, err := openStore(ctx, *store, "-store", wd, quiet, false, 0)
 			if err != nil {
 				return err
 			}

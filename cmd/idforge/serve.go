@@ -38,6 +38,7 @@ var serveEnv = []struct{ flag, env string }{
 	{"allowed-hosts", "IDFORGE_ALLOWED_HOSTS"},
 	{"proxy", "IDFORGE_PROXY"},
 	{"shutdown-timeout", "IDFORGE_SHUTDOWN_TIMEOUT"},
+	{"ride-through", "IDFORGE_RIDE_THROUGH"},
 }
 
 // serveOptions are serve's parsed flags.
@@ -48,6 +49,7 @@ type serveOptions struct {
 	layout                                                  *enumFlag
 	proxy                                                   *bool
 	shutdown                                                *time.Duration
+	rideThrough                                             *time.Duration    // 0: the store's default
 	fromEnv                                                 map[string]string // flag name → the variable that set it
 }
 
@@ -82,6 +84,9 @@ func setupServe(fs *flag.FlagSet) runFunc {
 		"serve the /v1/proxy endpoints that proxy stores take machine IDs and segments from [IDFORGE_PROXY]")
 	o.shutdown = parsedVar(fs, "shutdown-timeout", 10*time.Second, positiveDuration, "want a positive duration such as 10s",
 		"how long SIGTERM waits for in-flight requests, a `duration` such as 10s [IDFORGE_SHUTDOWN_TIMEOUT]")
+	o.rideThrough = parsedVar(fs, "ride-through", 0, positiveDuration, "want a positive duration such as 60s",
+		"the store's ride-through window, a `duration`: how long the server goes on issuing snowflake IDs while the store is unreachable "+
+			"(default 1s); every process of the store must use the one it records: `idforge store ride-through` changes it [IDFORGE_RIDE_THROUGH]")
 	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
@@ -180,7 +185,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, o.store, o.source("store"), wd, log, false)
+	st, err := openStore(ctx, o.store, o.source("store"), wd, log, false, *o.rideThrough)
 	if err != nil {
 		return err
 	}

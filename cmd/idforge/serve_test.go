@@ -148,6 +148,7 @@ func TestServeFlagsAndEnv(t *testing.T) {
 		"IDFORGE_LAYOUT":           `IDFORGE_LAYOUT="nosuch": want one of default, second, jssafe, jssafe-second`,
 		"IDFORGE_SHUTDOWN_TIMEOUT": `IDFORGE_SHUTDOWN_TIMEOUT="nosuch": want a positive duration such as 10s`,
 		"IDFORGE_PROXY":            `IDFORGE_PROXY="nosuch": want true or false`,
+		"IDFORGE_RIDE_THROUGH":     `IDFORGE_RIDE_THROUGH="nosuch": want a positive duration such as 60s`,
 	} {
 		fs = flag.NewFlagSet("serve", flag.ContinueOnError)
 		setupServe(fs)

@@ -52,15 +52,16 @@ type openedStore struct {
 // edit here when the stores' constructors change. src names where spec came
 // from (-store or its variable) in errors; log gets the store's warnings.
 // init declares a store found without an epoch brand-new (`store init`); a
-// SQLite file this call creates counts as brand-new anyway.
-func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool) (*openedStore, error) {
+// SQLite file this call creates counts as brand-new anyway. window is the
+// store's RideThrough (0: its default).
+func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool, window time.Duration) (*openedStore, error) {
 	switch {
 	case spec == "":
 		path := filepath.Join(dir, defaultStoreFile)
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path))
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window)
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path))
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
@@ -68,7 +69,7 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 			return nil, usagef("%s: %v", src, redact(err.Error(), spec))
 		}
 		q := u.Query()
-		rs := redisstore.Settings{Logger: log, Init: init}
+		rs := redisstore.Settings{Logger: log, Init: init, RideThrough: window}
 		if q.Has("prefix") {
 			rs.Prefix = q.Get("prefix")
 			q.Del("prefix")
@@ -107,11 +108,11 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 			close:    client.Close,
 		}, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, src, "pgx", spec, "postgresql", init)
+		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window)
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init)
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window)
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, src, "mysql", spec, "mariadb", init)
+		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window)
 	}
 	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
@@ -142,7 +143,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) (*openedStore, error) {
+func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
@@ -163,7 +164,7 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool) 
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init})
+	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -221,11 +222,12 @@ func setupStore(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		octx := ctx
-		if action == "ride-through" {
-			// The store records another window: open it all the same.
+		if action != "init" {
+			// The operator's commands hold no machine ID, so any window
+			// the store records will do, and ride-through rewrites it.
 			octx = storeadmin.Rewriting(ctx)
 		}
-		st, err := openStore(octx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init")
+		st, err := openStore(octx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init", 0)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func TestStoreAdmin(t *testing.T) {
 				t.Fatalf("store init: exit %d: %s", code, errOut)
 			}
 			ctx := context.Background()
-			st, err := openStore(ctx, spec, "-store", t.TempDir(), slog.Default(), false)
+			st, err := openStore(ctx, spec, "-store", t.TempDir(), slog.Default(), false, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

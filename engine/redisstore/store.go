@@ -66,7 +66,10 @@ type Settings struct {
 	// timestamps past what it last stored, so whoever takes the machine ID
 	// next (a reclaim, a restart after kill -9 with the clock stepped back)
 	// starts above everything it issued. Default 1 s; it must be longer
-	// than the lease's Heartbeat. Its price is paid where that is safe: a
+	// than the lease's Heartbeat and at most its SafeGuard minus SkewMargin
+	// (the lease refuses it otherwise: past that the machine ID may be
+	// reclaimed, so a window of a minute needs a SafeGuard of 75 s or more;
+	// the default is 5 min). Its price is paid where that is safe: a
 	// first start on a store not declared brand-new ([Settings.Init]; on
 	// Redis a wipe and a new store look alike), and every start after a
 	// wipe, waits RideThrough plus 1 s (the reset grace), so that every

@@ -139,14 +139,26 @@ func (s LeaseSettings) resolve() (config, error) {
 	return c, c.checkReserve()
 }
 
+// checkReserve refuses a reservation the lease cannot keep: one a
+// heartbeat does not renew in time, and one past the safe-guard less the
+// skew margin, after which the machine ID may already be reclaimed, so
+// the lease would stop earlier than the window promises. Refusing says so
+// at start-up rather than cutting the window short in the middle of an
+// outage.
 func (c config) checkReserve() error {
-	if c.reserve > 0 && c.heartbeat >= c.reserve {
-		if c.fromStore {
-			return fmt.Errorf("%w: machine: the store's RideThrough %v must be longer than the lease's Heartbeat %v",
-				engine.ErrInvalidConfig, c.reserve, c.heartbeat)
-		}
-		return fmt.Errorf("%w: machine: Reservation %v must be longer than Heartbeat %v",
-			engine.ErrInvalidConfig, c.reserve, c.heartbeat)
+	name := "Reservation"
+	if c.fromStore {
+		name = "the store's RideThrough"
+	}
+	switch window := c.safeGuard - c.margin; {
+	case c.reserve > 0 && c.heartbeat >= c.reserve:
+		return fmt.Errorf("%w: machine: %s %v must be longer than the lease's Heartbeat %v",
+			engine.ErrInvalidConfig, name, c.reserve, c.heartbeat)
+	case c.reserve > window:
+		return fmt.Errorf("%w: machine: %s %v must not be longer than the lease's SafeGuard %v minus SkewMargin %v (%v): "+
+			"past that the machine ID may be reclaimed, so the lease could not keep issuing; raise SafeGuard above 5/4 of it "+
+			"(SkewMargin is a fifth of SafeGuard by default) or shorten the window",
+			engine.ErrInvalidConfig, name, c.reserve, c.safeGuard, c.margin, window)
 	}
 	return nil
 }
@@ -169,13 +181,11 @@ func (c *config) adoptWindow(d machine.Distributor) error {
 
 // alone is how long a lease goes on confirming timestamps after its last
 // successful heartbeat started, and which settings make it so (for errors):
-// its reservation, capped by the safe-guard window, or that window alone
-// without a reservation.
+// its reservation (checkReserve keeps it within the safe-guard window), or
+// that window alone without a reservation.
 func (c config) alone() (time.Duration, string) {
 	window := c.safeGuard - c.margin
 	switch {
-	case c.reserve > window:
-		return window, fmt.Sprintf("the reservation %v capped by SafeGuard %v minus SkewMargin %v", c.reserve, c.safeGuard, c.margin)
 	case c.reserve > 0 && c.fromStore:
 		return c.reserve, fmt.Sprintf("the store's RideThrough %v", c.reserve)
 	case c.reserve > 0 && c.reserveSet:

@@ -723,10 +723,61 @@ func TestLeaseReservationValidation(t *testing.T) {
 	mem := machinetest.NewMemory(newTestClock())
 	for _, s := range []leased.LeaseSettings{
 		{Heartbeat: time.Second, Reservation: time.Second},
+		{SafeGuard: time.Minute, Reservation: time.Hour},
 	} {
 		if _, err := leased.Acquire(t.Context(), mem, instA, s); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("Acquire with %+v: %v, want ErrInvalidConfig", s, err)
 		}
+	}
+}
+
+// windowed is a distributor with a ride-through window, as the SQL and
+// Redis stores are.
+type windowed struct {
+	machine.Distributor
+	window time.Duration
+}
+
+func (w windowed) RideThrough() time.Duration { return w.window }
+
+// TestLeaseRefusesWindowPastSafeGuard: a store's RideThrough longer than
+// the lease's SafeGuard minus SkewMargin is refused by name, not cut short:
+// past that the machine ID may be reclaimed, so the lease would stop
+// issuing before the window it promises. Up to it, it is taken whole.
+func TestLeaseRefusesWindowPastSafeGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		opts   leased.LeaseSettings
+		want   string // "" accepted
+	}{
+		{"default safe-guard", 5 * time.Minute, leased.LeaseSettings{},
+			"the store's RideThrough 5m0s must not be longer than the lease's SafeGuard 5m0s minus SkewMargin 1m0s (4m0s)"},
+		{"short safe-guard", 60 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute},
+			"the store's RideThrough 1m0s must not be longer than the lease's SafeGuard 1m0s minus SkewMargin 12s (48s)"},
+		{"explicit margin", 60 * time.Second, leased.LeaseSettings{SafeGuard: 70 * time.Second, SkewMargin: 15 * time.Second},
+			"SafeGuard 1m10s minus SkewMargin 15s (55s)"},
+		{"at the limit", 48 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute}, ""},
+		{"safe-guard above 5/4 of it", 60 * time.Second, leased.LeaseSettings{SafeGuard: 2 * time.Minute}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := windowed{machinetest.NewMemory(clock.System), tc.window}
+			inst := machine.Instance{Namespace: "window", ID: tc.name}
+			l, err := leased.Acquire(t.Context(), d, inst, withLogger(tc.opts, discard))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				defer l.Close()
+				if got := l.Reservation(); got != tc.window {
+					t.Fatalf("Reservation() = %v, want the store's window %v", got, tc.window)
+				}
+				return
+			}
+			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Acquire = %v; want ErrInvalidConfig saying %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -799,8 +850,8 @@ func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
 			"up to 4s without its store (the default Lease.Reservation, 4 × Heartbeat 1s)"},
 		{"reservation equal to the grace", 2 * time.Second, leased.LeaseSettings{Reservation: 2 * time.Second},
 			"(Lease.Reservation 2s)"},
-		{"reservation capped by the safe-guard", 30 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute, Reservation: time.Hour},
-			"up to 48s without its store (the reservation 1h0m0s capped by SafeGuard 1m0s minus SkewMargin 12s)"},
+		{"reservation up to the safe-guard", 30 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute, Reservation: 40 * time.Second},
+			"up to 40s without its store (Lease.Reservation 40s)"},
 		{"no reservation, grace above the safe-guard", 10 * time.Minute, leased.LeaseSettings{Reservation: -1}, ""},
 		{"no grace", -1, leased.LeaseSettings{Reservation: -1}, ""},
 	} {

@@ -67,6 +67,9 @@ type server struct {
 	// addr instead of the server's address when addr is not "". Everything it
 	// opens is closed when the test ends.
 	open func(t testing.TB, addr string) idforge.Store
+	// openWindow is open with the store's RideThrough set to w (0: the
+	// default); the store refuses a w other than the one it records.
+	openWindow func(t testing.TB, addr string, w time.Duration) idforge.Store
 	// lastMax reads the named sequence's last max ID straight from the store.
 	lastMax func(t testing.TB, name string) int64
 	// holder returns the machine ID instance id holds in namespace ns, if any.
@@ -96,26 +99,31 @@ func sqlServer(t *testing.T, d testdb.DB) *server {
 		t.Fatalf("detecting %s's dialect: %v", d.Name, err)
 	}
 	target, via := dsnVia(t, d)
+	openWindow := func(t testing.TB, addr string, w time.Duration) idforge.Store {
+		t.Helper()
+		dsn := d.DSN
+		if addr != "" {
+			dsn = via(addr)
+		}
+		db, err := sql.Open(d.Driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		st, err := sqlstore.Open(ctx, db, sqlstore.Settings{RideThrough: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
 	return &server{
-		target: target,
-		tag:    "sqlstore (" + dialect.String() + ")",
+		target:     target,
+		tag:        "sqlstore (" + dialect.String() + ")",
+		openWindow: openWindow,
 		open: func(t testing.TB, addr string) idforge.Store {
 			t.Helper()
-			dsn := d.DSN
-			if addr != "" {
-				dsn = via(addr)
-			}
-			db, err := sql.Open(d.Driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			st, err := sqlstore.Open(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
+			return openWindow(t, addr, 0)
 		},
 		lastMax: func(t testing.TB, name string) int64 {
 			t.Helper()
@@ -201,18 +209,23 @@ func redisServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	openWindow := func(t testing.TB, addr string, w time.Duration) idforge.Store {
+		t.Helper()
+		c := redis.NewClient(&redis.Options{Addr: cmp.Or(addr, testdb.RedisAddr())})
+		t.Cleanup(func() { c.Close() })
+		st, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: prefix, AllowVolatile: true, RideThrough: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
 	return &server{
-		target: testdb.RedisAddr(),
-		tag:    prefix + "{idforge}:", // the key base every error of the store names
+		target:     testdb.RedisAddr(),
+		tag:        prefix + "{idforge}:", // the key base every error of the store names
+		openWindow: openWindow,
 		open: func(t testing.TB, addr string) idforge.Store {
 			t.Helper()
-			c := redis.NewClient(&redis.Options{Addr: cmp.Or(addr, testdb.RedisAddr())})
-			t.Cleanup(func() { c.Close() })
-			st, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: prefix, AllowVolatile: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return st
+			return openWindow(t, addr, 0)
 		},
 		lastMax: func(t testing.TB, name string) int64 {
 			t.Helper()

@@ -173,6 +173,14 @@ func (b *backend) prepare(ctx context.Context, rideThrough time.Duration) error 
 		}
 	}
 	if b.store == "redis" {
+		// Declared brand-new, as for SQL: the workers' first start does not
+		// wait out a reset grace (the window plus 1 s, past the start-up
+		// timeout with a window of a minute); after store_reset they do.
+		c := redis.NewClient(&redis.Options{Addr: b.redis.Addr(), MaxRetries: -1})
+		defer c.Close()
+		if _, err := redisstore.Open(ctx, c, redisstore.Settings{Prefix: b.redisPrefix, AllowVolatile: true, Init: true, RideThrough: storeWindow(rideThrough)}); err != nil {
+			return fmt.Errorf("initialise the store: %w", err)
+		}
 		return nil
 	}
 	st, err := sqlstore.Open(ctx, db, sqlstore.Settings{CreateTables: true, Init: true, RideThrough: storeWindow(rideThrough)})

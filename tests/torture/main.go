@@ -150,6 +150,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-heartbeat %v: want a positive interval below 4/5 of -safeguard %v", c.heartbeat, c.safeGuard)
 	case c.rideThrough < 0 || c.rideThrough > 0 && c.rideThrough <= c.heartbeat:
 		return fmt.Errorf("-ride-through %v: want 0 or longer than -heartbeat %v", c.rideThrough, c.heartbeat)
+	case c.rideThrough >= c.safeGuard*4/5:
+		// The lease refuses a window it could not keep: past the
+		// safe-guard less its skew margin the ID may be reclaimed.
+		return fmt.Errorf("-ride-through %v: want it below 4/5 of -safeguard %v", c.rideThrough, c.safeGuard)
 	case !slices.Contains(breakModes, c.brk):
 		return fmt.Errorf("-break %q: want one of %q", c.brk, breakModes[1:])
 	}

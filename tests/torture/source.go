@@ -105,14 +105,9 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		reg.Close()
 		return nil, err
 	}
-	m, ok := sf.(interface{ MachineID() int64 })
-	if !ok {
-		reg.Close()
-		return nil, fmt.Errorf("the registry's snowflake generator %T does not report its machine ID", sf)
-	}
 	return &source{
 		gens:      map[string]engine.Generator{genSnowflake: sf, genChain: ch},
-		machineID: m.MachineID,
+		machineID: func() int64 { return reg.Stats().MachineID },
 		close: func() error {
 			if set.StateDir != "" {
 				defer os.RemoveAll(set.StateDir)

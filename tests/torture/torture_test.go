@@ -209,37 +209,57 @@ func TestTorture(t *testing.T) {
 	}
 }
 
-// TestLongOutage keeps the store away for a few seconds, longer than the
-// lease's reservation: no ID may repeat and no row may be lost, and the
-// report must show the outage in its per-generator fields. The bounds hold
-// on any host: the lease cannot renew its reservation while the store is
-// away, so snowflake IDs stop at most a reservation after the cut and start
-// again only after the restore.
+// TestLongOutage keeps the store away for a few seconds. With the stores'
+// ride-through window longer than the outage, snowflake IDs go on through
+// it: none is refused. The control run keeps the default 1 s window, so the
+// lease refuses once its reservation runs out and snowflake IDs pause for
+// at least the outage less the window. Either way no ID may repeat and no
+// row may be lost. Only lower bounds on time are asserted: a slow host
+// lengthens pauses, it cannot shorten them.
 func TestLongOutage(t *testing.T) {
 	const store = "postgres"
 	requireServers(t, store)
-	const outage, reserve = 4 * time.Second, time.Second
-	rep, code := torture(t, slices.Concat([]string{"-store", store, "-faults", "long_outage", "-outage", outage.String(),
-		"-reserve", reserve.String(), "-duration", "1s", "-workers", "2", "-rate", "5000"}, seedArgs(t))...)
-	refused, pause := rep.IDsRefusedByFault["long_outage"], rep.MaxPauseByFault["long_outage"]
-	t.Logf("long_outage: IDs refused %v, longest pause %v ms, refusals %v", refused, pause, rep.RefusalsByFault["long_outage"])
-	if code != exitOK || !rep.OK {
-		t.Errorf("exit status %d, ok %v, problems %q", code, rep.OK, rep.Problems)
-	}
-	if rep.Faults["long_outage"] != 1 || rep.Duplicates != 0 || rep.AckedTwice != 0 || rep.TickOverlaps != 0 || rep.RowsLost != 0 {
-		t.Errorf("faults %v, duplicates %d, acked twice %d, tick overlaps %d, rows lost %d",
-			rep.Faults, rep.Duplicates, rep.AckedTwice, rep.TickOverlaps, rep.RowsLost)
-	}
-	// Without a ride-through window the lease refuses once its
-	// reservation runs out; a window would make these refusals 0.
-	if refused[genSnowflake] == 0 || rep.RefusalsByFault["long_outage"]["machine_id_lost"] == 0 {
-		t.Errorf("no snowflake ID refused during a %v outage: %v", outage, refused)
-	}
-	if _, ok := refused[genChain]; !ok {
-		t.Errorf("ids_refused_by_fault lacks the chain: %v", refused)
-	}
-	if min := (outage - reserve).Milliseconds(); pause[genSnowflake] < min {
-		t.Errorf("longest snowflake pause %d ms, want at least the outage less the reservation, %d ms", pause[genSnowflake], min)
+	const outage = 4 * time.Second
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		args   []string
+	}{
+		// The window must stay below SafeGuard less its fifth (the skew
+		// margin): the lease refuses a longer one.
+		{"window", 10 * time.Second, []string{"-safeguard", "20s"}},
+		{"control", time.Second, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, code := torture(t, slices.Concat([]string{"-store", store, "-faults", "long_outage", "-outage", outage.String(),
+				"-ride-through", tc.window.String(), "-duration", "1s", "-workers", "2", "-rate", "5000"}, tc.args, seedArgs(t))...)
+			refused, pause := rep.IDsRefusedByFault["long_outage"], rep.MaxPauseByFault["long_outage"]
+			t.Logf("long_outage, ride-through %v: IDs refused %v, longest pause %v ms, refusals %v",
+				tc.window, refused, pause, rep.RefusalsByFault["long_outage"])
+			if code != exitOK || !rep.OK {
+				t.Errorf("exit status %d, ok %v, problems %q", code, rep.OK, rep.Problems)
+			}
+			if rep.Faults["long_outage"] != 1 || rep.Duplicates != 0 || rep.AckedTwice != 0 || rep.TickOverlaps != 0 || rep.RowsLost != 0 {
+				t.Errorf("faults %v, duplicates %d, acked twice %d, tick overlaps %d, rows lost %d",
+					rep.Faults, rep.Duplicates, rep.AckedTwice, rep.TickOverlaps, rep.RowsLost)
+			}
+			if _, ok := refused[genChain]; !ok {
+				t.Errorf("ids_refused_by_fault lacks the chain: %v", refused)
+			}
+			if tc.window > outage {
+				if refused[genSnowflake] != 0 {
+					t.Errorf("%d snowflake IDs refused during a %v outage with a %v ride-through window, want none",
+						refused[genSnowflake], outage, tc.window)
+				}
+				return
+			}
+			if refused[genSnowflake] == 0 || rep.RefusalsByFault["long_outage"]["machine_id_lost"] == 0 {
+				t.Errorf("no snowflake ID refused during a %v outage with a %v window: %v", outage, tc.window, refused)
+			}
+			if min := (outage - tc.window).Milliseconds(); pause[genSnowflake] < min {
+				t.Errorf("longest snowflake pause %d ms, want at least the outage less the window, %d ms", pause[genSnowflake], min)
+			}
+		})
 	}
 }
 
@@ -520,7 +540,8 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "sqlite"}, {"-workers", "0"}, {"-faults", "kill,flood"}, {"-break", "everything"}, {"-warmup", "-1s"},
 		{"-safeguard", "1s", "-heartbeat", "900ms"}, {"extra"}, {"-store", "postgres", "-faults", "store_reset"},
-		{"-fence", "soon"}, {"-fence", "2s"}, {"-fence", "0"}, {"-reserve", "0"}, {"-break", "partition", "-fence", "500ms"},
+		{"-fence", "soon"}, {"-fence", "2s"}, {"-fence", "0"}, {"-ride-through", "0"}, {"-ride-through", "500ms", "-heartbeat", "500ms"},
+		{"-ride-through", "3s", "-safeguard", "3s"}, {"-break", "partition", "-fence", "500ms"},
 		{"-faults", "long_outage", "-outage", "0"}, {"-outage", "-5s"},
 	} {
 		var stderr bytes.Buffer
