@@ -38,6 +38,8 @@ func setupGen(fs *flag.FlagSet) runFunc {
 	store := fs.String("store", "", "the `store` to lease the machine ID from, as serve's -store: a redis:// URL, a postgres:// URL, "+
 		"a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; needed for chains. Without it snowflake IDs use -machine, with no lease")
 	namespace := fs.String("namespace", "default", "machine-ID `namespace` with -store")
+	rideThrough := parsedVar(fs, "ride-through", 0, positiveDuration, "want a positive duration such as 60s",
+		"with -store, the store's ride-through window, a `duration` (default 1s): the one the store records, as serve's -ride-through")
 	zone := parsedVar(fs, "zone", time.UTC, time.LoadLocation, "want a time zone such as UTC or Europe/Berlin",
 		"time `zone` whose days a dated format counts in (default UTC)")
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -88,7 +90,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 				return err
 			}
 			quiet := slog.New(slog.DiscardHandler)
-			st, err := openStore(ctx, *store, "-store", wd, quiet, false, 0)
+			st, err := openStore(ctx, *store, "-store", wd, quiet, false, *rideThrough)
 			if err != nil {
 				return err
 			}

@@ -90,3 +90,18 @@ func TestServeRideThrough(t *testing.T) {
 		})
 	}
 }
+
+// TestInitAndGenRideThrough: store init records the window it is given, and
+// gen leases under it only when told the same one.
+func TestInitAndGenRideThrough(t *testing.T) {
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "window.db")
+	if out, errOut, code := runArgs(t, "store", "-store", spec, "-ride-through", "30s", "init"); code != 0 || !strings.Contains(out, "brand-new") {
+		t.Fatalf("store init -ride-through 30s: exit %d: %s%s", code, out, errOut)
+	}
+	if _, errOut, code := runArgs(t, "gen", "-store", spec, "-n", "1"); code == 0 || !strings.Contains(errOut, "30s") {
+		t.Fatalf("gen under the default window on a store recording 30s: exit %d: %s", code, errOut)
+	}
+	if out, errOut, code := runArgs(t, "gen", "-store", spec, "-ride-through", "30s", "-n", "2"); code != 0 || len(strings.Fields(out)) != 2 {
+		t.Fatalf("gen -ride-through 30s: exit %d: %q %s", code, out, errOut)
+	}
+}

@@ -193,6 +193,8 @@ func setupStore(fs *flag.FlagSet) runFunc {
 	namespace := fs.String("namespace", "default", "machine-ID `namespace` of machines and release")
 	force := fs.Bool("force", false, "release: give back a machine ID even if its holder looks alive; ride-through: rewrite the window even if a holder heartbeated within the old one")
 	raise := fs.Int64("raise", 0, "chain: raise the counter to at least `N` (never lowers it)")
+	rideThrough := parsedVar(fs, "ride-through", 0, positiveDuration, "want a positive duration such as 60s",
+		"init: the ride-through window, a `duration`, the store records (default 1s); every process of the store must then use it")
 	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		var action string
 		if len(args) > 0 {
@@ -227,7 +229,7 @@ func setupStore(fs *flag.FlagSet) runFunc {
 			// the store records will do, and ride-through rewrites it.
 			octx = storeadmin.Rewriting(ctx)
 		}
-		st, err := openStore(octx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init", 0)
+		st, err := openStore(octx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init", *rideThrough)
 		if err != nil {
 			return err
 		}
