@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"slices"
 	"sync"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/dated"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/segmenthook"
 )
 

@@ -3,7 +3,6 @@ package idforge
 import (
 	"context"
 	"errors"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/regstats"

@@ -1,12 +1,12 @@
 package metrics
 
 import (
-	idkind "github.com/idforge/idforge/internal/kind"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idforge/idforge"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/regstats"
 )
 

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/snowflake"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/internal/snowlayout"
 )

@@ -5,13 +5,13 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
+	idkind "github.com/idforge/idforge/internal/kind"
 )
 
 // ErrNotHooked is the error of a marker that reached a driver without the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
+	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/server"

@@ -7,12 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"io"
 	"slices"
 	"sync"
 
 	"github.com/idforge/idforge/engine"
+	idkind "github.com/idforge/idforge/internal/kind"
 )
 
 // Factory builds the generator for one name of a kind, for example the
