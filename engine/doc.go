@@ -1,5 +1,5 @@
 // Package engine holds the contracts every idforge generator and integration
-// agrees on: [Generator], [Provider] and the kind names, [Floor], the [ID]
+// agrees on: [Generator], [UUIDGenerator], [Provider], [Floor], the [ID]
 // type and the sentinel errors.
 //
 // engine imports only the standard library. Concrete generators live below it
