@@ -84,11 +84,15 @@ func (r *Registry) Stats() Stats {
 func init() { regstats.Of = func(reg any) regstats.Detail { return reg.(*Registry).detail() } }
 
 // detail returns the figures only the registry's own tools read: the
-// recent store calls and the chains' prefetching.
+// recent store calls, the chains' prefetching and the store's outages.
 func (r *Registry) detail() regstats.Detail {
 	d := regstats.Detail{Chains: map[string]regstats.Chain{}}
 	r.stats.mu.Lock()
 	d.Calls = append(r.stats.calls.newestFirst(), r.stats.leases.newestFirst()...)
+	if r.stats.base != nil {
+		d.Outage = r.stats.outage(time.Time{})
+	}
+	d.LastOutage = r.stats.last
 	r.stats.mu.Unlock()
 	sort.SliceStable(d.Calls, func(i, j int) bool { return d.Calls[i].Time.After(d.Calls[j].Time) })
 	for name, c := range r.chains() {
@@ -122,10 +126,20 @@ type stats struct {
 	calls  ring // segment fetches
 	leases ring // machine-ID calls
 
+	// The generators' counts when the current outage began, nil while the
+	// store answers: what they did during it is the difference, so a draw
+	// costs nothing more than before for the outage figures. A generator
+	// built during the outage has none, and counts from zero.
+	base map[*counted]drawn
+	last regstats.Outage // the last outage that ended
+
 	confirmed atomic.Int64 // Unix nanoseconds; 0: never
 
 	down atomic.Int64 // Unix nanoseconds the store stopped answering; 0: it answers
 }
+
+// drawn is what a generator has handed out and refused so far.
+type drawn struct{ served, refused int64 }
 
 func newStats() *stats {
 	return &stats{gens: map[genKey]*counted{}, calls: ring{calls: make([]regstats.Call, 0, 32)}, leases: ring{calls: make([]regstats.Call, 0, 8)}}
@@ -158,19 +172,41 @@ func (st *stats) record(op, name string, start time.Time, err error) {
 	if err != nil {
 		call.Err = err.Error()
 	}
+	st.mu.Lock()
 	switch {
 	case err == nil:
+		if st.base != nil {
+			st.last = st.outage(start.Add(call.Duration))
+			st.base = nil
+		}
 		st.down.Store(0)
 	case errors.Is(err, engine.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded):
-		st.down.CompareAndSwap(0, start.UnixNano())
+		if st.base == nil {
+			st.base = map[*counted]drawn{}
+			for _, c := range st.gens {
+				st.base[c] = c.drawn()
+			}
+			st.down.Store(start.UnixNano())
+		}
 	}
-	st.mu.Lock()
 	if op == "next_max_id" {
 		st.calls.add(call)
 	} else {
 		st.leases.add(call)
 	}
 	st.mu.Unlock()
+}
+
+// outage returns the current outage's figures, ended at end (zero: it
+// goes on). The caller holds st.mu and there is an outage.
+func (st *stats) outage(end time.Time) regstats.Outage {
+	o := regstats.Outage{Start: time.Unix(0, st.down.Load()), End: end, Served: map[string]int64{}, Refused: map[string]int64{}}
+	for k, c := range st.gens {
+		now, then := c.drawn(), st.base[c]
+		o.Served[k.kind] += now.served - then.served
+		o.Refused[k.kind] += now.refused - then.refused
+	}
+	return o
 }
 
 // ring keeps the last cap(calls) calls.
@@ -204,6 +240,7 @@ type counted struct {
 	issued     atomic.Int64
 	mu         sync.Mutex
 	errors     map[string]int64
+	refused    int64 // IDs asked for in failed draws and not handed out
 }
 
 // NextID draws from the generator and counts the outcome.
@@ -219,7 +256,8 @@ func (c *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
 	for i := range dst {
 		id, err := c.g.NextID(ctx)
 		if err != nil {
-			c.count(int64(i), err)
+			c.issued.Add(int64(i))
+			c.failed(int64(len(dst)-i), err)
 			return i, err
 		}
 		dst[i] = id
@@ -228,14 +266,29 @@ func (c *counted) NextIDs(ctx context.Context, dst []int64) (int, error) {
 	return len(dst), nil
 }
 
+// count counts a draw of n IDs: handed out, or refused with err.
 func (c *counted) count(n int64, err error) {
-	c.issued.Add(n)
 	if err != nil {
-		r := reason.Of(err)
-		c.mu.Lock()
-		c.errors[r]++
-		c.mu.Unlock()
+		c.failed(n, err)
+		return
 	}
+	c.issued.Add(n)
+}
+
+// failed counts a failed draw that refused n IDs.
+func (c *counted) failed(n int64, err error) {
+	r := reason.Of(err)
+	c.mu.Lock()
+	c.errors[r]++
+	c.refused += n
+	c.mu.Unlock()
+}
+
+// drawn returns what c has handed out and refused so far.
+func (c *counted) drawn() drawn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return drawn{served: c.issued.Load(), refused: c.refused}
 }
 
 // Discard drops what the generator holds from the store, when it holds

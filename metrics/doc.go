@@ -4,7 +4,7 @@
 // store, and holds no global state.
 //
 // It imports the root package, engine, internal/regstats (the chains'
-// prefetch detail) and the Prometheus client.
+// prefetch detail and the store's outages) and the Prometheus client.
 //
 //	reg, _ := idforge.New(ctx, idforge.Settings{Store: st})
 //	promReg := prometheus.NewRegistry()
@@ -26,4 +26,17 @@
 //	lease_machine_id                            the machine ID held, -1 when none
 //	lease_heartbeat_age_seconds                 time since the store last confirmed the machine ID
 //	lease_lost_total                            times the machine ID was found taken over
+//	outage_ids_served{outage,kind}              IDs handed out during the store outage
+//	outage_ids_refused{outage,kind}             IDs asked for and refused during it
+//	outage_seconds{outage}                      how long it has lasted (current) or lasted (last)
+//	outage_end_timestamp_seconds{outage}        when it ended, in Unix seconds (last only)
+//
+// An outage runs from the first store call that fails as unavailable (or
+// past its deadline) to the next call the store answers. The outage label
+// is "current" for the one going on, whose series read 0 while the store
+// answers, and "last" for the last one that ended, whose series appear
+// once one has. The kind label is the generator kind (snowflake, uuidv7,
+// chain, segment): snowflake IDs ride through an outage on the lease, and
+// chains serve what they fetched ahead, so the sum over kinds is what the
+// registry served; dated chains are not counted there.
 package metrics

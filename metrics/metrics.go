@@ -16,7 +16,8 @@ type Collector struct {
 	reg *idforge.Registry
 
 	issued, idErrors, chainGap, chainDistance, chainStep, chainFetches, chainFailures,
-	chainHungry, chainDiscarded, storeDown, leaseID, leaseAge, leaseLost *prometheus.Desc
+	chainHungry, chainDiscarded, storeDown, leaseID, leaseAge, leaseLost,
+	outageServed, outageRefused, outageSeconds, outageEnded *prometheus.Desc
 }
 
 // New returns the collector of reg. Register it in a prometheus.Registry of
@@ -42,13 +43,18 @@ func New(reg *idforge.Registry) *Collector {
 		leaseID:        d("lease_machine_id", "The machine ID held, -1 when none."),
 		leaseAge:       d("lease_heartbeat_age_seconds", "Seconds since the store last confirmed the machine ID."),
 		leaseLost:      d("lease_lost_total", "Times the machine ID was found taken over by another instance."),
+		outageServed:   d("outage_ids_served", "IDs handed out during the current store outage (0 without one) or the last one that ended.", "outage", "kind"),
+		outageRefused:  d("outage_ids_refused", "IDs asked for and refused during the current store outage (0 without one) or the last one that ended.", "outage", "kind"),
+		outageSeconds:  d("outage_seconds", "How long the current store outage has lasted (0 without one), or the last one that ended lasted.", "outage"),
+		outageEnded:    d("outage_end_timestamp_seconds", "When the last store outage ended, in Unix seconds.", "outage"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.issued, c.idErrors, c.chainGap, c.chainDistance, c.chainStep, c.chainFetches,
-		c.chainFailures, c.chainHungry, c.chainDiscarded, c.storeDown, c.leaseID, c.leaseAge, c.leaseLost} {
+		c.chainFailures, c.chainHungry, c.chainDiscarded, c.storeDown, c.leaseID, c.leaseAge, c.leaseLost,
+		c.outageServed, c.outageRefused, c.outageSeconds, c.outageEnded} {
 		ch <- d
 	}
 }
@@ -89,4 +95,32 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.leaseAge, time.Since(s.Confirmed).Seconds())
 	}
 	cnt(c.leaseLost, s.LeaseLost)
+
+	// The current outage's series are there, at 0, while the store answers,
+	// so an alert on them needs no absent(); the last outage's appear once
+	// one has ended.
+	now := time.Now()
+	kinds := map[string]bool{}
+	for _, g := range s.Generators {
+		kinds[g.Kind] = true
+	}
+	for _, o := range []struct {
+		label string
+		o     regstats.Outage
+	}{{"current", d.Outage}, {"last", d.LastOutage}} {
+		if o.label == "last" && o.o.Start.IsZero() {
+			continue
+		}
+		for k := range o.o.Served {
+			kinds[k] = true
+		}
+		for k := range kinds {
+			gauge(c.outageServed, float64(o.o.Served[k]), o.label, k)
+			gauge(c.outageRefused, float64(o.o.Refused[k]), o.label, k)
+		}
+		gauge(c.outageSeconds, o.o.Duration(now).Seconds(), o.label)
+		if !o.o.End.IsZero() {
+			gauge(c.outageEnded, float64(o.o.End.UnixNano())/1e9, o.label)
+		}
+	}
 }

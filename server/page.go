@@ -1,6 +1,7 @@
 // The state page of `idforge serve` at /: one server-rendered HTML page
-// (html/template, no script) showing the machine ID and its lease, each
-// generator's issued IDs, each segment chain's prefetch state and hunger,
+// (html/template, no script) showing the machine ID and its lease, whether
+// the store answers and what was served and refused during the current and
+// last outage, each generator's issued IDs, each segment chain's prefetch state and hunger,
 // and the latency of recent store calls, all read from Registry.Stats. It
 // refreshes itself every few seconds with a meta refresh.
 
@@ -14,6 +15,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/idforge/idforge"
@@ -82,11 +85,58 @@ type view struct {
 	LeaseState    string
 	LeaseError    string // the lease's last call failed with this; "" if it succeeded
 	LeaseOK       bool
+	StoreState    string // reachable, not asked yet, or down since when and for how long
+	StoreOK       bool
+	Outage, Last  *outageRow // the current and the last store outage, nil without
 	Expiry        string
 	Chains        []chainRow
 	Others        []idforge.GeneratorStats
 	P50, P99, Max time.Duration
 	Fetches       int
+}
+
+// outageRow is a store outage on the page.
+type outageRow struct {
+	Start, End, For     string // End "" while it lasts
+	Served, Refused     int64
+	ServedBy, RefusedBy string // by kind, the kinds with IDs only
+}
+
+// newOutageRow returns the row of o, nil when there is no outage.
+func newOutageRow(o regstats.Outage, now time.Time) *outageRow {
+	if o.Start.IsZero() {
+		return nil
+	}
+	row := &outageRow{Start: stamp(o.Start), For: span(o.Duration(now))}
+	if !o.End.IsZero() {
+		row.End = stamp(o.End)
+	}
+	row.Served, row.Refused = o.Total()
+	row.ServedBy, row.RefusedBy = byKind(o.Served), byKind(o.Refused)
+	return row
+}
+
+// stamp is a time on the page: outages may be days old, so with the date.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// span is a duration on the page, to the second past one.
+func span(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// byKind says "snowflake 7, chain 3" of the kinds with IDs, "" if none.
+func byKind(m map[string]int64) string {
+	var parts []string
+	for k, n := range m {
+		if n != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // chainRow is a chain's line on the page: its figures in Stats and its
@@ -124,6 +174,15 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.LeaseState, v.LeaseOK = "held, confirmed "+ago(s.Confirmed), true
 	default:
 		v.LeaseState, v.LeaseOK = "held", true
+	}
+	v.Outage, v.Last = newOutageRow(d.Outage, v.Now), newOutageRow(d.LastOutage, v.Now)
+	switch {
+	case v.Outage != nil:
+		v.StoreState = "down since " + v.Outage.Start + " for " + v.Outage.For
+	case len(d.Calls) == 0: // no store, or none asked yet: nothing to say it answers
+		v.StoreState = "not asked yet"
+	default:
+		v.StoreState, v.StoreOK = "reachable", true
 	}
 	for _, g := range s.Generators {
 		if c, ok := d.Chains[g.Name]; ok && g.Kind == idkind.Chain {

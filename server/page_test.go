@@ -49,6 +49,49 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 }
 
+// The Store line says whether the store answers, since when it does not,
+// and what was served and refused during the current and last outage.
+func TestPageShowsOutages(t *testing.T) {
+	var detail regstats.Detail
+	h := &page{
+		info:    pageInfo{Namespace: "orders", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default},
+		stats:   func() (idforge.Stats, regstats.Detail) { return idforge.Stats{MachineID: 1}, detail },
+		log:     slog.Default(),
+		started: time.Now(),
+	}
+	check := func(want, lack []string) {
+		t.Helper()
+		body := getPage(t, h)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("page lacks %q:\n%s", w, body)
+			}
+		}
+		for _, l := range lack {
+			if strings.Contains(body, l) {
+				t.Errorf("page has %q:\n%s", l, body)
+			}
+		}
+	}
+	check([]string{`id="store-state" class="muted">not asked yet<`}, []string{"outage-current", "outage-last"})
+
+	detail.Calls = []regstats.Call{{Op: "next_max_id", Name: "order"}}
+	check([]string{`id="store-state" class="ok">reachable<`}, []string{"outage-current", "outage-last"})
+
+	start := time.Date(2026, 11, 25, 9, 30, 0, 0, time.UTC)
+	detail.Outage = regstats.Outage{Start: start,
+		Served: map[string]int64{"snowflake": 7, "chain": 3, "uuidv7": 0}, Refused: map[string]int64{"chain": 2, "snowflake": 0}}
+	check([]string{`id="store-state" class="bad">down since 2026-11-25 09:30:00 UTC for `,
+		`id="outage-current">served 10 (chain 3, snowflake 7), refused <span class="bad">2</span> (chain 2)<`}, []string{"outage-last"})
+
+	detail.LastOutage, detail.Outage = detail.Outage, regstats.Outage{}
+	detail.LastOutage.End = start.Add(90 * time.Second)
+	detail.LastOutage.Refused = map[string]int64{}
+	check([]string{`id="store-state" class="ok">reachable<`,
+		`id="outage-last">2026-11-25 09:30:00 UTC to 2026-11-25 09:31:30 UTC (1m30s): served 10 (chain 3, snowflake 7), refused <span>0</span><`},
+		[]string{"outage-current"})
+}
+
 func getPage(t *testing.T, h http.Handler) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
