@@ -14,7 +14,7 @@
 //
 //	cd bench
 //	go run ./keys                                   # 2,000,000 rows per variant, 3 reps, both servers
-//	go run ./keys -rows 500000 -reps 3 -servers mariadb -json ../docs/keys.json -svg ../docs
+//	go run ./keys -rows 500000 -reps 3 -servers mariadb -json /tmp/keys/keys.json -svg /tmp/keys
 //
 // It creates its own database on each server (idforge_keys_<random>) and
 // drops it at the end. Addresses come from IDFORGE_MYSQL_DSN and
