@@ -10,7 +10,7 @@ import (
 )
 
 // doubleBuffer is the benchmarks' baseline: Meituan Leaf's segment double
-// buffer as Meituan Leaf describes it. One mutex guards two
+// buffer. One mutex guards two
 // buffers; once 10 % of the current segment is used a goroutine preloads the
 // next; a caller that finds the current segment used up switches to the
 // next or waits for the preload. Like Leaf it waits without a deadline.
