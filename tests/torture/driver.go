@@ -346,7 +346,7 @@ func (d *driver) spawnAt(slot int, target int64, offset time.Duration) (*proc, e
 		Proc: id, Instance: name, Target: target,
 		Store: d.cfg.store, StoreDSN: d.be.storeDSN(px.Addr()), RedisPrefix: d.be.redisPrefix,
 		Rows: d.be.rows, Namespace: d.ns,
-		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, RideThrough: d.cfg.rideThrough, Fence: d.cfg.fence,
+		SafeGuard: d.cfg.safeGuard, Heartbeat: d.cfg.heartbeat, RideThrough: d.cfg.rideThrough, Fence: d.cfg.fence, Ahead: d.cfg.ahead,
 		MaxBackwards: d.cfg.maxBackwards, Batch: d.cfg.batch, Rate: d.cfg.rate, Break: d.cfg.brk, Verbose: d.cfg.verbose,
 		ClockOffset: offset,
 	}

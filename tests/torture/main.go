@@ -55,6 +55,7 @@ type config struct {
 	heartbeat    time.Duration
 	rideThrough  time.Duration
 	fence        time.Duration // resolved from -fence
+	ahead        time.Duration // every worker chain's Ahead; 0: off
 	maxBackwards time.Duration
 	batch        int
 	rate         int
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&c.heartbeat, "heartbeat", 300*time.Millisecond, "machine-ID heartbeat interval")
 	fs.DurationVar(&c.rideThrough, "ride-through", time.Second, "the stores' ride-through window (RideThrough of sqlstore and redisstore): how long a worker cut off from the store goes on issuing; each heartbeat reserves this far ahead, so a restart after kill -9 cannot reuse its predecessor's milliseconds even with the clock stepped back; 0 turns the reservation off (then kill_clock_back fails)")
 	fs.Var(&fence, "fence", "every worker's chain Fence (segment.Settings.Fence), at most -ride-through: auto is -ride-through when partition_wipe is injected, else 0 (off)")
+	fs.DurationVar(&c.ahead, "ahead", 0, "every worker's chain Ahead (segment.Settings.Ahead): keep this much of the measured issue rate fetched ahead, so a chain rides out a store outage that long; at most -fence when the fence is on; 0 is off")
 	fs.DurationVar(&c.maxBackwards, "max-backwards", 10*time.Millisecond, "clock step back the snowflake generator waits out; longer ones are refused")
 	fs.IntVar(&c.batch, "batch", 200, "rows per INSERT")
 	fs.IntVar(&c.rate, "rate", 0, "rows per second per worker and table (0: as fast as possible)")
@@ -142,6 +144,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-rate %d: want 0 (unlimited) or more", c.rate)
 	case c.gap < 0 || c.warmup < 0:
 		return fmt.Errorf("-gap %v, -warmup %v: must not be negative", c.gap, c.warmup)
+	case c.ahead < 0:
+		return fmt.Errorf("-ahead %v: want 0 (off) or a positive duration", c.ahead)
 	case c.outage <= 0:
 		return fmt.Errorf("-outage %v: want a positive duration", c.outage)
 	case c.heartbeat <= 0 || c.heartbeat >= c.safeGuard*4/5:
@@ -227,6 +231,10 @@ func (f fenceFlag) resolve(c *config) (time.Duration, error) {
 		return 0, fmt.Errorf("-fence %v: want 0 (off) up to -ride-through %v: a chain must not serve held IDs after snowflake IDs stop", d, c.rideThrough)
 	case c.brk == "partition" && d != 0:
 		return 0, fmt.Errorf("-fence %v: -break partition runs the chains without the fence", d)
+	case d > 0 && c.ahead > d:
+		// The chain refuses it too: past the Fence it stops serving what
+		// it holds, so holding more buys nothing.
+		return 0, fmt.Errorf("-ahead %v: beyond -fence %v, after which a chain cut off from the store stops serving what it holds", c.ahead, d)
 	case wipes && d == 0:
 		off := "-fence 0"
 		if !f.given {

@@ -64,7 +64,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	}
 	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: storeWindow(w.cfg.RideThrough)}
 	sfOpts := snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards}
-	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence}
+	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence, Ahead: w.cfg.Ahead}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
 		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chain)
 	}

@@ -211,11 +211,14 @@ func TestTorture(t *testing.T) {
 
 // TestLongOutage keeps the store away for a few seconds. With the stores'
 // ride-through window longer than the outage, snowflake IDs go on through
-// it: none is refused. The control run keeps the default 1 s window, so the
-// lease refuses once its reservation runs out and snowflake IDs pause for
-// at least the outage less the window. Either way no ID may repeat and no
-// row may be lost. Only lower bounds on time are asserted: a slow host
-// lengthens pauses, it cannot shorten them.
+// it: none is refused; with the chains keeping more than the outage's worth
+// of their traffic fetched ahead (-ahead), chain IDs go on too. The control
+// run keeps the default 1 s window and the chains' default prefetch (under
+// a second of this traffic), so the lease refuses once its reservation runs
+// out and snowflake IDs pause for at least the outage less the window, and
+// the chains run dry and refuse. Either way no ID may repeat and no row may
+// be lost. Only lower bounds on time are asserted: a slow host lengthens
+// pauses, it cannot shorten them.
 func TestLongOutage(t *testing.T) {
 	const store = "postgres"
 	requireServers(t, store)
@@ -223,19 +226,24 @@ func TestLongOutage(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		window time.Duration
+		ahead  time.Duration
 		args   []string
 	}{
 		// The window must stay below SafeGuard less its fifth (the skew
-		// margin): the lease refuses a longer one.
-		{"window", 10 * time.Second, []string{"-safeguard", "20s"}},
-		{"control", time.Second, nil},
+		// margin): the lease refuses a longer one. The chains measure
+		// their rate with a 10 s weighted mean, a third of it after the
+		// 4 s warm-up: 30 s ahead then holds about 10 s of traffic, well
+		// past the outage and the reconnection.
+		{"window", 10 * time.Second, 30 * time.Second, []string{"-safeguard", "20s", "-warmup", "4s"}},
+		{"control", time.Second, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, code := torture(t, slices.Concat([]string{"-store", store, "-faults", "long_outage", "-outage", outage.String(),
-				"-ride-through", tc.window.String(), "-duration", "1s", "-workers", "2", "-rate", "5000"}, tc.args, seedArgs(t))...)
+				"-ride-through", tc.window.String(), "-ahead", tc.ahead.String(),
+				"-duration", "1s", "-workers", "2", "-rate", "5000"}, tc.args, seedArgs(t))...)
 			refused, pause := rep.IDsRefusedByFault["long_outage"], rep.MaxPauseByFault["long_outage"]
-			t.Logf("long_outage, ride-through %v: IDs refused %v, longest pause %v ms, refusals %v",
-				tc.window, refused, pause, rep.RefusalsByFault["long_outage"])
+			t.Logf("long_outage, ride-through %v, chains %v ahead: IDs refused %v, longest pause %v ms, refusals %v",
+				tc.window, tc.ahead, refused, pause, rep.RefusalsByFault["long_outage"])
 			if code != exitOK || !rep.OK {
 				t.Errorf("exit status %d, ok %v, problems %q", code, rep.OK, rep.Problems)
 			}
@@ -245,6 +253,14 @@ func TestLongOutage(t *testing.T) {
 			}
 			if _, ok := refused[genChain]; !ok {
 				t.Errorf("ids_refused_by_fault lacks the chain: %v", refused)
+			}
+			if tc.ahead > outage {
+				if refused[genChain] != 0 {
+					t.Errorf("%d chain IDs refused during a %v outage with the chains %v ahead, want none",
+						refused[genChain], outage, tc.ahead)
+				}
+			} else if refused[genChain] == 0 {
+				t.Errorf("no chain ID refused during a %v outage without -ahead: %v", outage, refused)
 			}
 			if tc.window > outage {
 				if refused[genSnowflake] != 0 {
@@ -543,6 +559,7 @@ func TestBadFlags(t *testing.T) {
 		{"-fence", "soon"}, {"-fence", "2s"}, {"-fence", "0"}, {"-ride-through", "0"}, {"-ride-through", "500ms", "-heartbeat", "500ms"},
 		{"-ride-through", "3s", "-safeguard", "3s"}, {"-break", "partition", "-fence", "500ms"},
 		{"-faults", "long_outage", "-outage", "0"}, {"-outage", "-5s"},
+		{"-ahead", "-1s"}, {"-faults", "partition_wipe", "-ahead", "2s"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(context.Background(), args, nil, io.Discard, &stderr); code != exitSetup || stderr.Len() == 0 {

@@ -38,6 +38,7 @@ type workerConfig struct {
 	Heartbeat    time.Duration
 	RideThrough  time.Duration
 	Fence        time.Duration // the chain's segment.Settings.Fence; 0: off
+	Ahead        time.Duration // the chain's segment.Settings.Ahead; 0: off
 	MaxBackwards time.Duration
 	Batch        int
 	Rate         int
