@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -22,12 +23,19 @@ const fixedMachineID = 7
 // start-up: it calls idforge.New the moment its predecessor is dead, the
 // worst case for the protection. protect false turns the protection off:
 // Lease.Reservation -1 and a fresh state directory for each process (no
-// state file survives). It returns both processes.
-func killAndRestart(t *testing.T, protect bool, clockStep time.Duration, sfPace pace) (first, restarted *workerProc) {
+// state file survives). A store (a worker configuration naming one, zero
+// for none) replaces the fixed machine ID with a stable instance's, held in
+// the store, whose last heartbeat the restart waits out. It returns both
+// processes.
+func killAndRestart(t *testing.T, store workerConfig, protect bool, clockStep time.Duration, sfPace pace) (first, restarted *workerProc) {
 	t.Helper()
 	ns := testdb.UniqueName("fixed-")
 	stateDir := t.TempDir()
-	cfg := workerConfig{Namespace: ns, MachineID: fixedMachineID, Snowflake: sfPace, NoReservation: !protect}
+	cfg := store
+	cfg.Namespace, cfg.MachineID, cfg.Snowflake, cfg.NoReservation = ns, fixedMachineID, sfPace, !protect
+	if cfg.Redis != "" || cfg.SQLDSN != "" {
+		cfg.Instance = "pod-0"
+	}
 	env := func() string {
 		if !protect {
 			return leased.StateDirEnv + "=" + t.TempDir()
@@ -62,7 +70,10 @@ func killAndRestart(t *testing.T, protect bool, clockStep time.Duration, sfPace 
 // restart waits out what its predecessor may have issued: no ID twice, no
 // millisecond of the machine ID used by both. The control turns the
 // protection off (Lease.Reservation -1, no state file surviving) and must
-// find duplicates, or the test could not fail.
+// find duplicates, or the test could not fail. With a store's window on,
+// the same kill and restart runs on each networked store under a 3 s window
+// (longWindow) as a stable instance, which gets its machine ID back from
+// the store and waits out the last heartbeat's reservation.
 func TestFixedMachineIDKillClockBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
@@ -76,7 +87,27 @@ func TestFixedMachineIDKillClockBack(t *testing.T) {
 	// ahead of the clock), so the retry a restarted pod would make is
 	// exercised every time: it too must wait out the reservation.
 	for _, step := range []time.Duration{step, -500 * time.Millisecond} {
-		t.Run(fmt.Sprintf("default%v", step), func(t *testing.T) { killClockBackDefault(t, step, full) })
+		t.Run(fmt.Sprintf("default%v", step), func(t *testing.T) { killClockBackDefault(t, workerConfig{}, step, full) })
+	}
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // no server: nothing a window would ride through
+		}
+		t.Run("window="+longWindow.String()+"/"+b.name, func(t *testing.T) {
+			s := b.setup(t)
+			ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
+			if !ok {
+				t.Fatal("the store has no operator commands")
+			}
+			if _, err := ad.Admin().SetRideThrough(t.Context(), longWindow, true); err != nil {
+				t.Fatalf("recording a %v window: %v", longWindow, err)
+			}
+			store := s.worker("")
+			store.RideThrough = longWindow
+			for _, step := range []time.Duration{step, -500 * time.Millisecond} {
+				t.Run(fmt.Sprint(step), func(t *testing.T) { killClockBackDefault(t, store, step, full) })
+			}
+		})
 	}
 	t.Run("control-unprotected", func(t *testing.T) {
 		// The hazard the protection removes is a millisecond of the machine
@@ -90,7 +121,7 @@ func TestFixedMachineIDKillClockBack(t *testing.T) {
 		// predecessor issued for over a second before it).
 		steps := []time.Duration{step, step, -500 * time.Millisecond, -time.Second, -time.Second}
 		for i, step := range steps {
-			p1, p2 := killAndRestart(t, false, step, full)
+			p1, p2 := killAndRestart(t, workerConfig{}, false, step, full)
 			rep := duplicates(genSnowflake, p1, p2)
 			t.Logf("attempt %d without protection, clock %v back: %d IDs issued, %d duplicates, %d shared milliseconds, e.g. %q",
 				i+1, -step, rep.issued, rep.duplicates, rep.tickOverlaps, rep.tickSamples[:min(2, len(rep.tickSamples))])
@@ -114,7 +145,7 @@ func TestFixedMachineIDRestartWait(t *testing.T) {
 	}
 	var waits []time.Duration
 	for range 5 {
-		p1, p2 := killAndRestart(t, true, 0, pace{Burst: 64, Every: time.Millisecond})
+		p1, p2 := killAndRestart(t, workerConfig{}, true, 0, pace{Burst: 64, Every: time.Millisecond})
 		if rep := duplicates(genSnowflake, p1, p2); rep.duplicates != 0 || rep.tickOverlaps != 0 {
 			t.Errorf("restart after kill -9: %d duplicates, %d shared milliseconds: %q", rep.duplicates, rep.tickOverlaps, rep.tickSamples)
 		}
@@ -146,23 +177,29 @@ func fields2(s string) (string, string) {
 }
 
 // killClockBackDefault is one kill -9 and restart with the clock stepped
-// back by -step, with default options: it must find no duplicate.
-func killClockBackDefault(t *testing.T, step time.Duration, sfPace pace) {
-	p1, p2 := killAndRestart(t, true, step, sfPace)
+// back by -step, with default options (on store, see killAndRestart): it
+// must find no duplicate.
+func killClockBackDefault(t *testing.T, store workerConfig, step time.Duration, sfPace pace) {
+	p1, p2 := killAndRestart(t, store, true, step, sfPace)
 	rep := duplicates(genSnowflake, p1, p2)
 	t.Logf("default protection: %d IDs issued (%d before the kill), %d duplicates, %d shared milliseconds; "+
 		"the restart's idforge.New took %v after %d refusals %q",
-		rep.issued, p1.issued[genSnowflake], rep.duplicates, rep.tickOverlaps, p2.took.Round(time.Millisecond), p2.refused, p2.errs)
+		rep.issued, p1.issued[genSnowflake], rep.duplicates, rep.tickOverlaps, p2.took.Round(time.Millisecond), p2.refused, classesOf(p2.errs))
 	if rep.duplicates != 0 || rep.tickOverlaps != 0 {
 		t.Errorf("kill -9 and a %v step back on machine ID %d: %d IDs issued twice, %d milliseconds used by both processes; e.g. %q %q",
 			-step, fixedMachineID, rep.duplicates, rep.tickOverlaps, rep.samples, rep.tickSamples)
 	}
 	// A refusal is safe (a restart refused because its machine ID is
-	// reserved further ahead than it may wait), but only of that kind.
+	// reserved further ahead than it may wait, or, on a store, still held
+	// by its predecessor's last heartbeat), but only of that kind.
+	onStore := store.Redis != "" || store.SQLDSN != ""
 	for _, e := range p2.errs {
-		if gen, class := fields2(e); gen != "new" || class != "clock_backwards" {
-			t.Errorf("the restart met a refusal other than a clock_backwards at New: %s", e)
+		if gen, class := fields2(e); gen != "new" || (class != "clock_backwards" && (!onStore || class != "instance_in_use")) {
+			t.Errorf("the restart met a refusal other than a clock_backwards or instance_in_use at New: %s", e)
 		}
+	}
+	if !slices.Equal(p1.machines, p2.machines) || len(p1.machines) != 1 {
+		t.Errorf("the first issued under machine IDs %v, the restart under %v: want one, the same", p1.machines, p2.machines)
 	}
 	if p1.issued[genSnowflake] == 0 || p2.issued[genSnowflake] == 0 {
 		t.Errorf("issued %d before the kill and %d after: the test proved nothing", p1.issued[genSnowflake], p2.issued[genSnowflake])

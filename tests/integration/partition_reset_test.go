@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"cmp"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -34,8 +36,39 @@ import (
 // Either arm proves something only if A issued after the cut and B got A's
 // machine ID; both are checked. The workers run on the system clock, as in
 // the other worker-process tests: the servers, the reservation and the grace
-// all count real time.
+// all count real time. Each store runs it under the default window and
+// under a 3 s one (longWindow), recorded before the workers start.
 func TestPartitionedDuringReset(t *testing.T) {
+	partitionTest(t, false)
+}
+
+// TestFastNewcomerTakesOver: a process cut off from its store while a
+// newcomer whose clock runs ahead reclaims its machine ID must not issue a
+// snowflake ID, nor use a millisecond of the machine ID, that the newcomer
+// issues too. It is TestPartitionedDuringReset without the wipe: B, in
+// both arms, runs on a clock 1 s further ahead than its SafeGuard (set to
+// the store's window W, the shortest the lease takes) with no SkewMargin,
+// so it finds A's machine ID silent for the SafeGuard about a second before
+// A's reservation runs out, and issues while A may still issue.
+//
+//   - default: A's last heartbeat stored its start + W, which B waits out
+//     before its first tick and A never passes.
+//   - control: A's lease has no reservation, so its heartbeats store only
+//     what it used and it issues through the partition; B issues about
+//     W + 1 s ahead of A, which reaches B's milliseconds while both issue.
+func TestFastNewcomerTakesOver(t *testing.T) {
+	partitionTest(t, true)
+}
+
+// longWindow is the store's ride-through window the partition tests run
+// under besides the default: longer than the default reservation, short
+// enough that a newcomer on a wiped store waits only W + 1 s.
+const longWindow = 3 * time.Second
+
+// partitionTest runs the partition test, with a wipe or with a fast
+// newcomer (takeover), on each networked store under the default window
+// and under longWindow.
+func partitionTest(t *testing.T, takeover bool) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
 	}
@@ -44,7 +77,22 @@ func TestPartitionedDuringReset(t *testing.T) {
 			if b.name == "sqlite" {
 				t.Skip("a local database file has no connection to cut")
 			}
-			partitionedDuringReset(t, b.setup(t))
+			for _, w := range []time.Duration{0, longWindow} {
+				t.Run("window="+cmp.Or(w, time.Second).String(), func(t *testing.T) {
+					s := b.setup(t)
+					if w != 0 {
+						ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
+						if !ok {
+							t.Fatal("the store has no operator commands")
+						}
+						// -force: the store was just created; no one holds an ID.
+						if _, err := ad.Admin().SetRideThrough(t.Context(), w, true); err != nil {
+							t.Fatalf("recording a %v window: %v", w, err)
+						}
+					}
+					partitionedDuringReset(t, s, cmp.Or(w, time.Second), takeover)
+				})
+			}
 		})
 	}
 }
@@ -58,16 +106,22 @@ type partitionArm struct {
 	a, b      *workerProc
 }
 
-func partitionedDuringReset(t *testing.T, s *server) {
-	// How long B issues: the control's A still issues all along.
-	const overlap = time.Second
+// partitionedDuringReset runs both arms on s, whose recorded window is w;
+// takeover replaces the wipe with a newcomer on a fast clock.
+func partitionedDuringReset(t *testing.T, s *server, w time.Duration, takeover bool) {
+	// How long B issues: the control's A still issues all along. A fast
+	// newcomer's milliseconds are W + 1 s ahead of the control's A.
+	overlap := time.Second
+	if takeover {
+		overlap = w + 2*time.Second
+	}
 	p := startProxy(t, s.target)
 	arms := []*partitionArm{{name: "default", protected: true}, {name: "control"}}
 	began := time.Now()
 	for _, arm := range arms {
 		arm.ns = testdb.UniqueName("partition-")
 		a := s.worker(p.Addr())
-		a.Name, a.Namespace = "A-"+arm.name, arm.ns
+		a.Name, a.Namespace, a.RideThrough = "A-"+arm.name, arm.ns, w
 		a.Snowflake = pace{Burst: 256} // as fast as it can
 		a.NoReservation, a.HideResetGrace = !arm.protected, !arm.protected
 		arm.a = startWorker(t, a, noExitSleep())
@@ -75,7 +129,10 @@ func partitionedDuringReset(t *testing.T, s *server) {
 		// idforge.New follows the wipe by milliseconds, not by a process
 		// start: the epoch it creates, and so its grace, starts earliest.
 		b := s.worker("")
-		b.Name, b.Namespace, b.Snowflake, b.WaitGo = "B-"+arm.name, arm.ns, a.Snowflake, true
+		b.Name, b.Namespace, b.Snowflake, b.WaitGo, b.RideThrough = "B-"+arm.name, arm.ns, a.Snowflake, true, w
+		if takeover {
+			b.SafeGuard, b.SkewMargin, b.ClockOffset = w, -1, w+time.Second
+		}
 		arm.b = startWorker(t, b, noExitSleep())
 	}
 	for _, arm := range arms {
@@ -94,7 +151,9 @@ func partitionedDuringReset(t *testing.T, s *server) {
 	reserved := time.UnixMilli(s.lastTimestamp(t, arms[0].ns, m))
 	cut := time.Now()
 	p.Cut()
-	s.wipe(t)
+	if !takeover {
+		s.wipe(t)
+	}
 	wiped := time.Now()
 	for _, arm := range arms {
 		arm.b.command("go")
@@ -110,9 +169,9 @@ func partitionedDuringReset(t *testing.T, s *server) {
 	for _, w := range procs {
 		w.quit(t)
 	}
-	// The default reservation is 1 s past the heartbeat's start.
-	t.Logf("cut %v after the start, %v after the heartbeat of %s reserving up to %s, %v after the cut; store wiped %v after the cut",
-		cut.Sub(began).Round(time.Millisecond), cut.Sub(reserved.Add(-time.Second)).Round(time.Millisecond), pa.name,
+	// The reservation is W past the heartbeat's start.
+	t.Logf("cut %v after the start, %v after the heartbeat of %s reserving up to %s, %v after the cut; store wiped (or B let go) %v after the cut",
+		cut.Sub(began).Round(time.Millisecond), cut.Sub(reserved.Add(-w)).Round(time.Millisecond), pa.name,
 		reserved.Format("15:04:05.000"), reserved.Sub(cut).Round(time.Millisecond), wiped.Sub(cut).Round(time.Millisecond))
 
 	for _, arm := range arms {
@@ -157,7 +216,7 @@ func checkPartitionArm(t *testing.T, arm *partitionArm, cut time.Time) {
 		return
 	}
 	if rep.duplicates != 0 || rep.tickOverlaps != 0 {
-		t.Errorf("partitioned during a reset with default settings: %d IDs issued twice, %d milliseconds of machine ID %d used by both; e.g. %q %q",
+		t.Errorf("partitioned during a reset or a takeover: %d IDs issued twice, %d milliseconds of machine ID %d used by both; e.g. %q %q",
 			rep.duplicates, rep.tickOverlaps, aMachines[0], rep.samples, rep.tickSamples)
 	}
 	// A stopped because its lease ran out, not for want of CPU: it was

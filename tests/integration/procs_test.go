@@ -72,11 +72,17 @@ type workerConfig struct {
 	// Layout is the snowflake layout (zero: snowflake.Default).
 	Layout snowflake.Layout
 	// NoReservation gives the lease no reservation (the control:
-	// protection off): the store's RideThrough is negative, and a fixed
-	// machine ID's distributor reports a negative one (noReservation).
+	// protection off): the store, opened with the window it records, and a
+	// fixed machine ID's distributor are handed over as ones reporting a
+	// negative window (noReservationStore, noReservation).
 	NoReservation bool
 	// RideThrough is the store's ride-through window (0: the default).
 	RideThrough time.Duration
+	// Instance, when not "", is a stable instance ID (a pod name) to hold
+	// a store's machine ID under across restarts.
+	Instance string
+	// SafeGuard and SkewMargin are the lease's (0: the defaults).
+	SafeGuard, SkewMargin time.Duration
 	// HideResetGrace hands idforge.New the store as a graceHidden, so
 	// leased.Acquire cannot see its ResetGrace and accepts NoReservation
 	// on a store (the control of the partition test).
@@ -190,11 +196,12 @@ func runWorker(cfg workerConfig) int {
 		Snowflake: snowflake.Settings{Layout: cfg.Layout, Clock: clk},
 		Logger:    logger,
 		Chain:     segment.Settings{Step: cfg.ChainStep, MaxWait: 500 * time.Millisecond},
+		Lease:     machine.Settings{SafeGuard: cfg.SafeGuard, SkewMargin: cfg.SkewMargin},
+	}
+	if cfg.Instance != "" {
+		set.Instance = machine.Instance{ID: cfg.Instance, Stable: true}
 	}
 	window := cfg.RideThrough
-	if cfg.NoReservation {
-		window = -1
-	}
 	switch {
 	case cfg.Redis != "":
 		c := redis.NewClient(&redis.Options{Addr: cfg.Redis, MaxRetries: -1, PoolSize: 4,
@@ -239,7 +246,10 @@ func runWorker(cfg workerConfig) int {
 			set.Machine = noReservation{set.Machine}
 		}
 	}
-	if cfg.HideResetGrace && set.Store != nil {
+	switch {
+	case cfg.NoReservation && set.Store != nil:
+		set.Store = noReservationStore{graceHidden{set.Store}}
+	case cfg.HideResetGrace && set.Store != nil:
 		set.Store = graceHidden{set.Store}
 	}
 
