@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -95,13 +94,7 @@ func TestFixedMachineIDKillClockBack(t *testing.T) {
 		}
 		t.Run("window="+longWindow.String()+"/"+b.name, func(t *testing.T) {
 			s := b.setup(t)
-			ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
-			if !ok {
-				t.Fatal("the store has no operator commands")
-			}
-			if _, err := ad.Admin().SetRideThrough(t.Context(), longWindow, true); err != nil {
-				t.Fatalf("recording a %v window: %v", longWindow, err)
-			}
+			recordWindow(t, s, longWindow)
 			store := s.worker("")
 			store.RideThrough = longWindow
 			for _, step := range []time.Duration{step, -500 * time.Millisecond} {

@@ -46,16 +46,16 @@ func TestPartitionedDuringReset(t *testing.T) {
 // newcomer whose clock runs ahead reclaims its machine ID must not issue a
 // snowflake ID, nor use a millisecond of the machine ID, that the newcomer
 // issues too. It is TestPartitionedDuringReset without the wipe: B, in
-// both arms, runs on a clock 1 s further ahead than its SafeGuard (set to
-// the store's window W, the shortest the lease takes) with no SkewMargin,
-// so it finds A's machine ID silent for the SafeGuard about a second before
-// A's reservation runs out, and issues while A may still issue.
+// both arms, runs on a clock 2W ahead with a SafeGuard of the store's
+// window W (the shortest the lease takes) and no SkewMargin, so it finds
+// A's machine ID silent for the SafeGuard as soon as it is let go, W
+// before A's reservation runs out, and issues while A may still issue.
 //
 //   - default: A's last heartbeat stored its start + W, which B waits out
 //     before its first tick and A never passes.
 //   - control: A's lease has no reservation, so its heartbeats store only
-//     what it used and it issues through the partition; B issues about
-//     W + 1 s ahead of A, which reaches B's milliseconds while both issue.
+//     what it used and it issues through the partition; B issues 2W ahead
+//     of A, which reaches B's milliseconds while both issue.
 func TestFastNewcomerTakesOver(t *testing.T) {
 	partitionTest(t, true)
 }
@@ -81,14 +81,7 @@ func partitionTest(t *testing.T, takeover bool) {
 				t.Run("window="+cmp.Or(w, time.Second).String(), func(t *testing.T) {
 					s := b.setup(t)
 					if w != 0 {
-						ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
-						if !ok {
-							t.Fatal("the store has no operator commands")
-						}
-						// -force: the store was just created; no one holds an ID.
-						if _, err := ad.Admin().SetRideThrough(t.Context(), w, true); err != nil {
-							t.Fatalf("recording a %v window: %v", w, err)
-						}
+						recordWindow(t, s, w)
 					}
 					partitionedDuringReset(t, s, cmp.Or(w, time.Second), takeover)
 				})
@@ -106,14 +99,27 @@ type partitionArm struct {
 	a, b      *workerProc
 }
 
+// recordWindow makes w the window a fresh store s records (-force: no
+// one holds an ID yet).
+func recordWindow(t *testing.T, s *server, w time.Duration) {
+	t.Helper()
+	ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
+	if !ok {
+		t.Fatal("the store has no operator commands")
+	}
+	if _, err := ad.Admin().SetRideThrough(t.Context(), w, true); err != nil {
+		t.Fatalf("recording a %v window: %v", w, err)
+	}
+}
+
 // partitionedDuringReset runs both arms on s, whose recorded window is w;
 // takeover replaces the wipe with a newcomer on a fast clock.
 func partitionedDuringReset(t *testing.T, s *server, w time.Duration, takeover bool) {
 	// How long B issues: the control's A still issues all along. A fast
-	// newcomer's milliseconds are W + 1 s ahead of the control's A.
+	// newcomer's milliseconds are 2W ahead of the control's A.
 	overlap := time.Second
 	if takeover {
-		overlap = w + 2*time.Second
+		overlap = 2*w + time.Second
 	}
 	p := startProxy(t, s.target)
 	arms := []*partitionArm{{name: "default", protected: true}, {name: "control"}}
@@ -131,7 +137,7 @@ func partitionedDuringReset(t *testing.T, s *server, w time.Duration, takeover b
 		b := s.worker("")
 		b.Name, b.Namespace, b.Snowflake, b.WaitGo, b.RideThrough = "B-"+arm.name, arm.ns, a.Snowflake, true, w
 		if takeover {
-			b.SafeGuard, b.SkewMargin, b.ClockOffset = w, -1, w+time.Second
+			b.SafeGuard, b.SkewMargin, b.ClockOffset = w, -1, 2*w
 		}
 		arm.b = startWorker(t, b, noExitSleep())
 	}
