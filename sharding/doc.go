@@ -30,8 +30,8 @@
 // database and table (Create), read one shard (Find), and fan out over
 // every shard (ForEach, Exec), with the same verbs and the same [Settings];
 // this package holds what they share and imports neither ORM: only the
-// standard library and the engine (its contracts, clock and snowflake
-// layouts).
+// standard library, the engine (its contracts, clock and snowflake
+// layouts) and internal/snowlayout (a layout's description).
 //
 // # Writing a batch
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/snowlayout"
 )
 
 // period is the length of one time bucket of an interval router: the
@@ -212,7 +213,7 @@ func (r *intervalRouter) route(id int64) (Shard, error) {
 	}
 	if now := r.cfg.Clock.Now(); at.After(now.Add(maxAhead)) {
 		return Shard{}, fmt.Errorf("%w: id %d reads as issued at %s, %s after now: was it made with another layout than the router's %s?",
-			engine.ErrInvalidID, id, at.In(r.cfg.Location).Format(time.RFC3339Nano), at.Sub(now).Round(time.Second), layoutName(r.cfg.Layout))
+			engine.ErrInvalidID, id, at.In(r.cfg.Location).Format(time.RFC3339Nano), at.Sub(now).Round(time.Second), snowlayout.Describe(r.cfg.Layout))
 	}
 	return r.shard(r.bucket(at)), nil
 }
@@ -269,13 +270,3 @@ func (r *intervalRouter) shards() ([]Shard, error) {
 }
 
 func (r *intervalRouter) String() string { return r.cfg.Table }
-
-// layoutName names l in errors as engine/snowflake does, e.g. "41/10/12 ms
-// since 2019-12-24T16:00:00Z".
-func layoutName(l snowflake.Layout) string {
-	unit := "ms"
-	if l.Unit == time.Second {
-		unit = "s"
-	}
-	return fmt.Sprintf("%d/%d/%d %s since %s", l.TimestampBits, l.MachineBits, l.SequenceBits, unit, l.Epoch.UTC().Format(time.RFC3339Nano))
-}

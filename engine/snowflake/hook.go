@@ -2,12 +2,27 @@ package snowflake
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/snowhook"
 )
 
-func init() { snowhook.New = newOnLease }
+func init() {
+	snowhook.New = newOnLease
+	snowhook.LayoutOf = func(l any) snowhook.Layout { return layoutOps{l.(Layout)} }
+}
+
+// layoutOps hands a layout's private arithmetic to internal/snowlayout.
+type layoutOps struct{ l Layout }
+
+func (o layoutOps) Describe() string              { return o.l.describe() }
+func (o layoutOps) MaxMachineID() int64           { return o.l.maxMachineID() }
+func (o layoutOps) MaxSequence() int64            { return o.l.maxSequence() }
+func (o layoutOps) MaxTick() int64                { return o.l.maxTick() }
+func (o layoutOps) MaxID() int64                  { return o.l.maxID() }
+func (o layoutOps) TickTime(tick int64) time.Time { return o.l.tickTime(tick) }
+func (o layoutOps) Overflow(t time.Time) error    { return o.l.overflow(t) }
 
 // onLease is a generator as the lease composition sees it: with its newest
 // timestamp and its clock-wait count, which users do not get.

@@ -139,7 +139,8 @@ func (l Layout) invalid(format string, args ...any) error {
 }
 
 // describe names the layout in errors, e.g. "41/10/12 ms since
-// 2019-12-24T16:00:00Z"; internal/snowlayout.Describe writes the same.
+// 2019-12-24T16:00:00Z"; internal/snowlayout.Describe reads it through
+// internal/snowhook.
 func (l Layout) describe() string {
 	s := fmt.Sprintf("%d/%d/%d %v since %s", l.TimestampBits, l.MachineBits, l.SequenceBits,
 		unitName(l.Unit), l.Epoch.UTC().Format(time.RFC3339Nano))

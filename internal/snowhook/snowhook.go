@@ -6,7 +6,11 @@
 // engine/snowflake fills [New] in when it is initialized. It imports engine.
 package snowhook
 
-import "github.com/idforge/idforge/engine"
+import (
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
 
 // Start is how a generator on a lease starts and is guarded.
 type Start struct {
@@ -41,3 +45,24 @@ type Generator interface {
 // (the one type this package cannot name, since engine/snowflake imports
 // it). Set by engine/snowflake at initialization.
 var New func(machineID int64, settings any, start Start) (Generator, error)
+
+// Layout is the arithmetic of a snowflake layout that engine/snowflake
+// keeps private and internal/snowlayout reads, so it is written once.
+type Layout interface {
+	// Describe names the layout as the generator's errors do.
+	Describe() string
+	// MaxMachineID, MaxSequence and MaxTick are 2^bits - 1 of each part,
+	// MaxID of all bits together.
+	MaxMachineID() int64
+	MaxSequence() int64
+	MaxTick() int64
+	MaxID() int64
+	// TickTime is the start of a tick, in UTC.
+	TickTime(tick int64) time.Time
+	// Overflow is the error for a time past the layout's last tick.
+	Overflow(t time.Time) error
+}
+
+// LayoutOf returns the arithmetic of a snowflake.Layout given as any. Set
+// by engine/snowflake at initialization.
+var LayoutOf func(layout any) Layout
