@@ -1,6 +1,6 @@
 // Package uuidtime reads the time out of a version 7 UUID (RFC 9562), the
-// kind engine/uuidv7 makes, for the server and the CLI that decode them. It
-// imports engine.
+// kind the registry's "uuidv7" generator (internal/uuidv7) makes, for the
+// server and the CLI that decode them. It imports engine.
 package uuidtime
 
 import (
