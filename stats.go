@@ -11,11 +11,11 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/chain"
 	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/regstats"
-	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Stats is a snapshot of a registry's figures, as [Registry.Stats] returns
@@ -64,7 +64,7 @@ func (r *Registry) Stats() Stats {
 		s.Generators = append(s.Generators, c.stats())
 	}
 	r.stats.mu.Unlock()
-	for name, c := range r.chains() { // dated chains, drawn from outside the cache
+	for name, c := range r.chainsByName() { // dated chains, drawn from outside the cache
 		if !seen[genKey{idkind.Chain, name}] {
 			st := c.Stats()
 			s.Generators = append(s.Generators, GeneratorStats{Kind: idkind.Chain, Name: name, Issued: st.Issued, Errors: map[string]int64{},
@@ -95,7 +95,7 @@ func (r *Registry) detail() regstats.Detail {
 	d.LastOutage = r.stats.last
 	r.stats.mu.Unlock()
 	sort.SliceStable(d.Calls, func(i, j int) bool { return d.Calls[i].Time.After(d.Calls[j].Time) })
-	for name, c := range r.chains() {
+	for name, c := range r.chainsByName() {
 		st := c.Stats()
 		d.Chains[name] = regstats.Chain{Step: st.Step, PrefetchDistance: st.PrefetchDistance, Fetches: st.Fetches,
 			Failures: st.Failures, Hungry: st.Hungry, LastError: st.LastError}
@@ -103,15 +103,13 @@ func (r *Registry) detail() regstats.Detail {
 	return d
 }
 
-// chains returns the chains built so far, by sequence name.
-func (r *Registry) chains() map[string]segmenthook.Chain {
+// chainsByName returns the chains built so far, by sequence name.
+func (r *Registry) chainsByName() map[string]*chain.Chain {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]segmenthook.Chain{}
-	for _, g := range r.held {
-		if c, ok := g.(segmenthook.Chain); ok {
-			out[segmenthook.Name(c)] = c
-		}
+	out := make(map[string]*chain.Chain, len(r.chains))
+	for _, c := range r.chains {
+		out[c.Name()] = c
 	}
 	return out
 }
@@ -154,9 +152,29 @@ func (st *stats) fill(s *Stats) {
 	}
 }
 
+// wrapChain returns the chain c counted under the kind "chain" and name.
+func (st *stats) wrapChain(name string, c *chain.Chain) engine.Generator {
+	return st.add(&counted{st: st, kind: idkind.Chain, name: name, g: c, chain: c, held: c, errors: map[string]int64{}})
+}
+
+// wrapSingle returns the single-segment generator g counted under the kind
+// "segment" and name.
+func (st *stats) wrapSingle(name string, g *chain.Single) engine.Generator {
+	return st.add(&counted{st: st, kind: idkind.Segment, name: name, g: g, held: g, errors: map[string]int64{}})
+}
+
+// discarder is a generator that holds IDs drawn from the store and can drop
+// them: a chain.Chain or a chain.Single.
+type discarder interface{ Discard(cause error) }
+
 // wrap returns g counted under kind and name; a UUID generator stays one.
 func (st *stats) wrap(kind, name string, g engine.Generator) engine.Generator {
-	c := &counted{st: st, kind: kind, name: name, g: g, errors: map[string]int64{}}
+	return st.add(&counted{st: st, kind: kind, name: name, g: g, errors: map[string]int64{}})
+}
+
+// add counts c's generator from now on.
+func (st *stats) add(c *counted) engine.Generator {
+	kind, name, g := c.kind, c.name, c.g
 	st.mu.Lock()
 	st.gens[genKey{kind, name}] = c
 	st.mu.Unlock()
@@ -237,6 +255,8 @@ type counted struct {
 	st         *stats
 	kind, name string
 	g          engine.Generator
+	chain      *chain.Chain // g when it is a chain: its Stats add Ahead and Discarded
+	held       discarder    // g when it holds IDs drawn from the store
 	issued     atomic.Int64
 	mu         sync.Mutex
 	errors     map[string]int64
@@ -294,8 +314,8 @@ func (c *counted) drawn() drawn {
 // Discard drops what the generator holds from the store, when it holds
 // anything: what the registry does to every chain on a store reset.
 func (c *counted) Discard(cause error) {
-	if d, ok := c.g.(discarder); ok {
-		d.Discard(cause)
+	if c.held != nil {
+		c.held.Discard(cause)
 	}
 }
 
@@ -314,8 +334,8 @@ func (c *counted) stats() GeneratorStats {
 		out.Errors[r] = n
 	}
 	c.mu.Unlock()
-	if ch, ok := c.g.(interface{ Stats() segmenthook.Stats }); ok {
-		st := ch.Stats()
+	if c.chain != nil {
+		st := c.chain.Stats()
 		out.Ahead, out.Discarded = st.Ahead, st.Discarded
 	}
 	return out

@@ -25,6 +25,7 @@ import (
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
 )
@@ -107,13 +108,15 @@ func TestMachineContractMemory(t *testing.T) {
 func TestSegmentContractMemory(t *testing.T) {
 	segs := &memSegments{}
 	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "")
-	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+	segments := func(t *testing.T, name string) segment.Distributor {
 		d, err := ps.Segment(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	})
+	}
+	segmenttest.Run(t, segments)
+	chaintest.Run(t, segments, 0)
 }
 
 // The same suites through a server on a real SQLite store.
@@ -153,13 +156,15 @@ func TestSegmentContractSQLite(t *testing.T) {
 	}
 	db := openSQLite(t)
 	ps := serveProxy(t, sqliteBacking(t, db, clock.System), "")
-	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+	segments := func(t *testing.T, name string) segment.Distributor {
 		d, err := ps.Segment(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	})
+	}
+	segmenttest.Run(t, segments)
+	chaintest.Run(t, segments, 0)
 }
 
 func TestTokensAndErrors(t *testing.T) {

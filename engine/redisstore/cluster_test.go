@@ -21,6 +21,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -80,9 +81,9 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("Segment", func(t *testing.T) {
 		s := open(t, redisstore.Settings{Start: 100})
-		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-			return segmentOf(t, s, name)
-		}, segmenttest.ExpectStart(100))
+		segments := func(t *testing.T, name string) segment.Distributor { return segmentOf(t, s, name) }
+		segmenttest.Run(t, segments, segmenttest.ExpectStart(100))
+		chaintest.Run(t, segments, 100)
 	})
 	t.Run("Admin", func(t *testing.T) {
 		s := open(t)

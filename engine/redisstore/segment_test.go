@@ -14,6 +14,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -101,9 +102,9 @@ func TestSegmentConformance(t *testing.T) {
 	for _, start := range []int64{0, 1_000_000} {
 		t.Run(fmt.Sprintf("start=%d", start), func(t *testing.T) {
 			s := newEnv(t, redisstore.Settings{Start: start}).store
-			segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-				return segmentOf(t, s, name)
-			}, segmenttest.ExpectStart(start))
+			segments := func(t *testing.T, name string) segment.Distributor { return segmentOf(t, s, name) }
+			segmenttest.Run(t, segments, segmenttest.ExpectStart(start))
+			chaintest.Run(t, segments, start)
 		})
 	}
 }

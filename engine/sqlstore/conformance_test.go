@@ -9,6 +9,7 @@ import (
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -30,9 +31,11 @@ func TestMachineConformance(t *testing.T) {
 func TestSegmentConformance(t *testing.T) {
 	const start = 1_000_000
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+		segments := func(t *testing.T, name string) segment.Distributor {
 			return segmentOf(t, storeOn(t, d.Open(t), sqlstore.Settings{Start: start}), name)
-		}, segmenttest.ExpectStart(start))
+		}
+		segmenttest.Run(t, segments, segmenttest.ExpectStart(start))
+		chaintest.Run(t, segments, start)
 	})
 }
 

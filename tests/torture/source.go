@@ -16,8 +16,8 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/segmenthook"
 	"github.com/idforge/idforge/internal/snowhook"
 )
 
@@ -64,9 +64,9 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	}
 	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: storeWindow(w.cfg.RideThrough)}
 	sfOpts := snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards}
-	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence, Ahead: w.cfg.Ahead}
+	chainSet := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence, Ahead: w.cfg.Ahead}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
-		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chain)
+		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chainSet)
 	}
 	st := w.store
 	if w.cfg.RideThrough == 0 {
@@ -81,7 +81,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		Instance:  inst,
 		Snowflake: snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards},
 		Lease:     machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin},
-		Chain:     chain,
+		Chain:     chainSet,
 		Logger:    w.log,
 	}
 	if w.cfg.Break == "machine" {
@@ -120,7 +120,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 // openBroken builds the -break fence and -break clock sources by hand: a
 // machine-ID lease, a snowflake generator on its ID and a segment chain.
 func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts leased.LeaseSettings,
-	sfOpts snowflake.Settings, chain segment.Settings) (*source, error) {
+	sfOpts snowflake.Settings, chainSet segment.Settings) (*source, error) {
 	b := &brokenSnowflake{forget: w.cfg.Break == "clock"}
 	leaseOpts.TimestampSource = func() int64 {
 		if g := b.gen.Load(); g != nil {
@@ -149,7 +149,7 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 	}
 	// What idforge.New sets on its chains: the fence then reads the clock
 	// the store dates its confirmations with.
-	cg, err := segmenthook.NewChain(d, chain, segmenthook.Owned{Name: chainName, Clock: w.clk, Logger: w.log})
+	cg, err := chain.New(d, chainSet, chain.Owned{Name: chainName, Clock: w.clk, Logger: w.log})
 	if err != nil {
 		lease.Close()
 		return nil, err

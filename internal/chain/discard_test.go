@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 // Discard drops every ID the chain held: the next ID comes from a later
@@ -16,7 +17,7 @@ import (
 // store is during its grace) is told why.
 func TestDiscard(t *testing.T) {
 	f := segmenttest.NewFake()
-	c, err := segment.NewOwnedChain(f, segment.Settings{}, segment.Owned{Logger: quiet})
+	c, err := chain.New(f, segment.Settings{}, chain.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

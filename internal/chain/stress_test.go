@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 // Callers draw while the worker retires segments by a 1 ms TTL under them,
@@ -22,7 +23,7 @@ import (
 // ExhaustedError honouring its deadline, and Close stops the worker.
 func TestStressTTLOutagesClose(t *testing.T) {
 	f := segmenttest.NewFake()
-	c, err := segment.NewOwnedChain(f, segment.Settings{Step: 16, SafeDistance: 2, TTL: time.Millisecond, MaxWait: 50 * time.Millisecond}, segment.Owned{Logger: slog.New(slog.DiscardHandler), PrefetchPeriod: time.Millisecond})
+	c, err := chain.New(f, segment.Settings{Step: 16, SafeDistance: 2, TTL: time.Millisecond, MaxWait: 50 * time.Millisecond}, chain.Owned{Logger: slog.New(slog.DiscardHandler), PrefetchPeriod: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestStressTTLOutagesClose(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 				id, err := c.NextID(ctx)
 				cancel()
-				var ex *segment.ExhaustedError
+				var ex *chain.ExhaustedError
 				switch {
 				case err == nil:
 				case errors.Is(err, engine.ErrClosed):

@@ -1,4 +1,4 @@
-package segment
+package chain
 
 import (
 	"errors"
@@ -43,7 +43,7 @@ type exhaustedError struct {
 	// slow, or a fetch is still on its way).
 	Store error
 	// Cause is what ended the wait: ctx's cause, or a context.DeadlineExceeded
-	// naming [Settings].MaxWait. Nil when a refill failed without waiting,
+	// naming [segment.Settings].MaxWait. Nil when a refill failed without waiting,
 	// or a [Chain]'s store refused the sequence (see [Chain]).
 	Cause error
 }

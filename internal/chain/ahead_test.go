@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 // caller draws IDs from a chain at a steady rate of the fake clock: each
@@ -17,7 +18,7 @@ import (
 // increasing.
 type caller struct {
 	t    *testing.T
-	c    *segment.Chain
+	c    *chain.Chain
 	clk  *clocktest.Fake
 	last int64
 }
@@ -69,7 +70,7 @@ func TestChainAheadRidesOutOutage(t *testing.T) {
 			clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 			f := segmenttest.NewFake()
 			set := segment.Settings{Step: step, Ahead: tc.ahead}
-			own := segment.Owned{Clock: clk, PrefetchPeriod: time.Millisecond, HungerWindow: time.Second}
+			own := chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond, HungerWindow: time.Second}
 			if tc.ahead == 0 {
 				// The test draws faster in real time than the worker
 				// refills, so callers go hungry and widen the distance;
@@ -124,7 +125,7 @@ func TestChainAheadFollowsTraffic(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
 	c := newChain(t, f, segment.Settings{Step: step, SafeDistance: 2, Ahead: 10 * time.Second},
-		segment.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
+		chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	r := &caller{t: t, c: c, clk: clk}
 
 	// 1,000 IDs/s × 10 s: 100 segments of 100.

@@ -1,4 +1,4 @@
-package segment
+package chain
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/outage"
-	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Chain is the lock-free segment chain. It holds a
@@ -40,7 +40,7 @@ import (
 //     healthy, and halves it back, once per period, when nobody was hungry
 //     for the hunger window. Hunger caused by a store outage does not widen
 //     the distance.
-//   - With [Settings].Ahead, the distance never falls below what holds
+//   - With [segment.Settings].Ahead, the distance never falls below what holds
 //     Ahead's worth of the current issue rate, which the worker measures
 //     from the head's position each time it wakes: raised at once when
 //     traffic grows, halved back once per period when it falls.
@@ -50,7 +50,7 @@ import (
 //     most every 10 s while it lasts and when it ends, with its length.
 //
 // When the chain runs dry NextID waits for the worker until ctx ends (or
-// [Settings].MaxWait passes) and returns an [*exhaustedError] naming the store's
+// [segment.Settings].MaxWait passes) and returns an [*exhaustedError] naming the store's
 // last error. A store that refuses the sequence outright (an error wrapping
 // engine.ErrInvalidConfig, engine.ErrUnknownGenerator, engine.ErrNoFloor or
 // engine.ErrIDOverflow, and not engine.ErrStoreUnavailable) is no outage to
@@ -68,14 +68,14 @@ import (
 // never below SafeDistance); one store call may take 10 s, so a store that
 // stops answering shows up as an error instead of a fetch that never
 // returns.
-type chain struct {
+type Chain struct {
 	_     [64]byte // keep the hot head pointer off other objects' cache lines
 	head  atomic.Pointer[seg]
 	wake  chan struct{} // capacity 1: pending wake-up of the worker
 	fence *fence        // nil unless Settings.Fence
 	_     [40]byte
 
-	d          Distributor
+	d          segment.Distributor
 	cfg        config
 	cancel     context.CancelFunc
 	done       chan struct{} // closed when the worker returns
@@ -109,7 +109,7 @@ type chain struct {
 	traffic     traffic // with Settings.Ahead
 }
 
-// traffic is the issue rate the worker measures for [Settings].Ahead.
+// traffic is the issue rate the worker measures for [segment.Settings].Ahead.
 type traffic struct {
 	rate      float64   // IDs per second, weighted over about rateWindow
 	at        time.Time // when issued and discarded were read; zero before the first look
@@ -118,22 +118,22 @@ type traffic struct {
 }
 
 var (
-	_ engine.Generator = (*chain)(nil)
-	_ io.Closer        = (*chain)(nil)
-	_ engine.Generator = (*single)(nil)
+	_ engine.Generator = (*Chain)(nil)
+	_ io.Closer        = (*Chain)(nil)
+	_ engine.Generator = (*Single)(nil)
 )
 
 // newChain starts a segment chain drawing from d and its prefetch worker,
 // with what the runner of the chain owns. It does not wait for the first
 // fetch: early callers wait for it instead.
-func newChain(d Distributor, s Settings, o owned) (*chain, error) {
+func New(d segment.Distributor, s segment.Settings, o Owned) (*Chain, error) {
 	cfg, err := newConfig(d, s, o)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	root := &seg{retired: true} // empty: the first caller finds it used up
-	c := &chain{
+	c := &Chain{
 		wake:       make(chan struct{}, 1),
 		d:          d,
 		cfg:        cfg,
@@ -154,7 +154,7 @@ func newChain(d Distributor, s Settings, o owned) (*chain, error) {
 
 // NextID returns the next ID. When IDs are ready (the common case) it costs
 // an atomic add and ignores ctx. When none are, it waits for the prefetch
-// worker until ctx ends or [Settings].MaxWait passes and then returns an
+// worker until ctx ends or [segment.Settings].MaxWait passes and then returns an
 // [*exhaustedError]; when the store refused the sequence, it returns that
 // error at once, as an *exhaustedError without a Cause. After Close it
 // returns an error wrapping engine.ErrClosed.
@@ -167,7 +167,7 @@ func newChain(d Distributor, s Settings, o owned) (*chain, error) {
 // and slow, an ordinary function, checks its own stack).
 //
 //go:nosplit
-func (c *chain) NextID(ctx context.Context) (int64, error) {
+func (c *Chain) NextID(ctx context.Context) (int64, error) {
 	if c.fence != nil {
 		if err := c.fence.check(c.cfg.name); err != nil {
 			return c.fenced(ctx, err)
@@ -189,7 +189,7 @@ func (c *chain) NextID(ctx context.Context) (int64, error) {
 // the worker cuts what it fetches into segments of about a quarter of the
 // prefetch distance (at least one step), so callers wake it about four
 // times per distance without a check on the fast path.
-func (c *chain) slow(ctx context.Context, s *seg) (int64, error) {
+func (c *Chain) slow(ctx context.Context, s *seg) (int64, error) {
 	if ctx == nil { // as database/sql would, rather than panic on the wait
 		ctx = context.Background()
 	}
@@ -254,7 +254,7 @@ func (c *chain) slow(ctx context.Context, s *seg) (int64, error) {
 // the IDs the chain holds (a fetch, or another operation of the store) and
 // then serves one; when ctx or MaxWait ends first it returns the fence's
 // error, and when the store refuses the sequence, that at once.
-func (c *chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
+func (c *Chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -288,7 +288,7 @@ func (c *chain) fenced(ctx context.Context, fenceErr error) (int64, error) {
 }
 
 // signal wakes the worker without blocking.
-func (c *chain) signal() {
+func (c *Chain) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -299,7 +299,7 @@ func (c *chain) signal() {
 // for the distributor to return) and discards the IDs it held. NextID calls
 // that start after Close return an error wrapping engine.ErrClosed. Close is
 // idempotent and always returns nil.
-func (c *chain) Close() error {
+func (c *Chain) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.cancel()
@@ -313,13 +313,13 @@ func (c *chain) Close() error {
 	return nil
 }
 
-// discard drops every fetched ID not handed out yet, at once: the next
-// callers wait for a fresh fetch. The root registry calls it (through
-// internal/segmenthook) when the store was reset ([engine.ErrStoreReset]),
+// Discard drops every fetched ID not handed out yet, at once: the next
+// callers wait for a fresh fetch. The registry (package idforge) calls it
+// when the store was reset ([engine.ErrStoreReset]),
 // because what the chain holds may now be handed out to another process too;
 // the chain also calls it itself when a fetch reports a reset. IDs claimed
 // before it stay served.
-func (c *chain) discard(cause error) {
+func (c *Chain) Discard(cause error) {
 	dropped := int64(0)
 	for s := c.head.Load(); s != nil; s = s.next.Load() {
 		dropped += s.drop()
@@ -334,19 +334,43 @@ func (c *chain) discard(cause error) {
 	c.cfg.logger.Warn("segment: dropped the IDs the chain held", "name", c.cfg.name, "dropped", dropped, "cause", cause)
 }
 
-// name returns the sequence name its runner gave the chain ("" without a runner).
-func (c *chain) name() string { return c.cfg.name }
+// Name returns the sequence name its runner gave the chain ("" without a runner).
+func (c *Chain) Name() string { return c.cfg.name }
 
-// stats returns a snapshot of the chain's counters (see segmenthook.Stats).
+// Stats is a snapshot of a chain's prefetching, for monitoring and tests.
+type Stats struct {
+	// Step is the number of IDs per segment.
+	Step int64
+	// PrefetchDistance is the current prefetch distance in segments: the
+	// safe distance, or more while callers are hungry or Ahead asks for
+	// more.
+	PrefetchDistance int64
+	// Ahead is the number of fetched IDs not handed out yet.
+	Ahead int64
+	// Issued is the number of IDs handed out.
+	Issued int64
+	// Fetches counts successful store calls; Failures counts failed ones
+	// (store errors, timeouts and refused ranges).
+	Fetches, Failures int64
+	// Hungry counts NextID calls that found no ID ready and had to wait.
+	Hungry int64
+	// Discarded counts fetched IDs never handed out: expired by the TTL,
+	// dropped by Discard or by Close.
+	Discarded int64
+	// LastError is the last failed fetch, nil once the store answers again.
+	LastError error
+}
+
+// Stats returns a snapshot of the chain's counters.
 // The figures are read one by one while callers keep drawing, so they agree
 // only approximately.
-func (c *chain) stats() segmenthook.Stats {
+func (c *Chain) Stats() Stats {
 	pos := c.position()
 	end := c.end.Load()
 	c.mu.Lock()
 	lastErr := c.lastErr
 	c.mu.Unlock()
-	return segmenthook.Stats{
+	return Stats{
 		Step:             c.cfg.step,
 		PrefetchDistance: c.distance.Load(),
 		Ahead:            max(end-pos, 0),
@@ -360,12 +384,12 @@ func (c *chain) stats() segmenthook.Stats {
 }
 
 // position is the number of IDs handed out or discarded so far.
-func (c *chain) position() int64 {
+func (c *Chain) position() int64 {
 	h := c.head.Load()
 	return h.base + min(h.taken.Load(), h.size)
 }
 
-func (c *chain) run(ctx context.Context) {
+func (c *Chain) run(ctx context.Context) {
 	defer close(c.done)
 	timer := time.NewTimer(c.cfg.period)
 	defer timer.Stop()
@@ -389,7 +413,7 @@ func (c *chain) run(ctx context.Context) {
 
 // cycle is one round of the worker: drop expired segments, adjust the
 // distance, top the chain up. It returns how long to sleep unless woken.
-func (c *chain) cycle(ctx context.Context) time.Duration {
+func (c *Chain) cycle(ctx context.Context) time.Duration {
 	now := c.cfg.clock.Now()
 	if c.cfg.ttl > 0 {
 		c.retireUpTo(now.Add(-c.cfg.ttl).UnixNano())
@@ -420,14 +444,14 @@ func (c *chain) cycle(ctx context.Context) time.Duration {
 
 // fenceWait is how long the worker may sleep before an idle chain's fence
 // wants a confirming fetch.
-func (c *chain) fenceWait() time.Duration {
+func (c *Chain) fenceWait() time.Duration {
 	if c.fence == nil {
 		return c.cfg.period
 	}
 	return max(c.fence.window/4, time.Millisecond)
 }
 
-func (c *chain) fetch(ctx context.Context, size, target int64) error {
+func (c *Chain) fetch(ctx context.Context, size, target int64) error {
 	fctx, cancel := context.WithTimeout(ctx, c.cfg.fetchTimeout)
 	sent := c.cfg.clock.Now()
 	max, err := c.d.NextMaxID(fctx, size)
@@ -491,10 +515,10 @@ func refusal(err error) bool {
 	return false
 }
 
-func (c *chain) fail(err error) {
+func (c *Chain) fail(err error) {
 	c.failures.Add(1)
 	if errors.Is(err, engine.ErrStoreReset) {
-		c.discard(err)
+		c.Discard(err)
 	}
 	refused := refusal(err)
 	c.mu.Lock()
@@ -530,7 +554,7 @@ func (c *chain) fail(err error) {
 	c.retryAt = time.Now().Add(wait)
 }
 
-func (c *chain) recovered() {
+func (c *Chain) recovered() {
 	c.outage.Recovered(c.cfg.clock.Now())
 	c.healthy.Store(true)
 	c.backoff = 0
@@ -547,7 +571,7 @@ func (c *chain) recovered() {
 // during an outage or before the first fetch says nothing about the distance.
 // The distance never falls below floor: the safe distance, or what holds
 // Ahead's worth of the current traffic.
-func (c *chain) adjust(now time.Time) {
+func (c *Chain) adjust(now time.Time) {
 	floor := c.floor(now)
 	d := c.distance.Load()
 	if h := c.starved.Load(); h != c.seenStarved {
@@ -578,7 +602,7 @@ func (c *chain) adjust(now time.Time) {
 // was discarded, which callers already move, so NextID pays nothing for it)
 // over the time passed on the chain's clock, averaged exponentially with a
 // time constant of rateWindow.
-func (c *chain) floor(now time.Time) int64 {
+func (c *Chain) floor(now time.Time) int64 {
 	if c.cfg.ahead <= 0 {
 		return c.cfg.safeDistance
 	}
@@ -608,7 +632,7 @@ func (c *chain) floor(now time.Time) int64 {
 // before cutoff (Unix nanoseconds) and moves the head past them, so no
 // caller serves them. Segments arrive in time order, so they form a prefix.
 // Only the worker and Close (after the worker stopped) call it.
-func (c *chain) retireUpTo(cutoff int64) {
+func (c *Chain) retireUpTo(cutoff int64) {
 	for s := c.head.Load(); s.fetched <= cutoff; {
 		if !s.retired {
 			s.retired = true

@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 // confirming is a fake store whose other operations (a lease's heartbeats)
@@ -32,7 +33,7 @@ func TestChainFence(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
 	d := &confirming{Fake: segmenttest.NewFake()}
-	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, segment.Owned{Clock: clk})
+	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Clock: clk})
 	first, err := c.NextID(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestChainFenceRefusal(t *testing.T) {
 		}
 		return max.Add(step), nil
 	})
-	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, segment.Owned{Name: "order", Clock: clk})
+	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Name: "order", Clock: clk})
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestGeneratorFence(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
 	d := segmenttest.NewFake()
-	g, err := segment.NewOwned(d, segment.Settings{Step: 100, Fence: time.Second}, segment.Owned{Clock: clk})
+	g, err := chain.NewSingle(d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestGeneratorFence(t *testing.T) {
 }
 
 func TestFenceSetting(t *testing.T) {
-	if err := (segment.Settings{Fence: -time.Second}).Validate(); !errors.Is(err, engine.ErrInvalidConfig) {
+	if err := chain.Validate(segment.Settings{Fence: -time.Second}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("a negative Fence: %v; want ErrInvalidConfig", err)
 	}
 }

@@ -1,4 +1,4 @@
-package segment
+package chain
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/engine/segment"
 )
 
 // seg is one fetched range: IDs lo+1 .. lo+size. Callers claim an ID with a
@@ -48,33 +48,35 @@ func (s *seg) drop() int64 {
 	return max(0, s.size-(s.taken.Add(s.size)-s.size))
 }
 
-// single is the single-segment generator behind the registry's "segment"
-// kind (see internal/segmenthook): it serves
+// Single is the single-segment generator behind the registry's "segment"
+// kind: it serves
 // one segment at a time with an atomic add and, when the segment is used up,
 // fetches the next one synchronously. One caller fetches while the others
-// wait for it, each for as long as its ctx and [Settings].MaxWait allow.
+// wait for it, each for as long as its ctx and [segment.Settings].MaxWait allow.
 //
 // IDs are strictly increasing per generator. Every step-th caller pays a
 // store round trip; the chain hides that behind a prefetch worker.
-type single struct {
+type Single struct {
 	cur     atomic.Pointer[seg]
 	fetch   chan struct{} // one-slot semaphore: a single refill at a time
-	d       Distributor
+	d       segment.Distributor
 	cfg     config
 	fence   *fence // nil unless Settings.Fence
 	prevMax int64  // guarded by fetch
 }
 
-// newSingle returns a single-segment generator drawing from d, configured
+var _ engine.Generator = (*Single)(nil)
+
+// NewSingle returns a single-segment generator drawing from d, configured
 // by s and o. Of the settings, Step, MaxWait and Fence apply, with the store
 // call timeout; the others are validated and ignored. It does not talk to the store: the
 // first NextID does.
-func newSingle(d Distributor, s Settings, o owned) (*single, error) {
+func NewSingle(d segment.Distributor, s segment.Settings, o Owned) (*Single, error) {
 	cfg, err := newConfig(d, s, o)
 	if err != nil {
 		return nil, err
 	}
-	g := &single{d: d, cfg: cfg, fetch: make(chan struct{}, 1), fence: newFence(cfg.fence, cfg.clock, d)}
+	g := &Single{d: d, cfg: cfg, fetch: make(chan struct{}, 1), fence: newFence(cfg.fence, cfg.clock, d)}
 	g.cur.Store(&seg{})
 	return g, nil
 }
@@ -82,7 +84,7 @@ func newSingle(d Distributor, s Settings, o owned) (*single, error) {
 // NextID returns the next ID. When the segment is used up it fetches the
 // next one from the store, or waits for the caller already doing so; a
 // failed fetch returns an [*exhaustedError] naming the store's error.
-func (g *single) NextID(ctx context.Context) (int64, error) {
+func (g *Single) NextID(ctx context.Context) (int64, error) {
 	s := g.cur.Load()
 	if g.fence != nil {
 		if err := g.fence.check(g.cfg.name); err != nil {
@@ -104,12 +106,12 @@ func (g *single) NextID(ctx context.Context) (int64, error) {
 // Discard drops the IDs left in the current segment, at once: the next
 // caller fetches a fresh one. The root registry calls it when the store was
 // reset ([engine.ErrStoreReset]). IDs claimed before Discard stay served.
-func (g *single) Discard(cause error) {
+func (g *Single) Discard(cause error) {
 	g.cur.Load().drop()
 	g.cfg.logger.Warn("segment: dropped the rest of the current segment", "name", g.cfg.name, "cause", cause)
 }
 
-func (g *single) refill(ctx context.Context, used *seg) (int64, error) {
+func (g *Single) refill(ctx context.Context, used *seg) (int64, error) {
 	start := time.Now()
 	if g.cfg.maxWait > 0 {
 		var cancel context.CancelFunc
@@ -151,7 +153,7 @@ func (g *single) refill(ctx context.Context, used *seg) (int64, error) {
 
 // refillFenced fetches a new segment for a caller the fence stopped; if
 // that fails too the caller gets the fence's error beside the store's.
-func (g *single) refillFenced(ctx context.Context, used *seg, fenced error) (int64, error) {
+func (g *Single) refillFenced(ctx context.Context, used *seg, fenced error) (int64, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -164,76 +166,4 @@ func (g *single) refillFenced(ctx context.Context, used *seg, fenced error) (int
 
 func maxWaitError(d time.Duration) error {
 	return fmt.Errorf("%w: waited MaxWait %v", context.DeadlineExceeded, d)
-}
-
-func init() {
-	settingsOf := func(what string, settings any) (Settings, error) {
-		s, ok := settings.(Settings)
-		if !ok {
-			return s, fmt.Errorf("%w: segmenthook.%s wants segment.Settings, got %T", engine.ErrInvalidConfig, what, settings)
-		}
-		return s, nil
-	}
-	segmenthook.NewChain = func(d, settings any, o segmenthook.Owned) (segmenthook.Chain, error) {
-		dist, _ := d.(Distributor)
-		s, err := settingsOf("NewChain", settings)
-		if err != nil {
-			return nil, err
-		}
-		c, err := newChain(dist, s, o)
-		if err != nil {
-			return nil, err // not c: a nil *chain in a non-nil interface
-		}
-		return hooked{c}, nil
-	}
-	segmenthook.New = func(d, settings any, o segmenthook.Owned) (segmenthook.Single, error) {
-		dist, _ := d.(Distributor)
-		s, err := settingsOf("New", settings)
-		if err != nil {
-			return nil, err
-		}
-		g, err := newSingle(dist, s, o)
-		if err != nil {
-			return nil, err
-		}
-		return g, nil
-	}
-	segmenthook.Name = func(g any) string {
-		if c := chainOf(g); c != nil {
-			return c.name()
-		}
-		return ""
-	}
-	segmenthook.StatsOf = func(g any) (segmenthook.Stats, bool) {
-		if c := chainOf(g); c != nil {
-			return c.stats(), true
-		}
-		return segmenthook.Stats{}, false
-	}
-	segmenthook.Validate = func(settings any) error {
-		s, err := settingsOf("Validate", settings)
-		if err != nil {
-			return err
-		}
-		return s.validate()
-	}
-}
-
-// hooked is a chain as its runner sees it (segmenthook.Chain): with Discard
-// and Stats, which users of a *chain do not get.
-type hooked struct{ *chain }
-
-func (h hooked) Discard(cause error)      { h.discard(cause) }
-func (h hooked) Stats() segmenthook.Stats { return h.stats() }
-
-// chainOf returns the chain behind a *chain or a hooked chain, nil for
-// anything else.
-func chainOf(g any) *chain {
-	switch c := g.(type) {
-	case *chain:
-		return c
-	case hooked:
-		return c.chain
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package segment
+package chain
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 func TestGeneratorSequential(t *testing.T) {
 	f := segmenttest.NewFake(segmenttest.FakeStart(500))
-	g, err := segment.New(f, segment.Settings{Step: 4})
+	g, err := chain.NewPlainSingle(f, segment.Settings{Step: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestGeneratorSequential(t *testing.T) {
 func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 	const goroutines, n, step = 16, 5000, 100
 	f := segmenttest.NewFake(segmenttest.FakeLatency(50 * time.Microsecond))
-	g, err := segment.New(f, segment.Settings{Step: step})
+	g, err := chain.NewPlainSingle(f, segment.Settings{Step: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 
 func TestGeneratorStoreDown(t *testing.T) {
 	f := segmenttest.NewFake()
-	g, err := segment.NewOwned(f, segment.Settings{Step: 2}, segment.Owned{Name: "invoice"})
+	g, err := chain.NewSingle(f, segment.Settings{Step: 2}, chain.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestGeneratorStoreDown(t *testing.T) {
 // A caller waiting for another caller's slow refill gives up when its ctx ends.
 func TestGeneratorWaitHonoursContext(t *testing.T) {
 	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
-	g, err := segment.New(f)
+	g, err := chain.NewPlainSingle(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +102,14 @@ func TestGeneratorWaitHonoursContext(t *testing.T) {
 func TestExhaustedErrorMessages(t *testing.T) {
 	store := errors.New("connection refused")
 	for _, tc := range []struct {
-		err  segment.ExhaustedError
+		err  chain.ExhaustedError
 		want string
 	}{
-		{segment.ExhaustedError{Name: "order", Waited: time.Second, Store: store, Cause: context.DeadlineExceeded},
+		{chain.ExhaustedError{Name: "order", Waited: time.Second, Store: store, Cause: context.DeadlineExceeded},
 			`idforge: segment exhausted ("order"): no ID ready after 1s: context deadline exceeded; last store error: connection refused`},
-		{segment.ExhaustedError{Waited: time.Second, Cause: context.Canceled},
+		{chain.ExhaustedError{Waited: time.Second, Cause: context.Canceled},
 			`idforge: segment exhausted: no ID ready after 1s: context canceled; the store has not failed, it is slow to answer`},
-		{segment.ExhaustedError{Store: store},
+		{chain.ExhaustedError{Store: store},
 			`idforge: segment exhausted: refill failed: connection refused`},
 	} {
 		if got := tc.err.Error(); got != tc.want {
@@ -122,11 +123,11 @@ func TestExhaustedErrorMessages(t *testing.T) {
 
 func TestNilContextDoesNotPanic(t *testing.T) {
 	f := segmenttest.NewFake()
-	g, err := segment.New(f, segment.Settings{Step: 2})
+	g, err := chain.NewPlainSingle(f, segment.Settings{Step: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := segment.NewChain(f, segment.Settings{Step: 2})
+	c, err := chain.NewPlain(f, segment.Settings{Step: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestNilContextDoesNotPanic(t *testing.T) {
 // fails.
 func TestSingleRefillFails(t *testing.T) {
 	store := segmenttest.NewFake(segmenttest.FakeStart(41))
-	gen, err := segment.NewOwned(store, segment.Settings{Step: 2}, segment.Owned{Name: "invoice"})
+	gen, err := chain.NewSingle(store, segment.Settings{Step: 2}, chain.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)
 	}

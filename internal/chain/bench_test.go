@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 // storeLatency is how long the fake store takes to answer in BenchmarkNextID.
@@ -55,7 +56,7 @@ func BenchmarkNextID(b *testing.B) {
 		b.Run("atomic"+suffix, func(b *testing.B) { benchNextID(b, goroutines, a, nil) })
 
 		store := segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
-		c, err := segment.NewOwnedChain(store, segment.Settings{}, segment.Owned{Logger: quiet})
+		c, err := chain.New(store, segment.Settings{}, chain.Owned{Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func BenchmarkNextID(b *testing.B) {
 		c.Close()
 
 		store = segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
-		g, err := segment.New(store)
+		g, err := chain.NewPlainSingle(store)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func BenchmarkNextID(b *testing.B) {
 		db.Close()
 	}
 	store := segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
-	c, err := segment.NewOwnedChain(store, segment.Settings{}, segment.Owned{Logger: quiet})
+	c, err := chain.New(store, segment.Settings{}, chain.Owned{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func BenchmarkNextID(b *testing.B) {
 // framework's rounds. It reports each side's ns per ID, the chain's
 // speed as a fraction of the atomic's (atomic ns / chain ns) over the whole
 // round, and the median of that fraction over the chunks.
-func benchPaired(b *testing.B, c *segment.Chain) {
+func benchPaired(b *testing.B, c *chain.Chain) {
 	before := c.Stats()
 	gens := [2]engine.Generator{new(atomicGen), c}
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package segment
+package chain
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/segment"
 )
 
 // confirmer is a Distributor whose store checks, in every operation, that it
@@ -19,7 +20,7 @@ type confirmer interface {
 }
 
 // fence withholds the IDs a chain or generator holds once its store has not
-// confirmed them for longer than the window ([Settings.Fence]).
+// confirmed them for longer than the window ([segment.Settings].Fence).
 type fence struct {
 	window time.Duration
 	clock  clock.Clock
@@ -28,7 +29,7 @@ type fence struct {
 	until  atomic.Int64 // Unix ns: serving is confirmed up to here
 }
 
-func newFence(window time.Duration, c clock.Clock, d Distributor) *fence {
+func newFence(window time.Duration, c clock.Clock, d segment.Distributor) *fence {
 	if window <= 0 {
 		return nil
 	}

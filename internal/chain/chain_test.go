@@ -1,4 +1,4 @@
-package segment_test
+package chain_test
 
 import (
 	"context"
@@ -18,21 +18,22 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newChain builds a chain with s and o, logging nowhere unless o says where.
-func newChain(t *testing.T, d segment.Distributor, s segment.Settings, o ...segment.Owned) *segment.Chain {
+func newChain(t *testing.T, d segment.Distributor, s segment.Settings, o ...chain.Owned) *chain.Chain {
 	t.Helper()
-	var own segment.Owned
+	var own chain.Owned
 	if len(o) > 0 {
 		own = o[0]
 	}
 	if own.Logger == nil {
 		own.Logger = quiet
 	}
-	c, err := segment.NewOwnedChain(d, s, own)
+	c, err := chain.New(d, s, own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestChainConcurrentDistinct(t *testing.T) {
 // time: the waiting path must not hand out duplicates either.
 func TestChainConcurrentSlowStore(t *testing.T) {
 	f := segmenttest.NewFake(segmenttest.FakeLatency(200 * time.Microsecond))
-	c := newChain(t, f, segment.Settings{Step: 3, SafeDistance: 1}, segment.Owned{MaxPrefetchDistance: 8})
+	c := newChain(t, f, segment.Settings{Step: 3, SafeDistance: 1}, chain.Owned{MaxPrefetchDistance: 8})
 	distinct(t, draw(t, c, 8, 1000)...)
 	if s := c.Stats(); s.Hungry == 0 {
 		t.Fatalf("no caller waited (Stats %+v): the test did not exercise the waiting path", s)
@@ -133,7 +134,7 @@ func TestTwoChainsOneStore(t *testing.T) {
 	var ids [][]int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, c := range []*segment.Chain{a, b} {
+	for _, c := range []*chain.Chain{a, b} {
 		wg.Go(func() {
 			got := draw(t, c, 4, 20_000)
 			mu.Lock()
@@ -147,7 +148,7 @@ func TestTwoChainsOneStore(t *testing.T) {
 
 func TestChainStoreDown(t *testing.T) {
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3}, segment.Owned{Name: "order", PrefetchPeriod: 5 * time.Millisecond})
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3}, chain.Owned{Name: "order", PrefetchPeriod: 5 * time.Millisecond})
 	ctx := context.Background()
 	var ids []int64
 	next := func(ctx context.Context) error {
@@ -191,7 +192,7 @@ func TestChainStoreDown(t *testing.T) {
 			t.Errorf("dry chain: errors.Is(%v, %v) = false", err, target)
 		}
 	}
-	var ex *segment.ExhaustedError
+	var ex *chain.ExhaustedError
 	if !errors.As(err, &ex) || ex.Name != "order" || ex.Waited <= 0 {
 		t.Errorf("dry chain: %#v, want an *ExhaustedError for %q that waited", err, "order")
 	}
@@ -239,7 +240,7 @@ func TestChainStoreDown(t *testing.T) {
 func TestChainOutagesUnderLoad(t *testing.T) {
 	const callers, rounds = 4, 5
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: 5}, segment.Owned{PrefetchPeriod: time.Millisecond})
+	c := newChain(t, f, segment.Settings{Step: 5}, chain.Owned{PrefetchPeriod: time.Millisecond})
 	stop := make(chan struct{})
 	ids := make([][]int64, callers)
 	var drawn, refused atomic.Int64
@@ -302,7 +303,7 @@ func TestChainRefusalFailsAtOnce(t *testing.T) {
 		return max.Add(step), nil
 	})
 	logs := &logCounter{}
-	c := newChain(t, d, segment.Settings{}, segment.Owned{Name: "other", Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
+	c := newChain(t, d, segment.Settings{}, chain.Owned{Name: "other", Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
 	for range 3 { // the first caller waits for the first fetch; the others find the refusal
 		_, err := c.NextID(context.Background())
 		if !errors.Is(err, engine.ErrUnknownGenerator) || !errors.Is(err, engine.ErrSegmentExhausted) ||
@@ -373,7 +374,7 @@ func TestChainOutageLogging(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
 	logs := &logCounter{}
-	c := newChain(t, f, segment.Settings{Step: 10}, segment.Owned{Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
+	c := newChain(t, f, segment.Settings{Step: 10}, chain.Owned{Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
 	if _, err := c.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +435,7 @@ func TestChainMaxWait(t *testing.T) {
 func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake(segmenttest.FakeLatency(2 * time.Millisecond))
-	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 1}, segment.Owned{Clock: clk, MaxPrefetchDistance: 64, PrefetchPeriod: time.Millisecond, HungerWindow: time.Minute})
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 1}, chain.Owned{Clock: clk, MaxPrefetchDistance: 64, PrefetchPeriod: time.Millisecond, HungerWindow: time.Minute})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -479,7 +480,7 @@ func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 func TestChainTTL(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	f := segmenttest.NewFake()
-	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, TTL: time.Hour}, segment.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
+	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, TTL: time.Hour}, chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	ctx := context.Background()
 	for want := int64(1); want <= 2; want++ {
 		if id, err := c.NextID(ctx); err != nil || id != want {
@@ -522,7 +523,7 @@ func TestChainRefusesBadRanges(t *testing.T) {
 		cur += step
 		return cur, nil
 	})
-	c := newChain(t, d, segment.Settings{Step: 4, SafeDistance: 1}, segment.Owned{PrefetchPeriod: time.Millisecond})
+	c := newChain(t, d, segment.Settings{Step: 4, SafeDistance: 1}, chain.Owned{PrefetchPeriod: time.Millisecond})
 	ids := draw(t, c, 1, 100)
 	distinct(t, ids...)
 	if s := c.Stats(); s.Failures != 2 {
@@ -532,11 +533,11 @@ func TestChainRefusesBadRanges(t *testing.T) {
 
 func TestRangeBelowOne(t *testing.T) {
 	d := distFunc(func(ctx context.Context, step int64) (int64, error) { return step - 1, nil })
-	g, err := segment.New(d)
+	g, err := chain.NewPlainSingle(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.NextID(context.Background()); !errors.Is(err, segment.ErrInvalidRange) || !errors.Is(err, engine.ErrSegmentExhausted) {
+	if _, err := g.NextID(context.Background()); !errors.Is(err, chain.ErrInvalidRange) || !errors.Is(err, engine.ErrSegmentExhausted) {
 		t.Fatalf("range holding ID 0: %v; want ErrInvalidRange and ErrSegmentExhausted", err)
 	}
 }
@@ -545,7 +546,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx := context.Background()
 	for range 8 {
-		c, err := segment.NewOwnedChain(segmenttest.NewFake(segmenttest.FakeLatency(time.Millisecond)), segment.Settings{}, segment.Owned{Logger: quiet})
+		c, err := chain.New(segmenttest.NewFake(segmenttest.FakeLatency(time.Millisecond)), segment.Settings{}, chain.Owned{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -556,7 +557,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 	}
 	// Close wakes a caller waiting on a dry chain, and cancels a fetch in flight.
 	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
-	c, err := segment.NewOwnedChain(f, segment.Settings{MaxWait: -1}, segment.Owned{Logger: quiet})
+	c, err := chain.New(f, segment.Settings{MaxWait: -1}, chain.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +605,7 @@ func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
 }
 
 func TestChainFastPathAllocatesNothing(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 1 << 20}, segment.Owned{PrefetchPeriod: time.Hour})
+	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 1 << 20}, chain.Owned{PrefetchPeriod: time.Hour})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -621,24 +622,24 @@ func TestInvalidSettings(t *testing.T) {
 		want string
 		d    segment.Distributor
 		opts segment.Settings
-		own  segment.Owned // test-only tuning
+		own  chain.Owned // test-only tuning
 	}{
-		{"nil Distributor", nil, segment.Settings{}, segment.Owned{}},
-		{"Step -5", f, segment.Settings{Step: -5}, segment.Owned{}},
-		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}, segment.Owned{}},
-		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4}, segment.Owned{MaxPrefetchDistance: 3}},
-		{"overflows int64", f, segment.Settings{Step: 1 << 40}, segment.Owned{MaxPrefetchDistance: 1 << 30}},
-		{"PrefetchPeriod -1s", f, segment.Settings{}, segment.Owned{PrefetchPeriod: -time.Second}},
-		{"HungerWindow -1s", f, segment.Settings{}, segment.Owned{HungerWindow: -time.Second}},
-		{"TTL -1s", f, segment.Settings{TTL: -time.Second}, segment.Owned{}},
-		{"FetchTimeout -1s", f, segment.Settings{}, segment.Owned{FetchTimeout: -time.Second}},
-		{"Ahead -1s", f, segment.Settings{Ahead: -time.Second}, segment.Owned{}},
-		{"Ahead 2s: beyond Fence 1s", f, segment.Settings{Ahead: 2 * time.Second, Fence: time.Second}, segment.Owned{}},
+		{"nil Distributor", nil, segment.Settings{}, chain.Owned{}},
+		{"Step -5", f, segment.Settings{Step: -5}, chain.Owned{}},
+		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}, chain.Owned{}},
+		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4}, chain.Owned{MaxPrefetchDistance: 3}},
+		{"overflows int64", f, segment.Settings{Step: 1 << 40}, chain.Owned{MaxPrefetchDistance: 1 << 30}},
+		{"PrefetchPeriod -1s", f, segment.Settings{}, chain.Owned{PrefetchPeriod: -time.Second}},
+		{"HungerWindow -1s", f, segment.Settings{}, chain.Owned{HungerWindow: -time.Second}},
+		{"TTL -1s", f, segment.Settings{TTL: -time.Second}, chain.Owned{}},
+		{"FetchTimeout -1s", f, segment.Settings{}, chain.Owned{FetchTimeout: -time.Second}},
+		{"Ahead -1s", f, segment.Settings{Ahead: -time.Second}, chain.Owned{}},
+		{"Ahead 2s: beyond Fence 1s", f, segment.Settings{Ahead: 2 * time.Second, Fence: time.Second}, chain.Owned{}},
 	} {
-		build := segment.NewChain
-		if tc.own != (segment.Owned{}) {
-			build = func(d segment.Distributor, s ...segment.Settings) (*segment.Chain, error) {
-				return segment.NewOwnedChain(d, s[0], tc.own)
+		build := chain.NewPlain
+		if tc.own != (chain.Owned{}) {
+			build = func(d segment.Distributor, s ...segment.Settings) (*chain.Chain, error) {
+				return chain.New(d, s[0], tc.own)
 			}
 		}
 		c, err := build(tc.d, tc.opts)
@@ -648,12 +649,12 @@ func TestInvalidSettings(t *testing.T) {
 		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewChain with %s: %v; want engine.ErrInvalidConfig naming it", tc.want, err)
 		}
-		if _, err := segment.NewOwned(tc.d, tc.opts, tc.own); !errors.Is(err, engine.ErrInvalidConfig) {
+		if _, err := chain.NewSingle(tc.d, tc.opts, tc.own); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("New with %s: %v; want engine.ErrInvalidConfig", tc.want, err)
 		}
 	}
 	// A safe distance above the default cap raises the cap instead of failing.
-	if _, err := segment.New(f, segment.Settings{SafeDistance: 2 * 1_000_000}); err != nil {
+	if _, err := chain.NewPlainSingle(f, segment.Settings{SafeDistance: 2 * 1_000_000}); err != nil {
 		t.Errorf("safe distance above the default cap: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
-package segment
+package chain
 
 import (
 	"context"
+	"github.com/idforge/idforge/engine/segment"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -15,7 +16,7 @@ import (
 func TestFetchCutsRangeIntoQuarterTargetSegments(t *testing.T) {
 	var next atomic.Int64
 	d := distFunc(func(_ context.Context, n int64) (int64, error) { return next.Add(n) + 1000, nil })
-	c, err := newChain(d, Settings{Step: 10, SafeDistance: 8}, owned{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PrefetchPeriod: time.Hour})
+	c, err := New(d, segment.Settings{Step: 10, SafeDistance: 8}, Owned{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PrefetchPeriod: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
