@@ -191,9 +191,6 @@ func TestResetCarriesLastTick(t *testing.T) {
 	if id <= last {
 		t.Fatalf("after the swap: %d, not above the old generator's %d", id, last)
 	}
-	if n := sf.BackwardsWaits(); n != 1 {
-		t.Errorf("BackwardsWaits = %d after the swap, want the old generator's 1", n)
-	}
 }
 
 // hangingGuard is a store whose Guard stops answering (a dropped
@@ -379,9 +376,6 @@ func TestWallStepsBackWhileLeased(t *testing.T) {
 					}
 					last = id
 				}
-			}
-			if n := sf.BackwardsWaits(); n != 0 {
-				t.Fatalf("BackwardsWaits = %d, want 0", n)
 			}
 			if err := sf.Close(); err != nil {
 				t.Fatal(err)

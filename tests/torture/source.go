@@ -18,7 +18,6 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // chainName is the one segment sequence every worker draws from.
@@ -135,13 +134,13 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 	if b.forget {
 		b.fence = lease.Check // only the clock check is broken
 	}
-	b.opts = sfOpts
-	g, err := snowhook.New(lease.MachineID(), sfOpts, snowhook.Start{LastTimestamp: lease.State().LastTimestamp, Fence: b.fence})
+	b.opts, b.machine = sfOpts, lease.MachineID()
+	g, err := snowflake.Resume(b.machine, sfOpts, lease.State().LastTimestamp, b.fence)
 	if err != nil {
 		lease.Close()
 		return nil, err
 	}
-	b.gen.Store(&g)
+	b.gen.Store(g)
 	d, err := w.store.Segment(chainName, w.chainFloor)
 	if err != nil {
 		lease.Close()
@@ -164,25 +163,25 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 
 // brokenSnowflake is the snowflake generator of -break fence and -break clock.
 type brokenSnowflake struct {
-	gen    atomic.Pointer[snowhook.Generator]
-	opts   snowflake.Settings
-	fence  func(unixMilli int64) error
-	forget bool // clock: a refused clock step starts a generator that forgot its last timestamp
+	gen     atomic.Pointer[snowflake.Generator]
+	opts    snowflake.Settings
+	machine int64
+	fence   func(unixMilli int64) error
+	forget  bool // clock: a refused clock step starts a generator that forgot its last timestamp
 }
 
 func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
-	gp := b.gen.Load()
-	g := *gp
+	g := b.gen.Load()
 	id, err := g.NextID(ctx)
 	if err == nil || !b.forget || !errors.Is(err, engine.ErrClockBackwards) {
 		return id, err
 	}
-	fresh, nerr := snowhook.New(g.MachineID(), b.opts, snowhook.Start{Fence: b.fence})
+	fresh, nerr := snowflake.Resume(b.machine, b.opts, 0, b.fence)
 	if nerr != nil {
 		return 0, errors.Join(err, nerr)
 	}
-	b.gen.CompareAndSwap(gp, &fresh)
-	return (*b.gen.Load()).NextID(ctx)
+	b.gen.CompareAndSwap(g, fresh)
+	return b.gen.Load().NextID(ctx)
 }
 
 // graceHidden hides the store's reset grace (its ResetGrace method, see leased.ResetGraceOf) from
