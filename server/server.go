@@ -31,7 +31,6 @@ import (
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/outage"
 	"github.com/idforge/idforge/internal/reason"
-	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/metrics"
 )
@@ -253,7 +252,7 @@ func New(cfg Settings) (*Server, error) {
 		if s.cfg.machineID == nil {
 			s.cfg.machineID = func() int64 { return reg.Stats().MachineID }
 		}
-		s.page = newPage(func() (idforge.Stats, regstats.Detail) { return reg.Stats(), regstats.Of(reg) }, s)
+		s.page = newPage(reg.Stats, s)
 		s.metrics = metricsHandler(reg)
 	}
 	s.ready.outage = outage.Log{Logger: s.log, Still: "idforge serve: still not ready", End: "idforge serve: ready again"}

@@ -287,7 +287,7 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 		t.Errorf("LastTimestamp = %d, want the ID's %d", g.LastTimestamp(), p.Time.UnixMilli())
 	}
 
-	_, err := newGenerator(1, Settings{Clock: clk}, clk.Now().Add(5 * time.Second).UnixMilli(), nil)
+	_, err := newGenerator(1, Settings{Clock: clk}, clk.Now().Add(5*time.Second).UnixMilli(), nil)
 	if !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "5s behind") {
 		t.Errorf("5 s ahead: %v, want ErrClockBackwards saying 5s", err)
 	}

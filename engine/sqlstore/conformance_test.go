@@ -9,8 +9,8 @@ import (
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
-	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 

@@ -14,7 +14,6 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	idkind "github.com/idforge/idforge/internal/kind"
-	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -299,8 +298,10 @@ func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 		return err
 	}
 	for failed := false; !failed; time.Sleep(time.Millisecond) {
-		if c, ok := regstats.Of(reg).Chains[name]; ok && c.LastError != nil {
-			failed = true
+		for _, c := range reg.Stats().Generators {
+			if c.Kind == idkind.Chain && c.Name == name && c.LastError != nil {
+				failed = true
+			}
 		}
 	}
 	ended, cancel := context.WithCancel(context.Background())
