@@ -15,6 +15,7 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/gormerr"
+	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 )
 
@@ -58,11 +59,9 @@ type Settings struct {
 
 // config is Settings resolved by Initialize.
 type config struct {
-	registry  engine.Provider
-	untagged  bool
-	def       idgen.Spec
-	logger    logger.Interface
-	modelAuto bool
+	registry engine.Provider
+	logger   logger.Interface
+	cols     *gormids.Columns // which columns it fills; registered on the db for shardgorm
 }
 
 // Plugin fills ID fields on create. Make one with [New] and register it with
@@ -107,22 +106,23 @@ func (p *Plugin) resolve() error {
 		// falling back to the default one would issue IDs on machine 0.
 		return fmt.Errorf("%w: idplugin.Settings.Registry: a nil %T (leave it unset for the default registry)", engine.ErrInvalidConfig, s.Registry)
 	}
-	p.cfg = config{registry: s.Registry, untagged: s.UntaggedPrimaryKeys, def: idgen.Spec{Kind: "snowflake"},
-		logger: s.Logger, modelAuto: s.GormModelAutoIncrement}
+	cols := &gormids.Columns{Registry: s.Registry, Untagged: s.UntaggedPrimaryKeys, Default: idgen.Spec{Kind: "snowflake"},
+		ModelAuto: s.GormModelAutoIncrement}
 	if s.DefaultGenerator != "" {
 		def, err := idgen.ParseTag(s.DefaultGenerator)
 		if err != nil {
 			return fmt.Errorf("idplugin.Settings.DefaultGenerator: %w", err)
 		}
-		p.cfg.untagged, p.cfg.def = true, def
+		cols.Untagged, cols.Default = true, def
 	}
-	if p.cfg.registry == nil {
+	if cols.Registry == nil {
 		reg, err := idforge.Default()
 		if err != nil {
 			return fmt.Errorf("idplugin: the default registry: %w", err)
 		}
-		p.cfg.registry = reg
+		cols.Registry = reg
 	}
+	p.cfg = config{registry: cols.Registry, logger: s.Logger, cols: cols}
 	return nil
 }
 
@@ -133,6 +133,9 @@ func (p *Plugin) resolve() error {
 // the AfterCreate hooks.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.resolve(); err != nil {
+		return err
+	}
+	if err := db.Use(p.cfg.cols); err != nil {
 		return err
 	}
 	create := db.Callback().Create()

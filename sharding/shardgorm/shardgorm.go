@@ -84,7 +84,12 @@ func (g *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Colu
 	if err != nil {
 		return nil, nil, err
 	}
-	return gormids.Sequences(g.base.DBs[0], s)
+	cols, err := gormids.Of(g.base.DBs[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	seqs, err := cols.Sequences(s)
+	return cols.Registry, seqs, err
 }
 
 // tableFloor is [repo.ORM.Floor], names quoted as the repository's GORM
