@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/distcheck"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 )
 
 // machineIDEnv is the environment variable [Default] reads a fixed machine

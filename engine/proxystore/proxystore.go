@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
 )

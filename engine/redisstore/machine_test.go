@@ -16,10 +16,10 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/clock/clocktest"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/tests/testdb"
 )
 

@@ -13,7 +13,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/outage"
 	"github.com/idforge/idforge/internal/timebase"
 )
@@ -230,7 +229,7 @@ func (c config) checkClock(ctx context.Context, d machine.Distributor, inst mach
 	server, err := ServerTimeOf(ctx, d)
 	after := wall()
 	if err != nil {
-		return fmt.Errorf("machine: reading the store's clock for %s: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+		return fmt.Errorf("machine: reading the store's clock for %s: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 	}
 	if server.IsZero() {
 		return nil
@@ -248,7 +247,7 @@ func (c config) checkClock(ctx context.Context, d machine.Distributor, inst mach
 		return fmt.Errorf("%w: machine: %s: the local clock (%s) is %v %s the store's server clock (%s), beyond the lease's skew margin %v "+
 			"even allowing %v for half the round trip: expiry decisions would compare clocks that disagree by more than the lease allows for; "+
 			"synchronise this host's clock (NTP, chrony), or raise Lease.SkewMargin (by default a fifth of SafeGuard)",
-			engine.ErrClockSkew, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), fmtTime(local), max(skew, -skew), way, fmtTime(server), c.margin, halfRTT)
+			engine.ErrClockSkew, instanceName(inst.Namespace, inst.ID, inst.Stable), fmtTime(local), max(skew, -skew), way, fmtTime(server), c.margin, halfRTT)
 	case off > c.margin/2:
 		c.logger.Warn("idforge: the local clock disagrees with the store's server clock by over half the lease's skew margin; synchronise this host's clock",
 			"namespace", inst.Namespace, "instance", inst.ID, "local", fmtTime(local), "server", fmtTime(server),
@@ -353,7 +352,7 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	if err := cfg.checkGrace(d); err != nil {
 		return nil, err
 	}
-	if err := distcheck.Distribute(inst.Namespace, inst.ID, cfg.machineBits, cfg.safeGuard); err != nil {
+	if err := checkDistribute(inst.Namespace, inst.ID, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
 	if err := cfg.checkClock(ctx, d, inst); err != nil {
@@ -364,11 +363,11 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	switch {
 	case errors.Is(err, engine.ErrInstanceInUse):
 		return nil, fmt.Errorf("machine: %s already runs in another live process (a pod name reused during a rollout, a copied configuration?): "+
-			"stop that process, or give this one an instance ID of its own: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+			"stop that process, or give this one an instance ID of its own: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 	case err != nil:
-		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 	}
-	if err := distcheck.Fits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
+	if err := fits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
 		return nil, err
 	}
 	// Again: a remote store (proxystore) learns its window and grace from
@@ -404,7 +403,7 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 		if err := l.Heartbeat(ctx); err != nil {
 			stop()
 			release(l)
-			return nil, fmt.Errorf("machine: reserving time for machine ID %d of %s: %w", st.MachineID, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+			return nil, fmt.Errorf("machine: reserving time for machine ID %d of %s: %w", st.MachineID, instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 		}
 	}
 	l.log.Info("idforge: machine ID acquired", "last_timestamp", st.LastTimestamp)
@@ -432,7 +431,7 @@ func (l *Lease) WaitOut(ctx context.Context) error {
 	sync := timebase.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + timebase.DefaultMaxBackwards}
 	if err := sync.WaitUntil(ctx, time.UnixMilli(l.state.LastTimestamp+1)); err != nil {
 		return fmt.Errorf("machine: machine ID %d of %s was used up to %s: %w",
-			l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(l.state.LastTimestamp), err)
+			l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(l.state.LastTimestamp), err)
 	}
 	return nil
 }
@@ -468,13 +467,13 @@ func (l *Lease) refuse(unixMilli int64) error {
 	}
 	if l.cfg.reserve > 0 {
 		return fmt.Errorf("%w: machine: machine ID %d of %s is reserved in the store only up to %s, before the timestamp %s: "+
-			"refusing until a heartbeat reserves more", engine.ErrMachineIDLost, l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable),
+			"refusing until a heartbeat reserves more", engine.ErrMachineIDLost, l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable),
 			fmtMilli(l.validUntil.Load()-1), fmtMilli(unixMilli))
 	}
 	confirmed := l.validUntil.Load() - l.window()
 	return fmt.Errorf("%w: machine: machine ID %d of %s was last confirmed at %s, %v before the timestamp %s; "+
 		"past the safe-guard %v less the skew margin %v another instance may have reclaimed it: refusing until a heartbeat succeeds",
-		engine.ErrMachineIDLost, l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(confirmed),
+		engine.ErrMachineIDLost, l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(confirmed),
 		time.Duration(unixMilli-confirmed)*time.Millisecond, fmtMilli(unixMilli), l.cfg.safeGuard, l.cfg.margin)
 }
 
@@ -490,7 +489,7 @@ func (l *Lease) unreachable(a *storeAway, unixMilli int64) error {
 	}
 	return &unreachableError{store: a.err, msg: fmt.Sprintf("machine: the store has not answered the heartbeats of machine ID %d of %s since %s, "+
 		"so another instance may have taken the ID: %s; refusing until a heartbeat reaches the store: %v",
-		l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtTime(a.since), held, a.err)}
+		l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtTime(a.since), held, a.err)}
 }
 
 func fmtMilli(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
@@ -540,17 +539,17 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 		return nil
 	case errors.Is(err, engine.ErrMachineIDLost):
 		l.endWith(fmt.Errorf("machine: %s lost machine ID %d (holder %s), taken over by another instance or another process with this instance ID; stop issuing and acquire a new one: %w",
-			distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, l.state.Holder, err))
+			instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, l.state.Holder, err))
 		l.log.Error("idforge: machine ID taken over by another holder; IDs under it are refused", "err", err)
 		return l.Err()
 	case errors.Is(err, engine.ErrStoreReset):
 		// The store forgot the assignment: another instance may be handed
 		// this ID any moment, so the lease is as good as lost.
-		l.endWith(fmt.Errorf("%w: machine: %s stops using machine ID %d: %w", engine.ErrMachineIDLost, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, err))
+		l.endWith(fmt.Errorf("%w: machine: %s stops using machine ID %d: %w", engine.ErrMachineIDLost, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, err))
 		l.log.Error("idforge: the store was reset; IDs under this machine ID are refused", "err", err)
 		return l.Err()
 	default:
-		err = fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
+		err = fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
 		// A caller that gave up says nothing of the store; a timeout does.
 		if !errors.Is(err, context.Canceled) {
 			since := began
@@ -622,7 +621,7 @@ func (l *Lease) Close() error {
 		if l.end.Load() != nil {
 			return
 		}
-		l.endWith(fmt.Errorf("%w: machine: lease of machine ID %d for %s", engine.ErrClosed, l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable)))
+		l.endWith(fmt.Errorf("%w: machine: lease of machine ID %d for %s", engine.ErrClosed, l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable)))
 		// Read after endWith: no ID passes Check any more, so the
 		// timestamp below covers every ID issued under the lease.
 		// With a timestamp source the lease knows what was issued, and a
@@ -641,7 +640,7 @@ func (l *Lease) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
 		defer cancel()
 		if err := l.dist.Revert(ctx, l.inst, st); err != nil {
-			l.closeErr = fmt.Errorf("machine: reverting machine ID %d for %s: %w", l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
+			l.closeErr = fmt.Errorf("machine: reverting machine ID %d for %s: %w", l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
 		}
 	})
 	return l.closeErr

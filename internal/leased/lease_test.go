@@ -19,7 +19,6 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/leased"
 )
 
@@ -1001,7 +1000,7 @@ func TestFixedIDOneLeaseAtATime(t *testing.T) {
 					if l != nil {
 						l.Close()
 					}
-					t.Fatalf("%s got machine ID 7 while a holds it: %v", distcheck.Name(in.Namespace, in.ID, in.Stable), err)
+					t.Fatalf("%s got machine ID 7 while a holds it: %v", in.Namespace+"/"+in.ID, err)
 				}
 			}
 			other, err := leased.Acquire(ctx, d, machine.Instance{Namespace: ns + "-other", ID: "b"}, leased.LeaseSettings{})

@@ -28,7 +28,6 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/timebase"
 )
 
@@ -125,7 +124,7 @@ func (s *Settings) resolve() error {
 		return bad("leased: Settings.Distributor is nil")
 	}
 	s.Clock = timebase.Steady(s.Clock)
-	return distcheck.Instance(s.Instance.Namespace, s.Instance.ID)
+	return checkInstance(s.Instance.Namespace, s.Instance.ID)
 }
 
 // acquire leases a machine ID and builds a generator on it that issues only
@@ -195,7 +194,7 @@ func (s *Snowflake) watch(lease *Lease) {
 func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 	h := s.cur.Load()
 	if h == nil {
-		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, distcheck.Name(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, instanceName(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
 	}
 	id, err := h.gen.NextID(ctx)
 	if err == nil || !errors.Is(err, engine.ErrMachineIDLost) {
@@ -243,7 +242,7 @@ func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 		return 0, errors.Join(err, rerr)
 	}
 	if h = s.cur.Load(); h == nil {
-		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, distcheck.Name(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, instanceName(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
 	}
 	return h.gen.NextID(ctx)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/leased"
 )
 
@@ -25,7 +24,7 @@ func newSF(t *testing.T, s leased.Settings) *leased.Snowflake {
 	t.Helper()
 	sf, err := leased.New(context.Background(), s)
 	if err != nil {
-		t.Fatalf("New(%s): %v", distcheck.Name(s.Instance.Namespace, s.Instance.ID, s.Instance.Stable), err)
+		t.Fatalf("New(%s): %v", s.Instance.Namespace+"/"+s.Instance.ID, err)
 	}
 	t.Cleanup(func() { sf.Close() })
 	return sf

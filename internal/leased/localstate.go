@@ -14,7 +14,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 type localState struct {
@@ -109,7 +108,7 @@ func (s localState) check(inst machine.Instance) error {
 	case s.inner == nil:
 		return fmt.Errorf("%w: machine: LocalState needs an inner distributor", engine.ErrInvalidConfig)
 	}
-	return distcheck.Instance(inst.Namespace, inst.ID)
+	return checkInstance(inst.Namespace, inst.ID)
 }
 
 // path names the state file "<namespace>#<machine ID>.state", the namespace
@@ -273,5 +272,5 @@ func HostInstance(namespace string, port int) (machine.Instance, error) {
 		port = os.Getpid()
 	}
 	inst := machine.Instance{Namespace: namespace, ID: host + ":" + strconv.Itoa(port)}
-	return inst, distcheck.Instance(inst.Namespace, inst.ID)
+	return inst, checkInstance(inst.Namespace, inst.ID)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/chain"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/tests/faultproxy"
 )
@@ -267,7 +266,7 @@ func leaseOutage(t *testing.T, s *server) {
 	held := func() {
 		t.Helper()
 		if id, ok := s.holder(t, inst.Namespace, inst.ID); !ok || id != l.MachineID() {
-			t.Fatalf("the store says %s holds machine ID %d (%v), the lease has %d", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), id, ok, l.MachineID())
+			t.Fatalf("the store says %s holds machine ID %d (%v), the lease has %d", inst.Namespace+"/"+inst.ID, id, ok, l.MachineID())
 		}
 	}
 	held()

@@ -1,7 +1,7 @@
 // Package distcheck holds the argument checks every machine-ID distributor
 // makes, so the fixed distributors of engine/machine and the stores reject
-// the same inputs with the same errors; the lease checks what it is handed
-// with it too. It imports engine.
+// the same inputs with the same errors (the lease, in internal/leased,
+// words its own checks alike). It imports engine.
 package distcheck
 
 import (

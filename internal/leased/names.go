@@ -1,0 +1,64 @@
+package leased
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// The lease words an instance and checks its arguments as the
+// machine.Distributor contract does (the stores share those words in
+// engine/internal/distcheck, which this package, outside engine/, cannot
+// import): a store's refusal and the lease's read alike.
+
+// maxMachineBits is the widest machine ID a distributor hands out.
+const maxMachineBits = 31
+
+// instanceName describes an instance in errors and logs: "namespace/id",
+// marked "(stable)" for a stable instance.
+func instanceName(namespace, id string, stable bool) string {
+	if stable {
+		return namespace + "/" + id + " (stable)"
+	}
+	return namespace + "/" + id
+}
+
+// checkInstance refuses an instance without a namespace or an ID.
+func checkInstance(namespace, id string) error {
+	switch {
+	case namespace == "":
+		return fmt.Errorf("%w: machine: instance %q has an empty namespace", engine.ErrInvalidConfig, id)
+	case id == "":
+		return fmt.Errorf("%w: machine: empty instance ID in namespace %q", engine.ErrInvalidConfig, namespace)
+	}
+	return nil
+}
+
+// checkDistribute refuses what a distributor would refuse in Distribute's
+// arguments, before the lease asks it anything.
+func checkDistribute(namespace, id string, machineBits int, safeGuard time.Duration) error {
+	if err := checkInstance(namespace, id); err != nil {
+		return err
+	}
+	if machineBits < 1 || machineBits > maxMachineBits {
+		return fmt.Errorf("%w: machine: machineBits %d outside [1, %d]", engine.ErrInvalidConfig, machineBits, maxMachineBits)
+	}
+	if safeGuard <= 0 {
+		return fmt.Errorf("%w: machine: safe-guard duration %v must be positive", engine.ErrInvalidConfig, safeGuard)
+	}
+	return nil
+}
+
+// fits refuses a machine ID outside [0, 2^machineBits), naming the source
+// that gave it.
+func fits(id int64, machineBits int, source string) error {
+	if id < 0 {
+		return fmt.Errorf("%w: machine: %s gives negative machine ID %d", engine.ErrInvalidConfig, source, id)
+	}
+	if limit := int64(1) << machineBits; id >= limit {
+		return fmt.Errorf("%w: machine: %s gives machine ID %d, which does not fit %d machine bits (at most %d)",
+			engine.ErrMachineIDOverflow, source, id, machineBits, limit-1)
+	}
+	return nil
+}
