@@ -35,6 +35,6 @@
 // lease that refuses once the machine ID may be someone else's. The
 // registry (package idforge) starts its generator so on its lease.
 //
-// It imports engine, engine/clock and the steady time base
-// (internal/timebase).
+// It imports engine, engine/clock and engine/internal/timebase (waiting out
+// a clock step back).
 package snowflake

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/internal/timebase"
+	"github.com/idforge/idforge/engine/internal/timebase"
 )
 
 // Settings configures a [Generator]. The zero value of every field means its
@@ -19,9 +19,9 @@ type Settings struct {
 	// Layout is the bit layout (default [Default]: the zero Layout).
 	Layout Layout
 	// Clock is the time source (default clock.System). The generator runs
-	// on timebase.Steady of it: a timebase.Monotonic clock's wall time is read
-	// at start and followed forward only (see the package doc). A clock
-	// with a `UnixNano() int64` method is read through it.
+	// on clock.Steady of it: the wall time of a clock with a monotonic
+	// reading is read at start and followed forward only (see the package
+	// doc). A clock with a `UnixNano() int64` method is read through it.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out before
 	// NextID fails with engine.ErrClockBackwards (default
@@ -157,7 +157,7 @@ func newGenerator(machineID int64, cfg Settings, last int64, fence func(unixMill
 	if cfg.Layout == (Layout{}) {
 		cfg.Layout = Default
 	}
-	cfg.Clock = timebase.Steady(cfg.Clock)
+	cfg.Clock = clock.Steady(cfg.Clock)
 	switch {
 	case cfg.MaxBackwards == 0:
 		cfg.MaxBackwards = timebase.DefaultMaxBackwards

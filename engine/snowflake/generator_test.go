@@ -15,7 +15,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/internal/timebase"
+	"github.com/idforge/idforge/engine/internal/timebase"
 )
 
 // longLived leaves its state word too few spare sequence values for the

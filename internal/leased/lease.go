@@ -14,7 +14,6 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/internal/outage"
-	"github.com/idforge/idforge/internal/timebase"
 )
 
 // Lease defaults, documented on machine.Settings. The heartbeat is short
@@ -50,10 +49,10 @@ type LeaseSettings struct {
 	// store; tests set this to override it.
 	Reservation time.Duration
 	// Clock drives heartbeats and lease expiry (default clock.System). The
-	// lease runs on timebase.Steady of it, and so must the generator it
+	// lease runs on clock.Steady of it, and so must the generator it
 	// fences: Check compares the generator's timestamps with times read
 	// from this one, and the timestamps heartbeated must cover them. Pass
-	// the generator the same timebase.Steady value ([New] does). A
+	// the generator the same clock.Steady value ([New] does). A
 	// clocktest.Fake needs ManualSleep, because the heartbeat goroutine sleeps
 	// on the clock.
 	Clock clock.Clock
@@ -122,7 +121,7 @@ func (s LeaseSettings) resolve() (config, error) {
 	case c.reserve < 0:
 		c.reserve = 0
 	}
-	c.clock = timebase.Steady(c.clock)
+	c.clock = clock.Steady(c.clock)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -425,11 +424,10 @@ func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
 // generator started afterwards issues only later timestamps. With a
 // reservation a restart normally waits up to Reservation(), and rides out a
 // clock stepped back by up to another Reservation() while it was down; a
-// longer wait than that plus timebase.DefaultMaxBackwards fails at once with an
+// longer wait than that plus defaultMaxBackwards fails at once with an
 // error wrapping engine.ErrClockBackwards.
 func (l *Lease) WaitOut(ctx context.Context) error {
-	sync := timebase.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + timebase.DefaultMaxBackwards}
-	if err := sync.WaitUntil(ctx, time.UnixMilli(l.state.LastTimestamp+1)); err != nil {
+	if err := waitUntil(ctx, l.cfg.clock, time.UnixMilli(l.state.LastTimestamp+1), 2*l.cfg.reserve+defaultMaxBackwards); err != nil {
 		return fmt.Errorf("machine: machine ID %d of %s was used up to %s: %w",
 			l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(l.state.LastTimestamp), err)
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/timebase"
 )
 
 // Settings configures [New]. The zero value of every field but Distributor
@@ -42,11 +41,11 @@ type Settings struct {
 	// machine bits are the lease's.
 	Layout snowflake.Layout
 	// Clock is the time source of the generator and the lease (default
-	// clock.System). Both run on one timebase.Steady time base of it, kept
+	// clock.System). Both run on one clock.Steady time base of it, kept
 	// across the leases a Snowflake goes through.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out (default
-	// timebase.DefaultMaxBackwards; negative: not at all).
+	// defaultMaxBackwards; negative: not at all).
 	MaxBackwards time.Duration
 	// Lease tunes the lease: heartbeat, safe-guard, skew margin. The
 	// reservation is the store's ride-through window. The machine bits, clock, logger and timestamp source of
@@ -123,7 +122,7 @@ func (s *Settings) resolve() error {
 	if s.Distributor == nil {
 		return bad("leased: Settings.Distributor is nil")
 	}
-	s.Clock = timebase.Steady(s.Clock)
+	s.Clock = clock.Steady(s.Clock)
 	return checkInstance(s.Instance.Namespace, s.Instance.ID)
 }
 

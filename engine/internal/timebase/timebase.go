@@ -1,8 +1,7 @@
-// Package timebase is the time machinery the generators and their leases
-// share: [Steady], the time base of a running generator that ignores wall
-// steps back, [Cached], a clock read once per resolution for the fastest
-// layouts, and [Synchronizer], which waits out a clock that went backwards.
-// It imports engine and engine/clock.
+// Package timebase is the engine's time machinery beside the steady time
+// base (clock.Steady): [Cached], a clock read once per resolution for the
+// fastest layouts, and [Synchronizer], which waits out a clock that went
+// backwards. It imports engine and engine/clock.
 package timebase
 
 import (
@@ -16,18 +15,7 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// Monotonic is a [clock.Clock] that also reads a monotonic clock: one that
-// moves only forward, as time passes, whatever is done to the wall clock.
-// [Steady] runs on it. clock.System, [Cached] and the clocktest fake
-// implement it.
-type Monotonic interface {
-	clock.Clock
-	// Elapsed returns the monotonic time since an origin of the clock's own.
-	Elapsed() time.Duration
-}
-
-// processStart carries the monotonic reading Cached and the system time
-// base count from.
+// processStart carries the monotonic reading Cached counts from.
 var processStart = time.Now()
 
 func sleep(ctx context.Context, d time.Duration) error { return clock.System.Sleep(ctx, d) }
@@ -67,8 +55,8 @@ func NewCached(resolution time.Duration) *Cached {
 	return c
 }
 
-// refresh stores the monotonic reading before the wall time, and [Steady]
-// loads them in the other order: a wall time it pairs with a later
+// refresh stores the monotonic reading before the wall time, and
+// clock.Steady loads them in the other order: a wall time it pairs with a later
 // monotonic reading can only look behind, never ahead of the system clock.
 func (c *Cached) refresh() {
 	t := time.Now()
@@ -96,82 +84,6 @@ func (c *Cached) Close() error {
 	<-c.done
 	return nil
 }
-
-// Steady returns the time base of a running generator on c: it starts at
-// c's wall time and then follows c's monotonic reading (see [Monotonic]),
-// re-synced forward to the wall time whenever that reads later, never
-// backward. A wall clock stepped back, by any amount, is not seen: the time
-// base runs on until the wall clock catches up. One stepped forward is
-// followed at once, as before.
-//
-// Steady returns c itself when c is not [Monotonic], and when Steady made
-// it: a generator and the lease that fences it share one time base by
-// passing one Steady clock to both. The clock returned sleeps on c and has
-// two more methods: `UnixNano() int64`, the generators' fast path, and
-// `Wall() time.Time`, c's own reading, for comparisons with other hosts'
-// clocks.
-func Steady(c clock.Clock) clock.Clock {
-	if c == nil {
-		c = clock.System
-	}
-	if _, ok := c.(*steady); ok {
-		return c
-	}
-	m, ok := c.(Monotonic)
-	if !ok {
-		return c
-	}
-	s := &steady{mono: m, system: c == clock.System}
-	if n, ok := c.(interface{ UnixNano() int64 }); ok {
-		s.wall = n.UnixNano
-	} else {
-		s.wall = func() int64 { return c.Now().UnixNano() }
-	}
-	wall, mono := s.read()
-	s.offset.Store(wall - mono)
-	return s
-}
-
-type steady struct {
-	mono   Monotonic
-	wall   func() int64
-	system bool // read both from one time.Now
-	// offset is the time base minus the monotonic reading, in
-	// nanoseconds: the largest wall-minus-monotonic difference seen.
-	offset atomic.Int64
-}
-
-// read returns the wall time and the monotonic reading, the wall first: a
-// clock moving between the two reads then makes the wall look behind, which
-// is ignored, never ahead.
-func (s *steady) read() (wall, mono int64) {
-	if s.system {
-		t := time.Now()
-		return t.UnixNano(), int64(t.Sub(processStart))
-	}
-	wall = s.wall()
-	return wall, int64(s.mono.Elapsed())
-}
-
-// UnixNano returns the time base in Unix nanoseconds.
-func (s *steady) UnixNano() int64 {
-	wall, mono := s.read()
-	for {
-		off := s.offset.Load()
-		if wall-mono <= off {
-			return mono + off
-		}
-		if s.offset.CompareAndSwap(off, wall-mono) {
-			return wall
-		}
-	}
-}
-
-func (s *steady) Now() time.Time { return time.Unix(0, s.UnixNano()) }
-
-func (s *steady) Wall() time.Time { return s.mono.Now() }
-
-func (s *steady) Sleep(ctx context.Context, d time.Duration) error { return s.mono.Sleep(ctx, d) }
 
 // DefaultMaxBackwards is how far back a clock may step and still be waited
 // out when no other limit is set (snowflake.Settings.MaxBackwards documents

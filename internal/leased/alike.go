@@ -1,16 +1,19 @@
 package leased
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
 )
 
 // The lease words an instance and checks its arguments as the
-// machine.Distributor contract does (the stores share those words in
-// engine/internal/distcheck, which this package, outside engine/, cannot
-// import): a store's refusal and the lease's read alike.
+// machine.Distributor contract does, and waits out a clock as the snowflake
+// generator does (the engine shares those in engine/internal/distcheck and
+// engine/internal/timebase, which this package, outside engine/, cannot
+// import): a store's refusal, a generator's and the lease's read alike.
 
 // maxMachineBits is the widest machine ID a distributor hands out.
 const maxMachineBits = 31
@@ -61,4 +64,28 @@ func fits(id int64, machineBits int, source string) error {
 			engine.ErrMachineIDOverflow, source, id, machineBits, limit-1)
 	}
 	return nil
+}
+
+// defaultMaxBackwards is how far back a clock may step and still be waited
+// out when no other limit is set, as the generator's default MaxBackwards.
+const defaultMaxBackwards = 10 * time.Millisecond
+
+// waitUntil returns once c reads target or later. If c is behind by more
+// than maxWait it returns at once with an error wrapping
+// engine.ErrClockBackwards that says by how much; if ctx ends first, ctx's
+// error.
+func waitUntil(ctx context.Context, c clock.Clock, target time.Time, maxWait time.Duration) error {
+	for {
+		behind := target.Sub(c.Now())
+		if behind <= 0 {
+			return nil
+		}
+		if behind > maxWait {
+			return fmt.Errorf("%w: clock is %v behind the last issued timestamp (waits out at most %v)",
+				engine.ErrClockBackwards, behind, maxWait)
+		}
+		if err := c.Sleep(ctx, behind); err != nil {
+			return fmt.Errorf("idforge: waiting %v for the clock: %w", behind, err)
+		}
+	}
 }
