@@ -18,8 +18,6 @@ import (
 	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/reason"
-	"github.com/idforge/idforge/internal/wire"
 )
 
 // Settings configure [New]. URL is required.
@@ -113,27 +111,27 @@ func (s *Store) call(ctx context.Context, path string, body, out any) error {
 }
 
 // sentinel maps a proxy error code back to the engine's sentinel: a code
-// named like a reason is that reason's sentinel (internal/reason), the
+// named like a reason is that reason's sentinel (see reasons), the
 // proxy's own codes are mapped here, anything else is an outage.
 func sentinel(ctx context.Context, status int, code string) error {
 	switch code {
-	case wire.CodeTimeout:
+	case codeTimeout:
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return engine.ErrStoreUnavailable
-	case wire.CodeQuota:
+	case codeQuota:
 		return engine.ErrMachineIDOverflow
-	case wire.CodeForbidden:
+	case codeForbidden:
 		return engine.ErrInvalidConfig
-	case wire.CodeUnknownChain, wire.CodeTooManyChains:
+	case codeUnknownChain, codeTooManyChains:
 		// The server does not serve the sequence: a refusal, not an
 		// outage, so a chain fails at once instead of retrying.
 		return engine.ErrUnknownGenerator
 	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
-	if err := reason.Err(code); err != nil {
+	if err := reasons[code]; err != nil {
 		return err
 	}
 	return engine.ErrStoreUnavailable
@@ -144,8 +142,8 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
-	var out wire.MachineState
-	err := s.call(ctx, "/v1/proxy/machines/distribute", wire.MachineRequest{
+	var out machineState
+	err := s.call(ctx, "/v1/proxy/machines/distribute", machineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(),
 	}, &out)
@@ -181,7 +179,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 }
 
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
-	return s.call(ctx, path, wire.MachineRequest{
+	return s.call(ctx, path, machineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Lease: string(st.Holder),
 	}, &struct{}{})
@@ -210,8 +208,8 @@ func (d *sequence) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: proxystore: step %d: want at least 1", engine.ErrInvalidConfig, step)
 	}
-	var out wire.SegmentRange
-	if err := d.s.call(ctx, "/v1/proxy/segments/next", wire.SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
+	var out segmentRange
+	if err := d.s.call(ctx, "/v1/proxy/segments/next", segmentRequest{Name: d.name, Step: step}, &out); err != nil {
 		return 0, err
 	}
 	return out.MaxID, nil

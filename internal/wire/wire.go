@@ -1,7 +1,8 @@
 // Package wire holds the types of the /v1/proxy endpoints of `idforge
-// serve`, declared once for both sides: package server decodes what
-// engine/proxystore sends. Error codes are internal/reason's names where one
-// exists, so both sides map errors through that one table. It also holds
+// serve` as package server reads and answers them. The client,
+// engine/proxystore, declares its side of the same messages (the engine
+// imports nothing outside it), and its test holds the two alike. Error
+// codes are internal/reason's names where one exists. It also holds
 // the service's fixed limits and formats, which the CLI's help repeats. It
 // imports nothing.
 package wire
