@@ -28,6 +28,7 @@ import (
 	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 )
 
 // backing is a server-side store made of a machine distributor and a
@@ -99,10 +100,12 @@ func serveProxyAt(t *testing.T, st idforge.Store, token string, opts ...func(*Se
 }
 
 func TestMachineContractMemory(t *testing.T) {
-	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 		segs := &memSegments{}
 		return serveProxy(t, backing{machinetest.NewMemory(c), segs.Segment}, "")
-	})
+	}
+	machinetest.Run(t, distributors)
+	leasetest.Run(t, distributors)
 }
 
 func TestSegmentContractMemory(t *testing.T) {
@@ -142,9 +145,11 @@ func sqliteBacking(t *testing.T, db *sql.DB, c clock.Clock) backing {
 
 func TestMachineContractSQLite(t *testing.T) {
 	db := openSQLite(t)
-	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 		return serveProxy(t, sqliteBacking(t, db, c), "")
-	})
+	}
+	machinetest.Run(t, distributors)
+	leasetest.Run(t, distributors)
 }
 
 func TestSegmentContractSQLite(t *testing.T) {

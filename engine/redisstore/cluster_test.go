@@ -22,6 +22,7 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain/chaintest"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -75,9 +76,11 @@ func TestCluster(t *testing.T) {
 		return s
 	}
 	t.Run("Machine", func(t *testing.T) {
-		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 			return open(t, redisstore.Settings{Clock: c})
-		})
+		}
+		machinetest.Run(t, distributors)
+		leasetest.Run(t, distributors)
 	})
 	t.Run("Segment", func(t *testing.T) {
 		s := open(t, redisstore.Settings{Start: 100})

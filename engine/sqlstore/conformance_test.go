@@ -11,6 +11,7 @@ import (
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/chain/chaintest"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -19,9 +20,11 @@ import (
 func TestMachineConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db := d.Open(t)
-		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 			return storeOn(t, db, sqlstore.Settings{Clock: c})
-		})
+		}
+		machinetest.Run(t, distributors)
+		leasetest.Run(t, distributors)
 	})
 }
 

@@ -1,4 +1,8 @@
-package machinetest
+// Package leasetest runs a machine.Distributor under the registry's lease
+// (internal/leased), as a process does at start-up: what the distributor's
+// contract (engine/machine/machinetest) cannot show alone. The tests of
+// idforge's stores run it beside machinetest.Run.
+package leasetest
 
 import (
 	"bytes"
@@ -9,16 +13,71 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/internal/leased"
 )
 
-// The cases below run the distributor under leased.Acquire, as a process
-// does at start-up.
+// safeGuard is the cases' safe-guard duration; the fake clock makes its
+// length irrelevant to the run time.
+const safeGuard = time.Minute
+
+// start is where every case's fake clock begins.
+var start = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// nonce makes namespaces unique across runs and cases, so a store may be
+// shared between cases and between runs without cleaning it.
+var nonce atomic.Int64
+
+// Run checks the distributor newDistributor builds under leased.Acquire:
+// two processes with one stable instance ID, where the second is refused
+// naming the instance and the first, cut off until another took the ID
+// over, ends at its next heartbeat and logs both holders
+// (StableLeaseTakenOver); and, where the distributor has a server clock (a
+// ServerTime method, see leased.ServerTimeOf), Acquire refuses a clock
+// further from it than the skew margin, warns beyond half of it and accepts
+// one within (ServerClockSkew). newDistributor is called once per case with
+// a fresh clocktest.Fake, which the distributor must read "now" from and
+// must not sleep on (the cases set ManualSleep).
+func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.Distributor) {
+	t.Helper()
+	nonce.CompareAndSwap(0, time.Now().UnixNano())
+	for _, c := range []struct {
+		name string
+		run  func(*env)
+	}{
+		{"StableLeaseTakenOver", testStableLease},
+		{"ServerClockSkew", testServerClock},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clocktest.NewFake(start)
+			e := &env{t: t, clk: clk, ns: fmt.Sprintf("lt-%s-%d", c.name, nonce.Add(1))}
+			e.d = newDistributor(t, clk)
+			if e.d == nil {
+				t.Fatal("newDistributor returned nil")
+			}
+			c.run(e)
+		})
+	}
+}
+
+type env struct {
+	t   *testing.T
+	clk *clocktest.Fake
+	d   machine.Distributor
+	ns  string
+}
+
+func (e *env) inst(id string) machine.Instance {
+	return machine.Instance{Namespace: e.ns, ID: id}
+}
+
+func (e *env) now() int64 { return e.clk.Now().UnixMilli() }
 
 // testStableLease: two processes with one stable instance ID. The second
 // is refused at Acquire; once the first is cut off from the store for the
@@ -153,7 +212,7 @@ type cutOff struct {
 
 func (c *cutOff) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	if c.cut.Load() {
-		return fmt.Errorf("%w: machinetest: cut off from the store", engine.ErrStoreUnavailable)
+		return fmt.Errorf("%w: leasetest: cut off from the store", engine.ErrStoreUnavailable)
 	}
 	return c.Distributor.Guard(ctx, inst, st)
 }
