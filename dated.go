@@ -10,7 +10,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/dated"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // Dated returns the dated chain name in format: business numbers such as
@@ -58,7 +58,7 @@ func (r *Registry) Dated(name, format string) (func(ctx context.Context) (string
 		return nil, fmt.Errorf("%w: dated format %q needs a chain name", engine.ErrInvalidConfig, format)
 	case r.store == nil:
 		return nil, fmt.Errorf("%w: dated chain %q: kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st}))",
-			engine.ErrUnknownGenerator, name, idkind.Chain)
+			engine.ErrUnknownGenerator, name, genreg.Chain)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -21,7 +21,6 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/genreg"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/uuidv7"
 )
@@ -162,8 +161,8 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
 			engine.ErrInvalidConfig, f, res)
 	}
-	if err := errors.Join(r.gens.Register(idkind.Snowflake, "", r.stats.wrap(idkind.Snowflake, "", r.sf)),
-		r.gens.Register(idkind.UUIDv7, "", r.stats.wrap(idkind.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
+	if err := errors.Join(r.gens.Register(genreg.Snowflake, "", r.stats.wrap(genreg.Snowflake, "", r.sf)),
+		r.gens.Register(genreg.UUIDv7, "", r.stats.wrap(genreg.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
@@ -182,7 +181,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 			}
 			return r.stats.wrapSingle(name, g), nil
 		}
-		if err := errors.Join(r.gens.RegisterFactory(idkind.Chain, chains), r.gens.RegisterFactory(idkind.Segment, singles)); err != nil {
+		if err := errors.Join(r.gens.RegisterFactory(genreg.Chain, chains), r.gens.RegisterFactory(genreg.Segment, singles)); err != nil {
 			r.Close()
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/chain"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 )
@@ -126,9 +126,9 @@ func (r *Registry) Stats() Stats {
 	}
 	r.stats.mu.Unlock()
 	for name, c := range r.chainsByName() { // dated chains, drawn from outside the cache
-		if !seen[genKey{idkind.Chain, name}] {
+		if !seen[genKey{genreg.Chain, name}] {
 			st := c.Stats()
-			g := GeneratorStats{Kind: idkind.Chain, Name: name, Issued: st.Issued, Errors: map[string]int64{}}
+			g := GeneratorStats{Kind: genreg.Chain, Name: name, Issued: st.Issued, Errors: map[string]int64{}}
 			chainFigures(&g, st)
 			s.Generators = append(s.Generators, g)
 		}
@@ -202,13 +202,13 @@ func (st *stats) fill(s *Stats) {
 
 // wrapChain returns the chain c counted under the kind "chain" and name.
 func (st *stats) wrapChain(name string, c *chain.Chain) engine.Generator {
-	return st.add(&counted{st: st, kind: idkind.Chain, name: name, g: c, chain: c, held: c, errors: map[string]int64{}})
+	return st.add(&counted{st: st, kind: genreg.Chain, name: name, g: c, chain: c, held: c, errors: map[string]int64{}})
 }
 
 // wrapSingle returns the single-segment generator g counted under the kind
 // "segment" and name.
 func (st *stats) wrapSingle(name string, g *chain.Single) engine.Generator {
-	return st.add(&counted{st: st, kind: idkind.Segment, name: name, g: g, held: g, errors: map[string]int64{}})
+	return st.add(&counted{st: st, kind: genreg.Segment, name: name, g: g, held: g, errors: map[string]int64{}})
 }
 
 // discarder is a generator that holds IDs drawn from the store and can drop

@@ -14,7 +14,6 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/gormerr"
 	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 )
@@ -192,7 +191,7 @@ func (p *Plugin) create(db *gorm.DB) {
 func (mp *modelPlan) fill(ctx context.Context, dest any, rv reflect.Value) error {
 	ms, ok := mapsOf(dest)
 	if !ok {
-		return gormerr.InvalidData(mp.filler.Fill(ctx, rv))
+		return gormids.InvalidData(mp.filler.Fill(ctx, rv))
 	}
 	for _, m := range ms {
 		if err := mp.fillMap(ctx, m); err != nil {
@@ -232,7 +231,7 @@ func mapKey(m map[string]any, sf *schema.Field) string {
 // it leaves out under its column name.
 func (mp *modelPlan) fillMap(ctx context.Context, m map[string]any) error {
 	if m == nil {
-		return gormerr.InvalidData(fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name))
+		return gormids.InvalidData(fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name))
 	}
 	for i, sf := range mp.fields {
 		if sf.DBName == "" {

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idforge/idforge"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // Collector reports a registry's figures. It is a prometheus.Collector and
@@ -72,7 +72,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range g.Errors {
 			cnt(c.idErrors, n, g.Kind, g.Name, reason)
 		}
-		if g.Kind == idkind.Chain {
+		if g.Kind == genreg.Chain {
 			gauge(c.chainGap, float64(g.Ahead), g.Name)
 			gauge(c.chainDistance, float64(g.PrefetchDistance), g.Name)
 			gauge(c.chainStep, float64(g.Step), g.Name)

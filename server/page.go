@@ -21,7 +21,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/snowflake"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/snowlayout"
 )
 
@@ -182,7 +182,7 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.StoreState, v.StoreOK = "reachable", true
 	}
 	for _, g := range s.Generators {
-		if g.Kind == idkind.Chain {
+		if g.Kind == genreg.Chain {
 			v.Chains = append(v.Chains, g)
 		} else {
 			v.Others = append(v.Others, g)

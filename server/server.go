@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -534,7 +534,7 @@ func (s *Server) machineID() int64 {
 
 // snowflake returns the shared snowflake generator.
 func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
-	return s.cfg.Registry.Generator(ctx, idkind.Snowflake, "")
+	return s.cfg.Registry.Generator(ctx, genreg.Snowflake, "")
 }
 
 // serves reports whether the allow-list, if any, admits chain name.
@@ -575,7 +575,7 @@ func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *htt
 		}
 	}
 	// The Registry makes one generator per name, however many ask at once.
-	g, err := s.cfg.Registry.Generator(ctx, idkind.Chain, name)
+	g, err := s.cfg.Registry.Generator(ctx, genreg.Chain, name)
 	if built {
 		if err != nil {
 			return nil, generatorError(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/gormerr"
 	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 	"github.com/idforge/idforge/sharding"
@@ -183,7 +182,7 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 func (g *Repository) Create(ctx context.Context, value any) error {
 	tx, only := g.tx, g.only
 	var idCol string
-	return gormerr.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
+	return gormids.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
 		Plan: func(elem reflect.Type) (repo.Plan, error) {
 			p, id, err := g.plan(ctx, elem)
 			if id != nil {

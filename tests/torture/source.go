@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -94,12 +94,12 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		return nil, err
 	}
 	reg.AddFloor(chainName, w.chainFloor) // as the GORM plugin would, from the rows
-	sf, err := reg.Generator(ctx, idkind.Snowflake, "")
+	sf, err := reg.Generator(ctx, genreg.Snowflake, "")
 	if err != nil {
 		reg.Close()
 		return nil, err
 	}
-	ch, err := reg.Generator(ctx, idkind.Chain, chainName)
+	ch, err := reg.Generator(ctx, genreg.Chain, chainName)
 	if err != nil {
 		reg.Close()
 		return nil, err

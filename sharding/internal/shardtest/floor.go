@@ -13,7 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -293,13 +293,13 @@ func StoreRegistry(t testing.TB, st idforge.Store) *idforge.Registry {
 // context already ended, which answers at once with the store's error.
 func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 	t.Helper()
-	g, err := reg.Generator(context.Background(), idkind.Chain, name)
+	g, err := reg.Generator(context.Background(), genreg.Chain, name)
 	if err != nil {
 		return err
 	}
 	for failed := false; !failed; time.Sleep(time.Millisecond) {
 		for _, c := range reg.Stats().Generators {
-			if c.Kind == idkind.Chain && c.Name == name && c.LastError != nil {
+			if c.Kind == genreg.Chain && c.Name == name && c.LastError != nil {
 				failed = true
 			}
 		}

@@ -1,7 +1,4 @@
-// Package sqlxbatch sends rows in multi-row INSERTs through sqlx's bulk
-// NamedExecContext, cut by a batch size and a placeholder limit. It fills
-// no IDs: sqlhook's InsertBatch fills the rows first.
-package sqlxbatch
+package sqlhook
 
 import (
 	"context"
@@ -14,17 +11,19 @@ import (
 	"github.com/idforge/idforge/internal/idgen"
 )
 
-// MaxPlaceholders caps the bind parameters of one statement: SQLite's
+// maxPlaceholders caps the bind parameters of one statement: SQLite's
 // default limit (MySQL/MariaDB and PostgreSQL allow 65,535).
-const MaxPlaceholders = 32766
+const maxPlaceholders = 32766
 
-// Insert runs query, a one-row INSERT ... VALUES (:a, :b) that sqlx repeats
+// insertBatches sends rows in multi-row INSERTs through sqlx's bulk
+// NamedExecContext; it fills no IDs (InsertBatch fills the rows first). It
+// runs query, a one-row INSERT ... VALUES (:a, :b) that sqlx repeats
 // for every row of a chunk, over rows, a slice or an addressable array of
 // structs or of pointers to them. Chunks hold batchSize rows
 // (idgen.DefaultBatchSize if batchSize <= 0), fewer if that would pass
-// [MaxPlaceholders]; each is a statement of its own. It returns the number
+// [maxPlaceholders]; each is a statement of its own. It returns the number
 // of rows affected.
-func Insert(ctx context.Context, db sqlx.ExtContext, query string, rows reflect.Value, batchSize int) (int64, error) {
+func insertBatches(ctx context.Context, db sqlx.ExtContext, query string, rows reflect.Value, batchSize int) (int64, error) {
 	n := rows.Len()
 	if n == 0 {
 		return 0, nil
@@ -36,7 +35,7 @@ func Insert(ctx context.Context, db sqlx.ExtContext, query string, rows reflect.
 	if batchSize <= 0 {
 		batchSize = idgen.DefaultBatchSize
 	}
-	batchSize = max(min(batchSize, MaxPlaceholders/max(len(args), 1)), 1)
+	batchSize = max(min(batchSize, maxPlaceholders/max(len(args), 1)), 1)
 	if rows.Kind() == reflect.Array {
 		if !rows.CanAddr() {
 			return 0, fmt.Errorf("%w: pass a pointer to the array", engine.ErrInvalidConfig)

@@ -1,4 +1,4 @@
-package gormerr
+package gormids
 
 import (
 	"errors"

@@ -1,7 +1,4 @@
-// Package gormerr gives idforge's errors about the rows given the sentinel
-// GORM users test for, so the GORM integrations (idplugin, shardgorm)
-// answer errors.Is(err, gorm.ErrInvalidData) alike.
-package gormerr
+package gormids
 
 import (
 	"errors"
@@ -10,7 +7,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// InvalidData returns err matching gorm.ErrInvalidData too when it wraps
+// InvalidData gives idforge's errors about the rows given the sentinel GORM
+// users test for, so idplugin and shardgorm answer
+// errors.Is(err, gorm.ErrInvalidData) alike: it returns err matching
+// gorm.ErrInvalidData too when it wraps
 // idgen.ErrInvalidData (an error in the rows given rather than in the
 // configuration), and err itself otherwise.
 func InvalidData(err error) error {

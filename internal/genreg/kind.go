@@ -1,9 +1,9 @@
-// Package kind names the kinds of generator a registry hands out: the first
-// element of an `idgen` struct tag and the kind argument of
-// engine.Provider.Generator. Users write them as strings ("snowflake",
-// `idgen:"chain,name=order"`); the module's code uses these names so that
-// each is declared once. It imports nothing.
-package kind
+package genreg
+
+// The kinds of generator a registry hands out: the first element of an
+// `idgen` struct tag and the kind argument of engine.Provider.Generator.
+// Users write them as strings ("snowflake", `idgen:"chain,name=order"`);
+// the module's code uses these names so that each is declared once.
 
 const (
 	// Snowflake is the time-ordered snowflake generator, one per registry

@@ -1,7 +1,4 @@
-// Package uuidtime reads the time out of a version 7 UUID (RFC 9562), the
-// kind the registry's "uuidv7" generator (internal/uuidv7) makes, for the
-// server and the CLI that decode them. It imports engine.
-package uuidtime
+package uuidv7
 
 import (
 	"encoding/binary"
@@ -11,10 +8,10 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
-// Of returns the millisecond in which u was made (its unix_ts_ms), UTC. A
+// Time returns the millisecond in which u was made (its unix_ts_ms), UTC. A
 // UUID of another version or variant is an error wrapping
 // engine.ErrInvalidID.
-func Of(u [16]byte) (time.Time, error) {
+func Time(u [16]byte) (time.Time, error) {
 	if v, variant := u[6]>>4, u[8]>>6; v != 7 || variant != 2 {
 		return time.Time{}, fmt.Errorf("%w: %x-%x-%x-%x-%x is a version %d UUID of variant %b, not a version 7 UUID of RFC 9562",
 			engine.ErrInvalidID, u[0:4], u[4:6], u[6:8], u[8:10], u[10:], v, variant)
