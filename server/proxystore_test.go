@@ -348,7 +348,8 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 // as a lease on the store itself would.
 func TestProxyPassesRideThrough(t *testing.T) {
 	const window = 60 * time.Second
-	st, err := sqlstore.Open(t.Context(), openSQLite(t), sqlstore.Settings{CreateTables: true, Init: true, RideThrough: window})
+	db := openSQLite(t)
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true, RideThrough: window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,12 @@ func TestProxyPassesRideThrough(t *testing.T) {
 	if err := l.Heartbeat(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := st.Admin().Machines(t.Context(), "window")
+	ad, err := sqlstore.OpenAdmin(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Close()
+	ms, err := ad.Machines(t.Context(), "window")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,9 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // defaultStoreFile is the embedded SQLite store serve opens in the working
@@ -35,9 +35,12 @@ const defaultStoreFile = "idforge.db"
 // openedStore is the store serve runs on (the root store contract) with a
 // liveness probe for /readyz, a closer, a description for logs (with no
 // password in it) and a shorter one for the state page (no address, no
-// path: what kind of store, and a SQLite file's name).
+// path: what kind of store, and a SQLite file's name). Opened for the
+// operator's commands, it holds no store but their admin.
 type openedStore struct {
 	store    idforge.Store
+	admin    operatorCommands
+	brandNew func() bool // whether the store's epoch was declared brand-new
 	describe string
 	public   string
 	ping     func(ctx context.Context) error
@@ -55,13 +58,20 @@ type openedStore struct {
 // SQLite file this call creates counts as brand-new anyway. window is the
 // store's RideThrough (0: its default).
 func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool, window time.Duration) (*openedStore, error) {
+	return openStoreFor(ctx, spec, src, dir, log, init, window, false)
+}
+
+// openStoreFor is openStore, or with admin the store's operator commands
+// (sqlstore.OpenAdmin, redisstore.OpenAdmin), which accept whatever
+// ride-through window the store records.
+func openStoreFor(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool, window time.Duration, admin bool) (*openedStore, error) {
 	switch {
 	case spec == "":
 		path := filepath.Join(dir, defaultStoreFile)
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, admin)
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, admin)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
@@ -90,7 +100,20 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 		}
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		st, err := redisstore.Open(octx, client, rs)
+		opened := &openedStore{
+			describe: "redis " + opts.Addr,
+			public:   "redis",
+			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
+			close:    client.Close,
+		}
+		if admin {
+			opened.admin, err = redisstore.OpenAdmin(octx, client, rs)
+		} else {
+			var st *redisstore.Store
+			if st, err = redisstore.Open(octx, client, rs); err == nil {
+				opened.store, opened.brandNew = st, st.BrandNew
+			}
+		}
 		if err != nil {
 			client.Close()
 			if errors.Is(err, redisstore.ErrVolatile) { // its message names the Go setting
@@ -100,19 +123,13 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 			}
 			return nil, err
 		}
-		return &openedStore{
-			store:    st,
-			describe: "redis " + opts.Addr,
-			public:   "redis",
-			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
-			close:    client.Close,
-		}, nil
+		return opened, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window)
+		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window, admin)
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window)
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window, admin)
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window)
+		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window, admin)
 	}
 	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
@@ -143,7 +160,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration) (*openedStore, error) {
+func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration, admin bool) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
@@ -164,27 +181,40 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, 
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window})
+	set := sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window}
+	opened := &openedStore{describe: describe, public: public, ping: db.PingContext}
+	if admin {
+		ad, err := sqlstore.OpenAdmin(octx, db, set)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		opened.admin, opened.close = ad, func() error { return errors.Join(ad.Close(), db.Close()) }
+		return opened, nil
+	}
+	st, err := sqlstore.Open(octx, db, set)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &openedStore{
-		store:    st,
-		describe: describe,
-		public:   public,
-		ping:     db.PingContext,
-		close:    func() error { return errors.Join(st.Close(), db.Close()) },
-	}, nil
+	opened.store, opened.brandNew = st, st.BrandNew
+	opened.close = func() error { return errors.Join(st.Close(), db.Close()) }
+	return opened, nil
 }
 
-// admin is what `idforge store` asks of a store beside init: the SQL and
-// Redis stores implement it.
-type admin interface{ Admin() storeadmin.Ops }
+// operatorCommands are what `idforge store` asks of a store beside init:
+// the stores' Admin types answer them.
+type operatorCommands interface {
+	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
+	Release(ctx context.Context, namespace string, machineID int64, force bool) error
+	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
+	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
+	SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error)
+}
 
 var (
-	_ admin = (*sqlstore.Store)(nil)
-	_ admin = (*redisstore.Store)(nil)
+	_ operatorCommands = (*sqlstore.Admin)(nil)
+	_ operatorCommands = (*redisstore.Admin)(nil)
 )
 
 func setupStore(fs *flag.FlagSet) runFunc {
@@ -223,35 +253,28 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		octx := ctx
-		if action != "init" {
-			// The operator's commands hold no machine ID, so any window
-			// the store records will do, and ride-through rewrites it.
-			octx = storeadmin.Rewriting(ctx)
-		}
-		st, err := openStore(octx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init", *rideThrough)
+		// The operator's commands hold no machine ID, so any window the
+		// store records will do, and ride-through rewrites it: they open
+		// the store's Admin; init opens the store.
+		st, err := openStoreFor(ctx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init", *rideThrough, action != "init")
 		if err != nil {
 			return err
 		}
 		defer st.close()
 		if action == "init" {
-			if ad, ok := st.store.(admin); !ok || !ad.Admin().BrandNew() {
+			if st.brandNew == nil || !st.brandNew() {
 				return fmt.Errorf("%s: the store already has an epoch: it may have handed out IDs, so it is not brand-new; "+
 					"sequences missing from it start above a Floor (the GORM plugin and the sharding repositories derive one)", st.describe)
 			}
 			_, err = fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", st.describe)
 			return err
 		}
-		ad, ok := st.store.(admin)
-		if !ok {
-			return fmt.Errorf("%s: the store does not support %s", st.describe, action)
-		}
-		return storeAction(ctx, ad.Admin(), action, args[1:], *namespace, *force, *raise, stdout)
+		return storeAction(ctx, st.admin, action, args[1:], *namespace, *force, *raise, stdout)
 	}
 }
 
 // storeAction runs machines, release or chain on an opened store.
-func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
+func storeAction(ctx context.Context, ad operatorCommands, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
 		as, err := ad.Machines(ctx, namespace)

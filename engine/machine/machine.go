@@ -114,3 +114,17 @@ type Distributor interface {
 	// engine.ErrMachineIDLost.
 	Revert(ctx context.Context, inst Instance, st State) error
 }
+
+// Assignment is one machine ID of a namespace as a store holds it: what
+// the operator's commands list (sqlstore.Admin, redisstore.Admin,
+// `idforge store machines`).
+type Assignment struct {
+	MachineID int64
+	// Instance is the instance the ID is assigned to, its ID empty when
+	// the ID is free.
+	Instance Instance
+	// Held is true while a holder has the ID (it did not give it back).
+	Held bool
+	// LastTimestamp is the newest Unix millisecond timestamp stored for it.
+	LastTimestamp int64
+}

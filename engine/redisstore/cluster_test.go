@@ -96,16 +96,16 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if as, err := s.Admin().Machines(ctx, "adm"); err != nil || len(as) != 1 || as[0].Instance != in {
+		if as, err := redisstore.AdminOf(s).Machines(ctx, "adm"); err != nil || len(as) != 1 || as[0].Instance != in {
 			t.Fatalf("Machines = %+v, %v", as, err)
 		}
-		if err := s.Admin().Release(ctx, "adm", st.MachineID, true); err != nil {
+		if err := redisstore.AdminOf(s).Release(ctx, "adm", st.MachineID, true); err != nil {
 			t.Fatal(err)
 		}
-		if c, err := s.Admin().RaiseCounter(ctx, "adm", 42); err != nil || c != 42 {
+		if c, err := redisstore.AdminOf(s).RaiseCounter(ctx, "adm", 42); err != nil || c != 42 {
 			t.Fatalf("RaiseCounter = %d, %v", c, err)
 		}
-		if c, found, err := s.Admin().Counter(ctx, "adm"); err != nil || !found || c != 42 {
+		if c, found, err := redisstore.AdminOf(s).Counter(ctx, "adm"); err != nil || !found || c != 42 {
 			t.Fatalf("Counter = %d, %t, %v", c, found, err)
 		}
 	})

@@ -37,7 +37,7 @@ func TestRideThroughRecorded(t *testing.T) {
 	if _, err := e.store.Distribute(t.Context(), inst, 10, 5*time.Minute); !errors.Is(err, engine.ErrInstanceInUse) {
 		t.Fatalf("Distribute while the holder heartbeats = %v; want ErrInstanceInUse", err)
 	}
-	ad := e.store.Admin()
+	ad := redisstore.AdminOf(e.store)
 	if _, err := ad.SetRideThrough(t.Context(), 5*time.Second, false); !errors.Is(err, engine.ErrInstanceInUse) {
 		t.Fatalf("SetRideThrough with a live holder = %v; want ErrInstanceInUse", err)
 	}
