@@ -243,7 +243,7 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	default:
 		dist = machine.Default()
 	}
-	defaulted := s.StateDir == "" && !leased.Remembers(dist)
+	defaulted := s.StateDir == "" && !dist.Terms().Remembers
 	if defaulted {
 		s.StateDir = leased.DefaultStateDir()
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/genreg"
-	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 )
 
@@ -405,15 +404,13 @@ type countedStore struct {
 	s  *stats
 }
 
-// RideThrough passes the store's through: the lease reserves it.
-func (c *countedStore) RideThrough() time.Duration { return leased.RideThroughOf(c.st) }
+// Terms are the store's: the lease reserves its window and is checked
+// against its grace.
+func (c *countedStore) Terms() machine.Terms { return c.st.Terms() }
 
-// ResetGrace passes the store's through, so the lease is checked against it.
-func (c *countedStore) ResetGrace() time.Duration { return leased.ResetGraceOf(c.st) }
-
-// ServerTime passes the store's through, so the lease checks the clock against it.
+// ServerTime is the store's, so the lease checks the clock against it.
 func (c *countedStore) ServerTime(ctx context.Context) (time.Time, error) {
-	return leased.ServerTimeOf(ctx, c.st)
+	return c.st.ServerTime(ctx)
 }
 
 func (c *countedStore) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
@@ -464,10 +461,5 @@ func (d countedSegment) NextMaxID(ctx context.Context, step int64) (int64, error
 	return max, err
 }
 
-// Confirmed passes the store's confirmations through to a chain's fence.
-func (d countedSegment) Confirmed() time.Time {
-	if c, ok := d.d.(interface{ Confirmed() time.Time }); ok {
-		return c.Confirmed()
-	}
-	return time.Time{}
-}
+// Confirmed is the store's, for a chain's fence.
+func (d countedSegment) Confirmed() time.Time { return d.d.Confirmed() }

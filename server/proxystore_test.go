@@ -329,7 +329,7 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not less than the store's ResetGrace 2s") {
 		t.Fatalf("Acquire without a reservation = %v; want ErrInvalidConfig naming the server store's ResetGrace", err)
 	}
-	if got := ps.ResetGrace(); got != 2*time.Second {
+	if got := ps.Terms().ResetGrace; got != 2*time.Second {
 		t.Fatalf("ResetGrace = %v, want the server store's default 2s", got)
 	}
 	l, err := leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "grace", ID: "b"}, leased.LeaseSettings{Logger: slog.New(slog.DiscardHandler)})
@@ -368,10 +368,10 @@ func TestProxyPassesRideThrough(t *testing.T) {
 	if got := l.Reservation(); got != window {
 		t.Fatalf("the client lease reserves %v, want the server store's window %v", got, window)
 	}
-	if got := leased.RideThroughOf(ps); got != window {
-		t.Fatalf("RideThroughOf(proxy store) = %v, want %v", got, window)
+	if got := ps.Terms().RideThrough; got != window {
+		t.Fatalf("the proxy store's RideThrough = %v, want %v", got, window)
 	}
-	if got := ps.ResetGrace(); got != window+time.Second {
+	if got := ps.Terms().ResetGrace; got != window+time.Second {
 		t.Fatalf("ResetGrace = %v, want the window plus 1 s", got)
 	}
 	if err := l.Heartbeat(t.Context()); err != nil {

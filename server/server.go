@@ -28,7 +28,6 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/dated"
-	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/outage"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
@@ -200,7 +199,8 @@ func (c *Settings) validate() error {
 	if c.Proxy != nil && reflect.ValueOf(c.Proxy).Kind() == reflect.Pointer && reflect.ValueOf(c.Proxy).IsNil() {
 		return fmt.Errorf("%w: server: Settings.Proxy is a nil %T", engine.ErrInvalidConfig, c.Proxy)
 	}
-	if w := leased.RideThroughOf(c.Proxy); aheadDefault && c.Proxy != nil && w > 0 {
+	if aheadDefault && c.Proxy != nil && c.Proxy.Terms().RideThrough > 0 {
+		w := c.Proxy.Terms().RideThrough
 		// A client lease's heartbeat reserves the store's ride-through
 		// window ahead of its clock; allow that plus the clock skew
 		// between hosts a reset grace tolerates (1 s).

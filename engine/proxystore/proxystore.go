@@ -155,18 +155,21 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Lease)}, nil
 }
 
-// ResetGrace returns the reset grace of the server's store as its last
-// Distribute answer gave it; 0 before the first (its ResetGrace method, see leased.ResetGraceOf).
-func (s *Store) ResetGrace() time.Duration {
-	return time.Duration(s.grace.Load()) * time.Millisecond
+// Terms are the server's store's as its last Distribute answer gave them:
+// its reset grace and ride-through window (negative: none), both 0 before
+// the first answer or from a server that does not send them; the server's
+// store keeps the last timestamps.
+func (s *Store) Terms() machine.Terms {
+	return machine.Terms{
+		RideThrough: time.Duration(s.ride.Load()) * time.Millisecond,
+		ResetGrace:  time.Duration(s.grace.Load()) * time.Millisecond,
+		Remembers:   true,
+	}
 }
 
-// RideThrough returns the ride-through window of the server's store as its
-// last Distribute answer gave it (negative: none); 0 before the first, or
-// from a server that does not send it (see leased.RideThroughOf).
-func (s *Store) RideThrough() time.Duration {
-	return time.Duration(s.ride.Load()) * time.Millisecond
-}
+// ServerTime is the zero time: the server compares its store's clock with
+// its own, and the client's lease checks nothing across the proxy.
+func (s *Store) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // Guard confirms inst still holds st.MachineID under st.Holder.
 func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
@@ -202,6 +205,10 @@ type sequence struct {
 	s    *Store
 	name string
 }
+
+// Confirmed is the zero time: across the proxy only the answers of
+// NextMaxID confirm, and the chain counts those itself.
+func (d *sequence) Confirmed() time.Time { return time.Time{} }
 
 // NextMaxID advances the sequence by step on the server's store.
 func (d *sequence) NextMaxID(ctx context.Context, step int64) (int64, error) {

@@ -89,8 +89,8 @@ type Settings struct {
 	// the store, through its ride-through window running out. The second
 	// beyond the window is the clock skew between hosts a reset tolerates:
 	// a wipe erases the stored timestamps that otherwise absorb skew.
-	// leased.Acquire refuses a lease that may issue without the store for
-	// as long. Set it only to raise the skew allowed, or negative to wait
+	// The registry's lease refuses to issue without the store for as
+	// long (the store's Terms carry the grace). Set it only to raise the skew allowed, or negative to wait
 	// for nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
 	// Init declares the store brand-new when [Open] finds it without an

@@ -26,8 +26,8 @@ func TestRideThroughRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if st.RideThrough() != time.Minute || st.ResetGrace() != time.Minute+time.Second {
-			t.Fatalf("RideThrough, ResetGrace = %v, %v; want 1m, 1m1s", st.RideThrough(), st.ResetGrace())
+		if st.Terms().RideThrough != time.Minute || st.Terms().ResetGrace != time.Minute+time.Second {
+			t.Fatalf("RideThrough, ResetGrace = %v, %v; want 1m, 1m1s", st.Terms().RideThrough, st.Terms().ResetGrace)
 		}
 		_, err = sqlstore.Open(t.Context(), db, sqlstore.Settings{ResetGrace: -1, Clock: clk})
 		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "RideThrough 1s differs from the window 1m0s") ||

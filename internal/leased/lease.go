@@ -43,9 +43,9 @@ type LeaseSettings struct {
 	// Reservation is how far ahead each heartbeat reserves time: it stores
 	// the newest timestamp used plus Reservation, and Check refuses
 	// timestamps past the last reservation stored. Zero takes the store's
-	// ride-through window ([RideThroughOf], the RideThrough setting of
-	// engine/sqlstore and engine/redisstore), or 4 × Heartbeat from a
-	// distributor without one; negative: none. Users set the window on the
+	// ride-through window (machine.Terms.RideThrough, the RideThrough
+	// setting of engine/sqlstore and engine/redisstore), or 4 × Heartbeat
+	// from a distributor without one; negative: none. Users set the window on the
 	// store; tests set this to override it.
 	Reservation time.Duration
 	// Clock drives heartbeats and lease expiry (default clock.System). The
@@ -168,7 +168,7 @@ func (c *config) adoptWindow(d machine.Distributor) error {
 	if c.reserveSet {
 		return nil
 	}
-	switch w := RideThroughOf(d); {
+	switch w := d.Terms().RideThrough; {
 	case w > 0:
 		c.reserve, c.fromStore = w, true
 	case w < 0:
@@ -195,10 +195,11 @@ func (c config) alone() (time.Duration, string) {
 }
 
 // checkGrace refuses a lease that could go on issuing without d for as long
-// as d's reset grace (see [ResetGraceOf]).
+// as d's reset grace (machine.Terms.ResetGrace): a process cut off from the
+// store while it is reset would then share its machine ID with a newcomer.
 func (c config) checkGrace(d machine.Distributor) error {
 	alone, from := c.alone()
-	if grace := ResetGraceOf(d); grace > 0 && alone >= grace {
+	if grace := d.Terms().ResetGrace; grace > 0 && alone >= grace {
 		return fmt.Errorf("%w: machine: the lease would go on issuing for up to %v without its store (%s), not less than the store's ResetGrace %v, "+
 			"so a process cut off from the store while it is reset could share its machine ID with a newcomer: "+
 			"leave the store's ResetGrace to its default (RideThrough plus 1 s), "+
@@ -209,7 +210,8 @@ func (c config) checkGrace(d machine.Distributor) error {
 	return nil
 }
 
-// checkClock compares c's clock with d's server clock (see [ServerTimeOf]).
+// checkClock compares c's clock with d's server clock (machine.Distributor's
+// ServerTime).
 // The server read its time somewhere between the two local readings around
 // the call, so their midpoint is off by at most half the round trip, which
 // is allowed for.
@@ -225,7 +227,7 @@ func (c config) checkClock(ctx context.Context, d machine.Distributor, inst mach
 		wall = w.Wall
 	}
 	before := wall()
-	server, err := ServerTimeOf(ctx, d)
+	server, err := d.ServerTime(ctx)
 	after := wall()
 	if err != nil {
 		return fmt.Errorf("machine: reading the store's clock for %s: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
@@ -333,7 +335,8 @@ func (e *unreachableError) Unwrap() []error { return []error{engine.ErrMachineID
 // it. ctx bounds the distribution only; the heartbeat runs until Close.
 // Acquire does not wait out State().LastTimestamp: the generator does, at
 // start-up. Invalid settings fail with engine.ErrInvalidConfig; a clock too
-// far from the store server's (see [ServerTimeOf]) with engine.ErrClockSkew;
+// far from the store server's (machine.Distributor's ServerTime) with
+// engine.ErrClockSkew;
 // the distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
 // when every ID is taken, engine.ErrInstanceInUse when a stable inst runs in
 // another live process).
@@ -642,67 +645,4 @@ func (l *Lease) Close() error {
 		}
 	})
 	return l.closeErr
-}
-
-// resetGracer is implemented by a distributor whose store, once it finds
-// it was reset (it forgot what it handed out), hands nothing out until
-// ResetGrace has passed since the reset was first seen: the time live
-// processes of the forgotten state have to stop. engine/sqlstore,
-// engine/redisstore and proxystore implement it, and [LocalState] passes it
-// through. [Acquire] refuses a lease that could go on issuing without its
-// store for that long, since a process cut off from the store during a
-// reset would then share its machine ID with a newcomer. ResetGrace <= 0
-// means no grace (a store no other process uses): nothing is checked.
-type resetGracer interface {
-	ResetGrace() time.Duration
-}
-
-// ResetGraceOf returns d's reset grace (its ResetGrace() method), 0 when
-// d has none. A decorator of a distributor implements ResetGrace with it,
-// passing its inner one's through, so wrapping a store never hides its
-// grace from [Acquire].
-func ResetGraceOf(d machine.Distributor) time.Duration {
-	if g, ok := d.(resetGracer); ok {
-		return g.ResetGrace()
-	}
-	return 0
-}
-
-// serverClock is implemented by a distributor whose store keeps time of
-// its own (a database or Redis server): [Acquire] compares the lease's
-// clock with it before distributing, because expiry decisions compare
-// timestamps written by one host's clock with another host's clock. It
-// refuses a lease whose clock is further off than its skew margin (an error
-// wrapping engine.ErrClockSkew) and warns beyond half of it. ServerTime
-// returns the server's current time; the zero time means the store has no
-// clock apart from this process's (SQLite), and nothing is checked.
-type serverClock interface {
-	ServerTime(ctx context.Context) (time.Time, error)
-}
-
-// ServerTimeOf returns d's server time (its ServerTime method), the zero
-// time when d has none. A decorator of a distributor implements ServerTime
-// with it, so wrapping a store never hides its clock from [Acquire].
-func ServerTimeOf(ctx context.Context, d machine.Distributor) (time.Time, error) {
-	if c, ok := d.(serverClock); ok {
-		return c.ServerTime(ctx)
-	}
-	return time.Time{}, nil
-}
-
-// rideThrougher is implemented by a distributor whose store sets the
-// ride-through window every lease on it reserves: engine/sqlstore,
-// engine/redisstore and proxystore (from the server). Negative: none.
-type rideThrougher interface {
-	RideThrough() time.Duration
-}
-
-// RideThroughOf returns d's ride-through window (its RideThrough method),
-// 0 when d has none. A decorator of a distributor implements RideThrough
-// with it, passing its inner one's through, as for [ResetGraceOf].
-func RideThroughOf(d machine.Distributor) time.Duration {
-	if r, ok := d.(rideThrougher); ok {
-		return r.RideThrough()
-	}
-	return 0
 }

@@ -737,7 +737,11 @@ type windowed struct {
 	window time.Duration
 }
 
-func (w windowed) RideThrough() time.Duration { return w.window }
+func (w windowed) Terms() machine.Terms {
+	t := w.Distributor.Terms()
+	t.RideThrough = w.window
+	return t
+}
 
 // TestLeaseRefusesWindowPastSafeGuard: a store's RideThrough longer than
 // the lease's SafeGuard minus SkewMargin is refused by name, not cut short:
@@ -828,7 +832,11 @@ type graced struct {
 	grace time.Duration
 }
 
-func (g graced) ResetGrace() time.Duration { return g.grace }
+func (g graced) Terms() machine.Terms {
+	t := g.Distributor.Terms()
+	t.ResetGrace = g.grace
+	return t
+}
 
 // TestLeaseOutlivingResetGraceRefused: a lease that may go on issuing
 // without its store for as long as the store's reset grace is refused by

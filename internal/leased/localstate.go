@@ -39,8 +39,8 @@ type localState struct {
 // default) every heartbeat writes the reserved time, so a process killed
 // with kill -9 has issued nothing past what the file says.
 //
-// The holder secret ([machine.State].Holder) and a server clock ((see [ServerTimeOf]))
-// pass through to and from inner; the file holds neither.
+// The holder secret ([machine.State].Holder), the store's terms and its
+// server clock pass through to and from inner; the file holds none of them.
 //
 // An empty dir or a nil inner makes every method fail with
 // engine.ErrInvalidConfig; an unreadable, corrupt or unwritable file, with
@@ -49,15 +49,23 @@ func LocalState(dir string, inner machine.Distributor) machine.Distributor {
 	return localState{dir: dir, inner: inner}
 }
 
-// RideThrough passes inner's through (see [RideThroughOf]).
-func (s localState) RideThrough() time.Duration { return RideThroughOf(s.inner) }
+// Terms are inner's, and the file keeps the last timestamps (zero terms
+// without an inner, which every other method refuses).
+func (s localState) Terms() machine.Terms {
+	var t machine.Terms
+	if s.inner != nil {
+		t = s.inner.Terms()
+	}
+	t.Remembers = true
+	return t
+}
 
-// ResetGrace passes inner's through (see [ResetGraceOf]).
-func (s localState) ResetGrace() time.Duration { return ResetGraceOf(s.inner) }
-
-// ServerTime passes inner's through (see [ServerTimeOf]).
+// ServerTime is inner's (the zero time without an inner).
 func (s localState) ServerTime(ctx context.Context) (time.Time, error) {
-	return ServerTimeOf(ctx, s.inner)
+	if s.inner == nil {
+		return time.Time{}, nil
+	}
+	return s.inner.ServerTime(ctx)
 }
 
 func (s localState) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
@@ -239,18 +247,6 @@ func DefaultStateDir() string {
 		return filepath.Join(dir, "idforge")
 	}
 	return filepath.Join(os.TempDir(), "idforge")
-}
-
-// Remembers reports whether d stores the last timestamp of the machine IDs
-// it hands out. machine.Manual and machine.StatefulSet (and so
-// machine.Default) store nothing, and say so with a Remembers method: a
-// process restarted on their fixed ID needs a [LocalState] file to know
-// what its predecessor issued.
-func Remembers(d machine.Distributor) bool {
-	if r, ok := d.(interface{ Remembers() bool }); ok {
-		return r.Remembers()
-	}
-	return true
 }
 
 // HostInstance returns the unstable instance "hostname:port" in namespace,

@@ -23,9 +23,9 @@ type MachineRequest struct {
 }
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
-// ResetGraceMillis is the store's reset grace (leased.ResetGraceOf), so a
-// client's leased.Acquire can check its lease against it, and
-// RideThroughMillis its ride-through window (leased.RideThroughOf; -1: none),
+// ResetGraceMillis is the store's reset grace (machine.Terms.ResetGrace), so
+// a client's lease can check itself against it, and RideThroughMillis its
+// ride-through window (machine.Terms.RideThrough; -1: none),
 // which the client's lease reserves. Lease is the
 // lease's secret: its guards and reverts must present it, and only the
 // caller that was handed it may.

@@ -184,13 +184,17 @@ func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
 	return b.gen.Load().NextID(ctx)
 }
 
-// graceHidden hides the store's reset grace (its ResetGrace method, see leased.ResetGraceOf) from
-// leased.Acquire, for the -ride-through 0 control; its ride-through window
-// (none) goes through.
+// graceHidden hides the store's reset grace (machine.Terms.ResetGrace) from
+// leased.Acquire, for the -ride-through 0 control; its other terms (no
+// ride-through window) go through.
 type graceHidden struct{ idforge.Store }
 
-// RideThrough passes the store's through (see leased.RideThroughOf).
-func (g graceHidden) RideThrough() time.Duration { return leased.RideThroughOf(g.Store) }
+// Terms are the store's without its reset grace.
+func (g graceHidden) Terms() machine.Terms {
+	t := g.Store.Terms()
+	t.ResetGrace = 0
+	return t
+}
 
 // chainFloor is the chain's Floor: the largest ID in its table, where a
 // store that forgot the sequence must start it above.

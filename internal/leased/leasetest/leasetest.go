@@ -38,8 +38,8 @@ var nonce atomic.Int64
 // two processes with one stable instance ID, where the second is refused
 // naming the instance and the first, cut off until another took the ID
 // over, ends at its next heartbeat and logs both holders
-// (StableLeaseTakenOver); and, where the distributor has a server clock (a
-// ServerTime method, see leased.ServerTimeOf), Acquire refuses a clock
+// (StableLeaseTakenOver); and, where the distributor has a server clock (its
+// ServerTime is not the zero time), Acquire refuses a clock
 // further from it than the skew margin, warns beyond half of it and accepts
 // one within (ServerClockSkew). newDistributor is called once per case with
 // a fresh clocktest.Fake, which the distributor must read "now" from and
@@ -155,11 +155,11 @@ func testStableLease(e *env) {
 // the time the calls take does not matter.
 func testServerClock(e *env) {
 	ctx := e.t.Context()
-	if now, err := leased.ServerTimeOf(ctx, e.d); err != nil || now.IsZero() {
+	if now, err := e.d.ServerTime(ctx); err != nil || now.IsZero() {
 		if err != nil {
 			e.t.Fatalf("ServerTime: %v", err)
 		}
-		e.t.Skip("the distributor has no server clock (a ServerTime method, see leased.ServerTimeOf)")
+		e.t.Skip("the distributor has no server clock (its ServerTime is the zero time)")
 	}
 	const sg = time.Hour // the skew margin is 12 minutes
 	for i, tc := range []struct {
@@ -173,7 +173,7 @@ func testServerClock(e *env) {
 		{time.Minute, false, false},
 		{-time.Minute, false, false},
 	} {
-		server, err := leased.ServerTimeOf(ctx, e.d)
+		server, err := e.d.ServerTime(ctx)
 		if err != nil {
 			e.t.Fatalf("ServerTime: %v", err)
 		}
@@ -203,12 +203,19 @@ func testServerClock(e *env) {
 }
 
 // cutOff stands between a lease and its store: while cut, Guard fails as
-// for a store out of reach. Embedding only the Distributor, it hides the
-// store's server clock and reset grace.
+// for a store out of reach. It hides the store's server clock and its
+// terms but for the last timestamps it keeps.
 type cutOff struct {
 	machine.Distributor
 	cut atomic.Bool
 }
+
+// Terms are a store's that keeps last timestamps, with no window and no
+// grace.
+func (c *cutOff) Terms() machine.Terms { return machine.Terms{Remembers: true} }
+
+// ServerTime is the zero time: no clock to compare.
+func (c *cutOff) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 func (c *cutOff) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	if c.cut.Load() {
