@@ -26,7 +26,7 @@ import (
 // in that order; {yyyy} and {seq:N} are required and {dd} needs {MM}, so
 // that the strings, all of one length, sort by period and then by counter.
 // The finest date field names the period, which starts and ends in
-// Settings.Zone (UTC by default) by Settings.Snowflake.Clock.
+// Settings.Zone (UTC by default) by Settings.Clock.
 //
 // Each period counts in a store sequence of its own, "<name>:<period>"
 // (invoice:20261125, invoice:202611, invoice:2026), drawn through a chain

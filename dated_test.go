@@ -15,7 +15,6 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -57,7 +56,7 @@ func datedStores(t *testing.T) []datedStore {
 func datedRegistry(t *testing.T, st idforge.Store, fc *clocktest.Fake, zone *time.Location) *idforge.Registry {
 	t.Helper()
 	reg, err := idforge.New(t.Context(), idforge.Settings{Store: st, Machine: machine.Manual(1), StateDir: "off",
-		Snowflake: snowflake.Settings{Clock: fc}, Zone: zone, Chain: segment.Settings{Step: 10, MaxWait: time.Second}, Logger: slog.New(slog.DiscardHandler)})
+		Clock: fc, Zone: zone, Chain: segment.Settings{Step: 10, MaxWait: time.Second}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,14 +77,13 @@ type Settings struct {
 	// when it cannot be created, and the first write of the file (at New)
 	// with engine.ErrStoreUnavailable when it cannot be written.
 	StateDir string
-	// Snowflake tunes the snowflake generator: its Layout (default
-	// snowflake.Default), whose machine bits are the lease's; its Clock
-	// (default clock.System), which the whole registry runs on, since the
-	// lease heartbeats the generator's newest timestamp: the lease, the
-	// chains' TTLs, the uuidv7 generator and the periods of dated chains;
-	// and MaxBackwards, how long it waits out a clock step back (default
-	// 10 ms; negative: not at all).
-	Snowflake snowflake.Settings
+	// Layout is the snowflake generator's bit layout (default
+	// snowflake.Default); its machine bits are the lease's.
+	Layout snowflake.Layout
+	// MaxBackwards is how long the snowflake generator waits out a clock
+	// step back it cannot ride on its steady time base (default 10 ms;
+	// negative: not at all; see snowflake.Settings.MaxBackwards).
+	MaxBackwards time.Duration
 	// Lease tunes the machine-ID lease: Heartbeat, SafeGuard, SkewMargin.
 	// The machine bits (the layout's), clock and logger are the
 	// registry's; how far ahead each heartbeat reserves time is the
@@ -92,9 +91,14 @@ type Settings struct {
 	// longer than Heartbeat.
 	Lease machine.Settings
 	// Chain tunes every chain and segment generator: Step, SafeDistance,
-	// TTL... Each is named after its sequence and runs on Snowflake.Clock
-	// and Logger.
+	// TTL... Each is named after its sequence and runs on Clock and
+	// Logger.
 	Chain segment.Settings
+	// Clock is the time source the whole registry runs on (default
+	// clock.System): the snowflake generator and its lease, which
+	// heartbeats the generator's newest timestamp, the chains' TTLs and
+	// fences, the uuidv7 generator and the periods of dated chains.
+	Clock clock.Clock
 	// Logger receives lease and chain events (default slog.Default()).
 	Logger *slog.Logger
 	// Zone is the time zone whose days, months and years dated chains
@@ -136,16 +140,14 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Snowflake.Clock, logger: s.Logger, zone: s.Zone}
+	r := &Registry{gens: genreg.New(), stats: st, store: s.Store, chain: s.Chain, clock: s.Clock, logger: s.Logger, zone: s.Zone}
 	r.sf, err = leased.New(ctx, leased.Settings{
-		Distributor:  dist,
-		Instance:     s.Instance,
-		Layout:       s.Snowflake.Layout,
-		Clock:        s.Snowflake.Clock,
-		MaxBackwards: s.Snowflake.MaxBackwards,
-		Lease:        s.Lease,
-		Logger:       s.Logger,
-		OnReset:      r.discardHeld,
+		Distributor: dist,
+		Instance:    s.Instance,
+		Snowflake:   snowflake.Settings{Layout: s.Layout, Clock: s.Clock, MaxBackwards: s.MaxBackwards},
+		Lease:       s.Lease,
+		Logger:      s.Logger,
+		OnReset:     r.discardHeld,
 	})
 	if err != nil {
 		return nil, err
@@ -162,7 +164,7 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 			engine.ErrInvalidConfig, f, res)
 	}
 	if err := errors.Join(r.gens.Register(genreg.Snowflake, "", r.stats.wrap(genreg.Snowflake, "", r.sf)),
-		r.gens.Register(genreg.UUIDv7, "", r.stats.wrap(genreg.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
+		r.gens.Register(genreg.UUIDv7, "", r.stats.wrap(genreg.UUIDv7, "", uuidv7.New(s.Clock)))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
@@ -201,8 +203,8 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	if s.Store != nil { // counted once, here: every lease call and segment fetch
 		s.Store = &countedStore{st: s.Store, s: st}
 	}
-	if s.Snowflake.Clock == nil {
-		s.Snowflake.Clock = clock.System
+	if s.Clock == nil {
+		s.Clock = clock.System
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default()

@@ -171,7 +171,7 @@ func TestChainFenceLongerThanReservationRefused(t *testing.T) {
 func TestNewRejectsBadLayout(t *testing.T) {
 	bad := snowflake.Default
 	bad.SequenceBits = 40
-	if _, err := idforge.New(context.Background(), idforge.Settings{Snowflake: snowflake.Settings{Layout: bad}}); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := idforge.New(context.Background(), idforge.Settings{Layout: bad}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("New with a 41+10+40-bit layout: %v, want ErrInvalidConfig", err)
 	}
 }

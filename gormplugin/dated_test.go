@@ -15,7 +15,6 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	idplugin "github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/tests/testdb"
@@ -44,7 +43,7 @@ func datedGorm(t *testing.T, d testdb.DB, fc *clocktest.Fake, init bool) *gorm.D
 	t.Cleanup(func() { st.Close() })
 	// A machine ID by hand: no lease compares the fake clock with the store's.
 	reg, err := idforge.New(t.Context(), idforge.Settings{Store: st, Machine: machine.Manual(5), Namespace: "dated", StateDir: "off",
-		Snowflake: snowflake.Settings{Clock: fc}, Logger: slog.New(slog.DiscardHandler)})
+		Clock: fc, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

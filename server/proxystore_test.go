@@ -355,7 +355,7 @@ func TestProxyPassesRideThrough(t *testing.T) {
 	}
 	ps := serveProxy(t, st, "")
 	quiet := slog.New(slog.DiscardHandler)
-	_, err = leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "window", ID: "short"}, leased.LeaseSettings{SafeGuard: time.Minute, Logger: quiet})
+	_, err = leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "window", ID: "short"}, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: time.Minute}, Logger: quiet})
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "RideThrough 1m0s") || !strings.Contains(err.Error(), "SafeGuard 1m0s") {
 		t.Fatalf("Acquire with SafeGuard 1m under a 60 s window = %v; want ErrInvalidConfig naming both", err)
 	}

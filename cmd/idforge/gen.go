@@ -98,7 +98,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			reg, err := idforge.New(ctx, idforge.Settings{Namespace: *namespace, Instance: inst, Store: st.store, Snowflake: snowflake.Settings{Layout: l}, Zone: *zone, Logger: quiet})
+			reg, err := idforge.New(ctx, idforge.Settings{Namespace: *namespace, Instance: inst, Store: st.store, Layout: l, Zone: *zone, Logger: quiet})
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,6 @@ type registrySettings struct {
 // newRegistry builds the registry on the store: the one place that knows
 // the root's constructor.
 func newRegistry(ctx context.Context, s registrySettings) (*idforge.Registry, error) {
-	set := idforge.Settings{Namespace: s.Instance.Namespace, Instance: s.Instance, Snowflake: snowflake.Settings{Layout: s.Layout}, Store: s.Store, Logger: s.Logger, Zone: s.Zone}
+	set := idforge.Settings{Namespace: s.Instance.Namespace, Instance: s.Instance, Layout: s.Layout, Store: s.Store, Logger: s.Logger, Zone: s.Zone}
 	return idforge.New(ctx, set)
 }

@@ -39,7 +39,7 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	clk := clocktest.NewFake(x.Add(500 * time.Millisecond))
 	clk.ManualSleep = true
 	store := guardDown{Memory: machinetest.NewMemory(clk), down: "a"}
-	opts := leased.LeaseSettings{Clock: clk, SafeGuard: 10 * time.Second, SkewMargin: -1, Heartbeat: 5 * time.Second, Reservation: -1}
+	opts := leased.LeaseSettings{Lease: machine.Settings{SafeGuard: 10 * time.Second, SkewMargin: -1, Heartbeat: 5 * time.Second}, Clock: clk, Reservation: -1}
 	ctx := context.Background()
 	newGen := func(l *leased.Lease) *snowflake.Generator {
 		g, err := snowflake.Resume(l.MachineID(), snowflake.Settings{Layout: snowflake.Seconds, Clock: clk},

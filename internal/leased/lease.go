@@ -29,17 +29,15 @@ const (
 // dead store, and an ID that is not given back expires after the safe-guard.
 const revertTimeout = 5 * time.Second
 
-// LeaseSettings configures [Acquire]: the knobs users set
-// (machine.Settings, documented there) and what the composition running
-// the generator owns. The zero value of every field means its default.
+// LeaseSettings configures [Acquire]: the knobs users set (Lease,
+// documented on machine.Settings) and what the composition running the
+// generator owns. The zero value of every field means its default.
 type LeaseSettings struct {
+	// Lease holds the knobs users set: Heartbeat, SafeGuard, SkewMargin.
+	Lease machine.Settings
 	// MachineBits is the width of the machine ID (default 10: IDs 0 to
 	// 1023). It must match the generator's layout.
 	MachineBits int
-	// SafeGuard, Heartbeat and SkewMargin: see machine.Settings.
-	SafeGuard  time.Duration
-	Heartbeat  time.Duration
-	SkewMargin time.Duration
 	// Reservation is how far ahead each heartbeat reserves time: it stores
 	// the newest timestamp used plus Reservation, and Check refuses
 	// timestamps past the last reservation stored. Zero takes the store's
@@ -69,11 +67,6 @@ type LeaseSettings struct {
 	TimestampSource func() int64
 }
 
-// userSettings returns the lease settings of the knobs a user sets.
-func userSettings(u machine.Settings) LeaseSettings {
-	return LeaseSettings{SafeGuard: u.SafeGuard, Heartbeat: u.Heartbeat, SkewMargin: u.SkewMargin}
-}
-
 // config is LeaseSettings with every default filled in.
 type config struct {
 	machineBits int
@@ -91,9 +84,9 @@ type config struct {
 func (s LeaseSettings) resolve() (config, error) {
 	c := config{
 		machineBits: s.MachineBits,
-		safeGuard:   s.SafeGuard,
-		heartbeat:   s.Heartbeat,
-		margin:      s.SkewMargin,
+		safeGuard:   s.Lease.SafeGuard,
+		heartbeat:   s.Lease.Heartbeat,
+		margin:      s.Lease.SkewMargin,
 		reserve:     s.Reservation,
 		reserveSet:  s.Reservation != 0,
 		clock:       s.Clock,

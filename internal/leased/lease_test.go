@@ -171,8 +171,8 @@ func acquire(t *testing.T, d machine.Distributor, inst machine.Instance, s lease
 	if s.Logger == nil {
 		s.Logger = discard
 	}
-	if s.Heartbeat == 0 {
-		s.Heartbeat = time.Minute
+	if s.Lease.Heartbeat == 0 {
+		s.Lease.Heartbeat = time.Minute
 	}
 	if s.Reservation == 0 {
 		s.Reservation = -1
@@ -386,7 +386,7 @@ func TestLeaseOutageLogging(t *testing.T) {
 	clk := newTestClock()
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	logs := &logCounter{}
-	l := acquire(t, p, instA, leased.LeaseSettings{Clock: clk, Heartbeat: 250 * time.Millisecond, Reservation: time.Second, Logger: slog.New(logs)})
+	l := acquire(t, p, instA, leased.LeaseSettings{Lease: machine.Settings{Heartbeat: 250 * time.Millisecond}, Clock: clk, Reservation: time.Second, Logger: slog.New(logs)})
 	logs.lines() // the acquisition's
 
 	p.down.Store(true)
@@ -562,11 +562,11 @@ func TestAcquireValidation(t *testing.T) {
 		{"invalid instance", machine.Manual(1), machine.Instance{ID: "a"}, leased.LeaseSettings{}, engine.ErrInvalidConfig},
 		{"negative machine bits", machine.Manual(1), instA, leased.LeaseSettings{MachineBits: -1}, engine.ErrInvalidConfig},
 		{"32 machine bits", machine.Manual(1), instA, leased.LeaseSettings{MachineBits: 32}, engine.ErrInvalidConfig},
-		{"negative safe-guard", machine.Manual(1), instA, leased.LeaseSettings{SafeGuard: -1}, engine.ErrInvalidConfig},
-		{"zero heartbeat", machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: -1}, engine.ErrInvalidConfig},
-		{"heartbeat inside the margin", machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: 4 * time.Minute}, engine.ErrInvalidConfig},
-		{"heartbeat = safe-guard", machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: 5 * time.Minute, SkewMargin: -1}, engine.ErrInvalidConfig},
-		{"margin = safe-guard", machine.Manual(1), instA, leased.LeaseSettings{SkewMargin: 5 * time.Minute}, engine.ErrInvalidConfig},
+		{"negative safe-guard", machine.Manual(1), instA, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: -1}}, engine.ErrInvalidConfig},
+		{"zero heartbeat", machine.Manual(1), instA, leased.LeaseSettings{Lease: machine.Settings{Heartbeat: -1}}, engine.ErrInvalidConfig},
+		{"heartbeat inside the margin", machine.Manual(1), instA, leased.LeaseSettings{Lease: machine.Settings{Heartbeat: 4 * time.Minute}}, engine.ErrInvalidConfig},
+		{"heartbeat = safe-guard", machine.Manual(1), instA, leased.LeaseSettings{Lease: machine.Settings{Heartbeat: 5 * time.Minute, SkewMargin: -1}}, engine.ErrInvalidConfig},
+		{"margin = safe-guard", machine.Manual(1), instA, leased.LeaseSettings{Lease: machine.Settings{SkewMargin: 5 * time.Minute}}, engine.ErrInvalidConfig},
 		{"manual ID too wide", machine.Manual(1024), instA, leased.LeaseSettings{}, engine.ErrMachineIDOverflow},
 		{"namespace full", full, instA, leased.LeaseSettings{MachineBits: 1, Clock: clk}, engine.ErrMachineIDOverflow},
 	}
@@ -583,7 +583,7 @@ func TestAcquireValidation(t *testing.T) {
 		})
 	}
 	t.Run("heartbeat just inside the window", func(t *testing.T) {
-		l := acquire(t, machine.Manual(1), instA, leased.LeaseSettings{Heartbeat: 4 * time.Minute, SkewMargin: -1, Clock: clk})
+		l := acquire(t, machine.Manual(1), instA, leased.LeaseSettings{Lease: machine.Settings{Heartbeat: 4 * time.Minute, SkewMargin: -1}, Clock: clk})
 		if l.MachineID() != 1 {
 			t.Fatalf("MachineID = %d, want 1", l.MachineID())
 		}
@@ -652,7 +652,7 @@ func TestLeaseReservation(t *testing.T) {
 	clk := newTestClock()
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	t0 := clk.ms()
-	opts := leased.LeaseSettings{Clock: clk, SafeGuard: time.Minute, Heartbeat: 300 * time.Millisecond, Reservation: time.Second}
+	opts := leased.LeaseSettings{Lease: machine.Settings{SafeGuard: time.Minute, Heartbeat: 300 * time.Millisecond}, Clock: clk, Reservation: time.Second}
 	l := acquire(t, p, instA, opts)
 	if l.Reservation() != time.Second {
 		t.Fatalf("Reservation() = %v", l.Reservation())
@@ -697,7 +697,7 @@ func TestLeaseCleanCloseLeavesNoReservation(t *testing.T) {
 	p := &probe{Distributor: machinetest.NewMemory(clk)}
 	t0 := clk.ms()
 	used := t0 + 100 // the newest timestamp the generator issued
-	opts := leased.LeaseSettings{Clock: clk, SafeGuard: time.Minute, Heartbeat: 300 * time.Millisecond, Reservation: time.Second, TimestampSource: func() int64 { return used }}
+	opts := leased.LeaseSettings{Lease: machine.Settings{SafeGuard: time.Minute, Heartbeat: 300 * time.Millisecond}, Clock: clk, Reservation: time.Second, TimestampSource: func() int64 { return used }}
 	l := acquire(t, p, instA, opts)
 	clk.beat(t) // at t0+300ms: reserves up to t0+1300ms
 	if got := p.lastTS.Load(); got != t0+1300 {
@@ -721,8 +721,8 @@ func TestLeaseCleanCloseLeavesNoReservation(t *testing.T) {
 func TestLeaseReservationValidation(t *testing.T) {
 	mem := machinetest.NewMemory(newTestClock())
 	for _, s := range []leased.LeaseSettings{
-		{Heartbeat: time.Second, Reservation: time.Second},
-		{SafeGuard: time.Minute, Reservation: time.Hour},
+		{Lease: machine.Settings{Heartbeat: time.Second}, Reservation: time.Second},
+		{Lease: machine.Settings{SafeGuard: time.Minute}, Reservation: time.Hour},
 	} {
 		if _, err := leased.Acquire(t.Context(), mem, instA, s); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("Acquire with %+v: %v, want ErrInvalidConfig", s, err)
@@ -756,12 +756,12 @@ func TestLeaseRefusesWindowPastSafeGuard(t *testing.T) {
 	}{
 		{"default safe-guard", 5 * time.Minute, leased.LeaseSettings{},
 			"the store's RideThrough 5m0s must not be longer than the lease's SafeGuard 5m0s minus SkewMargin 1m0s (4m0s)"},
-		{"short safe-guard", 60 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute},
+		{"short safe-guard", 60 * time.Second, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: time.Minute}},
 			"the store's RideThrough 1m0s must not be longer than the lease's SafeGuard 1m0s minus SkewMargin 12s (48s)"},
-		{"explicit margin", 60 * time.Second, leased.LeaseSettings{SafeGuard: 70 * time.Second, SkewMargin: 15 * time.Second},
+		{"explicit margin", 60 * time.Second, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: 70 * time.Second, SkewMargin: 15 * time.Second}},
 			"SafeGuard 1m10s minus SkewMargin 15s (55s)"},
-		{"at the limit", 48 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute}, ""},
-		{"safe-guard above 5/4 of it", 60 * time.Second, leased.LeaseSettings{SafeGuard: 2 * time.Minute}, ""},
+		{"at the limit", 48 * time.Second, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: time.Minute}}, ""},
+		{"safe-guard above 5/4 of it", 60 * time.Second, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: 2 * time.Minute}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := windowed{machinetest.NewMemory(clock.System), tc.window}
@@ -802,7 +802,7 @@ func TestLeaseWaitOut(t *testing.T) {
 	if err := mem.Revert(t.Context(), a, st); err != nil {
 		t.Fatal(err)
 	}
-	opts := leased.LeaseSettings{Clock: clk, Heartbeat: 300 * time.Millisecond, Reservation: time.Second}
+	opts := leased.LeaseSettings{Lease: machine.Settings{Heartbeat: 300 * time.Millisecond}, Clock: clk, Reservation: time.Second}
 	l := acquire(t, mem, a, opts)
 	done := make(chan error, 1)
 	go func() { done <- l.WaitOut(t.Context()) }()
@@ -853,11 +853,11 @@ func TestLeaseOutlivingResetGraceRefused(t *testing.T) {
 		{"defaults", 2 * time.Second, leased.LeaseSettings{}, ""},
 		{"no reservation", 2 * time.Second, leased.LeaseSettings{Reservation: -1},
 			"up to 4m0s without its store (no reservation: SafeGuard 5m0s minus SkewMargin 1m0s), not less than the store's ResetGrace 2s"},
-		{"reservation from a slow heartbeat", 2 * time.Second, leased.LeaseSettings{Heartbeat: time.Second},
+		{"reservation from a slow heartbeat", 2 * time.Second, leased.LeaseSettings{Lease: machine.Settings{Heartbeat: time.Second}},
 			"up to 4s without its store (the default Lease.Reservation, 4 × Heartbeat 1s)"},
 		{"reservation equal to the grace", 2 * time.Second, leased.LeaseSettings{Reservation: 2 * time.Second},
 			"(Lease.Reservation 2s)"},
-		{"reservation up to the safe-guard", 30 * time.Second, leased.LeaseSettings{SafeGuard: time.Minute, Reservation: 40 * time.Second},
+		{"reservation up to the safe-guard", 30 * time.Second, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: time.Minute}, Reservation: 40 * time.Second},
 			"up to 40s without its store (Lease.Reservation 40s)"},
 		{"no reservation, grace above the safe-guard", 10 * time.Minute, leased.LeaseSettings{Reservation: -1}, ""},
 		{"no grace", -1, leased.LeaseSettings{Reservation: -1}, ""},
@@ -916,7 +916,7 @@ func TestAcquireChecksServerClock(t *testing.T) {
 		{skew: -90 * time.Second, rtt: 40 * time.Second, refuse: engine.ErrClockSkew},
 		{skew: -40 * time.Second, warn: "skew=40s"},
 		{skew: 20 * time.Second},
-		{skew: time.Hour, opts: &leased.LeaseSettings{SkewMargin: -1}},
+		{skew: time.Hour, opts: &leased.LeaseSettings{Lease: machine.Settings{SkewMargin: -1}}},
 		{fail: true, refuse: engine.ErrStoreUnavailable},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -37,20 +37,17 @@ type Settings struct {
 	Distributor machine.Distributor
 	// Instance is who holds the lease (required).
 	Instance machine.Instance
-	// Layout is the snowflake bit layout (default snowflake.Default). Its
-	// machine bits are the lease's.
-	Layout snowflake.Layout
-	// Clock is the time source of the generator and the lease (default
-	// clock.System). Both run on one clock.Steady time base of it, kept
-	// across the leases a Snowflake goes through.
-	Clock clock.Clock
-	// MaxBackwards is how long a clock step back is waited out (default
-	// defaultMaxBackwards; negative: not at all).
-	MaxBackwards time.Duration
+	// Snowflake configures the generator (snowflake.Resume takes it as it
+	// is): its Layout (default snowflake.Default), whose machine bits are
+	// the lease's; its Clock (default clock.System), the time source of the
+	// generator and the lease, which both run on one clock.Steady time base
+	// of it, kept across the leases a Snowflake goes through; and
+	// MaxBackwards.
+	Snowflake snowflake.Settings
 	// Lease tunes the lease: heartbeat, safe-guard, skew margin. The
 	// reservation is the store's ride-through window. The machine bits, clock, logger and timestamp source of
-	// the lease are the composition's: the layout's, the ones above and the
-	// generator's newest timestamp.
+	// the lease are the composition's: the layout's, Snowflake.Clock, Logger
+	// and the generator's newest timestamp.
 	Lease machine.Settings
 	// Reservation overrides the store's ride-through window as the lease's
 	// reservation (see [LeaseSettings].Reservation): 0 takes the store's;
@@ -104,14 +101,14 @@ func New(ctx context.Context, s Settings) (*Snowflake, error) {
 }
 
 func (s *Settings) resolve() error {
-	if s.Layout == (snowflake.Layout{}) {
-		s.Layout = snowflake.Default
+	if s.Snowflake.Layout == (snowflake.Layout{}) {
+		s.Snowflake.Layout = snowflake.Default
 	}
-	if err := s.Layout.Validate(); err != nil {
+	if err := s.Snowflake.Layout.Validate(); err != nil {
 		return err
 	}
-	if s.Clock == nil {
-		s.Clock = clock.System
+	if s.Snowflake.Clock == nil {
+		s.Snowflake.Clock = clock.System
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default()
@@ -122,7 +119,7 @@ func (s *Settings) resolve() error {
 	if s.Distributor == nil {
 		return bad("leased: Settings.Distributor is nil")
 	}
-	s.Clock = clock.Steady(s.Clock)
+	s.Snowflake.Clock = clock.Steady(s.Snowflake.Clock)
 	return checkInstance(s.Instance.Namespace, s.Instance.ID)
 }
 
@@ -133,12 +130,11 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	// The lease heartbeats the generator's newest timestamp, but the
 	// generator needs the lease's machine ID first.
 	var genp atomic.Pointer[snowflake.Generator]
-	ls := userSettings(s.set.Lease)
-	ls.Reservation = s.set.Reservation
+	ls := LeaseSettings{Lease: s.set.Lease, Reservation: s.set.Reservation}
 	// A distributor hands out at least one bit's worth of IDs (and reads 0
 	// as its default width): an ID beyond the layout is refused below.
-	ls.MachineBits = max(s.set.Layout.MachineBits, 1)
-	ls.Clock = s.set.Clock
+	ls.MachineBits = max(s.set.Snowflake.Layout.MachineBits, 1)
+	ls.Clock = s.set.Snowflake.Clock
 	ls.Logger = s.set.Logger
 	ls.TimestampSource = func() int64 {
 		if g := genp.Load(); g != nil {
@@ -150,10 +146,10 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id := lease.MachineID(); s.set.Layout.MachineBits == 0 && id > 0 {
+	if id := lease.MachineID(); s.set.Snowflake.Layout.MachineBits == 0 && id > 0 {
 		lease.Close()
 		return nil, fmt.Errorf("%w: namespace %q: layout %s has no machine bits, so machine ID 0 is its only one, and machine ID %d was handed out (another instance holds 0, or a fixed ID was set)",
-			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, s.set.Layout, id)
+			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, s.set.Snowflake.Layout, id)
 	}
 	if lease.Reservation() > 0 {
 		// The stored timestamp is up to a reservation ahead of the clock,
@@ -163,11 +159,7 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 			return nil, err
 		}
 	}
-	gen, err := snowflake.Resume(lease.MachineID(), snowflake.Settings{
-		Layout:       s.set.Layout,
-		Clock:        s.set.Clock,
-		MaxBackwards: s.set.MaxBackwards,
-	}, max(lease.State().LastTimestamp, s.last), lease.Check)
+	gen, err := snowflake.Resume(lease.MachineID(), s.set.Snowflake, max(lease.State().LastTimestamp, s.last), lease.Check)
 	if err != nil {
 		lease.Close()
 		return nil, err

@@ -90,7 +90,7 @@ func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
 	aClock.ManualSleep = true
 	mem := machinetest.NewMemory(storeClock)
 	set := func(id string, c clock.Clock) leased.Settings {
-		return leased.Settings{Distributor: mem, Instance: inst(id), Clock: c,
+		return leased.Settings{Distributor: mem, Instance: inst(id), Snowflake: snowflake.Settings{Clock: c},
 			Lease: machine.Settings{SafeGuard: 5 * time.Second, Heartbeat: time.Second}}
 	}
 	a := newSF(t, set("a", aClock))
@@ -147,7 +147,7 @@ func TestResetCarriesLastTick(t *testing.T) {
 	clk.ManualSleep = true
 	store := &resettable{Memory: machinetest.NewMemory(nil)}
 	var resets atomic.Int64
-	sf := newSF(t, leased.Settings{Distributor: store, Instance: inst("a"), Clock: clk,
+	sf := newSF(t, leased.Settings{Distributor: store, Instance: inst("a"), Snowflake: snowflake.Settings{Clock: clk},
 		Lease: machine.Settings{Heartbeat: time.Second}, Reservation: -1,
 		OnReset: func(err error) {
 			if errors.Is(err, engine.ErrStoreReset) {
@@ -224,7 +224,7 @@ func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
 	var hang atomic.Bool
 	hanging := make(chan struct{}, 1)
 	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Memory: machinetest.NewMemory(nil), hang: &hang, hanging: hanging},
-		Instance: inst("a"), Clock: clk, Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second}, Reservation: -1})
+		Instance: inst("a"), Snowflake: snowflake.Settings{Clock: clk}, Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second}, Reservation: -1})
 	next(t, sf)
 	hang.Store(true)
 	// The scheduled heartbeat, due at 1 s, hangs in Guard holding the
@@ -271,7 +271,7 @@ func TestRefusalWhileStoreAwaySaysSo(t *testing.T) {
 	clk.ManualSleep = true
 	var away atomic.Bool
 	sf := newSF(t, leased.Settings{Distributor: awayGuard{Memory: machinetest.NewMemory(nil), away: &away},
-		Instance: inst("a"), Clock: clk})
+		Instance: inst("a"), Snowflake: snowflake.Settings{Clock: clk}})
 	next(t, sf)
 	away.Store(true)
 	clk.Advance(2 * time.Second) // past the default reservation, 1 s
@@ -324,18 +324,18 @@ func TestNextIDAllocatesNothing(t *testing.T) {
 func TestNoMachineBits(t *testing.T) {
 	mem := machinetest.NewMemory(nil)
 	layout := snowflake.Layout{Epoch: snowflake.Default.Epoch, TimestampBits: 41, SequenceBits: 22, Unit: time.Millisecond}
-	first := newSF(t, leased.Settings{Distributor: mem, Instance: inst("a"), Layout: layout})
+	first := newSF(t, leased.Settings{Distributor: mem, Instance: inst("a"), Snowflake: snowflake.Settings{Layout: layout}})
 	if _, err := first.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := leased.New(context.Background(), leased.Settings{Distributor: mem, Instance: inst("b"), Layout: layout})
+	_, err := leased.New(context.Background(), leased.Settings{Distributor: mem, Instance: inst("b"), Snowflake: snowflake.Settings{Layout: layout}})
 	if !errors.Is(err, engine.ErrMachineIDOverflow) || !strings.Contains(err.Error(), "machine ID 0 is its only one") {
 		t.Fatalf("second instance: %v; want ErrMachineIDOverflow saying the layout has machine ID 0 only", err)
 	}
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	next := newSF(t, leased.Settings{Distributor: mem, Instance: inst("b"), Layout: layout})
+	next := newSF(t, leased.Settings{Distributor: mem, Instance: inst("b"), Snowflake: snowflake.Settings{Layout: layout}})
 	if next.MachineID() != 0 {
 		t.Fatalf("after the first stopped the next got machine ID %d, want 0", next.MachineID())
 	}
@@ -352,7 +352,7 @@ func TestWallStepsBackWhileLeased(t *testing.T) {
 			clk := clocktest.NewFake(time.Now())
 			clk.ManualSleep = true
 			mem := machinetest.NewMemory(clk)
-			set := leased.Settings{Distributor: mem, Clock: clk,
+			set := leased.Settings{Distributor: mem, Snowflake: snowflake.Settings{Clock: clk},
 				Instance: machine.Instance{Namespace: "orders", ID: "a", Stable: stable},
 				Lease:    machine.Settings{Heartbeat: 500 * time.Millisecond, SkewMargin: -1}, Reservation: time.Second}
 			sf, err := leased.New(context.Background(), set)

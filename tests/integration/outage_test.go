@@ -258,7 +258,7 @@ func leaseOutage(t *testing.T, s *server) {
 	fc.ManualSleep = true
 	logs := &logRecorder{}
 	inst := machine.Instance{Namespace: "outage", ID: "leaseholder"}
-	l, err := leased.Acquire(ctx, dist, inst, leased.LeaseSettings{Clock: fc, SafeGuard: safeGuard, Heartbeat: heartbeat, Logger: slog.New(logs)})
+	l, err := leased.Acquire(ctx, dist, inst, leased.LeaseSettings{Lease: machine.Settings{SafeGuard: safeGuard, Heartbeat: heartbeat}, Clock: fc, Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,8 @@ func runWorker(cfg workerConfig) int {
 	clk.off.Store(int64(cfg.ClockOffset))
 	set := idforge.Settings{
 		Namespace: cfg.Namespace,
-		Snowflake: snowflake.Settings{Layout: cfg.Layout, Clock: clk},
+		Layout:    cfg.Layout,
+		Clock:     clk,
 		Logger:    logger,
 		Chain:     segment.Settings{Step: cfg.ChainStep, MaxWait: 500 * time.Millisecond},
 		Lease:     machine.Settings{SafeGuard: cfg.SafeGuard, SkewMargin: cfg.SkewMargin},

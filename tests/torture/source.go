@@ -61,7 +61,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	if off := w.cfg.ClockOffset; off != 0 {
 		margin = max(off, -off) + w.cfg.SafeGuard/5
 	}
-	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: storeWindow(w.cfg.RideThrough)}
+	leaseOpts := leased.LeaseSettings{Lease: machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin}, Clock: w.clk, Logger: w.log, Reservation: storeWindow(w.cfg.RideThrough)}
 	sfOpts := snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards}
 	chainSet := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence, Ahead: w.cfg.Ahead}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
@@ -75,13 +75,14 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		st = graceHidden{st}
 	}
 	set := idforge.Settings{
-		Store:     st,
-		Namespace: inst.Namespace,
-		Instance:  inst,
-		Snowflake: snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards},
-		Lease:     machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin},
-		Chain:     chainSet,
-		Logger:    w.log,
+		Store:        st,
+		Namespace:    inst.Namespace,
+		Instance:     inst,
+		Clock:        w.clk,
+		MaxBackwards: w.cfg.MaxBackwards,
+		Lease:        machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin},
+		Chain:        chainSet,
+		Logger:       w.log,
 	}
 	if w.cfg.Break == "machine" {
 		set.Machine = machine.Manual(brokenMachineID)

@@ -93,7 +93,7 @@ func testStableLease(e *env) {
 	// The wrappers also hide the store's server clock, which the fake clock
 	// is nowhere near.
 	first, second := &cutOff{Distributor: e.d}, &cutOff{Distributor: e.d}
-	opts := leased.LeaseSettings{Clock: e.clk, SafeGuard: safeGuard, MachineBits: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	opts := leased.LeaseSettings{Lease: machine.Settings{SafeGuard: safeGuard}, Clock: e.clk, MachineBits: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx := e.t.Context()
 	a, err := leased.Acquire(ctx, first, s, opts)
 	if err != nil {
@@ -180,7 +180,7 @@ func testServerClock(e *env) {
 		clk := clocktest.NewFake(server.Add(tc.offset))
 		clk.ManualSleep = true
 		var logs lockedBuffer
-		l, err := leased.Acquire(ctx, e.d, e.inst(fmt.Sprintf("skew%d", i)), leased.LeaseSettings{Clock: clk, SafeGuard: sg, MachineBits: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		l, err := leased.Acquire(ctx, e.d, e.inst(fmt.Sprintf("skew%d", i)), leased.LeaseSettings{Lease: machine.Settings{SafeGuard: sg}, Clock: clk, MachineBits: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if l != nil {
 			l.Close()
 		}
