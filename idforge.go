@@ -169,21 +169,8 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		return nil, err
 	}
 	if s.Store != nil {
-		chains := func(ctx context.Context, name string) (engine.Generator, error) {
-			c, err := r.newChain(s.Store, s.Chain, name)
-			if err != nil {
-				return nil, err
-			}
-			return r.stats.wrapChain(name, c), nil
-		}
-		singles := func(ctx context.Context, name string) (engine.Generator, error) {
-			g, err := r.newSingle(s.Store, s.Chain, name)
-			if err != nil {
-				return nil, err
-			}
-			return r.stats.wrapSingle(name, g), nil
-		}
-		if err := errors.Join(r.gens.RegisterFactory(genreg.Chain, chains), r.gens.RegisterFactory(genreg.Segment, singles)); err != nil {
+		// genreg builds a sequence's generator on the first use of its name.
+		if err := errors.Join(r.gens.RegisterFactory(genreg.Chain, r.chainGenerator), r.gens.RegisterFactory(genreg.Segment, r.segmentGenerator)); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -263,6 +250,26 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 		dist = leased.LocalState(s.StateDir, dist)
 	}
 	return dist, nil
+}
+
+// chainGenerator builds the generator of kind "chain" and name: a chain on
+// the store's sequence name, counted.
+func (r *Registry) chainGenerator(_ context.Context, name string) (engine.Generator, error) {
+	c, err := r.newChain(r.store, r.chain, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.stats.wrapChain(name, c), nil
+}
+
+// segmentGenerator builds the generator of kind "segment" and name: a
+// single-segment generator on the store's sequence name, counted.
+func (r *Registry) segmentGenerator(_ context.Context, name string) (engine.Generator, error) {
+	g, err := r.newSingle(r.store, r.chain, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.stats.wrapSingle(name, g), nil
 }
 
 // newChain builds the chain of the sequence name on st and holds it for a
