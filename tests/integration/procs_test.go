@@ -462,7 +462,11 @@ type workerProc struct {
 	runs     map[string][]idRun
 	issued   map[string]int64
 	lastSeen map[string]time.Time // when the parent last received IDs of a generator
-	errs     []string             // "gen class message"
+	// refusing holds the generators whose latest report is a refusal (an
+	// "err" line with no run after it): they stopped issuing, as far as the
+	// parent has read.
+	refusing map[string]bool
+	errs     []string // "gen class message"
 	stats    string
 	exitErr  error
 	stderr   strings.Builder
@@ -486,7 +490,7 @@ func startWorker(t *testing.T, cfg workerConfig, extraEnv ...string) *workerProc
 	// Die with the test binary, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &workerProc{name: cfg.Name, layout: cmp.Or(cfg.Layout, snowflake.Default), cmd: cmd, done: make(chan struct{}), machine: -1,
-		runs: map[string][]idRun{}, issued: map[string]int64{}, lastSeen: map[string]time.Time{}}
+		runs: map[string][]idRun{}, issued: map[string]int64{}, lastSeen: map[string]time.Time{}, refusing: map[string]bool{}}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -578,10 +582,14 @@ func (p *workerProc) handle(line string) {
 				p.runs[f[1]] = append(p.runs[f[1]], idRun{first: first, count: n, proc: p.name})
 				p.issued[f[1]] += n
 				p.lastSeen[f[1]] = time.Now()
+				p.refusing[f[1]] = false
 			}
 		}
 	case "err":
 		p.errs = append(p.errs, strings.TrimPrefix(rest, "err "))
+		if len(f) > 1 {
+			p.refusing[f[1]] = true
+		}
 	case "stats":
 		p.stats = strings.TrimPrefix(rest, "stats ")
 	}
@@ -663,6 +671,31 @@ func (p *workerProc) waitIssuing(t *testing.T, since time.Time, gens ...string) 
 			t.Fatalf("worker %s has not issued %v since %v after a minute", p.name, gens, since.Format("15:04:05.000"))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// seenSince reports whether the parent received IDs of gen from the worker
+// after t.
+func (p *workerProc) seenSince(gen string, t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastSeen[gen].After(t)
+}
+
+// stopped reports whether the latest report of gen is a refusal.
+func (p *workerProc) stopped(gen string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusing[gen]
+}
+
+// exited reports whether the worker has exited (and its output was read).
+func (p *workerProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -749,6 +782,43 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 		}
 	}
 	return rep
+}
+
+// tickMeter counts, while two workers run, the (machine ID, tick) pairs
+// under which both issued snowflake IDs: duplicates' tickOverlaps for two
+// processes, read incrementally from what they reported so far.
+type tickMeter struct {
+	procs  [2]*workerProc
+	read   [2]int           // runs already counted, per process
+	seen   map[int64]uint8  // (tick, machine ID) → which processes issued under it
+	shared int              // pairs both issued under
+	layout snowflake.Layout // of both
+}
+
+func newTickMeter(a, b *workerProc) *tickMeter {
+	return &tickMeter{procs: [2]*workerProc{a, b}, seen: map[int64]uint8{}, layout: a.layout}
+}
+
+// count reads the runs reported since the last call and returns how many
+// (machine ID, tick) pairs both processes issued under so far.
+func (m *tickMeter) count() int {
+	for i, p := range m.procs {
+		bit := uint8(1) << i
+		p.mu.Lock()
+		runs := p.runs[genSnowflake][m.read[i]:]
+		m.read[i] += len(runs)
+		for _, r := range runs { // a run is one tick of one machine ID
+			k := r.first >> m.layout.SequenceBits
+			if had := m.seen[k]; had&bit == 0 {
+				m.seen[k] = had | bit
+				if had != 0 {
+					m.shared++
+				}
+			}
+		}
+		p.mu.Unlock()
+	}
+	return m.shared
 }
 
 func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
