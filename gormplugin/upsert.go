@@ -18,10 +18,17 @@ import (
 )
 
 // ErrUpsertRow is wrapped by the error of a create with clause.OnConflict
-// when a row met a conflict and the plugin cannot tell which row of the
-// table it met, so it cannot give the struct that row's key. The error names
-// the model and what to do; the create fails, and its transaction (GORM's
-// default one, or the caller's) is rolled back.
+// that updates the row a conflict meets (DoUpdates, UpdateAll) when the
+// plugin cannot tell which row of the table that is, so it cannot give the
+// struct that row's values: no conflict Columns on SQLite or PostgreSQL
+// (where DoUpdates without them is refused before it runs, and UpdateAll
+// without them, which GORM aims at the primary key, meets a conflict on
+// another unique key as a duplicate-key error, wrapped too), or a row of a
+// MySQL/MariaDB batch that matches different rows. The error names the
+// model and what to do; the create fails, and its transaction (GORM's
+// default one, or the caller's) is rolled back. DoNothing never fails so:
+// a row whose conflict the plugin cannot place gets back the values it
+// came with.
 var ErrUpsertRow = errors.New("idplugin: cannot tell which row of the table an upsert's row met")
 
 // upsertCallbackName is the create callback that reads an upsert's keys back.
