@@ -78,6 +78,9 @@ type Plugin struct {
 	autoWarned sync.Map   // autoKey -> true: auto-increment columns warned about
 	binary     sync.Map   // *schema.Field -> true: UUID columns that take 16 bytes
 	mu         sync.Mutex // serializes first sight: planning mutates GORM's cached schema
+
+	roots      sync.Map       // rootKey -> the *gorm.DB registered on, whose pool inspect reads on
+	inspecting sync.WaitGroup // inspections running in the background
 }
 
 type planResult struct {
@@ -126,7 +129,8 @@ func (p *Plugin) resolve() error {
 	return nil
 }
 
-// Initialize implements gorm.Plugin: it registers the create callbacks: the
+// Initialize implements gorm.Plugin: it registers the create callbacks: one
+// that learns a model on first sight, before GORM's transaction begins; the
 // one that fills IDs ahead of GORM's BeforeCreate hooks and of gorm:create,
 // one after gorm:create that reads back the keys of rows an upsert met,
 // before the associations saved after the row take its key, and one after
@@ -135,8 +139,10 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.resolve(); err != nil {
 		return err
 	}
+	p.roots.LoadOrStore(rootKey(db), db)
 	create := db.Callback().Create()
 	return errors.Join(
+		create.Before("gorm:begin_transaction").Register(learnCallbackName, p.learn),
 		create.Before("gorm:before_create").Register(callbackName, p.create),
 		create.After("gorm:create").Before("gorm:save_after_associations").Register(upsertCallbackName, p.upserted),
 		create.After("gorm:after_create").Register(endCallbackName, p.end),
@@ -159,6 +165,10 @@ func (p *Plugin) create(db *gorm.DB) {
 	}
 	var up *upsert
 	if _, ok := stmt.Clauses["ON CONFLICT"]; ok {
+		if err := plan.refuseUpsert(stmt); err != nil {
+			db.AddError(err)
+			return
+		}
 		up = plan.beginUpsert(ctx, stmt) // before the fill: which values it draws
 	}
 	if err := plan.fill(ctx, stmt.Dest, stmt.ReflectValue); err != nil {
