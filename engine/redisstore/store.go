@@ -297,6 +297,12 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // before the epoch, so a missing one may start at Start.
 func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
+// EpochCreated returns when the store's epoch was created.
+func (s admin) EpochCreated() time.Time {
+	t, _ := storeepoch.Created(s.epoch.Token())
+	return t
+}
+
 // reset handles a script's 'reset' reply: the store value adopts the epoch
 // now stored (creating one when there is none) and the caller gets an error
 // wrapping engine.ErrStoreReset.

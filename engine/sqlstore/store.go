@@ -284,6 +284,12 @@ func sqliteBusy(err error) bool {
 // before the epoch, so a missing one may start at Start.
 func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
+// EpochCreated returns when the store's epoch was created.
+func (s admin) EpochCreated() time.Time {
+	t, _ := storeepoch.Created(s.epoch.Token())
+	return t
+}
+
 // Close releases the prepared statements; the store fails with
 // engine.ErrClosed afterwards. It does not close the *sql.DB.
 func (s *Store) Close() error {
