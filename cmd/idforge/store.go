@@ -58,10 +58,10 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 	switch {
 	case spec == "":
 		path := filepath.Join(dir, defaultStoreFile)
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log)
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
@@ -108,11 +108,11 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 			close:    client.Close,
 		}, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window)
+		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window, log)
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window)
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window, log)
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window)
+		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window, log)
 	}
 	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
@@ -143,7 +143,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration) (*openedStore, error) {
+func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration, log *slog.Logger) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
@@ -164,7 +164,7 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, 
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window})
+	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window, Logger: log})
 	if err != nil {
 		db.Close()
 		return nil, err

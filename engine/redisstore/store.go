@@ -109,7 +109,8 @@ type Settings struct {
 	// grace, and IDs already written elsewhere (rows of processes that are
 	// gone) may repeat unless [Settings.Floor] reads them.
 	AllowVolatile bool
-	// Logger receives the persistence warnings (default slog.Default()).
+	// Logger receives the persistence warnings and the line saying the
+	// store waits out its reset grace (default slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -183,6 +184,7 @@ func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Sto
 	s := &Store{client: client, cfg: cfg, base: keyBase(cfg.Prefix)}
 	s.name = "redisstore " + clientAddr(client) + " " + s.base
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	s.epoch.LogWaits(cfg.Logger, s.name)
 	if err := s.checkPersistence(ctx); err != nil {
 		return nil, err
 	}
