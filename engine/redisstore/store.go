@@ -109,7 +109,8 @@ type Settings struct {
 	// grace, and IDs already written elsewhere (rows of processes that are
 	// gone) may repeat unless [Settings.Floor] reads them.
 	AllowVolatile bool
-	// Logger receives the persistence warnings (default slog.Default()).
+	// Logger receives the persistence warnings and the line saying the
+	// store waits out its reset grace (default slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -183,6 +184,7 @@ func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Sto
 	s := &Store{client: client, cfg: cfg, base: keyBase(cfg.Prefix)}
 	s.name = "redisstore " + clientAddr(client) + " " + s.base
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	s.epoch.LogWaits(cfg.Logger, s.name)
 	if err := s.checkPersistence(ctx); err != nil {
 		return nil, err
 	}
@@ -296,6 +298,12 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
 func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+
+// EpochCreated returns when the store's epoch was created.
+func (s admin) EpochCreated() time.Time {
+	t, _ := storeepoch.Created(s.epoch.Token())
+	return t
+}
 
 // reset handles a script's 'reset' reply: the store value adopts the epoch
 // now stored (creating one when there is none) and the caller gets an error

@@ -55,7 +55,8 @@ import (
 // engine.ErrInvalidConfig, engine.ErrUnknownGenerator, engine.ErrNoFloor or
 // engine.ErrIDOverflow, and not engine.ErrStoreUnavailable) is no outage to
 // wait out: a dry chain then fails at once with that error, while the
-// worker keeps asking, in case the store's configuration changes. IDs are strictly increasing per Chain and never repeated: a
+// worker keeps asking, in case the store's configuration changes; the
+// refusal is logged once, not summarised like an outage. IDs are strictly increasing per Chain and never repeated: a
 // distributor answer that goes backwards or overlaps is refused
 // ([errInvalidRange]). Close the chain to stop the worker.
 //
@@ -106,7 +107,10 @@ type chain struct {
 	backoff     time.Duration
 	retryAt     time.Time
 	outage      outage.Log
-	traffic     traffic // with Settings.Ahead
+	// refusalLogged: the store's refusal of the sequence was logged; it is
+	// not logged again until the store serves the sequence.
+	refusalLogged bool
+	traffic       traffic // with Settings.Ahead
 }
 
 // traffic is the issue rate the worker measures for [Settings].Ahead.
@@ -511,8 +515,13 @@ func (c *chain) fail(err error) {
 	case errors.Is(err, errInvalidRange):
 		c.cfg.logger.Error("segment: distributor returned a range that could repeat IDs; dropped it", "name", c.cfg.name, "err", err)
 	case refused:
-		c.outage.Failed(now, slog.LevelError, "segment: the store refuses the sequence; NextID fails at once on a dry chain while it does",
-			err, "ahead", c.end.Load()-c.position())
+		// A refusal lasts until someone changes the store or the Floors:
+		// one line, not a summary every 10 s repeating it.
+		if !c.refusalLogged {
+			c.refusalLogged = true
+			c.outage.Logger.Error("segment: the store refuses the sequence; NextID fails at once on a dry chain while it does",
+				"err", err, "ahead", c.end.Load()-c.position())
+		}
 	default:
 		c.outage.Failed(now, slog.LevelWarn, "segment: store failed; serving prefetched IDs and retrying",
 			err, "ahead", c.end.Load()-c.position())
@@ -532,6 +541,10 @@ func (c *chain) fail(err error) {
 
 func (c *chain) recovered() {
 	c.outage.Recovered(c.cfg.clock.Now())
+	if c.refusalLogged {
+		c.refusalLogged = false
+		c.outage.Logger.Info("segment: the store serves the sequence again")
+	}
 	c.healthy.Store(true)
 	c.backoff = 0
 	c.retryAt = time.Time{}

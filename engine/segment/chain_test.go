@@ -291,7 +291,10 @@ func TestChainOutagesUnderLoad(t *testing.T) {
 
 // A store that refuses the sequence (here: a server that does not serve
 // it) is no outage: NextID fails at once with the refusal instead of
-// waiting MaxWait for a retry, and IDs flow once the store accepts it.
+// waiting MaxWait for a retry, and IDs flow once the store accepts it. The
+// refusal is logged once, however many draws and retries meet it and
+// however long it lasts (25 s of a fake clock moved a second per retry),
+// and the store serving the sequence again once.
 func TestChainRefusalFailsAtOnce(t *testing.T) {
 	var accept atomic.Bool
 	var max atomic.Int64
@@ -302,20 +305,20 @@ func TestChainRefusalFailsAtOnce(t *testing.T) {
 		return max.Add(step), nil
 	})
 	logs := &logCounter{}
-	c := newChain(t, d, segment.Settings{}, segment.Owned{Name: "other", Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
-	for range 3 { // the first caller waits for the first fetch; the others find the refusal
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	c := newChain(t, d, segment.Settings{}, segment.Owned{Name: "other", Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
+	for range 25 { // the first caller waits for the first fetch; the others find the refusal
 		_, err := c.NextID(context.Background())
 		if !errors.Is(err, engine.ErrUnknownGenerator) || !errors.Is(err, engine.ErrSegmentExhausted) ||
 			errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not served here") {
 			t.Fatalf("NextID on a refused sequence: %v; want the refusal at once, not after MaxWait", err)
 		}
+		failures := c.Stats().Failures
+		clk.Advance(time.Second)
+		eventually(t, "the worker asks again", func() bool { return c.Stats().Failures > failures })
 	}
-	eventually(t, "the worker asks again", func() bool { return c.Stats().Failures >= 3 })
-	if got := logs.count(slog.LevelError, "refuses the sequence"); got != 1 {
-		t.Errorf("the refusal was logged %d times at level ERROR, want once: %q", got, logs.lines())
-	}
-	if got := logs.count(slog.LevelWarn, ""); got != 0 {
-		t.Errorf("the refusal was logged as an outage: %q", logs.lines())
+	if got := logs.count(slog.LevelError, "refuses the sequence"); got != 1 || len(logs.lines()) != 1 {
+		t.Errorf("25 draws and %d refusals over 25 s logged %q; want the refusal once", c.Stats().Failures, logs.lines())
 	}
 	accept.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -324,6 +327,7 @@ func TestChainRefusalFailsAtOnce(t *testing.T) {
 		_, err := c.NextID(ctx)
 		return err == nil
 	})
+	eventually(t, "the worker says the store serves the sequence", func() bool { return logs.count(slog.LevelInfo, "serves the sequence again") == 1 })
 }
 
 // logCounter is a slog.Handler keeping every record, to count them.

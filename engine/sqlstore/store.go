@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -104,6 +105,9 @@ type Settings struct {
 	// as long. Set it only to raise the skew allowed, or negative to wait
 	// for nothing: only for tests, or a store no other process uses.
 	ResetGrace time.Duration
+	// Logger receives the line saying the store waits out its reset grace
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // minSQLite is the first SQLite with UPDATE … RETURNING.
@@ -164,6 +168,9 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
 	if cfg.ResetGrace == 0 {
 		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
@@ -205,6 +212,7 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	s.admin = newAdminStmts(s)
 	s.meta = newMetaStmts(s)
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	s.epoch.LogWaits(cfg.Logger, s.name)
 	token, err := s.openEpoch(ctx)
 	if err != nil {
 		s.Close()
@@ -283,6 +291,12 @@ func sqliteBusy(err error) bool {
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
 func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+
+// EpochCreated returns when the store's epoch was created.
+func (s admin) EpochCreated() time.Time {
+	t, _ := storeepoch.Created(s.epoch.Token())
+	return t
+}
 
 // Close releases the prepared statements; the store fails with
 // engine.ErrClosed afterwards. It does not close the *sql.DB.

@@ -30,6 +30,9 @@ type Ops interface {
 	// (`idforge store init`): no sequence of it was handed out before the
 	// epoch, so a missing one may start at the store's Start.
 	BrandNew() bool
+	// EpochCreated returns when the store's epoch was created, by the
+	// clock of the process that created it (to the millisecond).
+	EpochCreated() time.Time
 	// Machines lists the machine IDs of namespace, in order.
 	Machines(ctx context.Context, namespace string) ([]Assignment, error)
 	// Release gives machineID of namespace back, keeping its last

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,17 @@ type State struct {
 	reseed  bool // floors not re-seeded since the last adoption
 
 	confirmed atomic.Int64 // Unix ns: when the newest epoch-checked operation that succeeded was sent
+
+	log        *slog.Logger // the wait line; nil: none
+	store      string       // the store's name, for the wait line
+	waitLogged string       // the token whose wait was logged
+}
+
+// LogWaits makes Wait log one line per epoch it waits for, naming store.
+func (s *State) LogWaits(log *slog.Logger, store string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log, s.store = log, store
 }
 
 // NewState returns the state of a store value that has not seen its store
@@ -247,9 +259,21 @@ func (s *State) Wait(ctx context.Context) (string, error) {
 	for {
 		s.mu.Lock()
 		token, d := s.token, s.readyAt.Sub(s.clock.Now())
+		log := s.log
+		if d <= 0 || s.waitLogged == token {
+			log = nil
+		} else {
+			s.waitLogged = token
+		}
 		s.mu.Unlock()
 		if d <= 0 {
 			return token, nil
+		}
+		if log != nil {
+			// Once per epoch, whoever waits: a start on a store found
+			// without an epoch (a first start or a wipe) or an adoption.
+			log.Info("idforge: new store epoch (a first start without idforge store init, or a wipe): waiting out the reset grace before handing out IDs",
+				"store", s.store, "wait", d.Round(time.Millisecond))
 		}
 		if err := s.clock.Sleep(ctx, d); err != nil {
 			return "", err
@@ -493,14 +517,13 @@ func Floors(floors ...engine.Floor) engine.Floor {
 
 // NoFloorError is the refusal of a store (named store) to create the
 // missing sequence name under an epoch that is not brand-new without a Floor;
-// why is the Floor's own ErrNoFloor answer, if it gave one.
+// why is the Floor's own ErrNoFloor answer, if it gave one. It is one short
+// line: what, which sequence, the two remedies. docs/errors.md explains.
 func NoFloorError(store, name string, why error) error {
-	err := fmt.Errorf("%s: segment %q: %w: the store has no counter for it and was not initialised as brand-new, "+
-		"so it may have been wiped after handing out IDs; give a Floor that reads where the data ends "+
-		"(the GORM plugin and the sharding repositories derive one from the tagged columns; "+
-		"stores take Settings.Floor), or, if this store never handed out IDs, run `idforge store init`",
-		store, name, engine.ErrNoFloor)
-	if why != nil {
+	err := fmt.Errorf("%s: sequence %q: %w: add a Floor (Registry.AddFloor; tagged tables get one) "+
+		"or, on a store that never handed out IDs, run idforge store init (see docs/errors.md)", store, name, engine.ErrNoFloor)
+	// The registry's own answer when no Floor was added says nothing more.
+	if why != nil && why.Error() != engine.ErrNoFloor.Error() {
 		return fmt.Errorf("%w (the Floor: %v)", err, why)
 	}
 	return err
