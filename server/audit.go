@@ -87,12 +87,13 @@ func (l *ledger) refuse(token, code string, status int, r *http.Request, message
 }
 
 // audit writes one audit line of token's, at level, within the token's
-// budget for the interval. Lines below Info (a guard that succeeded, a
-// heartbeat) are written only when the logger takes them and cost no
-// budget: an operator turns them on knowing how many there are.
+// budget for the interval; attrs name the token where the line wants it.
+// Lines below Info (a guard that succeeded, a heartbeat) are written only
+// when the logger takes them and cost no budget: an operator turns them on
+// knowing how many there are.
 func (l *ledger) audit(token string, level slog.Level, msg string, attrs ...any) {
 	if level < slog.LevelInfo {
-		l.log.Log(context.Background(), level, msg, append([]any{"token", token}, attrs...)...)
+		l.log.Log(context.Background(), level, msg, attrs...)
 		return
 	}
 	l.mu.Lock()
@@ -108,7 +109,7 @@ func (l *ledger) audit(token string, level slog.Level, msg string, attrs ...any)
 		l.droppedTotal.WithLabelValues(token).Inc()
 		return
 	}
-	l.log.Log(context.Background(), level, msg, append([]any{"token", token}, attrs...)...)
+	l.log.Log(context.Background(), level, msg, attrs...)
 }
 
 // schedule starts the interval's flush if none is pending; under mu.

@@ -357,7 +357,7 @@ func (s *Server) serveDated(w http.ResponseWriter, r *http.Request, c *caller, n
 		return
 	}
 	if key, n, err := f.Read(last); err == nil && near(n, f.Max()) {
-		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence near its capacity", "name", name, "period", key,
+		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence near its capacity", "token", c.name, "name", name, "period", key,
 			"counter", n, "capacity", f.Max(), "count", q.count)
 	}
 	writeIDs(w, q.text, b)
@@ -410,7 +410,7 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, c *caller, nam
 	}
 	defer putIDs(ids)
 	if last := (*ids)[len(*ids)-1]; name != "" && near(last, math.MaxInt64) {
-		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence near its capacity", "name", name, "counter", last,
+		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence near its capacity", "token", c.name, "name", name, "counter", last,
 			"capacity", int64(math.MaxInt64), "count", q.count)
 	}
 	if !q.text {

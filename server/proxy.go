@@ -261,7 +261,7 @@ func (s *Server) auditLease(action string, c *caller, req *wire.MachineRequest, 
 	if action == "guard" {
 		level = slog.LevelDebug
 	}
-	s.ledger.audit(c.name, level, "idforge serve: proxy lease", "action", action, "namespace", boundedAttr(req.Namespace),
+	s.ledger.audit(c.name, level, "idforge serve: proxy lease", "action", action, "token", c.name, "namespace", boundedAttr(req.Namespace),
 		"instance", boundedAttr(req.Instance), "stable", req.Stable, "machine_id", id, "result", "ok")
 }
 
@@ -285,7 +285,7 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 	if near(max, math.MaxInt64) {
 		level, msg = slog.LevelWarn, "idforge serve: sequence near its capacity"
 	}
-	s.ledger.audit(c.name, level, msg, "name", req.Name, "step", req.Step, "max_id", max, "result", "ok")
+	s.ledger.audit(c.name, level, msg, "token", c.name, "name", req.Name, "step", req.Step, "max_id", max, "result", "ok")
 	writeJSON(w, http.StatusOK, wire.SegmentRange{MaxID: max})
 }
 

@@ -639,7 +639,7 @@ func (s *Server) admit(c *caller, name string) *httpError {
 	s.names[name] = &slot{owner: c.name}
 	s.opened[c.name]++
 	s.mu.Unlock()
-	s.ledger.audit(c.name, slog.LevelInfo, "idforge serve: chain opened", "name", name)
+	s.ledger.audit(c.name, slog.LevelInfo, "idforge serve: chain opened", "token", c.name, "name", name)
 	return nil
 }
 
@@ -707,7 +707,7 @@ func (s *Server) generatorError(c *caller, name string, err error) *httpError {
 		e.code = "unavailable"
 	}
 	if r == reason.IDOverflow {
-		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence exhausted", "name", name, "err", err)
+		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence exhausted", "token", c.name, "name", name, "err", err)
 	}
 	return e
 }
