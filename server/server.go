@@ -93,8 +93,8 @@ type Settings struct {
 	// shown on the state page.
 	Instance machine.Instance
 	// Chains, when not empty, is the list of chain names callers may draw
-	// from, directly or as proxy segments; any other name is 404. Empty
-	// admits any valid name; a name neither here nor in Dated takes a slot
+	// from, directly or as proxy segments, with the names of Dated; any
+	// other name is 404. Empty admits any valid name; a name neither here nor in Dated takes a slot
 	// of the caller's allowance of 256 names, so that callers cannot make
 	// the server open an unbounded number of sequences, and one caller's
 	// names cannot keep another's out. Names of the form <chain>:<yyyy>,
