@@ -181,8 +181,18 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	if herr != nil {
 		return -1, herr
 	}
+	// Settled before the answer goes out (the holder's first guard may
+	// follow at once), and on a panic too: a claim left at the store
+	// would refuse the instance for good.
+	settled := false
+	defer func() {
+		if !settled {
+			s.leases.settle(cl, machine.State{}, errors.New("the store call did not return"), time.Now())
+		}
+	}()
 	st, err := s.cfg.Proxy.Distribute(ctx, instanceOf(req), req.MachineBits, s.cfg.safeGuard)
 	s.leases.settle(cl, st, err, time.Now())
+	settled = true
 	if err != nil {
 		return -1, proxyError(err, req, "")
 	}
