@@ -94,12 +94,13 @@ type Settings struct {
 	Instance machine.Instance
 	// Chains, when not empty, is the list of chain names callers may draw
 	// from, directly or as proxy segments, with the names of Dated; any
-	// other name is 404. Empty admits any valid name; a name neither here nor in Dated takes a slot
-	// of the caller's allowance of 256 names, so that callers cannot make
-	// the server open an unbounded number of sequences, and one caller's
-	// names cannot keep another's out. Names of the form <chain>:<yyyy>,
-	// <chain>:<yyyyMM> and <chain>:<yyyyMMdd> are the sequences of dated
-	// chains' periods: no caller may draw or fetch them by those names.
+	// other name is 404. Empty admits any valid name; a name neither here
+	// nor in Dated takes a slot of the caller's allowance of 256 names, so
+	// that callers cannot make the server open an unbounded number of
+	// sequences, and one caller's names cannot keep another's out. Names of
+	// the form <chain>:<yyyy>, <chain>:<yyyyMM> and <chain>:<yyyyMMdd> are
+	// the sequences of dated chains' periods: no caller may draw or fetch
+	// them by those names.
 	Chains []string
 	// Dated gives chains a dated format (name → format, such as "invoice" →
 	// "INV-{yyyy}{MM}{dd}-{seq:6}"): /v1/ids/{name} then serves that
