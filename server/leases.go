@@ -39,8 +39,8 @@ type leases struct {
 	pending  map[string]int      // claiming per caller name
 	// stable are the stable instances that hold a machine ID in the store,
 	// by namespace, as the store listed them (at most every rowsMaxAge)
-	// and as the server has handed them out since; used the namespaces of
-	// each caller's claims since the start.
+	// and as the server has handed them out since; used are the namespaces
+	// each caller has taken a machine ID in since the start, by its name.
 	stable map[string]*stableRows
 	used   map[string]map[string]bool
 	swept  time.Time
@@ -130,9 +130,9 @@ func (l *leases) sweep(now time.Time) {
 type lister interface{ Admin() storeadmin.Ops }
 
 // refresh reads from st, if it lists them, the stable instances holding a
-// machine ID in each of namespaces, or in those caller c claimed in before
-// when namespaces is nil, where the last listing is older than rowsMaxAge.
-// A store that fails to answer leaves the last listing as it was.
+// machine ID in each of namespaces whose last listing is older than
+// rowsMaxAge. A store that fails to answer leaves the last listing as it
+// was.
 func (l *leases) refresh(ctx context.Context, st any, namespaces []string, now time.Time) {
 	ad, ok := st.(lister)
 	if !ok {
