@@ -10,6 +10,7 @@ package server
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -66,10 +67,8 @@ type page struct {
 
 // newPage returns the state page of s, drawing its figures from stats.
 func newPage(stats func() (idforge.Stats, regstats.Detail), s *Server) *page {
+	// No fallback to the store's own description: it may hold an address.
 	info := pageInfo{Namespace: s.cfg.Instance.Namespace, LayoutName: layoutName(s.cfg.Layout), Store: s.cfg.StoreName, Layout: s.cfg.Layout}
-	if st, ok := s.cfg.Proxy.(fmt.Stringer); ok && info.Store == "" {
-		info.Store = st.String()
-	}
 	return &page{info: info, stats: stats, refresh: 5 * time.Second, log: s.log, started: time.Now()}
 }
 
@@ -149,7 +148,10 @@ type chainRow struct {
 func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s, d := h.stats()
 	v := view{pageInfo: h.info, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
+	// Every token holder reads the page: errors show as the engine's words
+	// for what happened, never the store's, which may name its address.
 	for _, c := range d.Calls {
+		c.Err = pageError(c.Err)
 		if c.Op == "next_max_id" {
 			v.Recent = append(v.Recent, c)
 		} else {
@@ -186,6 +188,9 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, g := range s.Generators {
 		if c, ok := d.Chains[g.Name]; ok && g.Kind == idkind.Chain {
+			if c.LastError != nil {
+				c.LastError = errors.New(pageError(c.LastError.Error()))
+			}
 			v.Chains = append(v.Chains, chainRow{g, c})
 		} else {
 			v.Others = append(v.Others, g)
