@@ -83,10 +83,14 @@ func ResolveRideThrough(w time.Duration) time.Duration {
 	return w.Truncate(time.Millisecond)
 }
 
-// CheckRideThrough refuses a window above MaxRideThrough, with an error
+// CheckRideThrough refuses a window above MaxRideThrough, or one that
+// rounds to 0 ms (which would read as the default), with an error
 // wrapping engine.ErrInvalidConfig that names field (e.g.
 // "sqlstore.Settings.RideThrough").
 func CheckRideThrough(field string, w time.Duration) error {
+	if w > 0 && w < time.Millisecond {
+		return fmt.Errorf("%w: %s %v is under the store's 1 ms resolution (negative: no window)", engine.ErrInvalidConfig, field, w)
+	}
 	if w > MaxRideThrough {
 		return fmt.Errorf("%w: %s %v is above the bound %v: newcomers on a wiped store wait the window out",
 			engine.ErrInvalidConfig, field, w, MaxRideThrough)
