@@ -157,16 +157,9 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := r.sf.Lease().Reservation()
-	if s.Chain.Fence < 0 && res > 0 {
-		// Fencing on at its default: the store's ride-through window.
-		s.Chain.Fence = res
-		r.chain = s.Chain
-	}
-	if f := s.Chain.Fence; f < 0 || f > 0 && f > res {
+	if err := r.resolveFence(&s); err != nil {
 		r.sf.Close()
-		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
-			engine.ErrInvalidConfig, f, res)
+		return nil, err
 	}
 	if err := errors.Join(r.gens.Register(idkind.Snowflake, "", r.stats.wrap(idkind.Snowflake, "", r.sf)),
 		r.gens.Register(idkind.UUIDv7, "", r.stats.wrap(idkind.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
@@ -186,6 +179,27 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		}
 	}
 	return r, nil
+}
+
+// resolveFence turns a negative Chain.Fence into the lease's reservation
+// (the store's ride-through window) and refuses a Fence past it: chains
+// would serve held IDs after snowflake IDs stop, past what the store's
+// reset grace covers.
+func (r *Registry) resolveFence(s *Settings) error {
+	res := r.sf.Lease().Reservation()
+	switch f := s.Chain.Fence; {
+	case f < 0 && res <= 0:
+		return fmt.Errorf("%w: Chain.Fence %v asks for a fence at the store's ride-through window, but the lease reserves no time ahead (the store's RideThrough is negative): give the Fence a positive duration, or 0 for none",
+			engine.ErrInvalidConfig, f)
+	case f < 0:
+		s.Chain.Fence = res
+		r.chain = s.Chain
+		return segmenthook.Validate(s.Chain) // Ahead against the Fence now set
+	case f > res:
+		return fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
+			engine.ErrInvalidConfig, f, res)
+	}
+	return nil
 }
 
 // resolve fills the defaults into s, refuses contradictions, and returns the

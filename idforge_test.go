@@ -241,7 +241,7 @@ func (r *resetStore) Guard(ctx context.Context, in machine.Instance, st machine.
 func TestStoreResetDiscardsChains(t *testing.T) {
 	ctx := context.Background()
 	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segmenttest.NewFake()}}
-	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 20 * time.Millisecond}})
+	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 100 * time.Millisecond}})
 	first, err := reg.NextID(ctx, "chain", "order")
 	if err != nil {
 		t.Fatal(err)

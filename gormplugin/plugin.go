@@ -43,7 +43,10 @@ type Settings struct {
 	UntaggedPrimaryKeys bool
 	// DefaultGenerator is the generator of untagged keys, written as an
 	// idgen tag: "chain,name=order" (default "snowflake"). Setting it
-	// implies UntaggedPrimaryKeys.
+	// implies UntaggedPrimaryKeys. The keys it fills are 64-bit integers,
+	// so a format ("snowflake,format=hex") or the kind "uuidv7" is refused
+	// with engine.ErrInvalidConfig when the plugin is initialised; tag
+	// string and UUID keys instead.
 	DefaultGenerator string
 	// GormModelAutoIncrement leaves the ID of an embedded gorm.Model to the
 	// database's auto-increment, as without the plugin. By default the
@@ -117,6 +120,9 @@ func (p *Plugin) resolve() error {
 		if err != nil {
 			return fmt.Errorf("idplugin.Settings.DefaultGenerator: %w", err)
 		}
+		if err := checkDefault(def); err != nil {
+			return err
+		}
 		p.cfg.untagged, p.cfg.def = true, def
 	}
 	if p.cfg.registry == nil {
@@ -127,6 +133,30 @@ func (p *Plugin) resolve() error {
 		p.cfg.registry = reg
 	}
 	return nil
+}
+
+// checkDefault refuses a DefaultGenerator the plugin cannot give to the
+// keys it fills with it, untagged 64-bit integers: a format or a UUID kind
+// would not fit them, and such a key used to be left to the database's
+// auto-increment without a word.
+func checkDefault(def idgen.Spec) error {
+	why := ""
+	switch {
+	case def.Kind == idgen.KindUUIDv7:
+		why = fmt.Sprintf("kind %q fills UUID fields", def.Kind)
+	case def.Format != "":
+		why = fmt.Sprintf("format=%s is for string fields", def.Format)
+	default:
+		if _, err := idgen.NewField("untagged key", "ID", reflect.TypeFor[int64](), def); err != nil {
+			why = err.Error()
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: idplugin.Settings.DefaultGenerator %q: it fills untagged 64-bit integer keys, and %s; "+
+		"name an integer generator (\"snowflake\", \"chain,name=order\"), and tag string or UUID keys instead",
+		engine.ErrInvalidConfig, def, why)
 }
 
 // Initialize implements gorm.Plugin: it registers the create callbacks: one

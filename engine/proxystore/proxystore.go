@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/internal/distcheck"
@@ -166,8 +167,14 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	if err != nil {
 		return machine.State{}, err
 	}
-	s.grace.Store(out.ResetGraceMillis)
-	s.ride.Store(out.RideThroughMillis)
+	if out.ResetGraceMillis > storeepoch.MaxResetGrace.Milliseconds() || out.RideThroughMillis > storeepoch.MaxRideThrough.Milliseconds() {
+		// Past what any store accepts, and past what converts to a
+		// Duration without wrapping.
+		return machine.State{}, fmt.Errorf("%w: proxystore: the server reports a reset grace of %d ms and a ride-through window of %d ms, past the bounds %v and %v",
+			engine.ErrInvalidConfig, out.ResetGraceMillis, out.RideThroughMillis, storeepoch.MaxResetGrace, storeepoch.MaxRideThrough)
+	}
+	s.grace.Store(max(out.ResetGraceMillis, -1)) // any negative is none
+	s.ride.Store(max(out.RideThroughMillis, -1))
 	if out.Lease != "" {
 		s.mu.Lock()
 		s.leases[key] = out.Lease

@@ -18,6 +18,7 @@ import (
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/storeadmin"
 )
 
@@ -49,6 +50,9 @@ var machineValue = regexp.MustCompile(`^(-?\d+)\|([01])\|(.*)$`)
 // is live (its holder did not revert it) and its last timestamp. One
 // script reads them all at once.
 func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Assignment, error) {
+	if err := distcheck.Text("redisstore", "namespace", namespace); err != nil {
+		return nil, err
+	}
 	res, err := listScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace})).StringSlice()
 	if err != nil {
 		return nil, s.unavailable("listing machine IDs", err)
@@ -109,6 +113,9 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 // Counter returns the largest ID the sequence name handed out ranges up to
 // (its counter); found is false when the store has no such sequence.
 func (s admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	if err := distcheck.Text("redisstore", "sequence", name); err != nil {
+		return 0, false, err
+	}
 	counter, err = s.client.Get(ctx, s.segmentKey(name)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -127,6 +134,9 @@ func (s admin) Counter(ctx context.Context, name string) (counter int64, found b
 // goes up stays at or above every process's floor. A store whose epoch
 // changed is left as it is, with an error wrapping engine.ErrStoreReset.
 func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+	if err := distcheck.Text("redisstore", "sequence", name); err != nil {
+		return 0, err
+	}
 	what := "raising sequence " + name
 	token, err := s.ready(ctx)
 	if err != nil {
@@ -156,6 +166,9 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 // window, so that is refused unless force is set. The namespaces are found
 // with SCAN on the client's node (the store's keys share one hash slot).
 func (s admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (time.Duration, error) {
+	if err := storeepoch.CheckRideThrough("the ride-through window", w); err != nil {
+		return 0, err
+	}
 	w = storeepoch.ResolveRideThrough(w)
 	rec, err := s.client.Get(ctx, s.rideKey()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -13,6 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // segmentDistributor hands out ranges of one named sequence stored in a
@@ -26,8 +27,9 @@ type segmentDistributor struct {
 }
 
 // Segment returns the distributor of the named sequence, stored at
-// the segment key(name); it is safe for concurrent use. Any name is
-// valid, the empty one included. floors, with [Settings.Floor], say where
+// the segment key(name); it is safe for concurrent use. Any printable
+// UTF-8 name is valid, the empty one included; a name with a control byte
+// (a NUL, a newline) is refused with engine.ErrInvalidConfig. floors, with [Settings.Floor], say where
 // the sequence's data ends (the largest of their answers counts): before
 // the distributor's first fetch, and its first after every store reset, the
 // counter is raised to that (created if missing). A sequence missing from
@@ -47,6 +49,9 @@ type segmentDistributor struct {
 // changed, one wrapping engine.ErrStoreReset (the next fetch waits out the
 // reset grace); any other failure, one wrapping engine.ErrStoreUnavailable.
 func (s *Store) Segment(name string, floors ...engine.Floor) (segment.Distributor, error) {
+	if err := distcheck.Text("redisstore", "segment name", name); err != nil {
+		return nil, err
+	}
 	return &segmentDistributor{s: s, name: name, key: s.segmentKey(name), floor: storeepoch.Floors(append(floors, s.cfg.Floor)...)}, nil
 }
 

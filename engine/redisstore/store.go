@@ -81,7 +81,8 @@ type Settings struct {
 	// process sharing a store must use the same window: stop them all and
 	// run `idforge store ride-through D` to change it. Negative: no
 	// reservation, a lease then issues until its safe-guard runs out and
-	// needs a ResetGrace above that (tests and benchmarks).
+	// needs a ResetGrace above that (tests and benchmarks). At most 24 h:
+	// [Open] refuses more with engine.ErrInvalidConfig.
 	RideThrough time.Duration
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default RideThrough plus 1 s, 2 s by default; with a
@@ -92,7 +93,8 @@ type Settings struct {
 	// a wipe erases the stored timestamps that otherwise absorb skew.
 	// leased.Acquire refuses a lease that may issue without the store for
 	// as long. Set it only to raise the skew allowed, or negative to wait
-	// for nothing: only for tests, or a store no other process uses.
+	// for nothing: only for tests, or a store no other process uses. At
+	// most 48 h: [Open] refuses more with engine.ErrInvalidConfig.
 	ResetGrace time.Duration
 	// Init declares the store brand-new when [Open] finds it without an
 	// epoch, as `idforge store init` does: it never handed out an ID, so it
@@ -166,9 +168,9 @@ func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Sto
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
-	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
-	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
+	var err error
+	if cfg.RideThrough, cfg.ResetGrace, err = storeepoch.Windows("redisstore", cfg.RideThrough, cfg.ResetGrace); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -410,8 +410,11 @@ func (c *chain) cycle(ctx context.Context) time.Duration {
 	}
 	// Topping up to twice the target makes each store call bring at least a
 	// target's worth: fewer round trips, and fewer wake-ups of this worker
-	// that could stall a caller's thread.
-	size := (2*target - ahead + step - 1) / step * step
+	// that could stall a caller's thread. A chain that holds that much
+	// already is here to confirm a stale fence: a step of its own (asking
+	// for nothing would be refused as a bad step and fail the callers the
+	// fence holds back).
+	size := max((2*target-ahead+step-1)/step*step, step)
 	if err := c.fetch(ctx, size, target); err != nil {
 		if ctx.Err() != nil {
 			return 0 // closing

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -631,7 +632,16 @@ func TestInvalidSettings(t *testing.T) {
 		{"Step -5", f, segment.Settings{Step: -5}, segment.Owned{}},
 		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}, segment.Owned{}},
 		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4}, segment.Owned{MaxPrefetchDistance: 3}},
-		{"overflows int64", f, segment.Settings{Step: 1 << 40}, segment.Owned{MaxPrefetchDistance: 1 << 30}},
+		{"overflows int64", f, segment.Settings{Step: 1 << 32}, segment.Owned{MaxPrefetchDistance: 1 << 31}},
+		{"Step 4294967297", f, segment.Settings{Step: 1<<32 + 1}, segment.Owned{}},
+		{"Step 9223372036854775807", f, segment.Settings{Step: math.MaxInt64}, segment.Owned{}},
+		{"SafeDistance 268435457", f, segment.Settings{SafeDistance: 1<<28 + 1}, segment.Owned{}},
+		{"SafeDistance 9223372036854775807", f, segment.Settings{SafeDistance: math.MaxInt64}, segment.Owned{}},
+		{"TTL 2562047h47m16.854775807s", f, segment.Settings{TTL: math.MaxInt64}, segment.Owned{}},
+		{"Ahead 2562047h47m16.854775807s", f, segment.Settings{Ahead: math.MaxInt64}, segment.Owned{}},
+		{"Fence 2562047h47m16.854775807s", f, segment.Settings{Fence: math.MaxInt64}, segment.Owned{}},
+		{"MaxWait 2562047h47m16.854775807s", f, segment.Settings{MaxWait: math.MaxInt64}, segment.Owned{}},
+		{"Fence -1s", f, segment.Settings{Fence: -time.Second}, segment.Owned{}},
 		{"PrefetchPeriod -1s", f, segment.Settings{}, segment.Owned{PrefetchPeriod: -time.Second}},
 		{"HungerWindow -1s", f, segment.Settings{}, segment.Owned{HungerWindow: -time.Second}},
 		{"TTL -1s", f, segment.Settings{TTL: -time.Second}, segment.Owned{}},

@@ -56,6 +56,16 @@ const (
 	fetchTimeout = 10 * time.Second
 )
 
+// Bounds on Settings, documented on its fields. Past them a value is a
+// mistake, and every product and sum the chain forms with them (step ×
+// distance × 2, a clock reading plus a window) stays far inside int64.
+const (
+	maxStep         = 1 << 32            // IDs per segment: about 4 × 10^9
+	maxSafeDistance = 1 << 28            // segments: 2 × maxStep × maxSafeDistance fits
+	maxWindow       = 24 * time.Hour     // Ahead, Fence, MaxWait
+	maxTTL          = 7 * 24 * time.Hour // TTL
+)
+
 // Settings configures a chain (idforge.Settings.Chain). The zero value of every
 // field means its documented default, so Settings{} is a working chain;
 // fields that only concern the chain's prefetching (SafeDistance, Ahead, TTL)
@@ -65,12 +75,13 @@ const (
 // logs to slog.Default() and reads clock.System; the registry passes its
 // own (see internal/segmenthook).
 type Settings struct {
-	// Step is the number of IDs per segment (default 1000). Every
-	// store call asks for a whole number of steps.
+	// Step is the number of IDs per segment (default 1000; at most 2^32).
+	// Every store call asks for a whole number of steps.
 	Step int64
 	// SafeDistance is how many segments (of Step IDs each) the chain keeps
 	// fetched ahead of its callers when they are fed (default 2:
-	// with the default step, 2,000 to 4,000 IDs ride out a store outage). It counts IDs not yet handed out, the current
+	// with the default step, 2,000 to 4,000 IDs ride out a store outage;
+	// at most 2^28). It counts IDs not yet handed out, the current
 	// segment's remainder included.
 	SafeDistance int64
 	// Ahead, when positive, keeps at least this much of current traffic
@@ -87,7 +98,7 @@ type Settings struct {
 	// stops serving what it holds once the store has not confirmed it for
 	// the Fence, so an Ahead beyond the Fence would buy nothing and is
 	// refused. Default 0: off, the distance is SafeDistance and what hunger
-	// adds.
+	// adds. At most 24 h.
 	Ahead time.Duration
 	// TTL discards fetched segments older than this instead of serving them
 	// (default 0, none). An instance that sits on a
@@ -95,13 +106,13 @@ type Settings struct {
 	// other instances are issuing now; with a TTL its IDs stay close to
 	// theirs. The prefetch worker enforces it when it wakes, so an ID may be
 	// served up to one prefetch period (1 s) after its segment expired. An idle
-	// chain refetches its safe distance once per TTL.
+	// chain refetches its safe distance once per TTL. At most 7 days.
 	TTL time.Duration
 	// MaxWait bounds how long NextID waits for IDs when none are ready
 	// (default 10 s: long enough to ride out a store failover, short enough
-	// that a request without a deadline fails instead of hanging); ctx can
-	// end the wait earlier. A negative
-	// MaxWait waits as long as ctx allows.
+	// that a request without a deadline fails instead of hanging; at most
+	// 24 h); ctx can end the wait earlier. A negative MaxWait waits as long
+	// as ctx allows.
 	MaxWait time.Duration
 	// Fence, when positive, stops serving the IDs already held once the
 	// store has not confirmed them for that long: NextID then waits, as on
@@ -114,11 +125,12 @@ type Settings struct {
 	// same store value (a machine-ID lease's heartbeats); an idle chain
 	// fetches a step of its own when half the Fence passed unconfirmed.
 	// The price: the chain no longer rides out store outages on what it
-	// holds, and each NextID reads the clock. Default 0: off. Under
-	// idforge.New a Fence is at most the store's ride-through window
-	// (the RideThrough of engine/sqlstore and engine/redisstore: when
-	// snowflake IDs stop too), and a negative Fence turns it on at that
-	// window; on a chain built alone negative is refused.
+	// holds, and each NextID reads the clock. Default 0: off. A Fence is
+	// at most the machine-ID lease's reservation, the store's ride-through
+	// window (the RideThrough of engine/sqlstore and engine/redisstore:
+	// when snowflake IDs stop too), and at most 24 h; a negative Fence
+	// turns it on at that window. idforge.New refuses a negative Fence when
+	// the lease reserves nothing (a store whose RideThrough is negative).
 	Fence time.Duration
 }
 
@@ -151,7 +163,12 @@ type config struct {
 // validate reports what a chain would reject in s, naming each field,
 // without building anything: for the registry, which takes settings at
 // start-up and builds chains later, on first use (see internal/segmenthook).
+// A negative Fence passes: the registry replaces it with the lease's
+// reservation, and validates the result again, before building a chain.
 func (s Settings) validate() error {
+	if s.Fence < 0 {
+		s.Fence = 0
+	}
 	_, err := s.resolve(owned{})
 	return err
 }
@@ -220,16 +237,18 @@ func (s Settings) resolve(o owned) (config, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: segment: %s", engine.ErrInvalidConfig, fmt.Sprintf(format, args...)))
 	}
-	if c.step < 0 {
-		bad("Step %d: must be positive", c.step)
+	if c.step < 0 || c.step > maxStep {
+		bad("Step %d: must be in [1, %d]", c.step, int64(maxStep))
 	}
-	if c.safeDistance < 0 {
-		bad("SafeDistance %d: need at least 1 segment", c.safeDistance)
+	if c.safeDistance < 0 || c.safeDistance > maxSafeDistance {
+		bad("SafeDistance %d: must be in [1, %d] segments", c.safeDistance, maxSafeDistance)
 	}
-	if c.maxDistance < c.safeDistance {
+	// Within their bounds Step and SafeDistance never overflow; a test's
+	// cap on the distance may.
+	if len(errs) == 0 && c.maxDistance < c.safeDistance {
 		bad("MaxPrefetchDistance %d: below SafeDistance %d", c.maxDistance, c.safeDistance)
 	}
-	if c.step > 0 && c.maxDistance > math.MaxInt64/c.step/2 {
+	if len(errs) == 0 && c.step > 0 && c.maxDistance > math.MaxInt64/c.step/2 {
 		bad("MaxPrefetchDistance %d × Step %d overflows int64", c.maxDistance, c.step)
 	}
 	if c.period < 0 {
@@ -238,14 +257,20 @@ func (s Settings) resolve(o owned) (config, error) {
 	if c.hungerWindow < 0 {
 		bad("HungerWindow %v: must be positive", c.hungerWindow)
 	}
-	if c.ttl < 0 {
-		bad("TTL %v: must not be negative (0 disables it)", c.ttl)
+	if c.ttl < 0 || c.ttl > maxTTL {
+		bad("TTL %v: must be in [0, %v] (0 disables it)", c.ttl, maxTTL)
 	}
 	if c.fence < 0 {
-		bad("Fence %v: must not be negative (0 disables it)", c.fence)
+		bad("Fence %v: negative (fence at the store's ride-through window) is resolved by idforge.New; a chain takes a Fence in [0, %v]", c.fence, maxWindow)
 	}
-	if c.ahead < 0 {
-		bad("Ahead %v: must not be negative (0 disables it)", c.ahead)
+	if c.fence > maxWindow {
+		bad("Fence %v: must be in [0, %v] (0 disables it)", c.fence, maxWindow)
+	}
+	if c.ahead < 0 || c.ahead > maxWindow {
+		bad("Ahead %v: must be in [0, %v] (0 disables it)", c.ahead, maxWindow)
+	}
+	if c.maxWait > maxWindow {
+		bad("MaxWait %v: must be at most %v (negative waits as long as ctx allows)", c.maxWait, maxWindow)
 	}
 	if c.fence > 0 && c.ahead > c.fence {
 		bad("Ahead %v: beyond Fence %v, after which the chain stops serving the IDs it holds", c.ahead, c.fence)

@@ -46,6 +46,9 @@ func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Ass
 }
 
 func (s *Store) machines(ctx context.Context, namespace string) ([]storeadmin.Assignment, []int64, error) {
+	if err := checkName("namespace", namespace, maxName); err != nil {
+		return nil, nil, err
+	}
 	release, err := s.admin.machines.turn(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -113,6 +116,9 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 // Counter returns the largest ID the sequence name handed out ranges up to
 // (its counter); found is false when the store has no such sequence.
 func (s admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	if err := checkName("sequence", name, maxName); err != nil {
+		return 0, false, err
+	}
 	found, err = s.admin.counter.queryRow(ctx, []any{&counter}, name)
 	if err != nil {
 		return 0, false, s.unavailable("reading sequence "+name, err)
@@ -143,6 +149,9 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 // grace of now may have a holder issuing under the old window, so that is
 // refused unless force is set.
 func (s admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (time.Duration, error) {
+	if err := storeepoch.CheckRideThrough("the ride-through window", w); err != nil {
+		return 0, err
+	}
 	w = storeepoch.ResolveRideThrough(w)
 	rec, err := s.readRideThrough(ctx)
 	if err != nil {

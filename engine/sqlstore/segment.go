@@ -10,6 +10,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/schema"
 )
 
@@ -59,7 +60,8 @@ type segmentDistributor struct {
 }
 
 // Segment returns the distributor of the sequence name, safe for
-// concurrent use. A name must be 1 to 128 bytes. floors, with
+// concurrent use. A name must be 1 to 128 bytes of printable UTF-8 (no
+// control bytes); another is refused with engine.ErrInvalidConfig. floors, with
 // [Settings.Floor], say where the sequence's data ends (the largest of
 // their answers counts): before the distributor's first fetch, and its
 // first after every store reset, the counter is raised to that (created if
@@ -162,10 +164,12 @@ func (d *segmentDistributor) advance(ctx context.Context, step, floor int64, tok
 }
 
 // checkName rejects empty and over-long names before they reach the
-// database (where MySQL might silently truncate them).
+// database (where MySQL might silently truncate them), and names that are
+// not printable UTF-8 (PostgreSQL refuses a NUL in text with an error that
+// would read as an outage).
 func checkName(what, name string, limit int) error {
 	if name == "" || len(name) > limit {
-		return fmt.Errorf("%w: sqlstore: %s %q must be 1 to %d bytes", engine.ErrInvalidConfig, what, name, limit)
+		return fmt.Errorf("%w: sqlstore: %s %s must be 1 to %d bytes", engine.ErrInvalidConfig, what, distcheck.Quote(name), limit)
 	}
-	return nil
+	return distcheck.Text("sqlstore", what, name)
 }

@@ -92,7 +92,8 @@ type Settings struct {
 	// process sharing a store must use the same window: stop them all and
 	// run `idforge store ride-through D` to change it. Negative: no
 	// reservation, a lease then issues until its safe-guard runs out and
-	// needs a ResetGrace above that (tests and benchmarks).
+	// needs a ResetGrace above that (tests and benchmarks). At most 24 h:
+	// [Open] refuses more with engine.ErrInvalidConfig.
 	RideThrough time.Duration
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default RideThrough plus 1 s, 2 s by default; with a
@@ -103,7 +104,8 @@ type Settings struct {
 	// a wipe erases the stored timestamps that otherwise absorb skew.
 	// leased.Acquire refuses a lease that may issue without the store for
 	// as long. Set it only to raise the skew allowed, or negative to wait
-	// for nothing: only for tests, or a store no other process uses.
+	// for nothing: only for tests, or a store no other process uses. At
+	// most 48 h: [Open] refuses more with engine.ErrInvalidConfig.
 	ResetGrace time.Duration
 	// Logger receives the line saying the store waits out its reset grace
 	// (default slog.Default()).
@@ -171,9 +173,9 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
-	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
+	var err error
+	if cfg.RideThrough, cfg.ResetGrace, err = storeepoch.Windows("sqlstore", cfg.RideThrough, cfg.ResetGrace); err != nil {
+		return nil, err
 	}
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
@@ -189,7 +191,6 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 	if _, err := schema.Expand("", cfg.TablePrefix); err != nil {
 		return nil, err
 	}
-	var err error
 	if cfg.Dialect == 0 {
 		if cfg.Dialect, err = schema.Detect(ctx, db); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)

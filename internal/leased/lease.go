@@ -25,6 +25,10 @@ const (
 	DefaultMachineBits = 10
 	DefaultSafeGuard   = 5 * time.Minute
 	DefaultHeartbeat   = 250 * time.Millisecond
+	// MinHeartbeat is the shortest heartbeat interval: each heartbeat is
+	// a store round trip, and one every few milliseconds would burn a core
+	// and, slower than its own interval, lose the lease to its own queue.
+	MinHeartbeat = 100 * time.Millisecond
 )
 
 // revertTimeout bounds the Revert in Close: a shutdown must not hang on a
@@ -128,8 +132,10 @@ func (s LeaseSettings) resolve() (config, error) {
 		c.logger = slog.Default()
 	}
 	switch {
-	case c.heartbeat < 0:
-		return c, fmt.Errorf("%w: machine: Heartbeat %v must be positive", engine.ErrInvalidConfig, c.heartbeat)
+	case c.safeGuard < 0 || c.safeGuard > distcheck.MaxSafeGuard:
+		return c, fmt.Errorf("%w: machine: SafeGuard %v outside (0, %v]", engine.ErrInvalidConfig, c.safeGuard, distcheck.MaxSafeGuard)
+	case c.heartbeat < MinHeartbeat:
+		return c, fmt.Errorf("%w: machine: Heartbeat %v is below the floor %v: every heartbeat is a store round trip", engine.ErrInvalidConfig, c.heartbeat, MinHeartbeat)
 	case c.margin >= c.safeGuard:
 		return c, fmt.Errorf("%w: machine: SkewMargin %v must be below SafeGuard %v", engine.ErrInvalidConfig, c.margin, c.safeGuard)
 	case c.heartbeat >= c.safeGuard-c.margin:

@@ -60,8 +60,20 @@ func GraceFor(w time.Duration) time.Duration {
 	return w + SkewMargin
 }
 
+// MaxRideThrough bounds a store's ride-through window. A newcomer on a
+// wiped store waits the window out, so a day is already more than any
+// deployment would pay; the bound keeps every sum of a window, a grace and
+// a clock reading far from overflowing (a window of the largest Duration
+// once made the grace wrap negative, so a wiped store waited for nothing).
+const MaxRideThrough = 24 * time.Hour
+
+// MaxResetGrace bounds a store's reset grace: room for the largest window
+// plus a skew allowance as large.
+const MaxResetGrace = 2 * MaxRideThrough
+
 // ResolveRideThrough fills in the default window (0) and normalises "none"
-// (negative) to -1 ms, the value a store records.
+// (negative) to -1 ms, the value a store records. Check w with
+// [CheckRideThrough] first.
 func ResolveRideThrough(w time.Duration) time.Duration {
 	switch {
 	case w == 0:
@@ -70,6 +82,43 @@ func ResolveRideThrough(w time.Duration) time.Duration {
 		return -time.Millisecond
 	}
 	return w.Truncate(time.Millisecond)
+}
+
+// CheckRideThrough refuses a window above MaxRideThrough, or one that
+// rounds to 0 ms (which would read as the default), with an error
+// wrapping engine.ErrInvalidConfig that names field (e.g.
+// "sqlstore.Settings.RideThrough").
+func CheckRideThrough(field string, w time.Duration) error {
+	if w > 0 && w < time.Millisecond {
+		return fmt.Errorf("%w: %s %v is under the store's 1 ms resolution (negative: no window)", engine.ErrInvalidConfig, field, w)
+	}
+	if w > MaxRideThrough {
+		return fmt.Errorf("%w: %s %v is above the bound %v: newcomers on a wiped store wait the window out",
+			engine.ErrInvalidConfig, field, w, MaxRideThrough)
+	}
+	return nil
+}
+
+// Windows checks and resolves a store's RideThrough and ResetGrace settings
+// (pkg is the store's package, naming the fields in errors): the window as
+// [ResolveRideThrough] does, the grace as the window plus SkewMargin when
+// zero and -1 (no wait) when negative. A window above MaxRideThrough or a
+// grace above MaxResetGrace is refused with an error wrapping
+// engine.ErrInvalidConfig that names the field.
+func Windows(pkg string, w, grace time.Duration) (time.Duration, time.Duration, error) {
+	if err := CheckRideThrough(pkg+".Settings.RideThrough", w); err != nil {
+		return 0, 0, err
+	}
+	w = ResolveRideThrough(w)
+	switch {
+	case grace > MaxResetGrace:
+		return 0, 0, fmt.Errorf("%w: %s.Settings.ResetGrace %v is above the bound %v", engine.ErrInvalidConfig, pkg, grace, MaxResetGrace)
+	case grace == 0:
+		grace = GraceFor(w)
+	case grace < 0:
+		grace = -1 // any negative is none; one value keeps sums with it in range
+	}
+	return w, grace, nil
 }
 
 // RecordName is the name of the meta entry (SQL) or key suffix (Redis)
@@ -84,12 +133,12 @@ func FormatRecord(w time.Duration) string { return strconv.FormatInt(w.Milliseco
 // the wait after a wipe and a reclaim's start are the store's and cover
 // only processes that stop within it.
 func CheckRecord(store, rec string, ours time.Duration) error {
-	ms, err := strconv.ParseInt(rec, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: %s: the recorded ride-through window %q is not a number of milliseconds; rewrite it with `idforge store ride-through D`",
-			engine.ErrInvalidConfig, store, rec)
+	got, ok := ParseRecord(rec)
+	if !ok {
+		return fmt.Errorf("%w: %s: the recorded ride-through window %q is not a number of milliseconds up to %v; rewrite it with `idforge store ride-through D`",
+			engine.ErrInvalidConfig, store, rec, MaxRideThrough)
 	}
-	if got := time.Duration(ms) * time.Millisecond; got != ours {
+	if got != ours {
 		return fmt.Errorf("%w: %s: Settings.RideThrough %v differs from the window %v the store records: every process sharing a store must use the same one; "+
 			"use %v, or stop every process of the store and run `idforge store ride-through %v` to change it",
 			engine.ErrInvalidConfig, store, fmtWindow(ours), fmtWindow(got), fmtWindow(got), fmtWindow(ours))
@@ -97,11 +146,12 @@ func CheckRecord(store, rec string, ours time.Duration) error {
 	return nil
 }
 
-// ParseRecord reads a record FormatRecord wrote; ok is false for "" or a
-// malformed one.
+// ParseRecord reads a record FormatRecord wrote; ok is false for "", a
+// malformed one, or one outside what a store records: -1 (none) to
+// MaxRideThrough in milliseconds.
 func ParseRecord(rec string) (w time.Duration, ok bool) {
 	ms, err := strconv.ParseInt(rec, 10, 64)
-	if err != nil {
+	if err != nil || ms < -1 || ms > MaxRideThrough.Milliseconds() {
 		return 0, false
 	}
 	return time.Duration(ms) * time.Millisecond, true
