@@ -257,7 +257,7 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 			return nil, bad("StateDir %q cannot hold the local state file: %v; give it (or %s) a writable directory on a volume that outlives the process, "+
 				"or set it to %q to run without a state file", s.StateDir, err, leased.StateDirEnv, stateDirOff)
 		}
-		dist = leased.LocalState(s.StateDir, dist)
+		dist = leased.LocalState(s.StateDir, dist, s.Logger)
 	}
 	return dist, nil
 }
