@@ -214,7 +214,7 @@ func (unconfigured) Remembers() bool { return false }
 
 func (unconfigured) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
 	fallbackOnce.Do(func() {
-		slog.Warn("idforge: " + unconfiguredWhy + " and no state directory to lock machine IDs on this host: " +
+		slog.Warn("idforge: " + unconfiguredWhy + " and none locked on this host (no state directory): " +
 			"using machine ID 0, which is safe only while a single instance issues IDs; " +
 			"set " + machineIDEnv + " per instance or use a shared store")
 	})

@@ -64,8 +64,8 @@ func take(path string, id int64, inst machine.Instance) (fresh bool, err error) 
 	f, err := lockFile(path)
 	switch {
 	case errors.Is(err, errLocked):
-		return false, &heldError{msg: fmt.Sprintf("machine: machine ID %d of namespace %q is held by %s on this host (lock file %s): %s",
-			id, inst.Namespace, lockHolder(path), path, lockRemedy)}
+		return false, &heldError{msg: fmt.Sprintf("%v: machine: machine ID %d of namespace %q is held by %s on this host (lock file %s): %s",
+			engine.ErrInstanceInUse, id, inst.Namespace, lockHolder(path), path, lockRemedy)}
 	case err != nil:
 		return false, fmt.Errorf("%w: machine: locking machine ID %d: %v; %s", engine.ErrStoreUnavailable, id, err, stateDirRemedy)
 	}

@@ -52,9 +52,9 @@ type unconfigured interface {
 // locked, taking a new one if it was deleted, and reports
 // engine.ErrMachineIDLost if another process holds that. With inner
 // machine.Default() and no machine ID configured, Distribute takes the lowest
-// machine ID whose lock is free and logs which one to log (nil:
-// slog.Default()). On systems without such a lock (neither Unix nor
-// Windows) nothing is locked and LocalState warns once per process.
+// machine ID whose lock is free and logs which one, as a warning, to log
+// (slog.Default() if nil). On systems without such a lock (AIX, Solaris,
+// WebAssembly) nothing is locked and LocalState warns once per process.
 //
 // Distribute asks inner, then, if there is a file for the machine ID inner
 // handed out, returns the later of the two last timestamps, and writes it
