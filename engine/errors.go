@@ -27,7 +27,10 @@ var (
 	// ErrInstanceInUse: another live process holds the machine ID of this
 	// stable instance (two processes run with one instance ID); the store
 	// hands it over once that holder reverts it or stays silent for the
-	// safe-guard duration.
+	// safe-guard duration. Also: another process on this host holds the
+	// lock file of this fixed machine ID (IDFORGE_MACHINE_ID, machine.Manual,
+	// a StatefulSet ordinal); the error names its PID and the lock file,
+	// and the lock is free once that process ends, however it ends.
 	ErrInstanceInUse = errors.New("idforge: instance in use by another live process")
 	// ErrClockSkew: the local clock is further from the store server's clock
 	// than the machine-ID lease's skew margin.

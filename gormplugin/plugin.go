@@ -33,7 +33,7 @@ type Settings struct {
 	// `idgen:"chain,name=order"` asks for kind "chain", name "order". The
 	// default is idforge.Default(), the process-wide registry: kind
 	// "snowflake" on the machine ID of IDFORGE_MACHINE_ID, a StatefulSet
-	// ordinal, else 0, which is safe for a single instance only.
+	// ordinal, else the lowest free on this host, safe on a single host only.
 	Registry engine.Provider
 	// UntaggedPrimaryKeys also fills models whose primary key carries no
 	// idgen tag: a single 64-bit integer key (int64, uint64, int,

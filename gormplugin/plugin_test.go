@@ -165,6 +165,9 @@ func TestOptions(t *testing.T) {
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
 	t.Setenv("IDFORGE_MACHINE_ID", "5")
+	// No state file, so no lock file: the test binaries of other packages
+	// run at once on this machine ID too, and the registry outlives the test.
+	t.Setenv("IDFORGE_STATE_DIR", "off")
 	db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)

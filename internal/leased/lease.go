@@ -344,7 +344,8 @@ func (e *unreachableError) Unwrap() []error { return []error{engine.ErrMachineID
 // far from the store server's (see [ServerTimeOf]) with engine.ErrClockSkew;
 // the distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
 // when every ID is taken, engine.ErrInstanceInUse when a stable inst runs in
-// another live process).
+// another live process or another process on this host holds the lock of
+// a fixed machine ID, see [LocalState]).
 func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, set LeaseSettings) (*Lease, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: machine: Acquire needs a distributor", engine.ErrInvalidConfig)
@@ -367,7 +368,10 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	}
 	start := cfg.clock.Now().UnixMilli()
 	st, err := d.Distribute(ctx, inst, cfg.machineBits, cfg.safeGuard)
+	var held *heldError
 	switch {
+	case errors.As(err, &held):
+		return nil, err // it says all: which machine ID, whose lock, what to do
 	case errors.Is(err, engine.ErrInstanceInUse):
 		return nil, fmt.Errorf("machine: %s already runs in another live process (a pod name reused during a rollout, a copied configuration?): "+
 			"stop that process, or give this one an instance ID of its own: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)

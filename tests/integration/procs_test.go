@@ -69,6 +69,10 @@ type workerConfig struct {
 	// parent created.
 	SQLDriver, SQLDSN string
 	MachineID         int64
+	// DefaultMachine leaves the machine ID to machine.Default() (the
+	// environment: IDFORGE_MACHINE_ID, else the lowest free on the host)
+	// instead of machine.Manual(MachineID).
+	DefaultMachine bool
 	// Layout is the snowflake layout (zero: snowflake.Default).
 	Layout snowflake.Layout
 	// NoReservation gives the lease no reservation (the control:
@@ -240,6 +244,7 @@ func runWorker(cfg workerConfig) int {
 		}
 		defer st.Close()
 		set.Store = st
+	case cfg.DefaultMachine:
 	default:
 		set.Machine = machine.Manual(cfg.MachineID)
 		if cfg.NoReservation {
