@@ -120,9 +120,12 @@ var (
 	createEpochSrc string
 	//go:embed scripts/segment.lua
 	segmentSrc string
+	//go:embed scripts/restored.lua
+	restoredSrc string
 
 	createEpochScript = redis.NewScript(createEpochSrc)
 	segmentScript     = redis.NewScript(epochCheck + segmentSrc)
+	restoredScript    = redis.NewScript(restoredSrc)
 )
 
 // Store keeps segments and machine-ID assignments in one Redis (or Redis
@@ -252,14 +255,24 @@ func (s *Store) epochKey() string { return s.base + "epoch" }
 // segmentKey is the key holding the last max ID of the segment name.
 func (s *Store) segmentKey(name string) string { return s.base + "segment:" + name }
 
+// segmentKeys are the keys of the segment script for the segment name: the
+// epoch, its counter, the restore count and the trusted hash (see
+// scripts/restored.lua).
+func (s *Store) segmentKeys(name string) []string {
+	return []string{s.epochKey(), s.segmentKey(name), s.base + "restores", s.base + "trusted"}
+}
+
 // createEpoch makes the store's epoch exist and returns it; a new one is
-// brand-new if so asked.
+// brand-new if so asked. A new epoch marks every counter the store still
+// holds untrusted, in the same script: a store found without an epoch may
+// have lost it alone (the key deleted, a snapshot restored without it).
 func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) {
 	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
 	if brandNew {
 		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
 	}
-	token, err := createEpochScript.Eval(ctx, s.client, []string{s.epochKey()}, fresh).Text()
+	keys := s.segmentKeys("")
+	token, err := createEpochScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, fresh).Text()
 	if err != nil {
 		return "", s.unavailable("creating the epoch", err)
 	}
@@ -279,8 +292,8 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // raise lifts the segment name to at least floor under the epoch token
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
-		token, 0, s.cfg.Start, floor, "", "0").Slice()
+	res, err := segmentScript.Eval(ctx, s.client, s.segmentKeys(name),
+		token, 0, s.cfg.Start, floor, "", "0", "0", name).Slice()
 	if err != nil {
 		return err
 	}

@@ -505,3 +505,21 @@ func NoFloorError(store, name string, why error) error {
 	}
 	return err
 }
+
+// UntrustedError is the refusal of a store (named store) to serve the
+// sequence name from a counter that may be older than what was handed out:
+// the store was declared restored (`idforge store restored`), was found
+// without its epoch while holding counters, or went back under a live
+// process. counter is what the store holds, a lower bound only; why is the
+// Floor's own ErrNoFloor answer, if it gave one.
+func UntrustedError(store, name string, counter int64, why error) error {
+	err := fmt.Errorf("%s: segment %q: %w: its counter (%d) may be older than what was handed out "+
+		"(the store was declared restored, was found without its epoch, or went back), so it is served only above a Floor "+
+		"that reads where the data ends (the GORM plugin and the sharding repositories derive one from the tagged columns; "+
+		"stores take Settings.Floor), or once an operator who knows where the data ends runs `idforge store chain %s -raise N`",
+		store, name, engine.ErrNoFloor, counter, name)
+	if why != nil {
+		return fmt.Errorf("%w (the Floor: %v)", err, why)
+	}
+	return err
+}
