@@ -24,7 +24,7 @@
 //	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
 //	layout [-layout layout]                                      print a layout's bit split, capacity and end date
 //	schema [-dialect d] [-prefix p]                              print the ID tables' CREATE TABLE statements
-//	store  [-store s] init|machines|release ID|chain NAME         set up and inspect a store
+//	store  [-store s] init|machines|release ID|chain NAME|...     set up and inspect a store
 //	serve  [-addr a] [-store s] [-namespace n] [-layout l] ...    serve IDs over HTTP (see package server)
 //	version                                                      print the module version and VCS revision
 //	help   [command]                                             print this help or a command's flags
@@ -97,7 +97,7 @@ var commands = []command{
 			"/v1/decode/{id} reads decimal and friendly IDs and UUIDv7s as they are; radix62 and radix36 IDs need\n" +
 			"?format=radix62 or ?format=radix36."},
 	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema, ""},
-	{"store", "[-store DSN|URL] [-namespace ns] [-force] [-raise N] init|machines|release ID|chain NAME|ride-through D", "set up and inspect a store", setupStore,
+	{"store", "[-store DSN|URL] [-namespace ns] [-force] [-raise N] init|machines|release ID|chain NAME|ride-through D|restored", "set up and inspect a store", setupStore,
 		"init creates the store's tables and a brand-new epoch on a store that has none (on SQL, only on empty\n" +
 			"tables): its sequences then start at Start. A store found without an epoch is otherwise taken for one\n" +
 			"that may have been wiped, and a sequence missing from it starts only above a Floor. Run it once, when\n" +
@@ -105,8 +105,11 @@ var commands = []command{
 			"machines lists the machine IDs of -namespace: holder instance, stable, held, last timestamp.\n" +
 			"release gives one back (keeping its last timestamp for the next holder to wait out); a holder that\n" +
 			"heartbeated within the store's reset grace is refused unless -force. chain shows a sequence's\n" +
-			"counter; with -raise N it raises it to at least N, never lowering it. All of them work on the\n" +
-			"SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve -proxy."},
+			"counter; with -raise N it raises it to at least N, never lowering it. restored, run after restoring\n" +
+			"the store from a backup, gives it a new epoch and marks every sequence untrusted: each then starts\n" +
+			"only above a Floor or a -raise, and running processes go on above what they held. All of them work\n" +
+			"on the SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve\n" +
+			"-proxy."},
 	{"version", "", "print the module version and VCS revision it was built from", setupVersion, ""},
 }
 

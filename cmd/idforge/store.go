@@ -202,9 +202,10 @@ func setupStore(fs *flag.FlagSet) runFunc {
 		}
 		switch {
 		case action == "init" && len(args) == 1, action == "machines" && len(args) == 1,
-			action == "release" && len(args) == 2, action == "chain" && len(args) == 2, action == "ride-through" && len(args) == 2:
+			action == "release" && len(args) == 2, action == "chain" && len(args) == 2, action == "ride-through" && len(args) == 2,
+			action == "restored" && len(args) == 1:
 		default:
-			return usagef("want one action: init, machines, release MACHINE_ID, chain NAME or ride-through DURATION; got %q", args)
+			return usagef("want one action: init, machines, release MACHINE_ID, chain NAME, ride-through DURATION or restored; got %q", args)
 		}
 		src := "-store"
 		if *spec == "" {
@@ -250,7 +251,8 @@ func setupStore(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// storeAction runs machines, release or chain on an opened store.
+// storeAction runs machines, release, chain, ride-through or restored on an
+// opened store.
 func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
@@ -292,6 +294,13 @@ func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []s
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "ride-through window %v (was %v): start every process of the store with RideThrough %v\n", w, old, w)
+		return err
+	case "restored":
+		if err := ad.Restored(ctx); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(stdout, "declared restored: a new epoch, every sequence untrusted: running processes see a reset and go on above what they held;"+
+			" any other sequence starts only above a Floor (the GORM plugin and the sharding repositories derive one) or after `idforge store chain NAME -raise N`")
 		return err
 	default: // chain
 		name := args[0]
