@@ -156,8 +156,7 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 // they used above what they got; every other counter is served only above
 // a Floor or after RaiseCounter.
 func (s admin) Restored(ctx context.Context) error {
-	keys := s.segmentKeys("")
-	if err := restoredScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, storeepoch.NewToken(s.cfg.Clock.Now())).Err(); err != nil {
+	if _, err := s.declareRestored(ctx, ""); err != nil {
 		return s.unavailable("declaring the store restored", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
@@ -181,6 +182,7 @@ func TestRestoreConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Machines: func(t *testing.T) machine.Distributor { return admin(t) },
 	})
 }
 

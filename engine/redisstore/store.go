@@ -310,6 +310,27 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // before the epoch, so a missing one may start at Start.
 func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
+// declareRestored runs scripts/restored.lua: a new epoch and every counter
+// untrusted, only while the epoch is seen unless seen is "". It returns
+// the epoch now stored.
+func (s *Store) declareRestored(ctx context.Context, seen string) (string, error) {
+	keys := s.segmentKeys("")
+	return restoredScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, storeepoch.NewToken(s.cfg.Clock.Now()), seen).Text()
+}
+
+// wentBack handles a machine ID this process holds found missing from the
+// store under its epoch (IDs are never deleted): the store went back, so
+// any counter may be older than what was handed out. It declares the store
+// restored unless another process replaced the epoch first, adopts the
+// epoch now stored and returns the reset error.
+func (s *Store) wentBack(ctx context.Context, token, what string) error {
+	current, err := s.declareRestored(ctx, token)
+	if err != nil {
+		return s.unavailable(what+": declaring restored a store that went back", err)
+	}
+	return s.reset(ctx, token, current, what)
+}
+
 // reset handles a script's 'reset' reply: the store value adopts the epoch
 // now stored (creating one when there is none) and the caller gets an error
 // wrapping engine.ErrStoreReset.

@@ -93,6 +93,7 @@ func TestRestoreConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
+			Machines: func(t *testing.T) machine.Distributor { return openStore(t, d) },
 		})
 	})
 }

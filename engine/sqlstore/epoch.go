@@ -172,6 +172,14 @@ func greatest(d schema.Dialect, src string) string {
 // re-seeds what it used above what it got (this one's included) and
 // returns the reset error.
 func (s *Store) wentBack(ctx context.Context, token, what string, counter, floor int64) error {
+	return fmt.Errorf("%w (the counter was at %d, below %d this store already got: the store lost committed writes; its epoch was replaced and every counter marked untrusted)",
+		s.goneBack(ctx, token, what), counter, floor)
+}
+
+// goneBack declares restored a store caught going back under the epoch
+// token, unless another process replaced the epoch first, adopts the
+// epoch now stored and returns the reset error (see wentBack).
+func (s *Store) goneBack(ctx context.Context, token, what string) error {
 	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
 	if _, err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
 		return affected1(s.meta.replace.execIn(ctx, tx, fresh, token))
@@ -182,8 +190,7 @@ func (s *Store) wentBack(ctx context.Context, token, what string, counter, floor
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w (the counter was at %d, below %d this store already got: the store lost committed writes; its epoch was replaced and every counter marked untrusted)",
-		s.reset(ctx, token, current, what), counter, floor)
+	return s.reset(ctx, token, current, what)
 }
 
 // untrustAll marks every trusted counter untrusted, then runs set, which

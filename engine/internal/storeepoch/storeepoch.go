@@ -180,7 +180,25 @@ type State struct {
 	reseed  bool // floors not re-seeded since the last adoption
 
 	confirmed atomic.Int64 // Unix ns: when the newest epoch-checked operation that succeeded was sent
+
+	holdings sync.Map // machine-ID holder secret → the epoch it was handed out under
 }
+
+// Held records that the machine-ID holding with secret holder was handed
+// out under the epoch token: a heartbeat that finds the ID gone from the
+// store under that same epoch has caught the store going back.
+func (s *State) Held(holder, token string) { s.holdings.Store(holder, token) }
+
+// HeldUnder returns the epoch the holding holder was handed out under, ""
+// when this store value did not hand it out or it was given back.
+func (s *State) HeldUnder(holder string) string {
+	token, _ := s.holdings.Load(holder)
+	t, _ := token.(string)
+	return t
+}
+
+// Released forgets the holding holder.
+func (s *State) Released(holder string) { s.holdings.Delete(holder) }
 
 // NewState returns the state of a store value that has not seen its store
 // yet. grace <= 0 waits for nothing.

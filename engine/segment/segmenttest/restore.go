@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 )
 
@@ -27,6 +29,9 @@ type Restore struct {
 	// Raise raises a counter as an operator does: `idforge store chain
 	// NAME -raise N`, the store's Admin().RaiseCounter.
 	Raise func(t *testing.T, name string, to int64)
+	// Machines opens the store's machine.Distributor, as a new process
+	// would.
+	Machines func(t *testing.T) machine.Distributor
 }
 
 // RunRestore checks what a store does when its counters may be older than
@@ -47,6 +52,9 @@ type Restore struct {
 //     and every other counter of the store becomes untrusted too, so a
 //     sequence used after the snapshot by a process now gone is refused,
 //     not handed out again from the snapshot's counter.
+//   - The same when a live store value's heartbeat finds its machine ID,
+//     claimed after the snapshot, gone from the store (IDs are never
+//     deleted).
 func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	t.Helper()
 	ctx := testContext(t)
@@ -158,4 +166,24 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	}
 	ExpectAbove(t, seer, 100, 200, "the live store value after it saw the store go back")
 	refused(open(t, floor)("gone"), "a sequence used after the snapshot by a process now gone, once a live one saw the store go back")
+
+	// Restored with its epoch under a live machine-ID holder that claimed
+	// its ID after the snapshot.
+	write("late", 0)
+	lateSeg := open(t, floor)("late")
+	expect(t, ctx, lateSeg, 100, 100)
+	m := r.Machines(t)
+	restore = r.Snapshot(t)
+	inst := machine.Instance{Namespace: "restore-suite", ID: "late"}
+	st, err := m.Distribute(ctx, inst, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ctx, lateSeg, 100, 200)
+	forget("late")
+	restore(t)
+	if err := m.Guard(ctx, inst, st); !errors.Is(err, engine.ErrStoreReset) || !strings.Contains(err.Error(), "gone from the store") {
+		t.Fatalf("a heartbeat whose machine ID, claimed after the snapshot, is gone: %v; want engine.ErrStoreReset saying the ID is gone from the store", err)
+	}
+	refused(open(t, floor)("late"), "a sequence used after the snapshot by a process now gone, once a heartbeat found its machine ID gone")
 }
