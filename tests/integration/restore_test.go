@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
+	gormpostgres "gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -92,7 +93,7 @@ func runRestoreWorker(cfg workerConfig) int {
 		}
 	}
 	defer reg.Close()
-	gdb, err := gorm.Open(gormmysql.Open(cfg.SQLDSN), &gorm.Config{Logger: logger.Discard})
+	gdb, err := gorm.Open(dialector(cfg.SQLDriver, cfg.SQLDSN), &gorm.Config{Logger: logger.Discard})
 	if err == nil {
 		err = gdb.Use(idplugin.New(idplugin.Settings{Registry: reg}))
 	}
@@ -138,14 +139,15 @@ func runRestoreWorker(cfg workerConfig) int {
 	return 0
 }
 
-// TestRestoreFromDump restores a mysqldump of the store's tables under
-// worker processes that write chain IDs into a tagged table (the GORM
-// plugin derives the chain's Floor from it) and draw a chain no Floor
-// knows. Each arm, on a database of its own: two workers on a store set up
-// with `idforge store init`; a dump once 200 rows are written; the workers
-// go on until both chains' counters are ten ranges past the dump, then
-// stop; the dump is restored; two new workers start and run until each
-// wrote 100 rows and drew 50 bare IDs or was refused them. Arms:
+// TestRestoreFromDump restores a dump of the store's tables (mysqldump on
+// MariaDB, pg_dump on PostgreSQL) under worker processes that write chain
+// IDs into a tagged table (the GORM plugin derives the chain's Floor from
+// it) and draw a chain no Floor knows. Each arm, on a database of its own:
+// two workers on a store set up with `idforge store init`; a dump once 200
+// rows are written; the workers go on until both chains' counters are ten
+// ranges past the dump, then stop; the dump is restored; two new workers
+// start and run until each wrote 100 rows and drew 50 bare IDs or was
+// refused them. Arms:
 //
 //   - procedure: the documented one, the store declared restored
 //     (`idforge store restored`, Admin().Restored). The bare chain is
@@ -158,38 +160,49 @@ func runRestoreWorker(cfg workerConfig) int {
 //     bare chain from the dump's counter, and the IDs drawn twice are
 //     counted, or the test could not fail. The tagged chain still has no
 //     ID stored twice: its Floor reads the rows.
-//   - live: one worker (its own bare chain) stays up while a data-only
-//     dump (REPLACE INTO) puts the counters back under it. Its next fetch
-//     finds its counter below what it got: it sees a reset, the store
-//     marks every counter untrusted, it goes on above what it held, and the
-//     new worker is refused the bare chain the stopped worker drew.
+//   - live (MariaDB): one worker (its own bare chain) stays up while a
+//     data-only dump (REPLACE INTO) puts the counters back under it. Its
+//     next fetch finds its counter below what it got: it sees a reset, the
+//     store marks every counter untrusted, it goes on above what it held,
+//     and the new worker is refused the bare chain the stopped worker drew.
 func TestRestoreFromDump(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs worker processes and mysqldump; skipped with -short")
+		t.Skip("runs worker processes and the databases' dump tools; skipped with -short")
 	}
-	for _, tool := range []string{"mysqldump", "mysql"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if testdb.Required() {
-				t.Fatalf("%s is required (IDFORGE_REQUIRE_SERVERS=1): %v", tool, err)
+	for _, kind := range []struct {
+		name  string
+		db    func(testing.TB) testdb.DB
+		tools []string
+		arms  []string
+	}{
+		{"mariadb", testdb.MariaDB, []string{"mysqldump", "mysql"}, []string{"procedure", "meta-emptied", "control", "live"}},
+		{"postgres", testdb.Postgres, []string{"pg_dump", "psql"}, []string{"procedure", "meta-emptied", "control"}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			for _, tool := range kind.tools {
+				if _, err := exec.LookPath(tool); err != nil {
+					if testdb.Required() {
+						t.Fatalf("%s is required (IDFORGE_REQUIRE_SERVERS=1): %v", tool, err)
+					}
+					t.Skipf("no %s: %v", tool, err)
+				}
 			}
-			t.Skipf("no %s: %v", tool, err)
-		}
-	}
-	for _, arm := range []string{"procedure", "meta-emptied", "control", "live"} {
-		t.Run(arm, func(t *testing.T) { restoreFromDump(t, arm) })
+			for _, arm := range kind.arms {
+				t.Run(arm, func(t *testing.T) { restoreFromDump(t, kind.db(t), arm) })
+			}
+		})
 	}
 }
 
-func restoreFromDump(t *testing.T, arm string) {
+func restoreFromDump(t *testing.T, d testdb.DB, arm string) {
 	ctx := t.Context()
-	d := testdb.MariaDB(t)
 	admin := d.Open(t)
 	st, err := sqlstore.Open(ctx, admin, sqlstore.Settings{CreateTables: true, Init: true}) // idforge store init
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
-	gdb, err := gorm.Open(gormmysql.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	gdb, err := gorm.Open(dialector(d.Driver, d.DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +217,7 @@ func restoreFromDump(t *testing.T, arm string) {
 	query := func(q string, args ...any) int64 {
 		t.Helper()
 		var n sql.NullInt64
-		if err := admin.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		if err := admin.QueryRowContext(ctx, d.Rebind(q), args...).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		return n.Int64
@@ -242,7 +255,7 @@ func restoreFromDump(t *testing.T, arm string) {
 	eventually(t, "200 rows written and bare IDs drawn", func() bool {
 		return rows() >= 200 && issued(a1, "bare") >= 50 && issued(a2, liveBare) >= 50
 	})
-	dump := mysqldump(t, d, live)
+	dump := dumpStore(t, d, live)
 	// The counters now are at least the dumped ones: go on ten ranges past.
 	names := slices.Compact([]string{"restore_rows", "bare", liveBare})
 	past := map[string]int64{}
@@ -263,7 +276,7 @@ func restoreFromDump(t *testing.T, arm string) {
 		a2.quit(t)
 		before = append(before, a2)
 	}
-	mysqlLoad(t, d, dump)
+	loadDump(t, d, dump)
 
 	switch arm {
 	case "procedure":
@@ -350,34 +363,56 @@ func restoreFromDump(t *testing.T, arm string) {
 	}
 }
 
-// mysqldump dumps the store's three tables of d: whole tables, or with
-// dataOnly REPLACE INTO statements only, which put the rows back in place
-// under running processes.
-func mysqldump(t *testing.T, d testdb.DB, dataOnly bool) []byte {
+// dumpStore dumps the store's three tables of d with mysqldump or pg_dump:
+// whole tables, or (MariaDB) with dataOnly REPLACE INTO statements only,
+// which put the rows back in place under running processes.
+func dumpStore(t *testing.T, d testdb.DB, dataOnly bool) []byte {
 	t.Helper()
-	args := append(mysqlArgs(t, d), "--single-transaction")
-	if dataOnly {
-		args = append(args, "--no-create-info", "--replace")
+	tables := []string{"idforge_segment", "idforge_machine", "idforge_meta"}
+	var cmd *exec.Cmd
+	if d.Driver == "pgx" {
+		args := []string{"--dbname=" + d.DSN, "--no-owner", "--clean", "--if-exists"}
+		for _, table := range tables {
+			args = append(args, "-t", table)
+		}
+		cmd = exec.CommandContext(t.Context(), "pg_dump", args...)
+	} else {
+		args := append(mysqlArgs(t, d), "--single-transaction")
+		if dataOnly {
+			args = append(args, "--no-create-info", "--replace")
+		}
+		cmd = exec.CommandContext(t.Context(), "mysqldump", append(append(args, d.Database), tables...)...)
 	}
-	args = append(args, d.Database, "idforge_segment", "idforge_machine", "idforge_meta")
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), "mysqldump", args...)
 	cmd.Stderr = &stderr
 	dump, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("mysqldump: %v: %s", err, stderr.String())
+		t.Fatalf("%s: %v: %s", cmd.Path, err, stderr.String())
 	}
 	return dump
 }
 
-// mysqlLoad runs a dump into d with the mysql client.
-func mysqlLoad(t *testing.T, d testdb.DB, dump []byte) {
+// loadDump runs a dump into d with the mysql or psql client.
+func loadDump(t *testing.T, d testdb.DB, dump []byte) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "mysql", append(mysqlArgs(t, d), d.Database)...)
+	var cmd *exec.Cmd
+	if d.Driver == "pgx" {
+		cmd = exec.CommandContext(t.Context(), "psql", "--dbname="+d.DSN, "-v", "ON_ERROR_STOP=1", "-q")
+	} else {
+		cmd = exec.CommandContext(t.Context(), "mysql", append(mysqlArgs(t, d), d.Database)...)
+	}
 	cmd.Stdin = bytes.NewReader(dump)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mysql < dump: %v: %s", err, out)
+		t.Fatalf("%s < dump: %v: %s", cmd.Path, err, out)
 	}
+}
+
+// dialector is GORM's dialector for a database/sql driver name and DSN.
+func dialector(driver, dsn string) gorm.Dialector {
+	if driver == "pgx" {
+		return gormpostgres.Open(dsn)
+	}
+	return gormmysql.Open(dsn)
 }
 
 // mysqlArgs are the client tools' connection flags for d's server.
