@@ -5,16 +5,19 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 	gormmysql "gorm.io/driver/mysql"
 	gormpostgres "gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
 	idplugin "github.com/idforge/idforge/gormplugin"
@@ -35,6 +39,8 @@ import (
 type restoreWork struct {
 	Bare string
 	Step int64 // the chains' segment size
+	// RowsDriver and RowsDSN open the database of the rows' table.
+	RowsDriver, RowsDSN string
 }
 
 // restoreRow is a row of TestRestoreFromDump's table. Seq draws from the
@@ -63,15 +69,23 @@ func runRestoreWorker(cfg workerConfig) int {
 	}()
 	o := &out{w: os.Stdout}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("worker", cfg.Name)
-	db, err := sql.Open(cfg.SQLDriver, cfg.SQLDSN)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
-		return 2
-	}
-	defer db.Close()
-	var st *sqlstore.Store
+	var st idforge.Store
 	for {
-		if st, err = sqlstore.Open(ctx, db); err == nil {
+		var err error
+		if cfg.Redis != "" {
+			c := redis.NewClient(&redis.Options{Addr: cfg.Redis, MaxRetries: -1, PoolSize: 4})
+			defer c.Close()
+			st, err = redisstore.Open(ctx, c, redisstore.Settings{Prefix: cfg.Prefix, AllowVolatile: true, Logger: log})
+		} else {
+			db, derr := sql.Open(cfg.SQLDriver, cfg.SQLDSN)
+			if derr != nil {
+				fmt.Fprintf(os.Stderr, "worker: %v\n", derr)
+				return 2
+			}
+			defer db.Close()
+			st, err = sqlstore.Open(ctx, db)
+		}
+		if err == nil {
 			break
 		}
 		log.Warn("opening the store, retrying", "err", err)
@@ -79,8 +93,8 @@ func runRestoreWorker(cfg workerConfig) int {
 			return 1
 		}
 	}
-	defer st.Close()
 	var reg *idforge.Registry
+	var err error
 	for {
 		reg, err = idforge.New(ctx, idforge.Settings{Store: st, Namespace: cfg.Namespace, Logger: log,
 			Chain: segment.Settings{Step: cfg.Restore.Step, MaxWait: 500 * time.Millisecond}})
@@ -93,7 +107,7 @@ func runRestoreWorker(cfg workerConfig) int {
 		}
 	}
 	defer reg.Close()
-	gdb, err := gorm.Open(dialector(cfg.SQLDriver, cfg.SQLDSN), &gorm.Config{Logger: logger.Discard})
+	gdb, err := gorm.Open(dialector(cfg.Restore.RowsDriver, cfg.Restore.RowsDSN), &gorm.Config{Logger: logger.Discard})
 	if err == nil {
 		err = gdb.Use(idplugin.New(idplugin.Settings{Registry: reg}))
 	}
@@ -105,12 +119,14 @@ func runRestoreWorker(cfg workerConfig) int {
 		return 1
 	}
 	o.printf("ready %d 0 0", reg.Stats().MachineID)
-	failing := map[string]bool{}
+	// The class of each generator's refusals since its last ID: a streak
+	// is reported once per class.
+	failing := map[string]string{}
 	refused := func(gen string, err error) {
-		if !failing[gen] {
-			o.printf("err %s %s %s", gen, refusalClass(err), oneLine(err))
+		if class := refusalClass(err); failing[gen] != class {
+			o.printf("err %s %s %s", gen, class, oneLine(err))
+			failing[gen] = class
 		}
-		failing[gen] = true
 		_ = clock.System.Sleep(ctx, 5*time.Millisecond)
 	}
 	for ctx.Err() == nil {
@@ -121,7 +137,7 @@ func runRestoreWorker(cfg workerConfig) int {
 			}
 			refused("tagged", err)
 		} else {
-			failing["tagged"] = false
+			failing["tagged"] = ""
 			o.printf("run tagged %d 1", row.Seq)
 		}
 		id, err := reg.NextID(ctx, "chain", cfg.Restore.Bare)
@@ -132,15 +148,16 @@ func runRestoreWorker(cfg workerConfig) int {
 			refused(cfg.Restore.Bare, err)
 			continue
 		}
-		failing[cfg.Restore.Bare] = false
+		failing[cfg.Restore.Bare] = ""
 		o.printf("run %s %d 1", cfg.Restore.Bare, id)
 	}
 	o.printf("stats 0 0 -")
 	return 0
 }
 
-// TestRestoreFromDump restores a dump of the store's tables (mysqldump on
-// MariaDB, pg_dump on PostgreSQL) under worker processes that write chain
+// TestRestoreFromDump restores a dump of the store (mysqldump on MariaDB,
+// pg_dump on PostgreSQL, an RDB file on Redis, the rows then in MariaDB)
+// under worker processes that write chain
 // IDs into a tagged table (the GORM plugin derives the chain's Floor from
 // it) and draw a chain no Floor knows. Each arm, on a database of its own:
 // two workers on a store set up with `idforge store init`; a dump once 200
@@ -152,16 +169,17 @@ func runRestoreWorker(cfg workerConfig) int {
 //   - procedure: the documented one, the store declared restored
 //     (`idforge store restored`, Admin().Restored). The bare chain is
 //     refused with engine.ErrNoFloor; no ID is stored twice.
-//   - meta-emptied: idforge_meta emptied instead, the procedure these docs
-//     gave before. The store marks its counters untrusted at the next Open:
-//     the same outcome.
+//   - epoch-deleted: idforge_meta emptied (the Redis epoch key deleted)
+//     instead, the procedure these docs gave before. The store marks its
+//     counters untrusted at the next Open: the same outcome.
 //   - control: the dump restored with its epoch and nothing else. Nothing
 //     can tell it from the store that was dumped: the new workers draw the
 //     bare chain from the dump's counter, and the IDs drawn twice are
 //     counted, or the test could not fail. The tagged chain still has no
 //     ID stored twice: its Floor reads the rows.
-//   - live (MariaDB): one worker (its own bare chain) stays up while a
-//     data-only dump (REPLACE INTO) puts the counters back under it. Its
+//   - live (MariaDB, Redis): one worker (its own bare chain) stays up while
+//     a data-only dump (REPLACE INTO), or the Redis restarted from the old
+//     RDB file, puts the counters back under it. Its
 //     next fetch finds its counter below what it got: it sees a reset, the
 //     store marks every counter untrusted, it goes on above what it held,
 //     and the new worker is refused the bare chain the stopped worker drew.
@@ -171,12 +189,16 @@ func TestRestoreFromDump(t *testing.T) {
 	}
 	for _, kind := range []struct {
 		name  string
-		db    func(testing.TB) testdb.DB
+		side  func(t *testing.T) (restoreSide, testdb.DB)
 		tools []string
 		arms  []string
 	}{
-		{"mariadb", testdb.MariaDB, []string{"mysqldump", "mysql"}, []string{"procedure", "meta-emptied", "control", "live"}},
-		{"postgres", testdb.Postgres, []string{"pg_dump", "psql"}, []string{"procedure", "meta-emptied", "control"}},
+		{"mariadb", func(t *testing.T) (restoreSide, testdb.DB) { d := testdb.MariaDB(t); return sqlSide(t, d), d },
+			[]string{"mysqldump", "mysql"}, []string{"procedure", "epoch-deleted", "control", "live"}},
+		{"postgres", func(t *testing.T) (restoreSide, testdb.DB) { d := testdb.Postgres(t); return sqlSide(t, d), d },
+			[]string{"pg_dump", "psql"}, []string{"procedure", "epoch-deleted", "control"}},
+		{"redis", func(t *testing.T) (restoreSide, testdb.DB) { return redisSide(t), testdb.MariaDB(t) },
+			[]string{"redis-server"}, []string{"procedure", "epoch-deleted", "control", "live"}},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			for _, tool := range kind.tools {
@@ -188,20 +210,129 @@ func TestRestoreFromDump(t *testing.T) {
 				}
 			}
 			for _, arm := range kind.arms {
-				t.Run(arm, func(t *testing.T) { restoreFromDump(t, kind.db(t), arm) })
+				t.Run(arm, func(t *testing.T) {
+					side, rowsDB := kind.side(t)
+					restoreFromDump(t, side, rowsDB, arm)
+				})
 			}
 		})
 	}
 }
 
-func restoreFromDump(t *testing.T, d testdb.DB, arm string) {
+// restoreSide is the store a restore arm runs on.
+type restoreSide struct {
+	cfg     workerConfig            // the store's part of a worker's configuration
+	counter func(name string) int64 // a sequence's counter as the store holds it
+	// backup dumps the store (with dataOnly, in a form that loads under
+	// running processes) and returns what restores the dump.
+	backup    func(t *testing.T, dataOnly bool) (restore func(t *testing.T))
+	declare   func(t *testing.T) // idforge store restored
+	dropEpoch func(t *testing.T) // idforge_meta emptied, the Redis epoch key deleted
+}
+
+// sqlSide is the SQL store on d, set up as `idforge store init` does, dumped
+// with mysqldump or pg_dump.
+func sqlSide(t *testing.T, d testdb.DB) restoreSide {
 	ctx := t.Context()
 	admin := d.Open(t)
-	st, err := sqlstore.Open(ctx, admin, sqlstore.Settings{CreateTables: true, Init: true}) // idforge store init
+	st, err := sqlstore.Open(ctx, admin, sqlstore.Settings{CreateTables: true, Init: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
+	return restoreSide{
+		cfg: workerConfig{SQLDriver: d.Driver, SQLDSN: d.DSN},
+		counter: func(name string) int64 {
+			var n sql.NullInt64
+			if err := admin.QueryRowContext(ctx, d.Rebind("SELECT MAX(last_max_id) FROM idforge_segment WHERE name = ?"), name).Scan(&n); err != nil {
+				t.Fatalf("reading the counter of %s: %v", name, err)
+			}
+			return n.Int64
+		},
+		backup: func(t *testing.T, dataOnly bool) func(t *testing.T) {
+			dump := dumpStore(t, d, dataOnly)
+			return func(t *testing.T) { loadDump(t, d, dump) }
+		},
+		declare: func(t *testing.T) {
+			st, err := sqlstore.Open(ctx, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Admin().Restored(ctx); err != nil {
+				t.Fatalf("declaring the store restored: %v", err)
+			}
+		},
+		dropEpoch: func(t *testing.T) {
+			if _, err := admin.ExecContext(ctx, "DELETE FROM idforge_meta"); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+}
+
+// redisSide is a Redis of the test's own (RDB only, saved on demand), set
+// up as `idforge store init` does. A backup is its dump.rdb after SAVE; a
+// restore kills the server, puts the file back and starts it, which loads
+// it, under running processes or not.
+func redisSide(t *testing.T) restoreSide {
+	ctx := t.Context()
+	srv := testdb.StartRedisServer(t, testdb.RedisVolatile()...)
+	client := srv.Client(t)
+	const prefix = "{restore}:"
+	open := func(init bool) *redisstore.Store {
+		st, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: prefix, AllowVolatile: true, Init: init, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	open(true) // idforge store init
+	rdb := filepath.Join(srv.Dir(), "dump.rdb")
+	return restoreSide{
+		cfg: workerConfig{Redis: srv.Addr(), Prefix: prefix},
+		counter: func(name string) int64 {
+			n, err := client.Get(ctx, prefix+"segment:"+name).Int64()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatalf("reading the counter of %s: %v", name, err)
+			}
+			return n
+		},
+		backup: func(t *testing.T, _ bool) func(t *testing.T) {
+			if err := client.Save(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			saved, err := os.ReadFile(rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T) {
+				srv.Kill()
+				if err := os.WriteFile(rdb, saved, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+		declare: func(t *testing.T) {
+			if err := open(false).Admin().Restored(ctx); err != nil {
+				t.Fatalf("declaring the store restored: %v", err)
+			}
+		},
+		dropEpoch: func(t *testing.T) {
+			// redisstore's key layout: the epoch beside the counters.
+			if err := client.Del(ctx, prefix+"epoch").Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+}
+
+func restoreFromDump(t *testing.T, side restoreSide, d testdb.DB, arm string) {
+	ctx := t.Context()
+	admin := d.Open(t)
 	gdb, err := gorm.Open(dialector(d.Driver, d.DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +342,10 @@ func restoreFromDump(t *testing.T, d testdb.DB, arm string) {
 	}
 	const step = 20
 	worker := func(name, bare string) *workerProc {
-		return startWorker(t, workerConfig{Name: name, Namespace: "restore", SQLDriver: d.Driver, SQLDSN: d.DSN,
-			Restore: &restoreWork{Bare: bare, Step: step}})
+		cfg := side.cfg
+		cfg.Name, cfg.Namespace = name, "restore"
+		cfg.Restore = &restoreWork{Bare: bare, Step: step, RowsDriver: d.Driver, RowsDSN: d.DSN}
+		return startWorker(t, cfg)
 	}
 	query := func(q string, args ...any) int64 {
 		t.Helper()
@@ -222,9 +355,7 @@ func restoreFromDump(t *testing.T, d testdb.DB, arm string) {
 		}
 		return n.Int64
 	}
-	counter := func(name string) int64 {
-		return query("SELECT MAX(last_max_id) FROM idforge_segment WHERE name = ?", name)
-	}
+	counter := side.counter
 	rows := func() int64 { return query("SELECT COUNT(*) FROM restore_rows") }
 	issued := func(p *workerProc, gen string) int64 {
 		p.mu.Lock()
@@ -255,7 +386,7 @@ func restoreFromDump(t *testing.T, d testdb.DB, arm string) {
 	eventually(t, "200 rows written and bare IDs drawn", func() bool {
 		return rows() >= 200 && issued(a1, "bare") >= 50 && issued(a2, liveBare) >= 50
 	})
-	dump := dumpStore(t, d, live)
+	restore := side.backup(t, live)
 	// The counters now are at least the dumped ones: go on ten ranges past.
 	names := slices.Compact([]string{"restore_rows", "bare", liveBare})
 	past := map[string]int64{}
@@ -276,22 +407,13 @@ func restoreFromDump(t *testing.T, d testdb.DB, arm string) {
 		a2.quit(t)
 		before = append(before, a2)
 	}
-	loadDump(t, d, dump)
+	restore(t)
 
 	switch arm {
 	case "procedure":
-		st, err := sqlstore.Open(ctx, admin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Admin().Restored(ctx); err != nil {
-			t.Fatalf("declaring the store restored: %v", err)
-		}
-		st.Close()
-	case "meta-emptied":
-		if _, err := admin.ExecContext(ctx, "DELETE FROM idforge_meta"); err != nil {
-			t.Fatal(err)
-		}
+		side.declare(t)
+	case "epoch-deleted":
+		side.dropEpoch(t)
 	case "live":
 		eventually(t, "the live worker seeing the store go back", func() bool {
 			return refusals(a2, "tagged", "store_reset")+refusals(a2, liveBare, "store_reset") > 0
