@@ -1,7 +1,9 @@
 // Package storeepoch is the part of the store-reset protocol that
 // engine/sqlstore and engine/redisstore share: epoch tokens, the grace a
-// store value waits after adopting a new epoch, and the per-name floors it
-// re-seeds.
+// store value waits after adopting a new epoch, the per-name floors it
+// re-seeds, the epoch each machine-ID holding was handed out under, and the
+// refusals of a sequence without a Floor (missing, or its counter
+// untrusted after a restore).
 //
 // A store keeps an epoch token, written when its state is first created.
 // Every operation that hands something out (or heartbeats it) sends the token
