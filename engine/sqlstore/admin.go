@@ -132,7 +132,7 @@ func (s admin) Counter(ctx context.Context, name string) (counter int64, found b
 // RaiseCounter.
 func (s admin) Restored(ctx context.Context) error {
 	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
-	if _, err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+	if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
 		if _, err := s.meta.create.execIn(ctx, tx, fresh); err != nil {
 			return false, err
 		}

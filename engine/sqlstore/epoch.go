@@ -98,7 +98,7 @@ func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) 
 			return token, err
 		}
 		fresh := storeepoch.NewToken(s.cfg.Clock.Now())
-		if _, err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+		if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
 			// Created by a racer meanwhile: it marked the counters.
 			return affected1(s.meta.create.execIn(ctx, tx, fresh))
 		}); err != nil {
@@ -181,7 +181,7 @@ func (s *Store) wentBack(ctx context.Context, token, what string, counter, floor
 // epoch now stored and returns the reset error (see wentBack).
 func (s *Store) goneBack(ctx context.Context, token, what string) error {
 	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
-	if _, err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+	if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
 		return affected1(s.meta.replace.execIn(ctx, tx, fresh, token))
 	}); err != nil {
 		return s.unavailable(what+": replacing the epoch of a store that went back", err)
@@ -195,21 +195,14 @@ func (s *Store) goneBack(ctx context.Context, token, what string) error {
 
 // untrustAll marks every trusted counter untrusted, then runs set, which
 // writes the epoch and reports whether to commit, in one transaction:
-// no process sees the new epoch without the marks. It returns the number
-// of counters marked.
-func (s *Store) untrustAll(ctx context.Context, set func(tx *sql.Tx) (bool, error)) (int64, error) {
-	var marked int64
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		res, err := s.meta.untrust.execIn(ctx, tx)
-		if err != nil {
-			return false, err
-		}
-		if marked, err = res.RowsAffected(); err != nil {
+// no process sees the new epoch without the marks.
+func (s *Store) untrustAll(ctx context.Context, set func(tx *sql.Tx) (bool, error)) error {
+	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		if _, err := s.meta.untrust.execIn(ctx, tx); err != nil {
 			return false, err
 		}
 		return set(tx)
 	})
-	return marked, err
 }
 
 // affected1 reports whether a statement changed exactly one row.
