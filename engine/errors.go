@@ -51,10 +51,12 @@ var (
 	// ErrClosed: the generator, chain or registry was closed.
 	ErrClosed = errors.New("idforge: closed")
 	// ErrNoFloor: a sequence is missing from a store that was not initialised
-	// as brand-new, so it may have been wiped after handing out IDs, and no
-	// [Floor] says where the sequence's data ends. Give a Floor (the GORM
-	// plugin and the sharding repositories derive one from the tagged
-	// columns), or mark a store that never handed out IDs brand-new with
-	// `idforge store init`.
+	// as brand-new, so it may have been wiped after handing out IDs, or its
+	// counter is untrusted (the store was declared restored, found without
+	// its epoch, or caught going back), and no [Floor] says where the
+	// sequence's data ends. Give a Floor (the GORM plugin and the sharding
+	// repositories derive one from the tagged columns), mark a store that
+	// never handed out IDs brand-new with `idforge store init`, or raise
+	// the counter with `idforge store chain NAME -raise N`.
 	ErrNoFloor = errors.New("idforge: sequence has no floor")
 )

@@ -107,9 +107,11 @@ var commands = []command{
 			"machines lists the machine IDs of -namespace: holder instance, stable, held, last timestamp.\n" +
 			"release gives one back (keeping its last timestamp for the next holder to wait out); a holder that\n" +
 			"heartbeated within the store's reset grace is refused unless -force. chain shows a sequence's\n" +
-			"counter; with -raise N it raises it to at least N, never lowering it. ride-through rewrites the\n" +
-			"window the store records, with every process of the store stopped. All of them work on the\n" +
-			"SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve -proxy."},
+			"counter; with -raise N it raises it to at least N, never lowering it. restored, run after restoring\n" +
+			"the store from a backup, gives it a new epoch and marks every sequence untrusted: each then starts\n" +
+			"only above a Floor or a -raise, and running processes go on above what they held. All of them work\n" +
+			"on the SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve\n" +
+			"-proxy."},
 	{"version", "", "print the module version and VCS revision it was built from", setupVersion, ""},
 }
 

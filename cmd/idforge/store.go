@@ -196,6 +196,7 @@ var storeActions = []struct{ name, arg string }{
 	{"release", "MACHINE_ID"},
 	{"chain", "NAME"},
 	{"ride-through", "DURATION"},
+	{"restored", ""},
 }
 
 // storeActionList is the actions as usage shows them: init, machines,
@@ -317,7 +318,8 @@ func storeInit(ad storeadmin.Ops, store string, began time.Time, existsOK, windo
 	return err
 }
 
-// storeAction runs machines, release or chain on an opened store.
+// storeAction runs machines, release, chain, ride-through or restored on an
+// opened store.
 func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
@@ -359,6 +361,13 @@ func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []s
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "ride-through window %v (was %v): start every process of the store with RideThrough %v\n", w, old, w)
+		return err
+	case "restored":
+		if err := ad.Restored(ctx); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(stdout, "declared restored: a new epoch, every sequence untrusted: running processes see a reset and go on above what they held;"+
+			" any other sequence starts only above a Floor (the GORM plugin and the sharding repositories derive one) or after `idforge store chain NAME -raise N`")
 		return err
 	default: // chain
 		name := args[0]

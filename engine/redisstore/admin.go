@@ -26,7 +26,7 @@ import (
 type admin struct{ *Store }
 
 // Admin returns the operator's commands on the store, for the idforge
-// command line (`idforge store machines|release|chain`).
+// command line (`idforge store machines|release|chain|restored`).
 func (s *Store) Admin() storeadmin.Ops { return admin{s} }
 
 // The operator's commands (`idforge store`) ignore the epoch, which an
@@ -144,8 +144,8 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 	}
 	// The script compares non-negative decimals; a counter is never below
 	// 0, so a lower target raises nothing.
-	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
-		token, 0, s.cfg.Start, max(to, 0), "", "0").Slice()
+	res, err := segmentScript.Eval(ctx, s.client, s.segmentKeys(name),
+		token, 0, s.cfg.Start, max(to, 0), "", "0", "0", name).Slice()
 	if err != nil {
 		return 0, s.unavailable(what, err)
 	}
@@ -158,6 +158,18 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 		return 0, s.reset(ctx, token, r.str(1), what)
 	}
 	return 0, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
+}
+
+// Restored declares the store restored: one script gives the store a new
+// epoch and marks every counter untrusted. Processes of the old epoch see
+// a reset at their next operation, wait the reset grace and re-seed what
+// they used above what they got; every other counter is served only above
+// a Floor or after RaiseCounter.
+func (s admin) Restored(ctx context.Context) error {
+	if _, err := s.declareRestored(ctx, ""); err != nil {
+		return s.unavailable("declaring the store restored", err)
+	}
+	return nil
 }
 
 // SetRideThrough rewrites the ride-through window the store records. A

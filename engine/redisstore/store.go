@@ -123,9 +123,12 @@ var (
 	createEpochSrc string
 	//go:embed scripts/segment.lua
 	segmentSrc string
+	//go:embed scripts/restored.lua
+	restoredSrc string
 
 	createEpochScript = redis.NewScript(createEpochSrc)
 	segmentScript     = redis.NewScript(epochCheck + segmentSrc)
+	restoredScript    = redis.NewScript(restoredSrc)
 )
 
 // Store keeps segments and machine-ID assignments in one Redis (or Redis
@@ -256,14 +259,24 @@ func (s *Store) epochKey() string { return s.base + "epoch" }
 // segmentKey is the key holding the last max ID of the segment name.
 func (s *Store) segmentKey(name string) string { return s.base + "segment:" + name }
 
+// segmentKeys are the keys of the segment script for the segment name: the
+// epoch, its counter, the restore count and the trusted hash (see
+// scripts/restored.lua).
+func (s *Store) segmentKeys(name string) []string {
+	return []string{s.epochKey(), s.segmentKey(name), s.base + "restores", s.base + "trusted"}
+}
+
 // createEpoch makes the store's epoch exist and returns it; a new one is
-// brand-new if so asked.
+// brand-new if so asked. A new epoch marks every counter the store still
+// holds untrusted, in the same script: a store found without an epoch may
+// have lost it alone (the key deleted, a snapshot restored without it).
 func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) {
 	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
 	if brandNew {
 		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
 	}
-	token, err := createEpochScript.Eval(ctx, s.client, []string{s.epochKey()}, fresh).Text()
+	keys := s.segmentKeys("")
+	token, err := createEpochScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, fresh).Text()
 	if err != nil {
 		return "", s.unavailable("creating the epoch", err)
 	}
@@ -283,8 +296,8 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // raise lifts the segment name to at least floor under the epoch token
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
-		token, 0, s.cfg.Start, floor, "", "0").Slice()
+	res, err := segmentScript.Eval(ctx, s.client, s.segmentKeys(name),
+		token, 0, s.cfg.Start, floor, "", "0", "0", name).Slice()
 	if err != nil {
 		return err
 	}
@@ -305,6 +318,27 @@ func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 func (s admin) EpochCreated() time.Time {
 	t, _ := storeepoch.Created(s.epoch.Token())
 	return t
+}
+
+// declareRestored runs scripts/restored.lua: a new epoch and every counter
+// untrusted, only while the epoch is seen unless seen is "". It returns
+// the epoch now stored.
+func (s *Store) declareRestored(ctx context.Context, seen string) (string, error) {
+	keys := s.segmentKeys("")
+	return restoredScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, storeepoch.NewToken(s.cfg.Clock.Now()), seen).Text()
+}
+
+// wentBack handles a machine ID this process holds found missing from the
+// store under its epoch (IDs are never deleted): the store went back, so
+// any counter may be older than what was handed out. It declares the store
+// restored unless another process replaced the epoch first, adopts the
+// epoch now stored and returns the reset error.
+func (s *Store) wentBack(ctx context.Context, token, what string) error {
+	current, err := s.declareRestored(ctx, token)
+	if err != nil {
+		return s.unavailable(what+": declaring restored a store that went back", err)
+	}
+	return s.reset(ctx, token, current, what)
 }
 
 // reset handles a script's 'reset' reply: the store value adopts the epoch

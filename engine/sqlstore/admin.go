@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 type admin struct{ *Store }
 
 // Admin returns the operator's commands on the store, for the idforge
-// command line (`idforge store machines|release|chain`).
+// command line (`idforge store machines|release|chain|restored`).
 func (s *Store) Admin() storeadmin.Ops { return admin{s} }
 
 // adminStmts serve the operator's commands (`idforge store`), not the
@@ -123,7 +124,30 @@ func (s admin) Counter(ctx context.Context, name string) (counter int64, found b
 	if err != nil {
 		return 0, false, s.unavailable("reading sequence "+name, err)
 	}
+	if counter < 0 {
+		counter = untrustedCounter(counter)
+	}
 	return counter, found, nil
+}
+
+// Restored declares the store restored: in one transaction it marks every
+// counter untrusted and gives the store a new epoch (creating the epoch
+// row if it is missing). Processes of the old epoch see a reset at their
+// next operation, wait the reset grace and re-seed what they used above
+// what they got; every other counter is served only above a Floor or after
+// RaiseCounter.
+func (s admin) Restored(ctx context.Context) error {
+	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
+	if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+		if _, err := s.meta.create.execIn(ctx, tx, fresh); err != nil {
+			return false, err
+		}
+		_, err := s.meta.overwrite.execIn(ctx, tx, fresh)
+		return err == nil, err
+	}); err != nil {
+		return s.unavailable("declaring the store restored", err)
+	}
+	return nil
 }
 
 // RaiseCounter raises the sequence name's counter to at least to, never

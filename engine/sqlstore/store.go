@@ -447,6 +447,38 @@ func (st *stmt) turn(ctx context.Context) (func(), error) {
 	}
 }
 
+// execIn runs the statement in tx, unprepared: for the few statements a
+// transaction needs (see [Store.inTx]).
+func (st *stmt) execIn(ctx context.Context, tx *sql.Tx, args ...any) (sql.Result, error) {
+	return tx.ExecContext(ctx, st.query, st.args(args)...)
+}
+
+// inTx runs f in one transaction, holding the store's SQLite turn
+// throughout (f runs its statements with execIn, never exec), and commits
+// when f returns true, else rolls back.
+func (s *Store) inTx(ctx context.Context, f func(tx *sql.Tx) (commit bool, err error)) error {
+	if s.closed.Load() {
+		return engine.ErrClosed
+	}
+	if s.one != nil {
+		select {
+		case s.one <- struct{}{}:
+			defer func() { <-s.one }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	commit, err := f(tx)
+	if err != nil || !commit {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
 // queryRow scans the first row into dest; it returns false, nil when the
 // statement returned no row.
 func (st *stmt) queryRow(ctx context.Context, dest []any, args ...any) (bool, error) {

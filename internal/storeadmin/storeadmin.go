@@ -1,6 +1,6 @@
 // Package storeadmin is the contract between the stores and the operator's
 // commands of `idforge store`: list machine IDs, give one back, show or
-// raise a sequence's counter. engine/sqlstore and engine/redisstore answer
+// raise a sequence's counter, declare a store restored. engine/sqlstore and engine/redisstore answer
 // it through their Admin method; cmd/idforge is its only user, so it stays
 // out of the public API. It imports engine/machine only.
 package storeadmin
@@ -40,11 +40,20 @@ type Ops interface {
 	// with an error wrapping engine.ErrInstanceInUse unless force is set.
 	Release(ctx context.Context, namespace string, machineID int64, force bool) error
 	// Counter returns the counter of the sequence name (the last ID handed
-	// out) and whether the sequence exists.
+	// out; of an untrusted counter, what the store holds) and whether the
+	// sequence exists.
 	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
 	// RaiseCounter raises the counter of name to at least to (never
-	// lowers it) and returns the counter.
+	// lowers it), which makes an untrusted counter trusted, and returns the
+	// counter.
 	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
+	// Restored declares the store's state older than what was handed out
+	// (restored from a backup, copied, rolled back by a failover): a new
+	// epoch, so every live process sees a reset, and every counter marked
+	// untrusted, so a sequence is served again only above a Floor, a
+	// re-seed by a live process that used it, or a RaiseCounter. Both in
+	// one transaction (SQL) or script (Redis).
+	Restored(ctx context.Context) error
 	// SetRideThrough rewrites the ride-through window the store records
 	// and returns the one it replaced (0 when there was none). While a
 	// machine ID was heartbeated within the old window plus the reset

@@ -110,6 +110,9 @@ type workerConfig struct {
 	// the registry is closed: the generator has then used timestamps ahead
 	// of the clock Close reads.
 	StepBackAtQuit time.Duration
+	// Restore, when set, makes the worker the restore test's instead
+	// (restore_test.go): rows through GORM and a chain without a Floor.
+	Restore *restoreWork
 }
 
 type pace struct {
@@ -172,6 +175,9 @@ func (o *out) printf(format string, args ...any) {
 }
 
 func runWorker(cfg workerConfig) int {
+	if cfg.Restore != nil {
+		return runRestoreWorker(cfg)
+	}
 	ctx, quit := context.WithCancel(context.Background())
 	defer quit()
 	o := &out{w: os.Stdout}

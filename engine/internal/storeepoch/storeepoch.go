@@ -1,7 +1,9 @@
 // Package storeepoch is the part of the store-reset protocol that
 // engine/sqlstore and engine/redisstore share: epoch tokens, the grace a
-// store value waits after adopting a new epoch, and the per-name floors it
-// re-seeds.
+// store value waits after adopting a new epoch, the per-name floors it
+// re-seeds, the epoch each machine-ID holding was handed out under, and the
+// refusals of a sequence without a Floor (missing, or its counter
+// untrusted after a restore).
 //
 // A store keeps an epoch token, written when its state is first created.
 // Every operation that hands something out (or heartbeats it) sends the token
@@ -235,6 +237,8 @@ type State struct {
 	log        *slog.Logger // the wait line; nil: none
 	store      string       // the store's name, for the wait line
 	waitLogged string       // the token whose wait was logged
+
+	holdings sync.Map // machine-ID holder secret → the epoch it was handed out under
 }
 
 // LogWaits makes Wait log one line per epoch it waits for, naming store.
@@ -243,6 +247,22 @@ func (s *State) LogWaits(log *slog.Logger, store string) {
 	defer s.mu.Unlock()
 	s.log, s.store = log, store
 }
+
+// Held records that the machine-ID holding with secret holder was handed
+// out under the epoch token: a heartbeat that finds the ID gone from the
+// store under that same epoch has caught the store going back.
+func (s *State) Held(holder, token string) { s.holdings.Store(holder, token) }
+
+// HeldUnder returns the epoch the holding holder was handed out under, ""
+// when this store value did not hand it out or it was given back.
+func (s *State) HeldUnder(holder string) string {
+	token, _ := s.holdings.Load(holder)
+	t, _ := token.(string)
+	return t
+}
+
+// Released forgets the holding holder.
+func (s *State) Released(holder string) { s.holdings.Delete(holder) }
 
 // NewState returns the state of a store value that has not seen its store
 // yet. grace <= 0 waits for nothing.
@@ -574,6 +594,24 @@ func NoFloorError(store, name string, why error) error {
 		"or, on a store that never handed out IDs, run idforge store init (see docs/errors.md)", store, name, engine.ErrNoFloor)
 	// The registry's own answer when no Floor was added says nothing more.
 	if why != nil && why.Error() != engine.ErrNoFloor.Error() {
+		return fmt.Errorf("%w (the Floor: %v)", err, why)
+	}
+	return err
+}
+
+// UntrustedError is the refusal of a store (named store) to serve the
+// sequence name from a counter that may be older than what was handed out:
+// the store was declared restored (`idforge store restored`), was found
+// without its epoch while holding counters, or went back under a live
+// process. counter is what the store holds, a lower bound only; why is the
+// Floor's own ErrNoFloor answer, if it gave one.
+func UntrustedError(store, name string, counter int64, why error) error {
+	err := fmt.Errorf("%s: segment %q: %w: its counter (%d) may be older than what was handed out "+
+		"(the store was declared restored, was found without its epoch, or went back), so it is served only above a Floor "+
+		"that reads where the data ends (the GORM plugin and the sharding repositories derive one from the tagged columns; "+
+		"stores take Settings.Floor), or once an operator who knows where the data ends runs `idforge store chain %s -raise N`",
+		store, name, engine.ErrNoFloor, counter, name)
+	if why != nil {
 		return fmt.Errorf("%w (the Floor: %v)", err, why)
 	}
 	return err
