@@ -8,10 +8,9 @@ import (
 	"sync"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/dated"
-	idkind "github.com/idforge/idforge/internal/kind"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // Dated returns the dated chain name in format: business numbers such as
@@ -59,7 +58,7 @@ func (r *Registry) Dated(name, format string) (func(ctx context.Context) (string
 		return nil, fmt.Errorf("%w: dated format %q needs a chain name", engine.ErrInvalidConfig, format)
 	case r.store == nil:
 		return nil, fmt.Errorf("%w: dated chain %q: kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st}))",
-			engine.ErrUnknownGenerator, name, idkind.Chain)
+			engine.ErrUnknownGenerator, name, genreg.Chain)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -121,12 +120,12 @@ type series struct {
 
 type period struct {
 	key   string
-	chain segmenthook.Chain
+	chain *chain.Chain
 }
 
 // chain returns the chain of the period key, building it if the series has
 // none, and closing the oldest of the two it held.
-func (s *series) chain(key string) (segmenthook.Chain, error) {
+func (s *series) chain(key string) (*chain.Chain, error) {
 	s.mu.Lock()
 	for _, p := range s.periods {
 		if p.chain != nil && p.key == key {
@@ -138,14 +137,11 @@ func (s *series) chain(key string) (segmenthook.Chain, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: dated chain %q", engine.ErrClosed, s.name)
 	}
-	g, err := s.r.sequence(s.r.store, s.r.chain, s.name+":"+key, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
-		return segmenthook.NewChain(d, cs, o)
-	})
+	c, err := s.r.newChain(s.r.store, s.r.chain, s.name+":"+key)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("dated chain %q, period %s: %w", s.name, key, err)
 	}
-	c := g.(segmenthook.Chain)
 	old := s.periods[1].chain
 	s.periods[1], s.periods[0] = s.periods[0], period{key: key, chain: c}
 	s.mu.Unlock()
@@ -156,7 +152,7 @@ func (s *series) chain(key string) (segmenthook.Chain, error) {
 }
 
 // retired reports whether c is no longer one of the series' chains.
-func (s *series) retired(c segmenthook.Chain) bool {
+func (s *series) retired(c *chain.Chain) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.closed && s.periods[0].chain != c && s.periods[1].chain != c
@@ -179,9 +175,9 @@ func (s *series) close() error {
 }
 
 // release stops holding c and closes it.
-func (r *Registry) release(c segmenthook.Chain) error {
+func (r *Registry) release(c *chain.Chain) error {
 	r.mu.Lock()
-	r.held = slices.DeleteFunc(r.held, func(g discarder) bool { return g == c })
+	r.chains = slices.DeleteFunc(r.chains, func(g *chain.Chain) bool { return g == c })
 	r.mu.Unlock()
 	return c.Close()
 }

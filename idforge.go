@@ -19,10 +19,9 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/genreg"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/segmenthook"
 	"github.com/idforge/idforge/internal/uuidv7"
 )
 
@@ -127,18 +126,12 @@ type Registry struct {
 	logger *slog.Logger
 	zone   *time.Location
 
-	mu     sync.Mutex
-	held   []discarder               // every chain and segment generator built, for a store reset
-	floors map[string][]engine.Floor // by sequence name, see AddFloor
-	series map[string]*series        // dated chains, by name and period
-	closed bool
-}
-
-// discarder is a generator that holds IDs drawn from the store and can drop
-// them: segmenthook.Chain and segmenthook.Single.
-type discarder interface {
-	engine.Generator
-	Discard(cause error)
+	mu      sync.Mutex
+	chains  []*chain.Chain            // every chain built, for a store reset and Stats
+	singles []*chain.Single           // every segment generator built, for a store reset
+	floors  map[string][]engine.Floor // by sequence name, see AddFloor
+	series  map[string]*series        // dated chains, by name and period
+	closed  bool
 }
 
 // New builds a registry: it leases a machine ID (waiting out the last
@@ -169,19 +162,27 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		r.sf.Close()
 		return nil, err
 	}
-	if err := errors.Join(r.gens.Register(idkind.Snowflake, "", r.stats.wrap(idkind.Snowflake, "", r.sf)),
-		r.gens.Register(idkind.UUIDv7, "", r.stats.wrap(idkind.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
+	if err := errors.Join(r.gens.Register(genreg.Snowflake, "", r.stats.wrap(genreg.Snowflake, "", r.sf)),
+		r.gens.Register(genreg.UUIDv7, "", r.stats.wrap(genreg.UUIDv7, "", uuidv7.New(s.Snowflake.Clock)))); err != nil {
 		r.sf.Close()
 		return nil, err
 	}
 	if s.Store != nil {
-		chain := r.segmentFactory(idkind.Chain, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
-			return segmenthook.NewChain(d, cs, o)
-		})
-		single := r.segmentFactory(idkind.Segment, s.Store, s.Chain, func(d segment.Distributor, cs segment.Settings, o segmenthook.Owned) (discarder, error) {
-			return segmenthook.New(d, cs, o)
-		})
-		if err := errors.Join(r.gens.RegisterFactory(idkind.Chain, chain), r.gens.RegisterFactory(idkind.Segment, single)); err != nil {
+		chains := func(ctx context.Context, name string) (engine.Generator, error) {
+			c, err := r.newChain(s.Store, s.Chain, name)
+			if err != nil {
+				return nil, err
+			}
+			return r.stats.wrapChain(name, c), nil
+		}
+		singles := func(ctx context.Context, name string) (engine.Generator, error) {
+			g, err := r.newSingle(s.Store, s.Chain, name)
+			if err != nil {
+				return nil, err
+			}
+			return r.stats.wrapSingle(name, g), nil
+		}
+		if err := errors.Join(r.gens.RegisterFactory(genreg.Chain, chains), r.gens.RegisterFactory(genreg.Segment, singles)); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -202,7 +203,7 @@ func (r *Registry) resolveFence(s *Settings) error {
 	case f < 0:
 		s.Chain.Fence = res
 		r.chain = s.Chain
-		return segmenthook.Validate(s.Chain) // Ahead against the Fence now set
+		return chain.Validate(s.Chain) // Ahead against the Fence now set
 	case f > res:
 		return fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
 			engine.ErrInvalidConfig, f, res)
@@ -240,7 +241,7 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	case s.Instance.Namespace != "" && s.Instance.Namespace != s.Namespace:
 		return nil, bad("Instance.Namespace %q contradicts Namespace %q", s.Instance.Namespace, s.Namespace)
 	}
-	if err := segmenthook.Validate(s.Chain); err != nil {
+	if err := chain.Validate(s.Chain); err != nil {
 		return nil, err // now, not at the first chain draw
 	}
 	if s.Instance.ID == "" {
@@ -264,7 +265,7 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	default:
 		dist = machine.Default()
 	}
-	defaulted := s.StateDir == "" && !leased.Remembers(dist)
+	defaulted := s.StateDir == "" && !dist.Terms().Remembers
 	if defaulted {
 		s.StateDir = leased.DefaultStateDir()
 	}
@@ -284,35 +285,44 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 	return dist, nil
 }
 
-// segmentFactory builds the generators of a segment kind: one per sequence
-// name, drawing from st, remembered for a store reset.
-func (r *Registry) segmentFactory(kind string, st Store, cs segment.Settings,
-	build func(segment.Distributor, segment.Settings, segmenthook.Owned) (discarder, error)) genreg.Factory {
-	return func(ctx context.Context, name string) (engine.Generator, error) {
-		g, err := r.sequence(st, cs, name, build)
-		if err != nil {
-			return nil, err
-		}
-		return r.stats.wrap(kind, name, g), nil
-	}
-}
-
-// sequence builds the generator of the sequence name on st and holds it
-// for a store reset.
-func (r *Registry) sequence(st Store, cs segment.Settings, name string,
-	build func(segment.Distributor, segment.Settings, segmenthook.Owned) (discarder, error)) (discarder, error) {
+// newChain builds the chain of the sequence name on st and holds it for a
+// store reset.
+func (r *Registry) newChain(st Store, cs segment.Settings, name string) (*chain.Chain, error) {
 	d, err := st.Segment(name, r.floor)
 	if err != nil {
 		return nil, err
 	}
-	g, err := build(d, cs, segmenthook.Owned{Name: name, Clock: r.clock, Logger: r.logger})
+	c, err := chain.New(d, cs, r.owned(name))
 	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
-	r.held = append(r.held, g)
+	r.chains = append(r.chains, c)
+	r.mu.Unlock()
+	return c, nil
+}
+
+// newSingle builds the single-segment generator of the sequence name on st
+// and holds it for a store reset.
+func (r *Registry) newSingle(st Store, cs segment.Settings, name string) (*chain.Single, error) {
+	d, err := st.Segment(name, r.floor)
+	if err != nil {
+		return nil, err
+	}
+	g, err := chain.NewSingle(d, cs, r.owned(name))
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.singles = append(r.singles, g)
 	r.mu.Unlock()
 	return g, nil
+}
+
+// owned is what the registry gives each of its chains and segment
+// generators: the sequence's name, its clock and its logger.
+func (r *Registry) owned(name string) chain.Owned {
+	return chain.Owned{Name: name, Clock: r.clock, Logger: r.logger}
 }
 
 // AddFloor adds f to the floors of the sequence name: where that
@@ -370,7 +380,10 @@ func (r *Registry) floor(ctx context.Context, name string) (int64, error) {
 func (r *Registry) discardHeld(cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, g := range r.held {
+	for _, c := range r.chains {
+		c.Discard(cause)
+	}
+	for _, g := range r.singles {
 		g.Discard(cause)
 	}
 }

@@ -75,11 +75,10 @@ type store struct {
 
 func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { return s.seg, nil }
 
-// The registry owns the invariants between its parts. Each way v0.1 let a
-// caller reach past it (a lease option widening the machine bits past the
-// layout, a layout passed to the generator alone, a nil fence) no longer
-// exists as an option (readme_test.go shows those calls do not compile);
-// what Settings can still express is refused, naming both fields.
+// The registry owns the invariants between its parts: the layout decides
+// the lease's machine bits and the lease fences the generator, and no
+// setting reaches either; what Settings can express against them is
+// refused, naming both fields.
 func TestOwnedInvariantsRefused(t *testing.T) {
 	mem := machinetest.NewMemory(nil)
 	for _, c := range []struct {

@@ -10,7 +10,6 @@ import (
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
-	"github.com/idforge/idforge/internal/regstats"
 )
 
 // An outage runs from the first store call that fails to the next one the
@@ -45,7 +44,7 @@ func TestOutageFigures(t *testing.T) {
 			NextIDs(context.Context, []int64) (int, error)
 		}).NextIDs(ctx, make([]int64, n))
 	}
-	want := func(o regstats.Outage, name string, served, refused map[string]int64) {
+	want := func(o idforge.Outage, name string, served, refused map[string]int64) {
 		t.Helper()
 		for kind, n := range served {
 			if o.Served[kind] != n {
@@ -61,13 +60,13 @@ func TestOutageFigures(t *testing.T) {
 
 	draw(sg, 1, false) // fetches 1..2
 	draw(sf, 2, false)
-	if d := regstats.Of(reg); !d.Outage.Start.IsZero() || !d.LastOutage.Start.IsZero() || !reg.Stats().StoreDown.IsZero() {
+	if d := reg.Stats(); !d.Outage.Start.IsZero() || !d.LastOutage.Start.IsZero() || !d.StoreDown.IsZero() {
 		t.Fatalf("an outage before the store failed: %+v, last %+v", d.Outage, d.LastOutage)
 	}
 
 	seg.SetDown(true)
 	draw(sg, 1, false) // 2, held: the store is not asked, no outage yet
-	if d := regstats.Of(reg); !d.Outage.Start.IsZero() {
+	if d := reg.Stats(); !d.Outage.Start.IsZero() {
 		t.Fatalf("an outage before a store call failed: %+v", d.Outage)
 	}
 	draw(sg, 1, true) // the fetch fails: the outage starts
@@ -78,12 +77,13 @@ func TestOutageFigures(t *testing.T) {
 	if n, err := batch(sf, 4); n != 4 || err != nil {
 		t.Fatalf("snowflake NextIDs with the store down = %d, %v", n, err)
 	}
-	d, s := regstats.Of(reg), reg.Stats()
+	s := reg.Stats()
+	d := s
 	if d.Outage.Start.IsZero() || !d.Outage.End.IsZero() || !d.Outage.Start.Equal(s.StoreDown) {
 		t.Fatalf("current outage %+v, Stats.StoreDown %v", d.Outage, s.StoreDown)
 	}
 	want(d.Outage, "current outage", map[string]int64{"snowflake": 7, "segment": 0}, map[string]int64{"snowflake": 0, "segment": 6})
-	if served, refused := d.Outage.Total(); served != 7 || refused != 6 {
+	if served, refused := total(d.Outage.Served), total(d.Outage.Refused); served != 7 || refused != 6 {
 		t.Errorf("current outage totals: served %d, refused %d; want 7, 6", served, refused)
 	}
 	if !d.LastOutage.Start.IsZero() {
@@ -98,7 +98,8 @@ func TestOutageFigures(t *testing.T) {
 	seg.SetDown(false)
 	draw(sg, 1, false) // the store answers: the outage ends before this ID is counted
 	draw(sf, 1, false)
-	d, s = regstats.Of(reg), reg.Stats()
+	s = reg.Stats()
+	d = s
 	if !d.Outage.Start.IsZero() || !s.StoreDown.IsZero() {
 		t.Fatalf("outage goes on after the store answered: %+v, StoreDown %v", d.Outage, s.StoreDown)
 	}
@@ -112,7 +113,7 @@ func TestOutageFigures(t *testing.T) {
 	draw(sg, 1, false) // the rest of the segment
 	seg.SetDown(true)
 	draw(sg, 1, true)
-	d = regstats.Of(reg)
+	d = reg.Stats()
 	want(d.Outage, "second outage", map[string]int64{"snowflake": 0, "segment": 0}, map[string]int64{"segment": 1})
 	if !d.LastOutage.Start.Equal(last.Start) || !d.LastOutage.End.Equal(last.End) {
 		t.Errorf("last outage changed while the second goes on: %+v, was %+v", d.LastOutage, last)
@@ -120,5 +121,13 @@ func TestOutageFigures(t *testing.T) {
 	want(d.LastOutage, "last outage", map[string]int64{"snowflake": 7}, map[string]int64{"segment": 6})
 	seg.SetDown(false)
 	draw(sg, 1, false)
-	want(regstats.Of(reg).LastOutage, "second outage ended", map[string]int64{"snowflake": 0}, map[string]int64{"segment": 1})
+	want(reg.Stats().LastOutage, "second outage ended", map[string]int64{"snowflake": 0}, map[string]int64{"segment": 1})
+}
+
+// total sums IDs over the kinds.
+func total(by map[string]int64) (n int64) {
+	for _, v := range by {
+		n += v
+	}
+	return n
 }

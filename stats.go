@@ -11,16 +11,15 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	idkind "github.com/idforge/idforge/internal/kind"
-	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/reason"
-	"github.com/idforge/idforge/internal/regstats"
-	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // Stats is a snapshot of a registry's figures, as [Registry.Stats] returns
 // it: a value the caller owns, read by the Prometheus collector (package
-// metrics) and the state page of `idforge serve`.
+// metrics) and the state page of `idforge serve`: the lease, the store's
+// recent calls and outages, and each generator's draws.
 type Stats struct {
 	// MachineID is the machine ID issued under now, -1 when none.
 	MachineID int64
@@ -31,9 +30,54 @@ type Stats struct {
 	LeaseLost int64
 	// StoreDown is when the store stopped answering, zero while it answers.
 	StoreDown time.Time
+	// Outage is the store outage going on (zero while the store answers);
+	// LastOutage the last one that ended (zero: none yet).
+	Outage, LastOutage Outage
+	// Calls are the recent store calls, newest first: the last 32 segment
+	// fetches (op "next_max_id") and the last 8 machine-ID calls (ops
+	// "distribute", "guard", "revert").
+	Calls []StoreCall
 	// Generators are the generators drawn from so far, sorted by kind and
 	// name.
 	Generators []GeneratorStats
+}
+
+// Outage is a stretch of time the store did not answer: from a store call
+// that failed with engine.ErrStoreUnavailable or a deadline to the next
+// call it answered. Meanwhile snowflake IDs ride through on the lease and
+// chains serve what they fetched ahead; Served and Refused say how that
+// went.
+type Outage struct {
+	// Start is when the first failed call began; zero: no outage.
+	Start time.Time
+	// End is when the store answered again; zero while the outage lasts.
+	End time.Time
+	// Served counts the IDs handed out during the outage, Refused the IDs
+	// asked for and not handed out (one per failed NextID, the rest of the
+	// batch for a failed NextIDs), by generator kind. Dated chains, drawn
+	// outside the registry's counting, are not in them.
+	Served, Refused map[string]int64
+}
+
+// Duration is how long the outage lasted, or has lasted until now while
+// it goes on; zero without one.
+func (o Outage) Duration(now time.Time) time.Duration {
+	switch {
+	case o.Start.IsZero():
+		return 0
+	case o.End.IsZero():
+		return now.Sub(o.Start)
+	}
+	return o.End.Sub(o.Start)
+}
+
+// StoreCall is one call of the registry to its store.
+type StoreCall struct {
+	Time     time.Time
+	Op       string // next_max_id, distribute, guard, revert
+	Name     string // the sequence, or the namespace of a machine-ID call
+	Duration time.Duration
+	Err      string
 }
 
 // GeneratorStats is one generator's figures in [Stats].
@@ -51,6 +95,22 @@ type GeneratorStats struct {
 	// expired by the TTL, dropped by Close or after a store reset. Zero
 	// for other kinds.
 	Discarded int64
+	// A chain's prefetching, zero for other kinds: Step is the number of
+	// IDs per segment; PrefetchDistance the prefetch distance in segments
+	// (the safe distance, or more while callers are hungry); Fetches
+	// counts successful store calls and Failures failed ones; Hungry
+	// counts draws that found no ID ready and waited; LastError is the
+	// last failed fetch, nil once the store answers again.
+	Step, PrefetchDistance    int64
+	Fetches, Failures, Hungry int64
+	LastError                 error
+}
+
+// chainFigures adds a chain's figures to g.
+func chainFigures(g *GeneratorStats, st chain.Stats) {
+	g.Ahead, g.Discarded = st.Ahead, st.Discarded
+	g.Step, g.PrefetchDistance = st.Step, st.PrefetchDistance
+	g.Fetches, g.Failures, g.Hungry, g.LastError = st.Fetches, st.Failures, st.Hungry, st.LastError
 }
 
 // Stats returns the registry's figures now.
@@ -64,11 +124,12 @@ func (r *Registry) Stats() Stats {
 		s.Generators = append(s.Generators, c.stats())
 	}
 	r.stats.mu.Unlock()
-	for name, c := range r.chains() { // dated chains, drawn from outside the cache
-		if !seen[genKey{idkind.Chain, name}] {
+	for name, c := range r.chainsByName() { // dated chains, drawn from outside the cache
+		if !seen[genKey{genreg.Chain, name}] {
 			st := c.Stats()
-			s.Generators = append(s.Generators, GeneratorStats{Kind: idkind.Chain, Name: name, Issued: st.Issued, Errors: map[string]int64{},
-				Ahead: st.Ahead, Discarded: st.Discarded})
+			g := GeneratorStats{Kind: genreg.Chain, Name: name, Issued: st.Issued, Errors: map[string]int64{}}
+			chainFigures(&g, st)
+			s.Generators = append(s.Generators, g)
 		}
 	}
 	sort.Slice(s.Generators, func(i, j int) bool {
@@ -81,37 +142,13 @@ func (r *Registry) Stats() Stats {
 	return s
 }
 
-func init() { regstats.Of = func(reg any) regstats.Detail { return reg.(*Registry).detail() } }
-
-// detail returns the figures only the registry's own tools read: the
-// recent store calls, the chains' prefetching and the store's outages.
-func (r *Registry) detail() regstats.Detail {
-	d := regstats.Detail{Chains: map[string]regstats.Chain{}}
-	r.stats.mu.Lock()
-	d.Calls = append(r.stats.calls.newestFirst(), r.stats.leases.newestFirst()...)
-	if r.stats.base != nil {
-		d.Outage = r.stats.outage(time.Time{})
-	}
-	d.LastOutage = r.stats.last
-	r.stats.mu.Unlock()
-	sort.SliceStable(d.Calls, func(i, j int) bool { return d.Calls[i].Time.After(d.Calls[j].Time) })
-	for name, c := range r.chains() {
-		st := c.Stats()
-		d.Chains[name] = regstats.Chain{Step: st.Step, PrefetchDistance: st.PrefetchDistance, Fetches: st.Fetches,
-			Failures: st.Failures, Hungry: st.Hungry, LastError: st.LastError}
-	}
-	return d
-}
-
-// chains returns the chains built so far, by sequence name.
-func (r *Registry) chains() map[string]segmenthook.Chain {
+// chainsByName returns the chains built so far, by sequence name.
+func (r *Registry) chainsByName() map[string]*chain.Chain {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]segmenthook.Chain{}
-	for _, g := range r.held {
-		if c, ok := g.(segmenthook.Chain); ok {
-			out[segmenthook.Name(c)] = c
-		}
+	out := make(map[string]*chain.Chain, len(r.chains))
+	for _, c := range r.chains {
+		out[c.Name()] = c
 	}
 	return out
 }
@@ -131,7 +168,7 @@ type stats struct {
 	// costs nothing more than before for the outage figures. A generator
 	// built during the outage has none, and counts from zero.
 	base map[*counted]drawn
-	last regstats.Outage // the last outage that ended
+	last Outage // the last outage that ended
 
 	confirmed atomic.Int64 // Unix nanoseconds; 0: never
 
@@ -142,7 +179,7 @@ type stats struct {
 type drawn struct{ served, refused int64 }
 
 func newStats() *stats {
-	return &stats{gens: map[genKey]*counted{}, calls: ring{calls: make([]regstats.Call, 0, 32)}, leases: ring{calls: make([]regstats.Call, 0, 8)}}
+	return &stats{gens: map[genKey]*counted{}, calls: ring{calls: make([]StoreCall, 0, 32)}, leases: ring{calls: make([]StoreCall, 0, 8)}}
 }
 
 func (st *stats) fill(s *Stats) {
@@ -152,11 +189,39 @@ func (st *stats) fill(s *Stats) {
 	if t := st.down.Load(); t != 0 {
 		s.StoreDown = time.Unix(0, t)
 	}
+	st.mu.Lock()
+	s.Calls = append(st.calls.newestFirst(), st.leases.newestFirst()...)
+	if st.base != nil {
+		s.Outage = st.outage(time.Time{})
+	}
+	s.LastOutage = st.last
+	st.mu.Unlock()
+	sort.SliceStable(s.Calls, func(i, j int) bool { return s.Calls[i].Time.After(s.Calls[j].Time) })
 }
+
+// wrapChain returns the chain c counted under the kind "chain" and name.
+func (st *stats) wrapChain(name string, c *chain.Chain) engine.Generator {
+	return st.add(&counted{st: st, kind: genreg.Chain, name: name, g: c, chain: c, held: c, errors: map[string]int64{}})
+}
+
+// wrapSingle returns the single-segment generator g counted under the kind
+// "segment" and name.
+func (st *stats) wrapSingle(name string, g *chain.Single) engine.Generator {
+	return st.add(&counted{st: st, kind: genreg.Segment, name: name, g: g, held: g, errors: map[string]int64{}})
+}
+
+// discarder is a generator that holds IDs drawn from the store and can drop
+// them: a chain.Chain or a chain.Single.
+type discarder interface{ Discard(cause error) }
 
 // wrap returns g counted under kind and name; a UUID generator stays one.
 func (st *stats) wrap(kind, name string, g engine.Generator) engine.Generator {
-	c := &counted{st: st, kind: kind, name: name, g: g, errors: map[string]int64{}}
+	return st.add(&counted{st: st, kind: kind, name: name, g: g, errors: map[string]int64{}})
+}
+
+// add counts c's generator from now on.
+func (st *stats) add(c *counted) engine.Generator {
+	kind, name, g := c.kind, c.name, c.g
 	st.mu.Lock()
 	st.gens[genKey{kind, name}] = c
 	st.mu.Unlock()
@@ -168,7 +233,7 @@ func (st *stats) wrap(kind, name string, g engine.Generator) engine.Generator {
 
 // record notes one store call and whether the store answered.
 func (st *stats) record(op, name string, start time.Time, err error) {
-	call := regstats.Call{Time: start, Op: op, Name: name, Duration: time.Since(start)}
+	call := StoreCall{Time: start, Op: op, Name: name, Duration: time.Since(start)}
 	if err != nil {
 		call.Err = err.Error()
 	}
@@ -199,8 +264,8 @@ func (st *stats) record(op, name string, start time.Time, err error) {
 
 // outage returns the current outage's figures, ended at end (zero: it
 // goes on). The caller holds st.mu and there is an outage.
-func (st *stats) outage(end time.Time) regstats.Outage {
-	o := regstats.Outage{Start: time.Unix(0, st.down.Load()), End: end, Served: map[string]int64{}, Refused: map[string]int64{}}
+func (st *stats) outage(end time.Time) Outage {
+	o := Outage{Start: time.Unix(0, st.down.Load()), End: end, Served: map[string]int64{}, Refused: map[string]int64{}}
 	for k, c := range st.gens {
 		now, then := c.drawn(), st.base[c]
 		o.Served[k.kind] += now.served - then.served
@@ -211,11 +276,11 @@ func (st *stats) outage(end time.Time) regstats.Outage {
 
 // ring keeps the last cap(calls) calls.
 type ring struct {
-	calls []regstats.Call
+	calls []StoreCall
 	next  int
 }
 
-func (r *ring) add(c regstats.Call) {
+func (r *ring) add(c StoreCall) {
 	if len(r.calls) < cap(r.calls) {
 		r.calls = append(r.calls, c)
 	} else {
@@ -224,8 +289,8 @@ func (r *ring) add(c regstats.Call) {
 	r.next = (r.next + 1) % cap(r.calls)
 }
 
-func (r *ring) newestFirst() []regstats.Call {
-	out := make([]regstats.Call, 0, len(r.calls))
+func (r *ring) newestFirst() []StoreCall {
+	out := make([]StoreCall, 0, len(r.calls))
 	for i := range len(r.calls) {
 		out = append(out, r.calls[(r.next-1-i+2*cap(r.calls))%cap(r.calls)])
 	}
@@ -237,6 +302,8 @@ type counted struct {
 	st         *stats
 	kind, name string
 	g          engine.Generator
+	chain      *chain.Chain // g when it is a chain: its Stats add Ahead and Discarded
+	held       discarder    // g when it holds IDs drawn from the store
 	issued     atomic.Int64
 	mu         sync.Mutex
 	errors     map[string]int64
@@ -294,8 +361,8 @@ func (c *counted) drawn() drawn {
 // Discard drops what the generator holds from the store, when it holds
 // anything: what the registry does to every chain on a store reset.
 func (c *counted) Discard(cause error) {
-	if d, ok := c.g.(discarder); ok {
-		d.Discard(cause)
+	if c.held != nil {
+		c.held.Discard(cause)
 	}
 }
 
@@ -314,9 +381,8 @@ func (c *counted) stats() GeneratorStats {
 		out.Errors[r] = n
 	}
 	c.mu.Unlock()
-	if ch, ok := c.g.(interface{ Stats() segmenthook.Stats }); ok {
-		st := ch.Stats()
-		out.Ahead, out.Discarded = st.Ahead, st.Discarded
+	if c.chain != nil {
+		chainFigures(&out, c.chain.Stats())
 	}
 	return out
 }
@@ -338,15 +404,13 @@ type countedStore struct {
 	s  *stats
 }
 
-// RideThrough passes the store's through: the lease reserves it.
-func (c *countedStore) RideThrough() time.Duration { return leased.RideThroughOf(c.st) }
+// Terms are the store's: the lease reserves its window and is checked
+// against its grace.
+func (c *countedStore) Terms() machine.Terms { return c.st.Terms() }
 
-// ResetGrace passes the store's through, so the lease is checked against it.
-func (c *countedStore) ResetGrace() time.Duration { return leased.ResetGraceOf(c.st) }
-
-// ServerTime passes the store's through, so the lease checks the clock against it.
+// ServerTime is the store's, so the lease checks the clock against it.
 func (c *countedStore) ServerTime(ctx context.Context) (time.Time, error) {
-	return leased.ServerTimeOf(ctx, c.st)
+	return c.st.ServerTime(ctx)
 }
 
 func (c *countedStore) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
@@ -397,10 +461,5 @@ func (d countedSegment) NextMaxID(ctx context.Context, step int64) (int64, error
 	return max, err
 }
 
-// Confirmed passes the store's confirmations through to a chain's fence.
-func (d countedSegment) Confirmed() time.Time {
-	if c, ok := d.d.(interface{ Confirmed() time.Time }); ok {
-		return c.Confirmed()
-	}
-	return time.Time{}
-}
+// Confirmed is the store's, for a chain's fence.
+func (d countedSegment) Confirmed() time.Time { return d.d.Confirmed() }

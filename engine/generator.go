@@ -29,7 +29,7 @@ type Floor func(ctx context.Context, name string) (int64, error)
 
 // UUIDGenerator hands out 128-bit IDs: RFC 9562 UUIDs as their 16 bytes,
 // which convert to a uuid.UUID (github.com/google/uuid) as they are. The
-// generator of kind "uuidv7" (engine/uuidv7) is one. A [Provider] hands
+// generator of the registry's kind "uuidv7" is one. A [Provider] hands
 // out Generator values, so a UUID generator is also a Generator whose
 // NextID refuses (128 bits do not fit an int64): assert it to
 // UUIDGenerator to draw UUIDs.

@@ -2,16 +2,11 @@ package idplugin
 
 import (
 	"context"
-	"fmt"
-	"reflect"
-	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
-	"gorm.io/gorm/utils"
 
-	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 )
@@ -61,7 +56,7 @@ func (p *Plugin) build(ctx context.Context, db *gorm.DB, s *schema.Schema, prepa
 		res := r.(planResult)
 		return res.plan, nil, res.err
 	}
-	targets, fields, err := p.targets(s)
+	targets, fields, err := p.cfg.cols.Targets(s)
 	if err != nil {
 		p.plans.Store(s, planResult{err: err})
 		return nil, nil, err
@@ -125,120 +120,6 @@ func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
 		return
 	}
 	idgen.AddFloor(p.cfg.registry, name, gormids.Floor(root, table, idgen.Column{Field: f, Name: column}))
-}
-
-func init() { gormids.Sequences = sequences }
-
-// sequences is [gormids.Sequences]: shardgorm reads the floors of the
-// columns the plugin fills in every shard's table, and gives them to the
-// registry the plugin draws from.
-func sequences(db *gorm.DB, s *schema.Schema) (engine.Provider, []idgen.Column, error) {
-	p, err := pluginOf(db)
-	if err != nil {
-		return nil, nil, err
-	}
-	targets, fields, err := p.targets(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	var cols []idgen.Column
-	for i, t := range targets {
-		if idgen.Sequence(t.Spec.Kind) && fields[i].DBName != "" {
-			cols = append(cols, idgen.Column{Field: t.Field, Name: fields[i].DBName})
-		}
-	}
-	return p.cfg.registry, cols, nil
-}
-
-// targets lists the fields of s the plugin fills, with GORM's fields for
-// them: the tagged ones, the ID of an embedded gorm.Model, and with
-// WithUntaggedPrimaryKeys an untagged 64-bit integer primary key.
-func (p *Plugin) targets(s *schema.Schema) ([]idgen.Target, []*schema.Field, error) {
-	// Plain reflection also sees tags GORM skips, on unexported fields.
-	if _, err := idgen.NewPlan(s.ModelType); err != nil {
-		return nil, nil, err
-	}
-	var (
-		targets []idgen.Target
-		fields  []*schema.Field
-	)
-	add := func(sf *schema.Field, f *idgen.Field) {
-		targets = append(targets, idgen.Target{Field: f, Index: indexPath(sf)})
-		fields = append(fields, sf)
-	}
-	tagged := map[*schema.Field]bool{}
-	for _, sf := range s.Fields {
-		f, err := idgen.FromStructField(s.Name, strings.Join(sf.BindNames, "."), sf.StructField)
-		if err != nil {
-			return nil, nil, err
-		}
-		if f == nil {
-			continue
-		}
-		if sf.DBName != "" && !sf.Creatable {
-			return nil, nil, fmt.Errorf("%w: model %s field %s: GORM does not insert this column (read-only permission in its gorm tag), so the ID would never reach the row",
-				engine.ErrInvalidConfig, s.Name, f.Name)
-		}
-		add(sf, f)
-		tagged[sf] = true
-	}
-	if len(s.PrimaryFields) != 1 {
-		return targets, fields, nil
-	}
-	pk := s.PrimaryFields[0]
-	if tagged[pk] || explicitAutoIncrement(pk) {
-		return targets, fields, nil
-	}
-	name := strings.Join(pk.BindNames, ".")
-	switch {
-	case !p.cfg.modelAuto && inGormModel(s.ModelType, pk):
-		f, err := idgen.NewField(s.Name, name, pk.FieldType, p.cfg.def)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: model %s field %s: gorm.Model's ID is a uint, %d bits on this platform, too narrow for an ID: "+
-				"replace gorm.Model by your own base with an int64 ID tagged `idgen:\"snowflake\"`, or leave the ID to the database with idplugin.Settings{GormModelAutoIncrement: true}",
-				engine.ErrInvalidConfig, s.Name, name, strconv.IntSize)
-		}
-		add(pk, f)
-	case p.cfg.untagged && (pk.GORMDataType == schema.Int || pk.GORMDataType == schema.Uint):
-		if f, err := idgen.NewField(s.Name, name, pk.FieldType, p.cfg.def); err == nil {
-			add(pk, f)
-		} // else not 64 bits wide: left to the database
-	}
-	return targets, fields, nil
-}
-
-var gormModel = reflect.TypeFor[gorm.Model]()
-
-// inGormModel reports whether f is a field of a gorm.Model embedded in t.
-func inGormModel(t reflect.Type, f *schema.Field) bool {
-	path := indexPath(f)
-	if len(path) < 2 {
-		return false
-	}
-	sf := t.FieldByIndex(path[:len(path)-1]) // the embedded struct holding f
-	typ := sf.Type
-	if typ.Kind() == reflect.Pointer {
-		typ = typ.Elem()
-	}
-	return typ == gormModel
-}
-
-// indexPath is the index of f from its model struct, as reflect writes it:
-// GORM marks the steps through an embedded pointer negative.
-func indexPath(f *schema.Field) []int {
-	path := make([]int, len(f.StructField.Index))
-	for i, x := range f.StructField.Index {
-		if x < 0 {
-			x = -x - 1
-		}
-		path[i] = x
-	}
-	return path
-}
-
-func explicitAutoIncrement(f *schema.Field) bool {
-	v, ok := f.TagSettings["AUTOINCREMENT"]
-	return ok && utils.CheckTruth(v)
 }
 
 // turnOffAutoIncrement undoes the auto-increment GORM implies for an integer

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/gormerr"
+	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 )
 
@@ -61,11 +61,9 @@ type Settings struct {
 
 // config is Settings resolved by Initialize.
 type config struct {
-	registry  engine.Provider
-	untagged  bool
-	def       idgen.Spec
-	logger    logger.Interface
-	modelAuto bool
+	registry engine.Provider
+	logger   logger.Interface
+	cols     *gormids.Columns // which columns it fills; registered on the db for shardgorm
 }
 
 // Plugin fills ID fields on create. Make one with [New] and register it with
@@ -113,8 +111,8 @@ func (p *Plugin) resolve() error {
 		// falling back to the default one would issue IDs on machine 0.
 		return fmt.Errorf("%w: idplugin.Settings.Registry: a nil %T (leave it unset for the default registry)", engine.ErrInvalidConfig, s.Registry)
 	}
-	p.cfg = config{registry: s.Registry, untagged: s.UntaggedPrimaryKeys, def: idgen.Spec{Kind: "snowflake"},
-		logger: s.Logger, modelAuto: s.GormModelAutoIncrement}
+	cols := &gormids.Columns{Registry: s.Registry, Untagged: s.UntaggedPrimaryKeys, Default: idgen.Spec{Kind: "snowflake"},
+		ModelAuto: s.GormModelAutoIncrement}
 	if s.DefaultGenerator != "" {
 		def, err := idgen.ParseTag(s.DefaultGenerator)
 		if err != nil {
@@ -123,15 +121,16 @@ func (p *Plugin) resolve() error {
 		if err := checkDefault(def); err != nil {
 			return err
 		}
-		p.cfg.untagged, p.cfg.def = true, def
+		cols.Untagged, cols.Default = true, def
 	}
-	if p.cfg.registry == nil {
+	if cols.Registry == nil {
 		reg, err := idforge.Default()
 		if err != nil {
 			return fmt.Errorf("idplugin: the default registry: %w", err)
 		}
-		p.cfg.registry = reg
+		cols.Registry = reg
 	}
+	p.cfg = config{registry: cols.Registry, logger: s.Logger, cols: cols}
 	return nil
 }
 
@@ -170,6 +169,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	p.roots.LoadOrStore(rootKey(db), db)
+	if err := db.Use(p.cfg.cols); err != nil {
+		return err
+	}
 	create := db.Callback().Create()
 	return errors.Join(
 		create.Before("gorm:begin_transaction").Register(learnCallbackName, p.learn),
@@ -229,7 +231,7 @@ func (p *Plugin) create(db *gorm.DB) {
 func (mp *modelPlan) fill(ctx context.Context, dest any, rv reflect.Value) error {
 	ms, ok := mapsOf(dest)
 	if !ok {
-		return gormerr.InvalidData(mp.filler.Fill(ctx, rv))
+		return gormids.InvalidData(mp.filler.Fill(ctx, rv))
 	}
 	for _, m := range ms {
 		if err := mp.fillMap(ctx, m); err != nil {
@@ -269,7 +271,7 @@ func mapKey(m map[string]any, sf *schema.Field) string {
 // it leaves out under its column name.
 func (mp *modelPlan) fillMap(ctx context.Context, m map[string]any) error {
 	if m == nil {
-		return gormerr.InvalidData(fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name))
+		return gormids.InvalidData(fmt.Errorf("%w: model %s: nil map", idgen.ErrInvalidData, mp.schema.Name))
 	}
 	for i, sf := range mp.fields {
 		if sf.DBName == "" {

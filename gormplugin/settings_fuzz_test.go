@@ -39,7 +39,7 @@ func FuzzDefaultGenerator(f *testing.F) {
 			return
 		}
 		for _, typ := range []reflect.Type{reflect.TypeFor[int64](), reflect.TypeFor[uint64](), reflect.TypeFor[engine.ID]()} {
-			if _, err := idgen.NewField("M", "ID", typ, p.cfg.def); err != nil {
+			if _, err := idgen.NewField("M", "ID", typ, p.cfg.cols.Default); err != nil {
 				t.Fatalf("DefaultGenerator %q accepted, but a %s key cannot take it: %v", def, typ, err)
 			}
 		}

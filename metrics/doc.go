@@ -3,8 +3,8 @@
 // idforge.Registry.Stats at each scrape: it wraps no generator and no
 // store, and holds no global state.
 //
-// It imports the root package, engine, internal/regstats (the chains'
-// prefetch detail and the store's outages) and the Prometheus client.
+// It imports the root package, internal/genreg (the kinds' names) and the
+// Prometheus client.
 //
 //	reg, _ := idforge.New(ctx, idforge.Settings{Store: st})
 //	promReg := prometheus.NewRegistry()

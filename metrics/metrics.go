@@ -6,8 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idforge/idforge"
-	idkind "github.com/idforge/idforge/internal/kind"
-	"github.com/idforge/idforge/internal/regstats"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // Collector reports a registry's figures. It is a prometheus.Collector and
@@ -59,11 +58,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: one Registry.Stats per scrape,
-// and the chains' prefetch detail, which only this collector and the state
-// page read.
+// Collect implements prometheus.Collector: one Registry.Stats per scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s, d := c.reg.Stats(), regstats.Of(c.reg)
+	s := c.reg.Stats()
 	cnt := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
@@ -75,13 +72,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range g.Errors {
 			cnt(c.idErrors, n, g.Kind, g.Name, reason)
 		}
-		if st, ok := d.Chains[g.Name]; ok && g.Kind == idkind.Chain {
+		if g.Kind == genreg.Chain {
 			gauge(c.chainGap, float64(g.Ahead), g.Name)
-			gauge(c.chainDistance, float64(st.PrefetchDistance), g.Name)
-			gauge(c.chainStep, float64(st.Step), g.Name)
-			cnt(c.chainFetches, st.Fetches, g.Name)
-			cnt(c.chainFailures, st.Failures, g.Name)
-			cnt(c.chainHungry, st.Hungry, g.Name)
+			gauge(c.chainDistance, float64(g.PrefetchDistance), g.Name)
+			gauge(c.chainStep, float64(g.Step), g.Name)
+			cnt(c.chainFetches, g.Fetches, g.Name)
+			cnt(c.chainFailures, g.Failures, g.Name)
+			cnt(c.chainHungry, g.Hungry, g.Name)
 			cnt(c.chainDiscarded, g.Discarded, g.Name)
 		}
 	}
@@ -106,8 +103,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, o := range []struct {
 		label string
-		o     regstats.Outage
-	}{{"current", d.Outage}, {"last", d.LastOutage}} {
+		o     idforge.Outage
+	}{{"current", s.Outage}, {"last", s.LastOutage}} {
 		if o.label == "last" && o.o.Start.IsZero() {
 			continue
 		}

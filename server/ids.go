@@ -22,9 +22,8 @@ import (
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/snowlayout"
-	"github.com/idforge/idforge/internal/uuidtime"
+	"github.com/idforge/idforge/internal/uuidv7"
 	"github.com/idforge/idforge/internal/wire"
 )
 
@@ -140,7 +139,7 @@ type idQuery struct {
 	count int
 	text  bool
 	f     idFormat
-	kind  string // /v1/ids: idkind.Snowflake or idkind.UUIDv7
+	kind  string // /v1/ids: genreg.Snowflake or genreg.UUIDv7
 	dated string // a chain's dated format, given or configured
 }
 
@@ -149,7 +148,7 @@ type idQuery struct {
 const maxFormat = maxEcho
 
 func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *httpError) {
-	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: idkind.Snowflake}
+	q := idQuery{count: 1, text: wantsText(r.Header.Get("Accept")), kind: genreg.Snowflake}
 	var format string
 	var seenCount, seenFormat, seenKind bool
 	// Parse the query by hand: url.Values allocates a map per request.
@@ -190,8 +189,8 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 				return q, repeated(k)
 			}
 			seenKind = true
-			if v != idkind.Snowflake && v != idkind.UUIDv7 {
-				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), idkind.Snowflake, idkind.UUIDv7)
+			if v != genreg.Snowflake && v != genreg.UUIDv7 {
+				return q, badRequest("bad_kind", "kind=%s: want %s (the default) or %s", quoteBounded(v), genreg.Snowflake, genreg.UUIDv7)
 			}
 			q.kind = v
 		default:
@@ -203,9 +202,9 @@ func (s *Server) parseIDQuery(r *http.Request, snowflakeIDs bool) (idQuery, *htt
 		}
 	}
 	switch {
-	case q.kind == idkind.UUIDv7 && format != "":
+	case q.kind == genreg.UUIDv7 && format != "":
 		return q, badRequest("bad_format", "kind=uuidv7 takes no format: UUIDs come in their canonical 36-character form")
-	case q.kind == idkind.UUIDv7:
+	case q.kind == genreg.UUIDv7:
 		q.f = idFormat{quoted: true}
 		return q, nil
 	case dated.IsFormat(format) && snowflakeIDs:
@@ -262,7 +261,7 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(w)
-	if q.kind == idkind.UUIDv7 {
+	if q.kind == genreg.UUIDv7 {
 		s.serveUUIDs(w, r, c, q)
 		return
 	}
@@ -316,12 +315,12 @@ func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
 
 // serveUUIDs writes q.count UUIDs of kind uuidv7.
 func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, c *caller, q idQuery) {
-	g, err := genreg.UUIDOf(r.Context(), s.cfg.Registry, idkind.UUIDv7, "")
+	g, err := genreg.UUIDOf(r.Context(), s.cfg.Registry, genreg.UUIDv7, "")
 	if err != nil {
-		s.generatorError(c, idkind.UUIDv7, err).write(w)
+		s.generatorError(c, genreg.UUIDv7, err).write(w)
 		return
 	}
-	b, herr := s.drawStrings(r.Context(), c, idkind.UUIDv7, q, func(ctx context.Context) (string, error) {
+	b, herr := s.drawStrings(r.Context(), c, genreg.UUIDv7, q, func(ctx context.Context) (string, error) {
 		u, err := g.NextUUID(ctx)
 		return uuid.UUID(u).String(), err
 	})
@@ -563,12 +562,12 @@ type decodedUUID struct {
 
 // decodeUUID answers with the time of a version 7 UUID.
 func (s *Server) decodeUUID(w http.ResponseWriter, raw string, u uuid.UUID) {
-	at, err := uuidtime.Of(u)
+	at, err := uuidv7.Time(u)
 	if err != nil {
 		badRequest("bad_id", "id %s: a version %d UUID carries no time; only version 7 UUIDs decode", quoteBounded(raw), u.Version()).write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: idkind.UUIDv7, Timestamp: at.Format(timestampLayout)})
+	writeJSON(w, http.StatusOK, decodedUUID{ID: u.String(), Kind: genreg.UUIDv7, Timestamp: at.Format(timestampLayout)})
 }
 
 // parseDecimal reads a decimal ID. A digit-only string may be a radix ID

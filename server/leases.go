@@ -15,7 +15,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/internal/wire"
 )
 
@@ -126,8 +125,12 @@ func (l *leases) sweep(now time.Time) {
 }
 
 // lister is a store that lists the machine IDs of a namespace
-// (engine/sqlstore's and engine/redisstore's Admin).
-type lister interface{ Admin() storeadmin.Ops }
+// (engine/sqlstore's and engine/redisstore's Store): an optional ability,
+// as database/sql's drivers have them; a store without it counts only the
+// leases this server saw.
+type lister interface {
+	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
+}
 
 // refresh reads from st, if it lists them, the stable instances holding a
 // machine ID in each of namespaces whose last listing is older than
@@ -146,7 +149,7 @@ func (l *leases) refresh(ctx context.Context, st any, namespaces []string, now t
 		if fresh {
 			continue
 		}
-		rows, err := ad.Admin().Machines(ctx, ns)
+		rows, err := ad.Machines(ctx, ns)
 		if err != nil {
 			continue
 		}

@@ -22,8 +22,7 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/snowflake"
-	idkind "github.com/idforge/idforge/internal/kind"
-	"github.com/idforge/idforge/internal/regstats"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/snowlayout"
 )
 
@@ -59,14 +58,14 @@ type pageInfo struct {
 // page is the state page handler.
 type page struct {
 	info    pageInfo
-	stats   func() (idforge.Stats, regstats.Detail)
+	stats   func() idforge.Stats
 	refresh time.Duration // the meta-refresh period; 0 turns it off
 	log     *slog.Logger
 	started time.Time
 }
 
 // newPage returns the state page of s, drawing its figures from stats.
-func newPage(stats func() (idforge.Stats, regstats.Detail), s *Server) *page {
+func newPage(stats func() idforge.Stats, s *Server) *page {
 	// No fallback to the store's own description: it may hold an address.
 	info := pageInfo{Namespace: s.cfg.Instance.Namespace, LayoutName: layoutName(s.cfg.Layout), Store: s.cfg.StoreName, Layout: s.cfg.Layout}
 	return &page{info: info, stats: stats, refresh: 5 * time.Second, log: s.log, started: time.Now()}
@@ -77,8 +76,8 @@ type view struct {
 	pageInfo
 	Snap          idforge.Stats
 	Now           time.Time
-	Recent        []regstats.Call // segment fetches
-	RecentLease   []regstats.Call // machine-ID calls
+	Recent        []idforge.StoreCall // segment fetches
+	RecentLease   []idforge.StoreCall // machine-ID calls
 	RefreshSec    int
 	Uptime        string
 	LeaseState    string
@@ -88,7 +87,7 @@ type view struct {
 	StoreOK       bool
 	Outage, Last  *outageRow // the current and the last store outage, nil without
 	Expiry        string
-	Chains        []chainRow
+	Chains        []idforge.GeneratorStats
 	Others        []idforge.GeneratorStats
 	P50, P99, Max time.Duration
 	Fetches       int
@@ -102,7 +101,7 @@ type outageRow struct {
 }
 
 // newOutageRow returns the row of o, nil when there is no outage.
-func newOutageRow(o regstats.Outage, now time.Time) *outageRow {
+func newOutageRow(o idforge.Outage, now time.Time) *outageRow {
 	if o.Start.IsZero() {
 		return nil
 	}
@@ -110,7 +109,12 @@ func newOutageRow(o regstats.Outage, now time.Time) *outageRow {
 	if !o.End.IsZero() {
 		row.End = stamp(o.End)
 	}
-	row.Served, row.Refused = o.Total()
+	for _, n := range o.Served {
+		row.Served += n
+	}
+	for _, n := range o.Refused {
+		row.Refused += n
+	}
 	row.ServedBy, row.RefusedBy = byKind(o.Served), byKind(o.Refused)
 	return row
 }
@@ -138,19 +142,12 @@ func byKind(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// chainRow is a chain's line on the page: its figures in Stats and its
-// prefetch detail.
-type chainRow struct {
-	idforge.GeneratorStats
-	regstats.Chain
-}
-
 func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s, d := h.stats()
+	s := h.stats()
 	v := view{pageInfo: h.info, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
 	// Every token holder reads the page: errors show as the engine's words
 	// for what happened, never the store's, which may name its address.
-	for _, c := range d.Calls {
+	for _, c := range s.Calls {
 		c.Err = pageError(c.Err)
 		if c.Op == "next_max_id" {
 			v.Recent = append(v.Recent, c)
@@ -177,21 +174,21 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		v.LeaseState, v.LeaseOK = "held", true
 	}
-	v.Outage, v.Last = newOutageRow(d.Outage, v.Now), newOutageRow(d.LastOutage, v.Now)
+	v.Outage, v.Last = newOutageRow(s.Outage, v.Now), newOutageRow(s.LastOutage, v.Now)
 	switch {
 	case v.Outage != nil:
 		v.StoreState = "down since " + v.Outage.Start + " for " + v.Outage.For
-	case len(d.Calls) == 0: // no store, or none asked yet: nothing to say it answers
+	case len(s.Calls) == 0: // no store, or none asked yet: nothing to say it answers
 		v.StoreState = "not asked yet"
 	default:
 		v.StoreState, v.StoreOK = "reachable", true
 	}
 	for _, g := range s.Generators {
-		if c, ok := d.Chains[g.Name]; ok && g.Kind == idkind.Chain {
-			if c.LastError != nil {
-				c.LastError = errors.New(pageError(c.LastError.Error()))
+		if g.Kind == genreg.Chain {
+			if g.LastError != nil {
+				g.LastError = errors.New(pageError(g.LastError.Error()))
 			}
-			v.Chains = append(v.Chains, chainRow{g, c})
+			v.Chains = append(v.Chains, g)
 		} else {
 			v.Others = append(v.Others, g)
 		}

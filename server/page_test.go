@@ -11,17 +11,15 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/regstats"
 )
 
 // The page shows what Registry.Stats says (the registry's own tests check
 // the counting): the machine ID, each chain's state, errors by reason.
 func TestPageShowsMachineAndChains(t *testing.T) {
 	var stats idforge.Stats
-	var detail regstats.Detail
 	h := &page{
 		info:    pageInfo{Namespace: "orders<b>", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default},
-		stats:   func() (idforge.Stats, regstats.Detail) { return stats, detail },
+		stats:   func() idforge.Stats { return stats },
 		refresh: 5 * time.Second,
 		log:     slog.Default(),
 		started: time.Now(),
@@ -35,12 +33,11 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 	}
 
 	stats.Generators = []idforge.GeneratorStats{
-		{Kind: "chain", Name: "down", Errors: map[string]int64{"store_unavailable": 1}},
-		{Kind: "chain", Name: "order", Issued: 120, Errors: map[string]int64{}},
+		{Kind: "chain", Name: "down", Errors: map[string]int64{"store_unavailable": 1}, Step: 50, Failures: 1},
+		{Kind: "chain", Name: "order", Issued: 120, Errors: map[string]int64{}, Step: 50, Fetches: 3},
 		{Kind: "snowflake", Issued: 1, Errors: map[string]int64{}},
 		{Kind: "snowflake", Name: "x", Errors: map[string]int64{"store_unavailable": 1}},
 	}
-	detail.Chains = map[string]regstats.Chain{"down": {Step: 50, Failures: 1}, "order": {Step: 50, Fetches: 3}}
 	body = getPage(t, h)
 	for _, want := range []string{`data-chain="order"`, `<td class="issued">120</td>`, "store_unavailable: 1"} {
 		if !strings.Contains(body, want) {
@@ -52,10 +49,10 @@ func TestPageShowsMachineAndChains(t *testing.T) {
 // The Store line says whether the store answers, since when it does not,
 // and what was served and refused during the current and last outage.
 func TestPageShowsOutages(t *testing.T) {
-	var detail regstats.Detail
+	detail := idforge.Stats{MachineID: 1}
 	h := &page{
 		info:    pageInfo{Namespace: "orders", LayoutName: "default", Store: "sqlite x", Layout: snowflake.Default},
-		stats:   func() (idforge.Stats, regstats.Detail) { return idforge.Stats{MachineID: 1}, detail },
+		stats:   func() idforge.Stats { return detail },
 		log:     slog.Default(),
 		started: time.Now(),
 	}
@@ -75,16 +72,16 @@ func TestPageShowsOutages(t *testing.T) {
 	}
 	check([]string{`id="store-state" class="muted">not asked yet<`}, []string{"outage-current", "outage-last"})
 
-	detail.Calls = []regstats.Call{{Op: "next_max_id", Name: "order"}}
+	detail.Calls = []idforge.StoreCall{{Op: "next_max_id", Name: "order"}}
 	check([]string{`id="store-state" class="ok">reachable<`}, []string{"outage-current", "outage-last"})
 
 	start := time.Date(2026, 11, 25, 9, 30, 0, 0, time.UTC)
-	detail.Outage = regstats.Outage{Start: start,
+	detail.Outage = idforge.Outage{Start: start,
 		Served: map[string]int64{"snowflake": 7, "chain": 3, "uuidv7": 0}, Refused: map[string]int64{"chain": 2, "snowflake": 0}}
 	check([]string{`id="store-state" class="bad">down since 2026-11-25 09:30:00 UTC for `,
 		`id="outage-current">served 10 (chain 3, snowflake 7), refused <span class="bad">2</span> (chain 2)<`}, []string{"outage-last"})
 
-	detail.LastOutage, detail.Outage = detail.Outage, regstats.Outage{}
+	detail.LastOutage, detail.Outage = detail.Outage, idforge.Outage{}
 	detail.LastOutage.End = start.Add(90 * time.Second)
 	detail.LastOutage.Refused = map[string]int64{}
 	check([]string{`id="store-state" class="ok">reachable<`,

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 	"github.com/idforge/idforge/internal/wire"
 )
@@ -166,7 +165,7 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	}
 	// leased.Acquire refuses a lease that may issue alone for as long as
 	// the store's reset grace: past it, the holder has stopped.
-	alone := leased.ResetGraceOf(s.cfg.Proxy)
+	alone := s.cfg.Proxy.Terms().ResetGrace
 	if alone <= 0 {
 		alone = safeGuard
 	}
@@ -196,8 +195,9 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	if err != nil {
 		return -1, proxyError(err, req, "")
 	}
+	terms := s.cfg.Proxy.Terms()
 	writeJSON(w, http.StatusOK, wire.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
-		ResetGraceMillis: leased.ResetGraceOf(s.cfg.Proxy).Milliseconds(), RideThroughMillis: leased.RideThroughOf(s.cfg.Proxy).Milliseconds(),
+		ResetGraceMillis: terms.ResetGrace.Milliseconds(), RideThroughMillis: terms.RideThrough.Milliseconds(),
 		Lease: cl.secret})
 	return st.MachineID, nil
 }

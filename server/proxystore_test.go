@@ -25,8 +25,10 @@ import (
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 )
 
 // backing is a server-side store made of a machine distributor and a
@@ -102,22 +104,26 @@ func serveProxyAt(t *testing.T, st idforge.Store, token string, opts ...func(*Se
 func contractSafeGuard(c *Settings) { c.safeGuard = time.Minute }
 
 func TestMachineContractMemory(t *testing.T) {
-	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 		segs := &memSegments{}
 		return serveProxy(t, backing{machinetest.NewMemory(c), segs.Segment}, "", contractSafeGuard)
-	})
+	}
+	machinetest.Run(t, distributors)
+	leasetest.Run(t, distributors)
 }
 
 func TestSegmentContractMemory(t *testing.T) {
 	segs := &memSegments{}
 	ps := serveProxy(t, backing{machinetest.NewMemory(clock.System), segs.Segment}, "")
-	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+	segments := func(t *testing.T, name string) segment.Distributor {
 		d, err := ps.Segment(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	})
+	}
+	segmenttest.Run(t, segments)
+	chaintest.Run(t, segments, 0)
 }
 
 // The same suites through a server on a real SQLite store.
@@ -143,9 +149,11 @@ func sqliteBacking(t *testing.T, db *sql.DB, c clock.Clock) backing {
 
 func TestMachineContractSQLite(t *testing.T) {
 	db := openSQLite(t)
-	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 		return serveProxy(t, sqliteBacking(t, db, c), "", contractSafeGuard)
-	})
+	}
+	machinetest.Run(t, distributors)
+	leasetest.Run(t, distributors)
 }
 
 func TestSegmentContractSQLite(t *testing.T) {
@@ -157,13 +165,15 @@ func TestSegmentContractSQLite(t *testing.T) {
 	}
 	db := openSQLite(t)
 	ps := serveProxy(t, sqliteBacking(t, db, clock.System), "")
-	segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+	segments := func(t *testing.T, name string) segment.Distributor {
 		d, err := ps.Segment(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	})
+	}
+	segmenttest.Run(t, segments)
+	chaintest.Run(t, segments, 0)
 }
 
 func TestTokensAndErrors(t *testing.T) {
@@ -323,7 +333,7 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "not less than the store's ResetGrace 2s") {
 		t.Fatalf("Acquire without a reservation = %v; want ErrInvalidConfig naming the server store's ResetGrace", err)
 	}
-	if got := ps.ResetGrace(); got != 2*time.Second {
+	if got := ps.Terms().ResetGrace; got != 2*time.Second {
 		t.Fatalf("ResetGrace = %v, want the server store's default 2s", got)
 	}
 	l, err := leased.Acquire(t.Context(), ps, machine.Instance{Namespace: "grace", ID: "b"}, leased.LeaseSettings{Logger: slog.New(slog.DiscardHandler)})
@@ -342,7 +352,8 @@ func TestLeaseOutlivingServerResetGraceRefused(t *testing.T) {
 // as a lease on the store itself would.
 func TestProxyPassesRideThrough(t *testing.T) {
 	const window = 60 * time.Second
-	st, err := sqlstore.Open(t.Context(), openSQLite(t), sqlstore.Settings{CreateTables: true, Init: true, RideThrough: window})
+	db := openSQLite(t)
+	st, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{CreateTables: true, Init: true, RideThrough: window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,16 +372,21 @@ func TestProxyPassesRideThrough(t *testing.T) {
 	if got := l.Reservation(); got != window {
 		t.Fatalf("the client lease reserves %v, want the server store's window %v", got, window)
 	}
-	if got := leased.RideThroughOf(ps); got != window {
-		t.Fatalf("RideThroughOf(proxy store) = %v, want %v", got, window)
+	if got := ps.Terms().RideThrough; got != window {
+		t.Fatalf("the proxy store's RideThrough = %v, want %v", got, window)
 	}
-	if got := ps.ResetGrace(); got != window+time.Second {
+	if got := ps.Terms().ResetGrace; got != window+time.Second {
 		t.Fatalf("ResetGrace = %v, want the window plus 1 s", got)
 	}
 	if err := l.Heartbeat(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := st.Admin().Machines(t.Context(), "window")
+	ad, err := sqlstore.OpenAdmin(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Close()
+	ms, err := ad.Machines(t.Context(), "window")
 	if err != nil {
 		t.Fatal(err)
 	}

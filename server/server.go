@@ -17,7 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/leased"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,10 +29,8 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/dated"
-	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/outage"
 	"github.com/idforge/idforge/internal/reason"
-	"github.com/idforge/idforge/internal/regstats"
 	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/metrics"
 )
@@ -217,7 +216,8 @@ func (c *Settings) validate() error {
 	if c.Proxy != nil && reflect.ValueOf(c.Proxy).Kind() == reflect.Pointer && reflect.ValueOf(c.Proxy).IsNil() {
 		return fmt.Errorf("%w: server: Settings.Proxy is a nil %T", engine.ErrInvalidConfig, c.Proxy)
 	}
-	if w := leased.RideThroughOf(c.Proxy); aheadDefault && c.Proxy != nil && w > 0 {
+	if aheadDefault && c.Proxy != nil && c.Proxy.Terms().RideThrough > 0 {
+		w := c.Proxy.Terms().RideThrough
 		// A client lease's heartbeat reserves the store's ride-through
 		// window ahead of its clock; allow that plus the clock skew
 		// between hosts a reset grace tolerates (1 s).
@@ -281,7 +281,7 @@ func New(cfg Settings) (*Server, error) {
 		if s.cfg.machineID == nil {
 			s.cfg.machineID = func() int64 { return reg.Stats().MachineID }
 		}
-		s.page = newPage(func() (idforge.Stats, regstats.Detail) { return reg.Stats(), regstats.Of(reg) }, s)
+		s.page = newPage(reg.Stats, s)
 		s.metrics = metricsHandler(reg, &s.ledger)
 	}
 	s.ready.outage = outage.Log{Logger: s.log, Still: "idforge serve: still not ready", End: "idforge serve: ready again"}
@@ -604,7 +604,7 @@ func (s *Server) machineID() int64 {
 
 // snowflake returns the shared snowflake generator.
 func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
-	return s.cfg.Registry.Generator(ctx, idkind.Snowflake, "")
+	return s.cfg.Registry.Generator(ctx, genreg.Snowflake, "")
 }
 
 // serves reports whether the allow-list, if any, admits chain name.
@@ -667,7 +667,7 @@ func (s *Server) chain(ctx context.Context, c *caller, name string) (engine.Gene
 		}
 	}
 	// The Registry makes one generator per name, however many ask at once.
-	g, err := s.cfg.Registry.Generator(ctx, idkind.Chain, name)
+	g, err := s.cfg.Registry.Generator(ctx, genreg.Chain, name)
 	if built {
 		if err != nil {
 			return nil, s.generatorError(c, name, err)

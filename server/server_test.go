@@ -23,8 +23,8 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/genreg"
-	"github.com/idforge/idforge/internal/segmenthook"
 	"github.com/idforge/idforge/internal/wire"
 )
 
@@ -50,7 +50,7 @@ func testRegistry(t testing.TB) *genreg.Registry {
 			seqs[name] = f
 		}
 		mu.Unlock()
-		return segmenthook.NewChain(f, segment.Settings{Step: 100}, segmenthook.Owned{Name: name})
+		return chain.New(f, segment.Settings{Step: 100}, chain.Owned{Name: name})
 	})
 	if err != nil {
 		t.Fatal(err)

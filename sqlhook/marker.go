@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idforge/idforge/engine"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 )
 
 // ErrNotHooked is the error of a marker that reached a driver without the
@@ -74,7 +74,7 @@ func Next(kind, name string) *Marker { return &Marker{kind: kind, name: name} }
 // an *idforge.Registry built with a store; LastInsertId is left to the
 // base driver, as for UUIDs.
 func NextDated(name, format string) *Marker {
-	return &Marker{kind: idkind.Chain, name: name, format: format}
+	return &Marker{kind: genreg.Chain, name: name, format: format}
 }
 
 // ID returns the int64 ID drawn for the marker's latest execution, 0
@@ -221,7 +221,7 @@ func (h *hook) giveBack(m *Marker, v driver.Value) {
 }
 
 func storeHint(kind string, err error) string {
-	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != idkind.Chain && kind != idkind.Segment) {
+	if !errors.Is(err, engine.ErrUnknownGenerator) || (kind != genreg.Chain && kind != genreg.Segment) {
 		return ""
 	}
 	return fmt.Sprintf("; kind %q needs a registry built with a store (idforge.New(ctx, idforge.Settings{Store: st})) in sqlhook.Settings.Registry: "+

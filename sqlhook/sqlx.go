@@ -15,7 +15,6 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
-	"github.com/idforge/idforge/internal/sqlxbatch"
 )
 
 // Helper fills idgen-tagged fields of rows inserted through sqlx. Make one
@@ -153,7 +152,7 @@ func (h *Helper) InsertBatch(ctx context.Context, db sqlx.ExtContext, query stri
 	if err := h.Fill(ctx, rows); err != nil {
 		return 0, err
 	}
-	total, err := sqlxbatch.Insert(ctx, db, query, rv, batchSize)
+	total, err := insertBatches(ctx, db, query, rv, batchSize)
 	if err != nil {
 		return total, fmt.Errorf("sqlhook: %w", err)
 	}

@@ -24,7 +24,7 @@ const (
 	VarFleet     = "fleet"     // Config.Fleet snowflakes, machine IDs 1..Fleet, writing at once
 	VarUUIDv4    = "uuidv4"    // github.com/google/uuid New
 	VarUUIDv7    = "uuidv7"    // github.com/google/uuid NewV7
-	VarIDUUIDv7  = "iduuidv7"  // idforge's engine/uuidv7, kind "uuidv7" filled by idplugin
+	VarIDUUIDv7  = "iduuidv7"  // idforge's kind "uuidv7" filled by idplugin
 )
 
 // Descriptions says what each variant's key is, for the report.
@@ -35,7 +35,7 @@ var descriptions = map[string]string{
 	VarFleet:     "idforge snowflake, one instance per machine ID 1..N writing at once, each through its own idplugin, BIGINT",
 	VarUUIDv4:    "github.com/google/uuid v4 (random), BINARY(16) / uuid",
 	VarUUIDv7:    "github.com/google/uuid v7 (time-ordered), BINARY(16) / uuid",
-	VarIDUUIDv7:  "idforge uuidv7 (engine/uuidv7, time-ordered) filled by idplugin, BINARY(16) / uuid",
+	VarIDUUIDv7:  "idforge uuidv7 (time-ordered) filled by idplugin, BINARY(16) / uuid",
 }
 
 // Tenths is the number of slices of a run that get their own rows/s.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/chain"
 	mrand "math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -152,9 +152,9 @@ func newWriters(cfg *Config, srv *server, variant, table string) (ws []*writer, 
 			closer = func() { r.Close() }
 		case VarChain:
 			var next atomic.Int64 // the store: one instance, so any counter serves
-			c, err := segmenthook.NewChain(distFunc(func(_ context.Context, step int64) (int64, error) {
+			c, err := chain.New(distFunc(func(_ context.Context, step int64) (int64, error) {
 				return next.Add(step), nil
-			}), segment.Settings{}, segmenthook.Owned{})
+			}), segment.Settings{}, chain.Owned{})
 			if err != nil {
 				return ws, err
 			}
@@ -281,3 +281,6 @@ type distFunc func(ctx context.Context, step int64) (int64, error)
 
 // NextMaxID calls f.
 func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }
+
+// Confirmed is the zero time: only the answers confirm.
+func (distFunc) Confirmed() time.Time { return time.Time{} }

@@ -21,7 +21,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/chain"
 	"io"
 	"net"
 	"os"
@@ -247,7 +247,7 @@ func BenchmarkServe(b *testing.B) {
 			b.Fatal(err)
 		}
 		d, _ := st.Segment("order")
-		ch, err := segmenthook.NewChain(d, segment.Settings{}, segmenthook.Owned{})
+		ch, err := chain.New(d, segment.Settings{}, chain.Owned{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/snowlayout"
-	"github.com/idforge/idforge/internal/uuidtime"
+	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // timestampLayout is RFC 3339 with milliseconds; in UTC it ends in Z.
@@ -55,7 +55,7 @@ func setupDecode(fs *flag.FlagSet) runFunc {
 			return usagef("want one ID, got %d arguments %q", len(args), args)
 		}
 		if u, err := uuid.Parse(args[0]); err == nil && len(args[0]) == 36 && format.value == "" {
-			at, err := uuidtime.Of(u)
+			at, err := uuidv7.Time(u)
 			if err != nil {
 				return usagef("%s: a version %d UUID carries no time; only version 7 UUIDs decode", args[0], u.Version())
 			}

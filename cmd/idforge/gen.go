@@ -19,19 +19,18 @@ import (
 	"github.com/idforge/idforge/internal/dated"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/idgen"
-	idkind "github.com/idforge/idforge/internal/kind"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/uuidv7"
 )
 
 // genKinds are the kinds gen draws.
-var genKinds = []string{idkind.Snowflake, idkind.UUIDv7, idkind.Chain}
+var genKinds = []string{genreg.Snowflake, genreg.UUIDv7, genreg.Chain}
 
 func setupGen(fs *flag.FlagSet) runFunc {
 	n := parsedVar(fs, "n", 1, strconv.Atoi, "want a whole number", "how many IDs to print, a whole `number`")
 	machineID := parsedVar(fs, "machine", 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
 		"want a whole number", "machine `ID` (0 to the layout's maximum), without -store")
-	kind := enumVar(fs, "kind", idkind.Snowflake, genKinds, "`kind` of ID")
+	kind := enumVar(fs, "kind", genreg.Snowflake, genKinds, "`kind` of ID")
 	name := fs.String("name", "", "chain `name` (kind chain)")
 	layout := enumVar(fs, "layout", "default", layoutNames(), "bit `layout`")
 	format := formatVar(fs, "format", "output `format`")
@@ -52,15 +51,15 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			return usagef("-n %d: want at least 1", *n)
 		case *store != "" && machineGiven:
 			return usagef("-machine with -store: the store leases the machine ID")
-		case kind.value == idkind.Chain && (*store == "" || *name == ""):
+		case kind.value == genreg.Chain && (*store == "" || *name == ""):
 			return usagef("-kind chain needs -store and -name: chains count in a store")
-		case kind.value != idkind.Chain && *name != "":
+		case kind.value != genreg.Chain && *name != "":
 			return usagef("-name is for -kind chain")
-		case kind.value == idkind.UUIDv7 && format.value != "decimal":
+		case kind.value == genreg.UUIDv7 && format.value != "decimal":
 			return usagef("-kind uuidv7 takes no -format: UUIDs come in their canonical form")
-		case kind.value == idkind.Chain && format.value == "friendly":
+		case kind.value == genreg.Chain && format.value == "friendly":
 			return usagef("-format friendly is for snowflake IDs")
-		case dated.IsFormat(format.value) && kind.value != idkind.Chain:
+		case dated.IsFormat(format.value) && kind.value != genreg.Chain:
 			return usagef("a dated -format is for -kind chain")
 		}
 		l := layoutByName(layout.value)
@@ -73,13 +72,13 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			if err := reg.Register(idkind.Snowflake, "", g); err != nil {
+			if err := reg.Register(genreg.Snowflake, "", g); err != nil {
 				return err
 			}
-			if err := reg.Register(idkind.UUIDv7, "", uuidv7.New(nil)); err != nil {
+			if err := reg.Register(genreg.UUIDv7, "", uuidv7.New(nil)); err != nil {
 				return err
 			}
-			if kind.value == idkind.Snowflake {
+			if kind.value == genreg.Snowflake {
 				fmt.Fprintf(stderr, "idforge gen: machine ID %d (-machine), no lease: another process issuing under machine ID %d now "+
 					"can issue the same IDs; give -store to lease a machine ID\n", m, m)
 			}
@@ -121,7 +120,7 @@ func setupGen(fs *flag.FlagSet) runFunc {
 // from p as text in format.
 func drawer(ctx context.Context, p engine.Provider, kind, name, format string, l snowflake.Layout) (func(context.Context) (string, error), error) {
 	switch {
-	case kind == idkind.UUIDv7:
+	case kind == genreg.UUIDv7:
 		g, err := genreg.UUIDOf(ctx, p, kind, "")
 		if err != nil {
 			return nil, err

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/machine"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/wire"
 	"github.com/idforge/idforge/server"
@@ -235,7 +235,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		Ready: func(ctx context.Context) error {
 			// A snowflake ID is free to draw, and drawing one asks the
 			// lease's fence whether the machine ID is still held.
-			g, err := reg.Generator(ctx, idkind.Snowflake, "")
+			g, err := reg.Generator(ctx, genreg.Snowflake, "")
 			if err == nil {
 				_, err = g.NextID(ctx)
 			}

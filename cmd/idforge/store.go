@@ -23,9 +23,9 @@ import (
 
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // defaultStoreFile is the embedded SQLite store serve opens in the working
@@ -35,9 +35,12 @@ const defaultStoreFile = "idforge.db"
 // openedStore is the store serve runs on (the root store contract) with a
 // liveness probe for /readyz, a closer, a description for logs (with no
 // password in it) and a shorter one for the state page (no address, no
-// path: what kind of store, and a SQLite file's name).
+// path: what kind of store, and a SQLite file's name). Opened for the
+// operator's commands, it holds no store but their admin.
 type openedStore struct {
 	store    idforge.Store
+	admin    operatorCommands
+	brandNew func() bool // whether the store's epoch was declared brand-new
 	describe string
 	public   string
 	ping     func(ctx context.Context) error
@@ -55,13 +58,20 @@ type openedStore struct {
 // SQLite file this call creates counts as brand-new anyway. window is the
 // store's RideThrough (0: its default).
 func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool, window time.Duration) (*openedStore, error) {
+	return openStoreFor(ctx, spec, src, dir, log, init, window, false)
+}
+
+// openStoreFor is openStore, or with admin the store's operator commands
+// (sqlstore.OpenAdmin, redisstore.OpenAdmin), which accept whatever
+// ride-through window the store records.
+func openStoreFor(ctx context.Context, spec, src, dir string, log *slog.Logger, init bool, window time.Duration, admin bool) (*openedStore, error) {
 	switch {
 	case spec == "":
 		path := filepath.Join(dir, defaultStoreFile)
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log, admin)
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log, admin)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
@@ -90,7 +100,20 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 		}
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		st, err := redisstore.Open(octx, client, rs)
+		opened := &openedStore{
+			describe: "redis " + opts.Addr,
+			public:   "redis",
+			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
+			close:    client.Close,
+		}
+		if admin {
+			opened.admin, err = redisstore.OpenAdmin(octx, client, rs)
+		} else {
+			var st *redisstore.Store
+			if st, err = redisstore.Open(octx, client, rs); err == nil {
+				opened.store, opened.brandNew = st, st.BrandNew
+			}
+		}
 		if err != nil {
 			client.Close()
 			if errors.Is(err, redisstore.ErrVolatile) { // its message names the Go setting
@@ -100,19 +123,13 @@ func openStore(ctx context.Context, spec, src, dir string, log *slog.Logger, ini
 			}
 			return nil, err
 		}
-		return &openedStore{
-			store:    st,
-			describe: "redis " + opts.Addr,
-			public:   "redis",
-			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
-			close:    client.Close,
-		}, nil
+		return opened, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window, log)
+		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window, log, admin)
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window, log)
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window, log, admin)
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window, log)
+		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window, log, admin)
 	}
 	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
@@ -143,7 +160,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration, log *slog.Logger) (*openedStore, error) {
+func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration, log *slog.Logger, admin bool) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
@@ -164,27 +181,43 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, 
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	st, err := sqlstore.Open(octx, db, sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window, Logger: log})
+	set := sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window, Logger: log}
+	opened := &openedStore{describe: describe, public: public, ping: db.PingContext}
+	if admin {
+		ad, err := sqlstore.OpenAdmin(octx, db, set)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		opened.admin, opened.close = ad, func() error { return errors.Join(ad.Close(), db.Close()) }
+		return opened, nil
+	}
+	st, err := sqlstore.Open(octx, db, set)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &openedStore{
-		store:    st,
-		describe: describe,
-		public:   public,
-		ping:     db.PingContext,
-		close:    func() error { return errors.Join(st.Close(), db.Close()) },
-	}, nil
+	opened.store, opened.brandNew = st, st.BrandNew
+	opened.close = func() error { return errors.Join(st.Close(), db.Close()) }
+	return opened, nil
 }
 
-// admin is what `idforge store` asks of a store beside init: the SQL and
-// Redis stores implement it.
-type admin interface{ Admin() storeadmin.Ops }
+// operatorCommands are what `idforge store` asks of a store beside init:
+// the stores' Admin types answer them.
+type operatorCommands interface {
+	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
+	Release(ctx context.Context, namespace string, machineID int64, force bool) error
+	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
+	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
+	SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error)
+	BrandNew() bool
+	EpochCreated() time.Time
+	Restored(ctx context.Context) error
+}
 
 var (
-	_ admin = (*sqlstore.Store)(nil)
-	_ admin = (*redisstore.Store)(nil)
+	_ operatorCommands = (*sqlstore.Admin)(nil)
+	_ operatorCommands = (*redisstore.Admin)(nil)
 )
 
 // storeActions are the actions of `idforge store` and the argument each
@@ -267,34 +300,30 @@ func setupStore(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		// The operator's commands hold no machine ID, so any window the
-		// store records will do: ride-through rewrites it, and init on a
-		// store that records another one says the store is set up already.
-		// A new store records the one given.
-		octx := storeadmin.Rewriting(ctx)
+		// store records will do: they open the store's Admin, which takes
+		// the window it records. ride-through rewrites it, and init on a
+		// store that records another one says the store is set up already;
+		// a new store records the one given.
 		// An epoch created before this moment was there already. The
 		// store dates a new one by this process's clock, to the
 		// millisecond.
 		began := time.Now().Truncate(time.Millisecond)
 		log := slog.New(slog.NewTextHandler(stderr, nil))
-		st, err := openStore(octx, *spec, src, wd, log, action == "init", *rideThrough)
+		st, err := openStoreFor(ctx, *spec, src, wd, log, action == "init", *rideThrough, true)
 		if err != nil {
 			return err
 		}
 		defer st.close()
-		ad, ok := st.store.(admin)
-		if !ok {
-			return fmt.Errorf("%s: the store does not support %s", st.describe, action)
-		}
 		if action == "init" {
-			return storeInit(ad.Admin(), st.describe, began, *existsOK, *rideThrough != 0, stdout)
+			return storeInit(st.admin, st.describe, began, *existsOK, *rideThrough != 0, stdout)
 		}
-		return storeAction(ctx, ad.Admin(), action, args[1:], *namespace, *force, *raise, stdout)
+		return storeAction(ctx, st.admin, action, args[1:], *namespace, *force, *raise, stdout)
 	}
 }
 
 // storeInit reports what `idforge store init` found: a store it declared
 // brand-new, or one that already had an epoch (an error unless existsOK).
-func storeInit(ad storeadmin.Ops, store string, began time.Time, existsOK, window bool, stdout io.Writer) error {
+func storeInit(ad operatorCommands, store string, began time.Time, existsOK, window bool, stdout io.Writer) error {
 	created := ad.EpochCreated()
 	if ad.BrandNew() && !created.Before(began) {
 		_, err := fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", store)
@@ -320,7 +349,7 @@ func storeInit(ad storeadmin.Ops, store string, began time.Time, existsOK, windo
 
 // storeAction runs machines, release, chain, ride-through or restored on an
 // opened store.
-func storeAction(ctx context.Context, ad storeadmin.Ops, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
+func storeAction(ctx context.Context, ad operatorCommands, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
 		as, err := ad.Machines(ctx, namespace)

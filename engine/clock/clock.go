@@ -10,8 +10,8 @@ import (
 // A clock that also has a method `Elapsed() time.Duration`, a monotonic
 // reading (one that moves only forward as time passes, whatever is done to
 // the wall clock), lets a running generator ignore wall-clock steps back:
-// it keeps time on that reading, re-synced forward to the wall time.
-// System and the clocktest fake have it.
+// it keeps time on that reading, re-synced forward to the wall time (see
+// [Steady]). System and the clocktest fake have it.
 type Clock interface {
 	Now() time.Time
 	Sleep(ctx context.Context, d time.Duration) error

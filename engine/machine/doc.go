@@ -17,6 +17,6 @@
 // engine/machine/machinetest checks any implementation against the contract
 // below.
 //
-// It imports engine and internal/distcheck (the argument checks it shares
+// It imports engine and engine/internal/distcheck (the argument checks it shares
 // with the stores).
 package machine

@@ -113,4 +113,59 @@ type Distributor interface {
 	// never free the new holder's ID) and returns an error wrapping
 	// engine.ErrMachineIDLost.
 	Revert(ctx context.Context, inst Instance, st State) error
+	// Terms returns what the distributor's store promises every lease on
+	// it (see [Terms]). A remote store may learn them at Distribute, so
+	// the lease asks again afterwards. A distributor that wraps another
+	// returns the inner one's terms, changing only what it changes.
+	Terms() Terms
+	// ServerTime returns the current time of the store's server, for a
+	// store that keeps time of its own (a database or Redis server): the
+	// lease compares its clock with it before distributing, because expiry
+	// decisions compare timestamps written by one host's clock with
+	// another host's clock, and refuses a clock further off than its skew
+	// margin (an error wrapping engine.ErrClockSkew). The zero time means
+	// the store has no clock apart from this process's (SQLite, a fixed
+	// machine ID), and nothing is compared.
+	ServerTime(ctx context.Context) (time.Time, error)
+}
+
+// Terms are what a distributor's store promises every lease on it: the
+// safety terms the lease and the registry check against, part of the
+// contract so that no wrapper can drop one.
+type Terms struct {
+	// RideThrough is the store's ride-through window: how long a process
+	// cut off from the store goes on issuing, which each lease heartbeat
+	// reserves ahead (the RideThrough setting of engine/sqlstore and
+	// engine/redisstore, recorded by the store and the same for every
+	// process of it). 0: the store sets none, and a lease reserves 4 ×
+	// its Heartbeat; negative: no reservation.
+	RideThrough time.Duration
+	// ResetGrace is how long the store, once it finds it was reset (it
+	// forgot what it handed out), hands nothing out after the reset was
+	// first seen: the time live processes of the forgotten state have to
+	// stop. A lease that could go on issuing without its store for that
+	// long is refused, since a process cut off from the store during a
+	// reset would then share its machine ID with a newcomer. <= 0: no
+	// grace (a store no other process uses), nothing is checked.
+	ResetGrace time.Duration
+	// Remembers is true for a store that keeps the last timestamp of the
+	// machine IDs it hands out. [Manual] and [StatefulSet] (and so
+	// [Default]) keep nothing: a process restarted on their fixed ID knows
+	// what its predecessor issued only from a local state file, which the
+	// registry then keeps by default.
+	Remembers bool
+}
+
+// Assignment is one machine ID of a namespace as a store holds it: what
+// the operator's commands list (sqlstore.Admin, redisstore.Admin,
+// `idforge store machines`).
+type Assignment struct {
+	MachineID int64
+	// Instance is the instance the ID is assigned to, its ID empty when
+	// the ID is free.
+	Instance Instance
+	// Held is true while a holder has the ID (it did not give it back).
+	Held bool
+	// LastTimestamp is the newest Unix millisecond timestamp stored for it.
+	LastTimestamp int64
 }

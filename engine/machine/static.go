@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/distcheck"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 )
 
 // machineIDEnv is the environment variable [Default] reads a fixed machine
@@ -122,13 +122,19 @@ func (s statefulSet) Guard(_ context.Context, inst Instance, st State) error {
 	return holdsFixed(id, err, source, inst, st)
 }
 
-// Remembers reports that a fixed distributor stores no last timestamp: a
-// process restarted on its ID needs a local state file to know what its
-// predecessor issued.
-func (manual) Remembers() bool { return false }
+// Terms are a fixed distributor's: no window, no grace, and no last
+// timestamp kept, so a process restarted on its ID needs a local state file
+// to know what its predecessor issued.
+func (manual) Terms() Terms { return Terms{} }
 
-// Remembers reports that the pod ordinal stores no last timestamp.
-func (statefulSet) Remembers() bool { return false }
+// ServerTime is the zero time: a fixed ID has no store with a clock.
+func (manual) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
+
+// Terms are the pod ordinal's: no window, no grace, no last timestamp kept.
+func (statefulSet) Terms() Terms { return Terms{} }
+
+// ServerTime is the zero time: the pod ordinal has no store with a clock.
+func (statefulSet) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 func (s statefulSet) Revert(_ context.Context, inst Instance, st State) error {
 	id, source, err := s.ordinal()
@@ -209,8 +215,12 @@ type unconfigured struct{}
 // locks machine IDs on the host may pick any free one.
 func (unconfigured) Unconfigured() string { return unconfiguredWhy }
 
-// Remembers reports that no last timestamp is stored.
-func (unconfigured) Remembers() bool { return false }
+// Terms are a fixed distributor's: no window, no grace, no last timestamp
+// kept.
+func (unconfigured) Terms() Terms { return Terms{} }
+
+// ServerTime is the zero time: there is no store with a clock.
+func (unconfigured) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 func (unconfigured) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
 	fallbackOnce.Do(func() {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 const safeGuard = 5 * time.Minute

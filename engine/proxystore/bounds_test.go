@@ -33,8 +33,8 @@ func TestDistributeRefusesOutOfBoundWindows(t *testing.T) {
 		if _, err := st.Distribute(t.Context(), machine.Instance{Namespace: "ns", ID: "a"}, 10, time.Minute); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("Distribute answered %+v: %v; want ErrInvalidConfig", out, err)
 		}
-		if st.ResetGrace() < 0 || st.RideThrough() < 0 {
-			t.Errorf("after a refused answer: ResetGrace %v, RideThrough %v", st.ResetGrace(), st.RideThrough())
+		if tm := st.Terms(); tm.ResetGrace < 0 || tm.RideThrough < 0 {
+			t.Errorf("after a refused answer: ResetGrace %v, RideThrough %v", tm.ResetGrace, tm.RideThrough)
 		}
 		srv.Close()
 	}

@@ -20,9 +20,9 @@
 // The server's store waits its reset grace (2 s by default) after a reset
 // before it hands out again, so a client cut off from the server must stop
 // issuing sooner. The server sends that grace with every machine ID it
-// hands out, and a Store reports it (ResetGrace), so leased.Acquire refuses
-// a lease that could outlive it, as on the SQL and Redis stores. It sends
-// the store's ride-through window too (RideThrough), which the client's
+// hands out, and a Store reports it in its Terms (ResetGrace), so the
+// registry's lease refuses to outlive it, as on the SQL and Redis stores.
+// It sends the store's ride-through window too (RideThrough), which the client's
 // lease reserves ahead as a lease on the store itself would. A server from
 // before this (no reset_grace_ms in its answer) reports none, and nothing
 // is checked.

@@ -16,12 +16,10 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/distcheck"
-	"github.com/idforge/idforge/internal/reason"
-	"github.com/idforge/idforge/internal/wire"
 )
 
 // Settings configure [New]. URL is required.
@@ -121,27 +119,27 @@ func (s *Store) call(ctx context.Context, path string, body, out any) error {
 }
 
 // sentinel maps a proxy error code back to the engine's sentinel: a code
-// named like a reason is that reason's sentinel (internal/reason), the
+// named like a reason is that reason's sentinel (see reasons), the
 // proxy's own codes are mapped here, anything else is an outage.
 func sentinel(ctx context.Context, status int, code string) error {
 	switch code {
-	case wire.CodeTimeout:
+	case codeTimeout:
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return engine.ErrStoreUnavailable
-	case wire.CodeQuota:
+	case codeQuota:
 		return engine.ErrMachineIDOverflow
-	case wire.CodeForbidden:
+	case codeForbidden:
 		return engine.ErrInvalidConfig
-	case wire.CodeUnknownChain, wire.CodeTooManyChains:
+	case codeUnknownChain, codeTooManyChains:
 		// The server does not serve the sequence: a refusal, not an
 		// outage, so a chain fails at once instead of retrying.
 		return engine.ErrUnknownGenerator
 	case "unauthorized":
 		return errors.Join(engine.ErrInvalidConfig, fmt.Errorf("the server refused the token (status %d)", status))
 	}
-	if err := reason.Err(code); err != nil {
+	if err := reasons[code]; err != nil {
 		return err
 	}
 	return engine.ErrStoreUnavailable
@@ -159,8 +157,8 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	s.mu.Lock()
 	secret := s.leases[key]
 	s.mu.Unlock()
-	var out wire.MachineState
-	err := s.call(ctx, "/v1/proxy/machines/distribute", wire.MachineRequest{
+	var out machineState
+	err := s.call(ctx, "/v1/proxy/machines/distribute", machineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(), Lease: secret,
 	}, &out)
@@ -183,18 +181,21 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Lease)}, nil
 }
 
-// ResetGrace returns the reset grace of the server's store as its last
-// Distribute answer gave it; 0 before the first (its ResetGrace method, see leased.ResetGraceOf).
-func (s *Store) ResetGrace() time.Duration {
-	return time.Duration(s.grace.Load()) * time.Millisecond
+// Terms are the server's store's as its last Distribute answer gave them:
+// its reset grace and ride-through window (negative: none), both 0 before
+// the first answer or from a server that does not send them; the server's
+// store keeps the last timestamps.
+func (s *Store) Terms() machine.Terms {
+	return machine.Terms{
+		RideThrough: time.Duration(s.ride.Load()) * time.Millisecond,
+		ResetGrace:  time.Duration(s.grace.Load()) * time.Millisecond,
+		Remembers:   true,
+	}
 }
 
-// RideThrough returns the ride-through window of the server's store as its
-// last Distribute answer gave it (negative: none); 0 before the first, or
-// from a server that does not send it (see leased.RideThroughOf).
-func (s *Store) RideThrough() time.Duration {
-	return time.Duration(s.ride.Load()) * time.Millisecond
-}
+// ServerTime is the zero time: the server compares its store's clock with
+// its own, and the client's lease checks nothing across the proxy.
+func (s *Store) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // Guard confirms inst still holds st.MachineID under st.Holder.
 func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
@@ -216,7 +217,7 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 }
 
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {
-	return s.call(ctx, path, wire.MachineRequest{
+	return s.call(ctx, path, machineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
 		MachineID: st.MachineID, LastTimestamp: st.LastTimestamp, Lease: string(st.Holder),
 	}, &struct{}{})
@@ -240,13 +241,17 @@ type sequence struct {
 	name string
 }
 
+// Confirmed is the zero time: across the proxy only the answers of
+// NextMaxID confirm, and the chain counts those itself.
+func (d *sequence) Confirmed() time.Time { return time.Time{} }
+
 // NextMaxID advances the sequence by step on the server's store.
 func (d *sequence) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	if step <= 0 {
 		return 0, fmt.Errorf("%w: proxystore: step %d: want at least 1", engine.ErrInvalidConfig, step)
 	}
-	var out wire.SegmentRange
-	if err := d.s.call(ctx, "/v1/proxy/segments/next", wire.SegmentRequest{Name: d.name, Step: step}, &out); err != nil {
+	var out segmentRange
+	if err := d.s.call(ctx, "/v1/proxy/segments/next", segmentRequest{Name: d.name, Step: step}, &out); err != nil {
 		return 0, err
 	}
 	return out.MaxID, nil

@@ -15,19 +15,88 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
-	"github.com/idforge/idforge/internal/storeadmin"
 )
 
-// admin answers the operator's commands (`idforge store`) on a store.
-type admin struct{ *Store }
+// Admin answers the operator's commands on a store (`idforge store
+// machines|release|chain|ride-through`): list machine IDs, give one back,
+// show or raise a sequence's counter, rewrite the ride-through window. Open
+// it with [OpenAdmin]; it hands out no IDs.
+type Admin struct{ a admin }
 
-// Admin returns the operator's commands on the store, for the idforge
-// command line (`idforge store machines|release|chain|restored`).
-func (s *Store) Admin() storeadmin.Ops { return admin{s} }
+// OpenAdmin opens the store on client for the operator's commands, as
+// [Open] does, but does not refuse a ride-through window the store records
+// that differs from Settings.RideThrough: the commands hold no machine ID,
+// and SetRideThrough rewrites the window. The caller keeps the client.
+func OpenAdmin(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Admin, error) {
+	s, err := open(ctx, client, true, settings)
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{admin{s}}, nil
+}
+
+// Machines lists the machine IDs of namespace, in order.
+func (a *Admin) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	return a.a.Machines(ctx, namespace)
+}
+
+// Release gives machineID of namespace back, keeping its last timestamp for
+// the next holder to wait out. A live holding (one that stored a timestamp
+// recently enough to be issuing) is refused with an error wrapping
+// engine.ErrInstanceInUse unless force is set.
+func (a *Admin) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
+	return a.a.Release(ctx, namespace, machineID, force)
+}
+
+// Counter returns the counter of the sequence name (the last ID handed
+// out) and whether the sequence exists.
+func (a *Admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	return a.a.Counter(ctx, name)
+}
+
+// RaiseCounter raises the counter of name to at least to (never lowers it)
+// and returns the counter.
+func (a *Admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+	return a.a.RaiseCounter(ctx, name, to)
+}
+
+// SetRideThrough rewrites the ride-through window the store records and
+// returns the one it replaced (0 when there was none). While a machine ID
+// was heartbeated within the old window plus the reset grace its holder may
+// be issuing under the old window, so that is refused with an error
+// wrapping engine.ErrInstanceInUse unless force is set.
+func (a *Admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error) {
+	return a.a.SetRideThrough(ctx, w, force)
+}
+
+// BrandNew reports whether the store's epoch is brand-new: declared so by
+// Settings.Init (or `idforge store init`) on a store that never handed out
+// an ID.
+func (a *Admin) BrandNew() bool { return a.a.BrandNew() }
+
+// EpochCreated returns when the store's epoch was created, by the clock of
+// the process that created it.
+func (a *Admin) EpochCreated() time.Time { return a.a.EpochCreated() }
+
+// Restored declares the store restored from a backup: a new epoch, and
+// every sequence counter untrusted until a Floor, a re-seed by a process
+// that ran across the restore, or RaiseCounter puts it above what was
+// handed out.
+func (a *Admin) Restored(ctx context.Context) error { return a.a.Restored(ctx) }
+
+// Machines lists the machine IDs of namespace, in order, as
+// [Admin.Machines]: a read, which changes nothing, for a server that counts
+// the stable instances a store holds.
+func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	return admin{s}.Machines(ctx, namespace)
+}
+
+// admin implements the operator's commands on a store.
+type admin struct{ *Store }
 
 // The operator's commands (`idforge store`) ignore the epoch, which an
 // operator reads and acts on as it is; only RaiseCounter, which writes a
@@ -49,7 +118,7 @@ var machineValue = regexp.MustCompile(`^(-?\d+)\|([01])\|(.*)$`)
 // handed out, with its instance (none once free), whether a holding of it
 // is live (its holder did not revert it) and its last timestamp. One
 // script reads them all at once.
-func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Assignment, error) {
+func (s admin) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
 	if err := distcheck.Text("redisstore", "namespace", namespace); err != nil {
 		return nil, err
 	}
@@ -60,7 +129,7 @@ func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Ass
 	if len(res)%3 != 0 {
 		return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w %v", errBadReply, res))
 	}
-	as := make([]storeadmin.Assignment, 0, len(res)/3)
+	as := make([]machine.Assignment, 0, len(res)/3)
 	for i := 0; i < len(res); i += 3 {
 		id, err := strconv.ParseInt(res[i], 10, 64)
 		m := machineValue.FindStringSubmatch(res[i+1])
@@ -71,14 +140,14 @@ func (s admin) Machines(ctx context.Context, namespace string) ([]storeadmin.Ass
 		if err != nil {
 			return nil, s.unavailable("listing machine IDs", fmt.Errorf("%w: machine ID %q: %q", errBadReply, res[i], res[i+1]))
 		}
-		as = append(as, storeadmin.Assignment{
+		as = append(as, machine.Assignment{
 			MachineID:     id,
 			Instance:      machine.Instance{Namespace: namespace, ID: m[3], Stable: m[2] == "1"},
 			Held:          res[i+2] == "1",
 			LastTimestamp: last,
 		})
 	}
-	slices.SortFunc(as, func(a, b storeadmin.Assignment) int { return cmp.Compare(a.MachineID, b.MachineID) })
+	slices.SortFunc(as, func(a, b machine.Assignment) int { return cmp.Compare(a.MachineID, b.MachineID) })
 	return as, nil
 }
 
@@ -101,7 +170,7 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 	case "unknown":
 		return fmt.Errorf("%s: namespace %q: machine ID %d was never handed out: %w", s.name, namespace, machineID, engine.ErrInvalidConfig)
 	case "live":
-		a := storeadmin.Assignment{MachineID: machineID, Held: true, LastTimestamp: r.int(3),
+		a := machine.Assignment{MachineID: machineID, Held: true, LastTimestamp: r.int(3),
 			Instance: machine.Instance{Namespace: namespace, ID: r.str(1), Stable: r.str(2) == "1"}}
 		if err := holding.CheckRelease(a, now, window, false); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)

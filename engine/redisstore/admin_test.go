@@ -11,7 +11,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // Machines lists every ID of the namespace in order, with its instance,
@@ -28,11 +27,11 @@ func TestAdminMachines(t *testing.T) {
 	distribute(t, s, machine.Instance{Namespace: "other", ID: "x"}, 10)
 
 	e.counter.take()
-	as, err := s.Admin().Machines(ctx, "svc")
+	as, err := redisstore.AdminOf(s).Machines(ctx, "svc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []storeadmin.Assignment{
+	want := []machine.Assignment{
 		{MachineID: live.MachineID, Instance: web0, Held: true, LastTimestamp: fake.Now().UnixMilli()},
 		{MachineID: gone.MachineID, Instance: machine.Instance{Namespace: "svc"}, LastTimestamp: 1},
 	}
@@ -42,7 +41,7 @@ func TestAdminMachines(t *testing.T) {
 	if got := e.counter.take(); len(got) != 1 {
 		t.Errorf("Machines sent %v, want one script", got)
 	}
-	if as, err := s.Admin().Machines(ctx, "none"); err != nil || len(as) != 0 {
+	if as, err := redisstore.AdminOf(s).Machines(ctx, "none"); err != nil || len(as) != 0 {
 		t.Fatalf("Machines of an unused namespace = %+v, %v; want none", as, err)
 	}
 }
@@ -61,7 +60,7 @@ func TestAdminRelease(t *testing.T) {
 	}
 
 	e.counter.take()
-	err := s.Admin().Release(ctx, "svc", held.MachineID, false)
+	err := redisstore.AdminOf(s).Release(ctx, "svc", held.MachineID, false)
 	if !errors.Is(err, engine.ErrInstanceInUse) || !strings.Contains(err.Error(), "-force") || !strings.Contains(err.Error(), "web-0") {
 		t.Fatalf("release of a live holding: %v; want ErrInstanceInUse naming web-0 and -force", err)
 	}
@@ -71,13 +70,13 @@ func TestAdminRelease(t *testing.T) {
 	if err := s.Guard(ctx, web0, held); err != nil {
 		t.Fatalf("a refused release changed the holding: %v", err)
 	}
-	if err := s.Admin().Release(ctx, "svc", held.MachineID, true); err != nil {
+	if err := redisstore.AdminOf(s).Release(ctx, "svc", held.MachineID, true); err != nil {
 		t.Fatalf("release -force: %v", err)
 	}
 	if err := s.Guard(ctx, web0, held); !errors.Is(err, engine.ErrMachineIDLost) {
 		t.Fatalf("heartbeat after a forced release: %v; want ErrMachineIDLost", err)
 	}
-	as, err := s.Admin().Machines(ctx, "svc")
+	as, err := redisstore.AdminOf(s).Machines(ctx, "svc")
 	if err != nil || len(as) != 1 || as[0].Held || as[0].Instance.ID != "" || as[0].LastTimestamp != stamped {
 		t.Fatalf("after the release Machines = %+v, %v; want the ID free at its last timestamp %d", as, err, stamped)
 	}
@@ -88,7 +87,7 @@ func TestAdminRelease(t *testing.T) {
 		t.Fatalf("next holder got %+v; want machine ID %d with last timestamp %d", next, held.MachineID, stamped)
 	}
 
-	if err := s.Admin().Release(ctx, "svc", 7, true); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "never handed out") {
+	if err := redisstore.AdminOf(s).Release(ctx, "svc", 7, true); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "never handed out") {
 		t.Fatalf("release of an ID never handed out: %v; want ErrInvalidConfig", err)
 	}
 }
@@ -101,7 +100,7 @@ func TestAdminReleaseSilent(t *testing.T) {
 	web0 := machine.Instance{Namespace: "svc", ID: "web-0", Stable: true}
 	first := distribute(t, s, web0, 10)
 	fake.Advance(redisstore.DefaultResetGrace + time.Millisecond)
-	if err := s.Admin().Release(ctx, "svc", first.MachineID, false); err != nil {
+	if err := redisstore.AdminOf(s).Release(ctx, "svc", first.MachineID, false); err != nil {
 		t.Fatalf("release of a silent holding: %v", err)
 	}
 	again := distribute(t, s, web0, 10)
@@ -120,10 +119,10 @@ func TestAdminCounter(t *testing.T) {
 	e := newEnv(t, redisstore.Settings{Start: 100})
 	s := e.store
 	ctx := context.Background()
-	if c, found, err := s.Admin().Counter(ctx, "order"); err != nil || found || c != 0 {
+	if c, found, err := redisstore.AdminOf(s).Counter(ctx, "order"); err != nil || found || c != 0 {
 		t.Fatalf("Counter of a missing sequence = %d, %t, %v; want not found", c, found, err)
 	}
-	if c, err := s.Admin().RaiseCounter(ctx, "fresh", 5); err != nil || c != 100 {
+	if c, err := redisstore.AdminOf(s).RaiseCounter(ctx, "fresh", 5); err != nil || c != 100 {
 		t.Fatalf("RaiseCounter of a missing sequence below Start = %d, %v; want 100", c, err)
 	}
 	seg := segmentOf(t, s, "order")
@@ -131,11 +130,11 @@ func TestAdminCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, found, err := s.Admin().Counter(ctx, "order"); err != nil || !found || c != first {
+	if c, found, err := redisstore.AdminOf(s).Counter(ctx, "order"); err != nil || !found || c != first {
 		t.Fatalf("Counter = %d, %t, %v; want %d", c, found, err, first)
 	}
 	for _, to := range []int64{first + 1000, first, 1, -5} {
-		if c, err := s.Admin().RaiseCounter(ctx, "order", to); err != nil || c != first+1000 {
+		if c, err := redisstore.AdminOf(s).RaiseCounter(ctx, "order", to); err != nil || c != first+1000 {
 			t.Fatalf("RaiseCounter(%d) = %d, %v; want %d (never lowered)", to, c, err, first+1000)
 		}
 	}
@@ -144,7 +143,7 @@ func TestAdminCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := other.Admin().RaiseCounter(ctx, "order", first+2000); err != nil || c != first+2000 {
+	if c, err := redisstore.AdminOf(other).RaiseCounter(ctx, "order", first+2000); err != nil || c != first+2000 {
 		t.Fatalf("RaiseCounter from another store value = %d, %v", c, err)
 	}
 	if next, err := seg.NextMaxID(ctx, 10); err != nil || next != first+2010 {
@@ -157,19 +156,19 @@ func TestAdminCounter(t *testing.T) {
 func TestAdminRaiseCounterAfterReset(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.store.Admin().RaiseCounter(ctx, "order", 50); err != nil {
+	if _, err := redisstore.AdminOf(e.store).RaiseCounter(ctx, "order", 50); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.client.Del(ctx, e.store.EpochKey()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Admin().RaiseCounter(ctx, "order", 70); !errors.Is(err, engine.ErrStoreReset) {
+	if _, err := redisstore.AdminOf(e.store).RaiseCounter(ctx, "order", 70); !errors.Is(err, engine.ErrStoreReset) {
 		t.Fatalf("RaiseCounter on a reset store: %v; want ErrStoreReset", err)
 	}
-	if c, _, err := e.store.Admin().Counter(ctx, "order"); err != nil || c != 50 {
+	if c, _, err := redisstore.AdminOf(e.store).Counter(ctx, "order"); err != nil || c != 50 {
 		t.Fatalf("counter after a refused raise = %d, %v; want 50", c, err)
 	}
-	if c, err := e.store.Admin().RaiseCounter(ctx, "order", 70); err != nil || c != 70 {
+	if c, err := redisstore.AdminOf(e.store).RaiseCounter(ctx, "order", 70); err != nil || c != 70 {
 		t.Fatalf("RaiseCounter under the new epoch = %d, %v; want 70", c, err)
 	}
 }
@@ -180,10 +179,10 @@ func TestAdminStoreDown(t *testing.T) {
 	s := downStore(t)
 	ctx := context.Background()
 	errs := map[string]error{}
-	_, errs["Machines"] = s.Admin().Machines(ctx, "svc")
-	errs["Release"] = s.Admin().Release(ctx, "svc", 0, true)
-	_, _, errs["Counter"] = s.Admin().Counter(ctx, "order")
-	_, errs["RaiseCounter"] = s.Admin().RaiseCounter(ctx, "order", 5)
+	_, errs["Machines"] = redisstore.AdminOf(s).Machines(ctx, "svc")
+	errs["Release"] = redisstore.AdminOf(s).Release(ctx, "svc", 0, true)
+	_, _, errs["Counter"] = redisstore.AdminOf(s).Counter(ctx, "order")
+	_, errs["RaiseCounter"] = redisstore.AdminOf(s).RaiseCounter(ctx, "order", 5)
 	for op, err := range errs {
 		if !errors.Is(err, engine.ErrStoreUnavailable) {
 			t.Errorf("%s on a store that is down: %v; want ErrStoreUnavailable", op, err)

@@ -21,6 +21,8 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain/chaintest"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -74,15 +76,17 @@ func TestCluster(t *testing.T) {
 		return s
 	}
 	t.Run("Machine", func(t *testing.T) {
-		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 			return open(t, redisstore.Settings{Clock: c})
-		})
+		}
+		machinetest.Run(t, distributors)
+		leasetest.Run(t, distributors)
 	})
 	t.Run("Segment", func(t *testing.T) {
 		s := open(t, redisstore.Settings{Start: 100})
-		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-			return segmentOf(t, s, name)
-		}, segmenttest.ExpectStart(100))
+		segments := func(t *testing.T, name string) segment.Distributor { return segmentOf(t, s, name) }
+		segmenttest.Run(t, segments, segmenttest.ExpectStart(100))
+		chaintest.Run(t, segments, 100)
 	})
 	t.Run("Admin", func(t *testing.T) {
 		s := open(t)
@@ -92,16 +96,16 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if as, err := s.Admin().Machines(ctx, "adm"); err != nil || len(as) != 1 || as[0].Instance != in {
+		if as, err := redisstore.AdminOf(s).Machines(ctx, "adm"); err != nil || len(as) != 1 || as[0].Instance != in {
 			t.Fatalf("Machines = %+v, %v", as, err)
 		}
-		if err := s.Admin().Release(ctx, "adm", st.MachineID, true); err != nil {
+		if err := redisstore.AdminOf(s).Release(ctx, "adm", st.MachineID, true); err != nil {
 			t.Fatal(err)
 		}
-		if c, err := s.Admin().RaiseCounter(ctx, "adm", 42); err != nil || c != 42 {
+		if c, err := redisstore.AdminOf(s).RaiseCounter(ctx, "adm", 42); err != nil || c != 42 {
 			t.Fatalf("RaiseCounter = %d, %v", c, err)
 		}
-		if c, found, err := s.Admin().Counter(ctx, "adm"); err != nil || !found || c != 42 {
+		if c, found, err := redisstore.AdminOf(s).Counter(ctx, "adm"); err != nil || !found || c != 42 {
 			t.Fatalf("Counter = %d, %t, %v", c, found, err)
 		}
 	})

@@ -74,8 +74,9 @@
 // the scripts, so every instance judges expiry by its own clock and tests can
 // use clocktest.Fake. Instances whose clocks disagree by more than the safe-guard
 // duration can reclaim each other's live IDs: keep the safe guard well above
-// the clock skew. leased.Acquire refuses a host whose clock is further from
-// the Redis server's ([Store.ServerTime]) than the lease's skew margin.
+// the clock skew. The registry's lease refuses a host whose clock is
+// further from the Redis server's ([Store.ServerTime]) than the lease's skew
+// margin.
 //
 // # Store resets
 //

@@ -17,3 +17,6 @@ func (s *Store) SegmentKey(name string) string { return s.segmentKey(name) }
 // Epoch is the epoch token the store works under: "<Unix ms of its
 // creation>.<random hex>".
 func (s *Store) Epoch() string { return s.epoch.Token() }
+
+// AdminOf is the operator's commands on a store already open.
+func AdminOf(s *Store) *Admin { return &Admin{admin{s}} }

@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 var (
@@ -30,24 +30,16 @@ var (
 	revertScript     = redis.NewScript(epochCheck + machineCommon + revertSrc)
 )
 
-var (
-	_ machine.Distributor                     = (*Store)(nil)
-	_ interface{ ResetGrace() time.Duration } = (*Store)(nil)
-	_ interface {
-		ServerTime(context.Context) (time.Time, error)
-	} = (*Store)(nil)
-)
+var _ machine.Distributor = (*Store)(nil)
 
-// RideThrough returns [Settings.RideThrough] as resolved (negative: none):
-// the reservation leased.Acquire gives a lease on this store.
-func (s *Store) RideThrough() time.Duration { return s.cfg.RideThrough }
+// Terms are the store's: [Settings.RideThrough] and [Settings.ResetGrace]
+// as resolved, and the last timestamps its machines hash keeps.
+func (s *Store) Terms() machine.Terms {
+	return machine.Terms{RideThrough: s.cfg.RideThrough, ResetGrace: s.epoch.Grace(), Remembers: true}
+}
 
-// ResetGrace returns [Settings.ResetGrace] as resolved: what
-// leased.Acquire checks a lease's settings against.
-func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
-
-// ServerTime reads the Redis server's clock (TIME), which leased.Acquire
-// compares with the lease's (a ServerTime method, see leased.ServerTimeOf).
+// ServerTime reads the Redis server's clock (TIME), which a lease compares
+// with its own.
 func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
 	t, err := s.client.Time(ctx).Result()
 	if err != nil {
@@ -107,7 +99,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 
 // Guard records that inst still holds st.MachineID under st.Holder, raising
 // the stored last timestamp to st.LastTimestamp (never lowering it); a
-// leased.Lease passes the heartbeat time, which keeps the ID from expiring.
+// the registry's lease passes the heartbeat time, which keeps the ID from expiring.
 // If inst no longer holds the ID under st.Holder (it was reclaimed after a
 // long silence, reverted, or taken over by another process with inst's ID)
 // Guard changes nothing and returns an error wrapping

@@ -16,10 +16,11 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/clock/clocktest"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/internal/distcheck"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -329,13 +330,15 @@ func TestMachineRejectsBadArguments(t *testing.T) {
 
 func TestMachineConformance(t *testing.T) {
 	client, prefix := testdb.Redis(t)
-	machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 		d, err := redisstore.Open(t.Context(), client, with(testOptions(prefix), redisstore.Settings{Clock: c}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	})
+	}
+	machinetest.Run(t, distributors)
+	leasetest.Run(t, distributors)
 }
 
 // TestMachineDataFromBeforeHolders: a store written before free IDs had a

@@ -16,8 +16,8 @@ import (
 func TestRideThroughRecorded(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
 	e := newEnv(t, redisstore.Settings{RideThrough: time.Minute, Clock: clk})
-	if e.store.RideThrough() != time.Minute {
-		t.Fatalf("RideThrough = %v", e.store.RideThrough())
+	if e.store.Terms().RideThrough != time.Minute {
+		t.Fatalf("RideThrough = %v", e.store.Terms().RideThrough)
 	}
 	_, err := redisstore.Open(t.Context(), e.client, with(testOptions(e.prefix), redisstore.Settings{Clock: clk}))
 	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "RideThrough 1s differs from the window 1m0s") {
@@ -37,7 +37,7 @@ func TestRideThroughRecorded(t *testing.T) {
 	if _, err := e.store.Distribute(t.Context(), inst, 10, 5*time.Minute); !errors.Is(err, engine.ErrInstanceInUse) {
 		t.Fatalf("Distribute while the holder heartbeats = %v; want ErrInstanceInUse", err)
 	}
-	ad := e.store.Admin()
+	ad := redisstore.AdminOf(e.store)
 	if _, err := ad.SetRideThrough(t.Context(), 5*time.Second, false); !errors.Is(err, engine.ErrInstanceInUse) {
 		t.Fatalf("SetRideThrough with a live holder = %v; want ErrInstanceInUse", err)
 	}

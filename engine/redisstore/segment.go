@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // segmentDistributor hands out ranges of one named sequence stored in a

@@ -17,6 +17,7 @@ import (
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain/chaintest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -65,7 +66,7 @@ func TestSegmentOverflowIsIDOverflow(t *testing.T) {
 		d := segmentOf(t, e.store, "full")
 		// An operator's raise: a counter written behind the store's back
 		// is not trusted.
-		if _, err := e.store.Admin().RaiseCounter(ctx, "full", math.MaxInt64-5); err != nil {
+		if _, err := redisstore.AdminOf(e.store).RaiseCounter(ctx, "full", math.MaxInt64-5); err != nil {
 			t.Fatal(err)
 		}
 		_, err := d.NextMaxID(ctx, 10)
@@ -106,9 +107,9 @@ func TestSegmentConformance(t *testing.T) {
 	for _, start := range []int64{0, 1_000_000} {
 		t.Run(fmt.Sprintf("start=%d", start), func(t *testing.T) {
 			s := newEnv(t, redisstore.Settings{Start: start}).store
-			segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
-				return segmentOf(t, s, name)
-			}, segmenttest.ExpectStart(start))
+			segments := func(t *testing.T, name string) segment.Distributor { return segmentOf(t, s, name) }
+			segmenttest.Run(t, segments, segmenttest.ExpectStart(start))
+			chaintest.Run(t, segments, start)
 		})
 	}
 }
@@ -173,12 +174,12 @@ func TestRestoreConformance(t *testing.T) {
 			}
 		},
 		Declare: func(t *testing.T) {
-			if err := admin(t).Admin().Restored(t.Context()); err != nil {
+			if err := redisstore.AdminOf(admin(t)).Restored(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 		},
 		Raise: func(t *testing.T, name string, to int64) {
-			if _, err := admin(t).Admin().RaiseCounter(t.Context(), name, to); err != nil {
+			if _, err := redisstore.AdminOf(admin(t)).RaiseCounter(t.Context(), name, to); err != nil {
 				t.Fatal(err)
 			}
 		},

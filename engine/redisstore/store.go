@@ -14,7 +14,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
-	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // defaultPrefix starts every key unless [Settings.Prefix] says otherwise.
@@ -91,8 +90,8 @@ type Settings struct {
 	// the store, through its ride-through window running out. The second
 	// beyond the window is the clock skew between hosts a reset tolerates:
 	// a wipe erases the stored timestamps that otherwise absorb skew.
-	// leased.Acquire refuses a lease that may issue without the store for
-	// as long. Set it only to raise the skew allowed, or negative to wait
+	// The registry's lease refuses to issue without the store for as
+	// long (the store's Terms carry the grace). Set it only to raise the skew allowed, or negative to wait
 	// for nothing: only for tests, or a store no other process uses. At
 	// most 48 h: [Open] refuses more with engine.ErrInvalidConfig.
 	ResetGrace time.Duration
@@ -140,6 +139,9 @@ type Store struct {
 	base   string // every key starts with it; it carries the hash tag
 	name   string // "redisstore <addr> <base>", the context of every error
 	epoch  *storeepoch.State
+	// rewriting: opened by OpenAdmin, which does not refuse a recorded
+	// ride-through window that differs.
+	rewriting bool
 }
 
 // Open validates the settings, checks that the Redis persists what it is
@@ -154,6 +156,12 @@ type Store struct {
 // forgotten epoch have stopped before this one hands anything out. The
 // caller keeps the client and closes it.
 func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Store, error) {
+	return open(ctx, client, false, settings)
+}
+
+// open is [Open], or with rewriting [OpenAdmin]'s, which does not refuse a
+// recorded ride-through window that differs.
+func open(ctx context.Context, client redis.Cmdable, rewriting bool, settings []Settings) (*Store, error) {
 	var cfg Settings
 	switch len(settings) {
 	case 0:
@@ -186,7 +194,7 @@ func Open(ctx context.Context, client redis.Cmdable, settings ...Settings) (*Sto
 		// the store's keys over slots where one script cannot reach them all.
 		return nil, fmt.Errorf("%w: redisstore: prefix %q contains an empty hash tag {}", engine.ErrInvalidConfig, cfg.Prefix)
 	}
-	s := &Store{client: client, cfg: cfg, base: keyBase(cfg.Prefix)}
+	s := &Store{client: client, cfg: cfg, base: keyBase(cfg.Prefix), rewriting: rewriting}
 	s.name = "redisstore " + clientAddr(client) + " " + s.base
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
 	s.epoch.LogWaits(cfg.Logger, s.name)
@@ -235,8 +243,8 @@ func clientAddr(c redis.Cmdable) string {
 func (s *Store) rideKey() string { return s.base + storeepoch.RecordName }
 
 // openRideThrough records [Settings.RideThrough] when the store records no
-// window, and refuses a different recorded one (unless an operator's
-// rewrite opens the store).
+// window, and refuses a different recorded one (unless [OpenAdmin] opened
+// the store).
 func (s *Store) openRideThrough(ctx context.Context) error {
 	if err := s.client.SetNX(ctx, s.rideKey(), storeepoch.FormatRecord(s.cfg.RideThrough), 0).Err(); err != nil {
 		return s.unavailable("recording the ride-through window", err)
@@ -247,7 +255,7 @@ func (s *Store) openRideThrough(ctx context.Context) error {
 		return nil // wiped meanwhile: the epoch check sees that
 	case err != nil:
 		return s.unavailable("reading the ride-through window", err)
-	case storeadmin.IsRewriting(ctx):
+	case s.rewriting:
 		return nil
 	}
 	return storeepoch.CheckRecord(s.name, rec, s.cfg.RideThrough)
@@ -312,7 +320,7 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // BrandNew reports whether the store's epoch was declared brand-new
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
-func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // EpochCreated returns when the store's epoch was created.
 func (s admin) EpochCreated() time.Time {

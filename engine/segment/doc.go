@@ -1,8 +1,12 @@
-// Package segment generates strictly increasing IDs from ranges (segments)
-// handed out by a shared store: the lock-free chain the registry's "chain" kind
-// runs keeps segments prefetched ahead so callers only ever pay an atomic add. (The registry's
-// "segment" kind, a single segment refilled synchronously, is built here
-// too, reached through internal/segmenthook.)
+// Package segment is the contract of the strictly increasing IDs drawn
+// from ranges (segments) a shared store hands out: the store's side, a
+// [Distributor] of one named sequence, and the user's side, the [Settings]
+// of the chains and single-segment generators the registry (package
+// idforge) runs for its "chain" and "segment" kinds. The chain keeps
+// segments prefetched ahead so callers only ever pay an atomic add; the
+// "segment" kind holds one segment and refills it synchronously. Both run
+// in the registry; this package holds what users write and what stores
+// implement.
 //
 // IDs are strictly increasing per chain and, across instances
 // sharing a store, unique and roughly increasing: instances interleave by at
@@ -11,6 +15,5 @@
 // engine/sqlstore and engine/redisstore; engine/segment/segmenttest checks
 // any [Distributor] against the contract and provides an in-memory fake.
 //
-// It imports engine, engine/clock and the internal packages it shares with
-// the registry (internal/segmenthook) and the stores' outage logging.
+// It imports only the standard library.
 package segment

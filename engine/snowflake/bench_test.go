@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/timebase"
+	"github.com/idforge/idforge/engine/internal/timebase"
 )
 
 // wide never waits for a tick in practice: 2^22 IDs per millisecond.

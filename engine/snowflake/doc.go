@@ -30,7 +30,11 @@
 // no monotonic reading stepping back. A lease fencing the generator runs on
 // the same time base.
 //
-// It imports engine, engine/clock and two internal packages: the steady
-// time base (internal/timebase) and the hook through which the registry's
-// lease starts and fences a generator (internal/snowhook).
+// [Resume] starts a generator on a machine ID taken over from earlier
+// holders: after the last timestamp they may have used, and fenced by a
+// lease that refuses once the machine ID may be someone else's. The
+// registry (package idforge) starts its generator so on its lease.
+//
+// It imports engine, engine/clock and engine/internal/timebase (waiting out
+// a clock step back).
 package snowflake

@@ -12,7 +12,6 @@ import (
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // guardDown is a store whose Guard is down for one instance (its
@@ -42,9 +41,9 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	store := guardDown{Memory: machinetest.NewMemory(clk), down: "a"}
 	opts := leased.LeaseSettings{Clock: clk, SafeGuard: 10 * time.Second, SkewMargin: -1, Heartbeat: 5 * time.Second, Reservation: -1}
 	ctx := context.Background()
-	newGen := func(l *leased.Lease) snowhook.Generator {
-		g, err := snowhook.New(l.MachineID(), snowflake.Settings{Layout: snowflake.Seconds, Clock: clk},
-			snowhook.Start{LastTimestamp: l.State().LastTimestamp, Fence: l.Check})
+	newGen := func(l *leased.Lease) *snowflake.Generator {
+		g, err := snowflake.Resume(l.MachineID(), snowflake.Settings{Layout: snowflake.Seconds, Clock: clk},
+			l.State().LastTimestamp, l.Check)
 		if err != nil {
 			t.Fatal(err)
 		}

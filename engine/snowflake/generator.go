@@ -10,8 +10,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
-	"github.com/idforge/idforge/internal/snowhook"
-	"github.com/idforge/idforge/internal/timebase"
+	"github.com/idforge/idforge/engine/internal/timebase"
 )
 
 // Settings configures a [Generator]. The zero value of every field means its
@@ -20,9 +19,9 @@ type Settings struct {
 	// Layout is the bit layout (default [Default]: the zero Layout).
 	Layout Layout
 	// Clock is the time source (default clock.System). The generator runs
-	// on timebase.Steady of it: a timebase.Monotonic clock's wall time is read
-	// at start and followed forward only (see the package doc). A clock
-	// with a `UnixNano() int64` method is read through it.
+	// on clock.Steady of it: the wall time of a clock with a monotonic
+	// reading is read at start and followed forward only (see the package
+	// doc). A clock with a `UnixNano() int64` method is read through it.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out before
 	// NextID fails with engine.ErrClockBackwards (default
@@ -133,16 +132,37 @@ func New(machineID int64, s ...Settings) (*Generator, error) {
 	default:
 		return nil, fmt.Errorf("%w: snowflake.New takes at most one Settings, got %d", engine.ErrInvalidConfig, len(s))
 	}
-	return newGenerator(machineID, cfg, snowhook.Start{})
+	return newGenerator(machineID, cfg, 0, nil)
 }
 
-// newGenerator is New with the start a machine-ID lease gives (see
-// internal/snowhook): the last timestamp to wait out and the fence.
-func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generator, error) {
+// Resume returns a generator for machineID, configured by s, that takes
+// over the machine ID from earlier holders, as the registry's lease does
+// (package idforge) and as a composition of your own may:
+//
+//   - last is the Unix millisecond time of the last ID (or heartbeat) an
+//     earlier holder may have issued under the machine ID, 0 if unknown.
+//     Its tick counts as used up: the first ID comes from a later tick. If
+//     the clock is behind it by no more than s.MaxBackwards the first
+//     NextID waits; further behind, Resume fails with an error wrapping
+//     engine.ErrClockBackwards.
+//   - fence, when not nil, guards the machine ID: NextID calls it with the
+//     last Unix millisecond of the tick it is about to use, before every
+//     new tick, and returns its error instead of an ID (a lease refusing
+//     once it may have lost the machine ID). It must be cheap and safe for
+//     concurrent use, and read time on the generator's clock.
+//
+// A bad setting, machine ID or a negative last wraps engine.ErrInvalidConfig.
+func Resume(machineID int64, s Settings, last int64, fence func(unixMilli int64) error) (*Generator, error) {
+	return newGenerator(machineID, s, last, fence)
+}
+
+// newGenerator is [New] or [Resume]: last is the timestamp to wait out,
+// fence the guard of the machine ID.
+func newGenerator(machineID int64, cfg Settings, last int64, fence func(unixMilli int64) error) (*Generator, error) {
 	if cfg.Layout == (Layout{}) {
 		cfg.Layout = Default
 	}
-	cfg.Clock = timebase.Steady(cfg.Clock)
+	cfg.Clock = clock.Steady(cfg.Clock)
 	switch {
 	case cfg.MaxBackwards == 0:
 		cfg.MaxBackwards = timebase.DefaultMaxBackwards
@@ -158,9 +178,9 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 	switch {
 	case machineID < 0 || machineID > l.maxMachineID():
 		return nil, fmt.Errorf("%w: snowflake machine ID %d is outside [0, %d] of layout %s",
-			engine.ErrInvalidConfig, machineID, l.maxMachineID(), l.describe())
-	case start.LastTimestamp < 0:
-		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, start.LastTimestamp)
+			engine.ErrInvalidConfig, machineID, l.maxMachineID(), l.String())
+	case last < 0:
+		return nil, fmt.Errorf("%w: snowflake last timestamp %d is negative", engine.ErrInvalidConfig, last)
 	}
 	g := &Generator{
 		layout:      l,
@@ -177,7 +197,7 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 		unitMilli:   int64(l.unit() / time.Millisecond),
 		clock:       cfg.Clock,
 		sync:        timebase.Synchronizer{Clock: cfg.Clock, MaxWait: cfg.MaxBackwards},
-		fence:       start.Fence,
+		fence:       fence,
 		tickSem:     make(chan struct{}, 1),
 		stateShift:  uint(64 - l.TimestampBits),
 		fieldMask:   uint64(1)<<(64-l.TimestampBits) - 1,
@@ -194,7 +214,7 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 	if g.tickOf(nowNanos) > g.maxTick {
 		return nil, l.overflow(time.Unix(0, nowNanos))
 	}
-	if last := start.LastTimestamp; last > 0 && last >= g.epochMilli {
+	if last > 0 && last >= g.epochMilli {
 		tick := (last - g.epochMilli) / g.unitMilli
 		if tick > g.maxTick {
 			return nil, l.overflow(time.UnixMilli(last))
@@ -212,10 +232,10 @@ func newGenerator(machineID int64, cfg Settings, start snowhook.Start) (*Generat
 	return g, nil
 }
 
-// lastTimestamp returns the Unix millisecond time of the tick of the newest
-// ID issued (or of the start's LastTimestamp tick before the first), 0 if
-// none: the value a machine-ID lease heartbeats so a restart can wait it out.
-func (g *Generator) lastTimestamp() int64 {
+// LastTimestamp returns the Unix millisecond time of the tick of the newest
+// ID issued (or of the tick of [Resume]'s last before the first), 0 if none:
+// what a machine-ID lease stores so the next holder can wait it out.
+func (g *Generator) LastTimestamp() int64 {
 	s := g.state.Load()
 	if s == g.none() {
 		return 0
@@ -227,8 +247,7 @@ func (g *Generator) lastTimestamp() int64 {
 // waits returns how many NextID calls found the clock behind the last tick
 // issued and waited until it caught up, within MaxBackwards: a clock
 // stepped back. The calls refused instead return an error wrapping
-// engine.ErrClockBackwards. Package metrics exports it through the registry
-// (internal/snowhook).
+// engine.ErrClockBackwards. The package's tests read it.
 func (g *Generator) waits() int64 { return g.backwardsWaits.Load() }
 
 // tickOf converts a Unix nanosecond time to a tick; any time before the epoch
@@ -331,7 +350,7 @@ func (g *Generator) wait(ctx context.Context, now, lastTick int64) (int64, error
 	}
 	if now < 0 {
 		return 0, fmt.Errorf("%w: snowflake clock reads %s, before the epoch of layout %s", engine.ErrInvalidConfig,
-			g.clock.Now().UTC().Format(time.RFC3339Nano), g.layout.describe())
+			g.clock.Now().UTC().Format(time.RFC3339Nano), g.layout.String())
 	}
 	if now < lastTick {
 		if err := g.waitBackwards(ctx, lastTick); err != nil {

@@ -15,8 +15,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/internal/snowhook"
-	"github.com/idforge/idforge/internal/timebase"
+	"github.com/idforge/idforge/engine/internal/timebase"
 )
 
 // longLived leaves its state word too few spare sequence values for the
@@ -35,10 +34,11 @@ func newGen(t testing.TB, machine int64, s ...Settings) *Generator {
 	return g
 }
 
-// newStarted is newGen with a lease's start (see internal/snowhook).
-func newStarted(t testing.TB, machine int64, s Settings, start snowhook.Start) *Generator {
+// newStarted is newGen with what Resume takes: the last timestamp to wait
+// out and the fence.
+func newStarted(t testing.TB, machine int64, s Settings, last int64, fence func(int64) error) *Generator {
 	t.Helper()
-	g, err := newGenerator(machine, s, start)
+	g, err := newGenerator(machine, s, last, fence)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +193,8 @@ func TestLongStepBackErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "5s behind") {
 		t.Errorf("message %q does not say by how much", err)
 	}
-	if g.lastTimestamp() != start.UnixMilli() {
-		t.Errorf("LastTimestamp moved to %d on a failed NextID", g.lastTimestamp())
+	if g.LastTimestamp() != start.UnixMilli() {
+		t.Errorf("LastTimestamp moved to %d on a failed NextID", g.LastTimestamp())
 	}
 	clk.Advance(5 * time.Second)
 	if id := next(t, g); id <= last {
@@ -218,7 +218,7 @@ func TestMaxBackwardsZeroFailsAtOnce(t *testing.T) {
 func TestSequenceOverflowWaitsATick(t *testing.T) {
 	small := Layout{Epoch: defaultEpoch, TimestampBits: 31, MachineBits: 10, SequenceBits: 8, Unit: time.Second}
 	for _, l := range []Layout{Default, small, longLived} {
-		t.Run(l.describe(), func(t *testing.T) {
+		t.Run(l.String(), func(t *testing.T) {
 			clk := clocktest.NewFake(start)
 			g := newGen(t, l.maxMachineID(), Settings{Clock: clk, Layout: l})
 			ids := make([]int64, (l.maxSequence()+1)+1)
@@ -250,21 +250,21 @@ func TestTimestampOverflow(t *testing.T) {
 		n := min((l.maxSequence() + 1), 4096)
 		for range n {
 			if id := next(t, g); id > l.maxID() || id < 0 {
-				t.Fatalf("%s: id %d above the largest ID %d", l.describe(), id, l.maxID())
+				t.Fatalf("%s: id %d above the largest ID %d", l.String(), id, l.maxID())
 			}
 		}
 		if n < (l.maxSequence() + 1) { // else the full tick makes NextID wait for the next one
 			clk.Advance(l.unit())
 		}
 		if id, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
-			t.Fatalf("%s: past the last tick got %d, %v; want ErrTimestampOverflow", l.describe(), id, err)
+			t.Fatalf("%s: past the last tick got %d, %v; want ErrTimestampOverflow", l.String(), id, err)
 		}
 		clk.Advance(time.Hour)
 		if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrTimestampOverflow) {
-			t.Errorf("%s: after expiry: %v", l.describe(), err)
+			t.Errorf("%s: after expiry: %v", l.String(), err)
 		}
 		if _, err := New(0, Settings{Clock: clk, Layout: l}); !errors.Is(err, engine.ErrTimestampOverflow) {
-			t.Errorf("%s: New after expiry: %v", l.describe(), err)
+			t.Errorf("%s: New after expiry: %v", l.String(), err)
 		}
 	}
 }
@@ -272,22 +272,22 @@ func TestTimestampOverflow(t *testing.T) {
 func TestLastTimestampAtStartUp(t *testing.T) {
 	clk := clocktest.NewFake(start)
 	ahead := start.Add(2 * time.Millisecond).UnixMilli()
-	if g := newGen(t, 1, Settings{Clock: clk}); g.lastTimestamp() != 0 {
-		t.Errorf("LastTimestamp of a new generator = %d, want 0", g.lastTimestamp())
+	if g := newGen(t, 1, Settings{Clock: clk}); g.LastTimestamp() != 0 {
+		t.Errorf("LastTimestamp of a new generator = %d, want 0", g.LastTimestamp())
 	}
-	g := newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: ahead})
-	if g.lastTimestamp() != ahead {
-		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.lastTimestamp(), ahead)
+	g := newStarted(t, 1, Settings{Clock: clk}, ahead, nil)
+	if g.LastTimestamp() != ahead {
+		t.Errorf("LastTimestamp before the first ID = %d, want %d", g.LastTimestamp(), ahead)
 	}
 	p := parts(Default, next(t, g))
 	if p.Time.UnixMilli() <= ahead {
 		t.Errorf("first ID at %v, not after the saved timestamp %v", p.Time, time.UnixMilli(ahead).UTC())
 	}
-	if g.lastTimestamp() != p.Time.UnixMilli() {
-		t.Errorf("LastTimestamp = %d, want the ID's %d", g.lastTimestamp(), p.Time.UnixMilli())
+	if g.LastTimestamp() != p.Time.UnixMilli() {
+		t.Errorf("LastTimestamp = %d, want the ID's %d", g.LastTimestamp(), p.Time.UnixMilli())
 	}
 
-	_, err := newGenerator(1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: clk.Now().Add(5 * time.Second).UnixMilli()})
+	_, err := newGenerator(1, Settings{Clock: clk}, clk.Now().Add(5*time.Second).UnixMilli(), nil)
 	if !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "5s behind") {
 		t.Errorf("5 s ahead: %v, want ErrClockBackwards saying 5s", err)
 	}
@@ -296,13 +296,13 @@ func TestLastTimestampAtStartUp(t *testing.T) {
 	// would wrap around int64 to about now (the year 2611).
 	long := Layout{Epoch: defaultEpoch, TimestampBits: 50, MachineBits: 0, SequenceBits: 13, Unit: time.Millisecond}
 	wraps := int64(math.MaxUint64/1_000_000 + uint64(clk.Now().UnixNano())/1_000_000)
-	if _, err := newGenerator(0, Settings{Clock: clk, Layout: long}, snowhook.Start{LastTimestamp: wraps}); !errors.Is(err, engine.ErrClockBackwards) {
+	if _, err := newGenerator(0, Settings{Clock: clk, Layout: long}, wraps, nil); !errors.Is(err, engine.ErrClockBackwards) {
 		t.Errorf("saved timestamp %v: %v, want ErrClockBackwards", time.UnixMilli(wraps).UTC(), err)
 	}
 
 	// A saved timestamp in the past only marks its tick as used.
 	past := clk.Now().Add(-time.Hour).UnixMilli()
-	g = newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{LastTimestamp: past})
+	g = newStarted(t, 1, Settings{Clock: clk}, past, nil)
 	if p := parts(Default, next(t, g)); !p.Time.Equal(clk.Now()) {
 		t.Errorf("with an old saved timestamp the ID is at %v, want now %v", p.Time, clk.Now())
 	}
@@ -319,7 +319,7 @@ func TestFenceStopsIssuing(t *testing.T) {
 		}
 		return nil
 	}
-	g := newStarted(t, 1, Settings{Clock: clk}, snowhook.Start{Fence: fence})
+	g := newStarted(t, 1, Settings{Clock: clk}, 0, fence)
 	p := parts(Default, next(t, g))
 	if seen.Load() != p.Time.UnixMilli() {
 		t.Errorf("fence saw %d, want the ID's time %d", seen.Load(), p.Time.UnixMilli())
@@ -331,7 +331,7 @@ func TestFenceStopsIssuing(t *testing.T) {
 		}
 		clk.Advance(time.Millisecond)
 	}
-	if g.lastTimestamp() != p.Time.UnixMilli() {
+	if g.LastTimestamp() != p.Time.UnixMilli() {
 		t.Errorf("a refused ID moved LastTimestamp")
 	}
 }
@@ -421,7 +421,7 @@ func TestNewRejects(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
 	}
-	if _, err := newGenerator(0, Settings{}, snowhook.Start{LastTimestamp: -1}); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := newGenerator(0, Settings{}, -1, nil); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("negative last timestamp: %v, want ErrInvalidConfig", err)
 	}
 	clk := clocktest.NewFake(defaultEpoch.Add(-time.Hour))
@@ -564,7 +564,7 @@ func TestWallStepsBackNeverReachARunningGenerator(t *testing.T) {
 	}
 	clk.StepWall(2 * time.Hour)
 	issue(1)
-	if got, want := g.lastTimestamp(), clk.Now().UnixMilli(); got != want {
+	if got, want := g.LastTimestamp(), clk.Now().UnixMilli(); got != want {
 		t.Fatalf("after a wall step forward the last timestamp is %d, want the wall's %d", got, want)
 	}
 }

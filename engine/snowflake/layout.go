@@ -135,13 +135,12 @@ func (l Layout) check() error {
 }
 
 func (l Layout) invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: layout %s: %s", engine.ErrInvalidConfig, l.describe(), fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: layout %s: %s", engine.ErrInvalidConfig, l.String(), fmt.Sprintf(format, args...))
 }
 
-// describe names the layout in errors, e.g. "41/10/12 ms since
-// 2019-12-24T16:00:00Z"; internal/snowlayout.Describe reads it through
-// internal/snowhook.
-func (l Layout) describe() string {
+// String names the layout as errors do, e.g. "41/10/12 ms since
+// 2019-12-24T16:00:00Z", with the sequence reset threshold when set.
+func (l Layout) String() string {
 	s := fmt.Sprintf("%d/%d/%d %v since %s", l.TimestampBits, l.MachineBits, l.SequenceBits,
 		unitName(l.Unit), l.Epoch.UTC().Format(time.RFC3339Nano))
 	if l.SequenceResetThreshold != 0 {
@@ -193,7 +192,7 @@ func (l Layout) tickTime(tick int64) time.Time {
 
 func (l Layout) overflow(t time.Time) error {
 	return fmt.Errorf("%w: %s is past the end of %s (%s)", engine.ErrTimestampOverflow,
-		t.UTC().Format(time.RFC3339Nano), l.describe(), l.expiry().Format(time.RFC3339Nano))
+		t.UTC().Format(time.RFC3339Nano), l.String(), l.expiry().Format(time.RFC3339Nano))
 }
 
 // Decode splits id into the start of its tick (UTC), its machine ID and its
@@ -205,7 +204,7 @@ func (l Layout) Decode(id int64) (t time.Time, machine, seq int64, err error) {
 		return time.Time{}, 0, 0, err
 	}
 	if id < 0 || id > l.maxID() {
-		return time.Time{}, 0, 0, fmt.Errorf("%w: %d is outside [0, %d] of %s", engine.ErrInvalidID, id, l.maxID(), l.describe())
+		return time.Time{}, 0, 0, fmt.Errorf("%w: %d is outside [0, %d] of %s", engine.ErrInvalidID, id, l.maxID(), l.String())
 	}
 	tick := id >> (l.MachineBits + l.SequenceBits)
 	return l.tickTime(tick), id >> l.SequenceBits & l.maxMachineID(), id & l.maxSequence(), nil

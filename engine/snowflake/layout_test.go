@@ -33,21 +33,21 @@ func TestPresets(t *testing.T) {
 	}
 	for _, l := range []Layout{JSSafe, JSSafeSeconds} {
 		if l.maxID() != 1<<53-1 {
-			t.Errorf("%s: maxID = %d, want 2^53-1", l.describe(), l.maxID())
+			t.Errorf("%s: maxID = %d, want 2^53-1", l.String(), l.maxID())
 		}
 		// The very last ID of the layout: last tick, last machine, last sequence.
 		tm, machine, seq, err := l.Decode(1<<53 - 1)
 		if err != nil || !tm.Equal(l.tickTime(l.maxTick())) || machine != l.maxMachineID() || seq != l.maxSequence() {
-			t.Errorf("%s: 2^53-1 decodes to %v %d %d, %v; want the last tick, machine and sequence", l.describe(), tm, machine, seq, err)
+			t.Errorf("%s: 2^53-1 decodes to %v %d %d, %v; want the last tick, machine and sequence", l.String(), tm, machine, seq, err)
 		}
 		if _, _, _, err := l.Decode(1 << 53); !errors.Is(err, engine.ErrInvalidID) {
-			t.Errorf("%s: 2^53 decodes with %v, want ErrInvalidID", l.describe(), err)
+			t.Errorf("%s: 2^53 decodes with %v, want ErrInvalidID", l.String(), err)
 		}
 	}
 	if Default.resetThreshold() != 2047 || JSSafe.resetThreshold() != 255 || Seconds.resetThreshold() != 1<<21-1 {
 		t.Errorf("default thresholds: %d %d %d", Default.resetThreshold(), JSSafe.resetThreshold(), Seconds.resetThreshold())
 	}
-	if s := Default.describe(); s != "41/10/12 ms since 2019-12-24T16:00:00Z" {
+	if s := Default.String(); s != "41/10/12 ms since 2019-12-24T16:00:00Z" {
 		t.Errorf("describe = %q", s)
 	}
 }
@@ -105,7 +105,7 @@ func TestValidateRejects(t *testing.T) {
 		with(func(l *Layout) { l.TimestampBits = 50; l.MachineBits = 0; l.SequenceBits = 13 }),
 	} {
 		if err := l.Validate(); err != nil {
-			t.Errorf("%s: %v", l.describe(), err)
+			t.Errorf("%s: %v", l.String(), err)
 		}
 	} // A zero Unit is a millisecond: the same IDs as Default.
 	zero := with(func(l *Layout) { l.Unit = 0 })

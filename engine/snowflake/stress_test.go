@@ -13,7 +13,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // jitterClock reads the system clock minus up to jitter, independently
@@ -51,8 +50,8 @@ func TestStressJitteryClock(t *testing.T) {
 	for name, l := range layouts {
 		t.Run(name, func(t *testing.T) {
 			fence := &tickFence{}
-			g, err := snowhook.New(int64(1)<<l.MachineBits-1, snowflake.Settings{Layout: l, Clock: jitterClock{jitter: int64(2 * time.Millisecond)}, MaxBackwards: 20 * time.Millisecond},
-				snowhook.Start{Fence: fence.Check})
+			g, err := snowflake.Resume(int64(1)<<l.MachineBits-1, snowflake.Settings{Layout: l, Clock: jitterClock{jitter: int64(2 * time.Millisecond)}, MaxBackwards: 20 * time.Millisecond},
+				0, fence.Check)
 			if err != nil {
 				t.Fatal(err)
 			}

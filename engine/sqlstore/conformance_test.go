@@ -10,6 +10,8 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/sqlstore"
+	"github.com/idforge/idforge/internal/chain/chaintest"
+	"github.com/idforge/idforge/internal/leased/leasetest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -18,9 +20,11 @@ import (
 func TestMachineConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		db := d.Open(t)
-		machinetest.Run(t, func(t *testing.T, c clock.Clock) machine.Distributor {
+		distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 			return storeOn(t, db, sqlstore.Settings{Clock: c})
-		})
+		}
+		machinetest.Run(t, distributors)
+		leasetest.Run(t, distributors)
 	})
 }
 
@@ -30,9 +34,11 @@ func TestMachineConformance(t *testing.T) {
 func TestSegmentConformance(t *testing.T) {
 	const start = 1_000_000
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+		segments := func(t *testing.T, name string) segment.Distributor {
 			return segmentOf(t, storeOn(t, d.Open(t), sqlstore.Settings{Start: start}), name)
-		}, segmenttest.ExpectStart(start))
+		}
+		segmenttest.Run(t, segments, segmenttest.ExpectStart(start))
+		chaintest.Run(t, segments, start)
 	})
 }
 
@@ -84,12 +90,12 @@ func TestRestoreConformance(t *testing.T) {
 			Snapshot:  func(t *testing.T) func(t *testing.T) { return snapshotTables(t, admin) },
 			DropEpoch: func(t *testing.T) { emptyTables(t, admin, "idforge_meta") },
 			Declare: func(t *testing.T) {
-				if err := openStore(t, d).Admin().Restored(t.Context()); err != nil {
+				if err := sqlstore.AdminOf(openStore(t, d)).Restored(t.Context()); err != nil {
 					t.Fatal(err)
 				}
 			},
 			Raise: func(t *testing.T, name string, to int64) {
-				if _, err := openStore(t, d).Admin().RaiseCounter(t.Context(), name, to); err != nil {
+				if _, err := sqlstore.AdminOf(openStore(t, d)).RaiseCounter(t.Context(), name, to); err != nil {
 					t.Fatal(err)
 				}
 			},

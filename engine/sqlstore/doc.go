@@ -19,8 +19,8 @@
 //     key. The claim records a new holder secret, which heartbeats and
 //     releases must present. [Store.Distribute] lists the round trips per
 //     path and dialect;
-//   - [Store.ServerTime] reads the database server's clock, for
-//     leased.Acquire to check the host's clock against.
+//   - [Store.ServerTime] reads the database server's clock, for the
+//     registry's lease to check the host's clock against.
 //
 // # Store resets
 //

@@ -7,7 +7,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
-	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/schema"
 )
 
@@ -225,14 +224,14 @@ func (s *Store) readRideThrough(ctx context.Context) (string, error) {
 }
 
 // openRideThrough records [Settings.RideThrough] when the store records no
-// window, and refuses a different recorded one (unless an operator's
-// rewrite opens the store).
+// window, and refuses a different recorded one (unless [OpenAdmin] opened
+// the store).
 func (s *Store) openRideThrough(ctx context.Context) error {
 	if _, err := s.meta.createRide.exec(ctx, storeepoch.FormatRecord(s.cfg.RideThrough)); err != nil {
 		return s.unavailable("recording the ride-through window", err)
 	}
 	rec, err := s.readRideThrough(ctx)
-	if err != nil || storeadmin.IsRewriting(ctx) {
+	if err != nil || s.rewriting {
 		return err
 	}
 	return storeepoch.CheckRecord(s.name, rec, s.cfg.RideThrough)

@@ -14,3 +14,6 @@ func (s *Store) Epoch() string { return s.epoch.Token() }
 
 // DefaultResetGrace is the ResetGrace of Settings that give none.
 const DefaultResetGrace = storeepoch.DefaultGrace
+
+// AdminOf is the operator's commands on a store already open.
+func AdminOf(s *Store) *Admin { return &Admin{admin{s}} }

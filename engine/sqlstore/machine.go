@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/schema"
 )
 
@@ -128,25 +128,17 @@ WHERE namespace = $4 AND machine_id = $5 AND instance_id = $6 AND holder = $8 AN
 	return ms
 }
 
-var (
-	_ machine.Distributor                     = (*Store)(nil)
-	_ interface{ ResetGrace() time.Duration } = (*Store)(nil)
-	_ interface {
-		ServerTime(context.Context) (time.Time, error)
-	} = (*Store)(nil)
-)
+var _ machine.Distributor = (*Store)(nil)
 
-// ResetGrace returns [Settings.ResetGrace] as resolved: what
-// leased.Acquire checks a lease's settings against.
-func (s *Store) ResetGrace() time.Duration { return s.epoch.Grace() }
+// Terms are the store's: [Settings.RideThrough] and [Settings.ResetGrace]
+// as resolved, and the last timestamps the machine table keeps.
+func (s *Store) Terms() machine.Terms {
+	return machine.Terms{RideThrough: s.cfg.RideThrough, ResetGrace: s.epoch.Grace(), Remembers: true}
+}
 
-// RideThrough returns [Settings.RideThrough] as resolved (negative: none):
-// the reservation leased.Acquire gives a lease on this store.
-func (s *Store) RideThrough() time.Duration { return s.cfg.RideThrough }
-
-// ServerTime reads the database server's clock, which leased.Acquire
-// compares with the lease's (a ServerTime method, see leased.ServerTimeOf). SQLite runs in this
-// process, with no clock of its own: the zero time.
+// ServerTime reads the database server's clock, which a lease compares
+// with its own. SQLite runs in this process, with no clock of its own: the
+// zero time.
 func (s *Store) ServerTime(ctx context.Context) (time.Time, error) {
 	if s.mach.serverTime == nil {
 		return time.Time{}, nil

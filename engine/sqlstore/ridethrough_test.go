@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -28,8 +26,8 @@ func TestRideThroughRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if st.RideThrough() != time.Minute || st.ResetGrace() != time.Minute+time.Second {
-			t.Fatalf("RideThrough, ResetGrace = %v, %v; want 1m, 1m1s", st.RideThrough(), st.ResetGrace())
+		if st.Terms().RideThrough != time.Minute || st.Terms().ResetGrace != time.Minute+time.Second {
+			t.Fatalf("RideThrough, ResetGrace = %v, %v; want 1m, 1m1s", st.Terms().RideThrough, st.Terms().ResetGrace)
 		}
 		_, err = sqlstore.Open(t.Context(), db, sqlstore.Settings{ResetGrace: -1, Clock: clk})
 		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "RideThrough 1s differs from the window 1m0s") ||
@@ -46,7 +44,7 @@ func TestRideThroughRecorded(t *testing.T) {
 		if err := st.Guard(t.Context(), inst, s0); err != nil {
 			t.Fatal(err)
 		}
-		ad := st.Admin()
+		ad := sqlstore.AdminOf(st)
 		if _, err := ad.SetRideThrough(t.Context(), 5*time.Second, false); !errors.Is(err, engine.ErrInstanceInUse) {
 			t.Fatalf("SetRideThrough with a live holder = %v; want ErrInstanceInUse", err)
 		}
@@ -57,10 +55,14 @@ func TestRideThroughRecorded(t *testing.T) {
 		if _, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{RideThrough: 5 * time.Second, ResetGrace: -1, Clock: clk}); err != nil {
 			t.Fatalf("Open with the rewritten window: %v", err)
 		}
-		ctx := storeadmin.Rewriting(context.Background())
-		if _, err := sqlstore.Open(ctx, db, sqlstore.Settings{ResetGrace: -1, Clock: clk}); err != nil {
-			t.Fatalf("Open for a rewrite: %v", err)
+		if _, err := sqlstore.Open(t.Context(), db, sqlstore.Settings{ResetGrace: -1, Clock: clk}); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Fatalf("Open with another window than the recorded one = %v; want it refused", err)
 		}
+		ad2, err := sqlstore.OpenAdmin(t.Context(), db, sqlstore.Settings{ResetGrace: -1, Clock: clk})
+		if err != nil {
+			t.Fatalf("OpenAdmin, which takes whatever window the store records: %v", err)
+		}
+		ad2.Close()
 	})
 }
 

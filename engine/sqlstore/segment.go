@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/schema"
 )
 

@@ -102,8 +102,8 @@ type Settings struct {
 	// the store, through its ride-through window running out. The second
 	// beyond the window is the clock skew between hosts a reset tolerates:
 	// a wipe erases the stored timestamps that otherwise absorb skew.
-	// leased.Acquire refuses a lease that may issue without the store for
-	// as long. Set it only to raise the skew allowed, or negative to wait
+	// The registry's lease refuses to issue without the store for as
+	// long (the store's Terms carry the grace). Set it only to raise the skew allowed, or negative to wait
 	// for nothing: only for tests, or a store no other process uses. At
 	// most 48 h: [Open] refuses more with engine.ErrInvalidConfig.
 	ResetGrace time.Duration
@@ -130,6 +130,9 @@ type Store struct {
 	epoch  *storeepoch.State
 	one    chan struct{} // SQLite: the turn every statement takes (see stmt.turn)
 	closed atomic.Bool
+	// rewriting: opened by OpenAdmin, which does not refuse a recorded
+	// ride-through window that differs.
+	rewriting bool
 }
 
 // Open returns a Store on db. It validates the settings, detects the
@@ -156,6 +159,12 @@ type Store struct {
 // timeout, so Open retries its first statement on SQLITE_BUSY for up to 10 s:
 // replicas may start together on a new file.
 func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error) {
+	return open(ctx, db, false, settings)
+}
+
+// open is [Open], or with rewriting [OpenAdmin]'s, which does not refuse a
+// recorded ride-through window that differs.
+func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) (*Store, error) {
 	var cfg Settings
 	switch len(settings) {
 	case 0:
@@ -196,7 +205,7 @@ func Open(ctx context.Context, db *sql.DB, settings ...Settings) (*Store, error)
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
 		}
 	}
-	s := &Store{db: db, cfg: cfg, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, cfg.TablePrefix)}
+	s := &Store{db: db, cfg: cfg, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, cfg.TablePrefix), rewriting: rewriting}
 	if cfg.Dialect == schema.SQLite {
 		s.one = make(chan struct{}, 1)
 		if err := s.checkSQLite(ctx); err != nil {
@@ -291,7 +300,7 @@ func sqliteBusy(err error) bool {
 // BrandNew reports whether the store's epoch was declared brand-new
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
-func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // EpochCreated returns when the store's epoch was created.
 func (s admin) EpochCreated() time.Time {

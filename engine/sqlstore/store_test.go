@@ -138,13 +138,13 @@ func TestOpenRefusesOverflowingWindows(t *testing.T) {
 	}
 	// The bounds themselves open, and so does the most negative grace (none).
 	s := storeOn(t, db, sqlstore.Settings{CreateTables: true, RideThrough: 24 * time.Hour, ResetGrace: math.MinInt64})
-	if got := s.RideThrough(); got != 24*time.Hour {
-		t.Errorf("RideThrough() = %v; want 24h", got)
+	if got := s.Terms().RideThrough; got != 24*time.Hour {
+		t.Errorf("Terms().RideThrough = %v; want 24h", got)
 	}
-	if got := s.ResetGrace(); got >= 0 {
-		t.Errorf("ResetGrace() = %v; want none (negative)", got)
+	if got := s.Terms().ResetGrace; got >= 0 {
+		t.Errorf("Terms().ResetGrace = %v; want none (negative)", got)
 	}
-	if _, err := s.Admin().SetRideThrough(ctx, math.MaxInt64, true); !errors.Is(err, engine.ErrInvalidConfig) {
+	if _, err := sqlstore.AdminOf(s).SetRideThrough(ctx, math.MaxInt64, true); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("SetRideThrough(MaxInt64) = %v; want ErrInvalidConfig", err)
 	}
 }
@@ -167,7 +167,7 @@ func TestControlBytesInNamesRefused(t *testing.T) {
 					t.Errorf("Distribute(%+v) = %+v, %v; want ErrInvalidConfig naming the field", inst, st, err)
 				}
 			}
-			if _, err := s.Admin().RaiseCounter(ctx, name, 1); !errors.Is(err, engine.ErrInvalidConfig) {
+			if _, err := sqlstore.AdminOf(s).RaiseCounter(ctx, name, 1); !errors.Is(err, engine.ErrInvalidConfig) {
 				t.Errorf("RaiseCounter(%q) = %v; want ErrInvalidConfig", name, err)
 			}
 		}

@@ -1,4 +1,5 @@
-// Package genreg is the one cache of generators by kind and name: the root
+// Package genreg is the one cache of generators by kind and name, and the
+// names of the kinds ([Snowflake], [Chain], [Segment], [UUIDv7]): the root
 // registry keeps its generators in one, and tests and the CLI build small
 // providers with it. It imports engine only.
 package genreg
@@ -12,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/idforge/idforge/engine"
-	idkind "github.com/idforge/idforge/internal/kind"
 )
 
 // Factory builds the generator for one name of a kind, for example the
@@ -213,7 +213,7 @@ func UUIDOf(ctx context.Context, p engine.Provider, kind, name string) (engine.U
 	}
 	u, ok := g.(engine.UUIDGenerator)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind %q gives UUIDs)", engine.ErrInvalidConfig, genKey{kind, name}, idkind.UUIDv7)
+		return nil, fmt.Errorf("%w: %s gives 64-bit IDs, not UUIDs (kind %q gives UUIDs)", engine.ErrInvalidConfig, genKey{kind, name}, UUIDv7)
 	}
 	return u, nil
 }

@@ -1,7 +1,7 @@
 // Package gormids is what the GORM integrations (idplugin, shardgorm) share
-// about the columns the idforge plugin fills: the Floor of a sequence in
-// one table, and which columns of a model a plugin fills from its
-// sequences, which shardgorm needs and the plugin does not export.
+// about the columns the idforge plugin fills: which columns of a model the
+// plugin fills ([Columns], which shardgorm reads and the plugin does not
+// export), and the Floor of a sequence in one table.
 package gormids
 
 import (
@@ -9,18 +9,10 @@ import (
 	"database/sql"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/internal/idgen"
 )
-
-// Sequences returns the registry of the idforge plugin registered on db and
-// the columns of s that plugin fills from a sequence ("chain", "segment"),
-// as its first Create of s would find them; an error for a db without the
-// plugin, or for s's tags, as that Create would give. Package idplugin sets
-// it when it is loaded.
-var Sequences func(db *gorm.DB, s *schema.Schema) (engine.Provider, []idgen.Column, error)
 
 // Floor returns the Floor of c's sequence in table on db: the largest ID in
 // c's column (names quoted for db's dialect), 0 while the table does not

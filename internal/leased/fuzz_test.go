@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // FuzzLeaseSettings: any SafeGuard, Heartbeat, SkewMargin and Reservation
@@ -38,7 +37,7 @@ func FuzzLeaseSettings(f *testing.F) {
 			return
 		}
 		switch {
-		case c.safeGuard <= 0 || c.safeGuard > distcheck.MaxSafeGuard:
+		case c.safeGuard <= 0 || c.safeGuard > maxSafeGuard:
 			t.Fatalf("resolve(%+v) accepted SafeGuard %v", s, c.safeGuard)
 		case c.heartbeat < MinHeartbeat || c.heartbeat >= c.safeGuard-c.margin:
 			t.Fatalf("resolve(%+v) accepted Heartbeat %v", s, c.heartbeat)
@@ -47,7 +46,7 @@ func FuzzLeaseSettings(f *testing.F) {
 		case c.reserve < 0 || c.reserve > c.safeGuard-c.margin:
 			t.Fatalf("resolve(%+v) accepted a reservation of %v", s, c.reserve)
 		}
-		if alone, _ := c.alone(); alone <= 0 || alone > distcheck.MaxSafeGuard {
+		if alone, _ := c.alone(); alone <= 0 || alone > maxSafeGuard {
 			t.Fatalf("resolve(%+v): issues alone for %v", s, alone)
 		}
 	})

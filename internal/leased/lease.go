@@ -13,9 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/outage"
-	"github.com/idforge/idforge/internal/timebase"
 )
 
 // Lease defaults, documented on machine.Settings. The heartbeat is short
@@ -49,16 +47,16 @@ type LeaseSettings struct {
 	// Reservation is how far ahead each heartbeat reserves time: it stores
 	// the newest timestamp used plus Reservation, and Check refuses
 	// timestamps past the last reservation stored. Zero takes the store's
-	// ride-through window ([RideThroughOf], the RideThrough setting of
-	// engine/sqlstore and engine/redisstore), or 4 × Heartbeat from a
-	// distributor without one; negative: none. Users set the window on the
+	// ride-through window (machine.Terms.RideThrough, the RideThrough
+	// setting of engine/sqlstore and engine/redisstore), or 4 × Heartbeat
+	// from a distributor without one; negative: none. Users set the window on the
 	// store; tests set this to override it.
 	Reservation time.Duration
 	// Clock drives heartbeats and lease expiry (default clock.System). The
-	// lease runs on timebase.Steady of it, and so must the generator it
+	// lease runs on clock.Steady of it, and so must the generator it
 	// fences: Check compares the generator's timestamps with times read
 	// from this one, and the timestamps heartbeated must cover them. Pass
-	// the generator the same timebase.Steady value ([New] does). A
+	// the generator the same clock.Steady value ([New] does). A
 	// clocktest.Fake needs ManualSleep, because the heartbeat goroutine sleeps
 	// on the clock.
 	Clock clock.Clock
@@ -127,13 +125,13 @@ func (s LeaseSettings) resolve() (config, error) {
 	case c.reserve < 0:
 		c.reserve = 0
 	}
-	c.clock = timebase.Steady(c.clock)
+	c.clock = clock.Steady(c.clock)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
 	switch {
-	case c.safeGuard < 0 || c.safeGuard > distcheck.MaxSafeGuard:
-		return c, fmt.Errorf("%w: machine: SafeGuard %v outside (0, %v]", engine.ErrInvalidConfig, c.safeGuard, distcheck.MaxSafeGuard)
+	case c.safeGuard < 0 || c.safeGuard > maxSafeGuard:
+		return c, fmt.Errorf("%w: machine: SafeGuard %v outside (0, %v]", engine.ErrInvalidConfig, c.safeGuard, maxSafeGuard)
 	case c.heartbeat < MinHeartbeat:
 		return c, fmt.Errorf("%w: machine: Heartbeat %v is below the floor %v: every heartbeat is a store round trip", engine.ErrInvalidConfig, c.heartbeat, MinHeartbeat)
 	case c.margin >= c.safeGuard:
@@ -176,7 +174,7 @@ func (c *config) adoptWindow(d machine.Distributor) error {
 	if c.reserveSet {
 		return nil
 	}
-	switch w := RideThroughOf(d); {
+	switch w := d.Terms().RideThrough; {
 	case w > 0:
 		c.reserve, c.fromStore = w, true
 	case w < 0:
@@ -203,10 +201,11 @@ func (c config) alone() (time.Duration, string) {
 }
 
 // checkGrace refuses a lease that could go on issuing without d for as long
-// as d's reset grace (see [ResetGraceOf]).
+// as d's reset grace (machine.Terms.ResetGrace): a process cut off from the
+// store while it is reset would then share its machine ID with a newcomer.
 func (c config) checkGrace(d machine.Distributor) error {
 	alone, from := c.alone()
-	if grace := ResetGraceOf(d); grace > 0 && alone >= grace {
+	if grace := d.Terms().ResetGrace; grace > 0 && alone >= grace {
 		return fmt.Errorf("%w: machine: the lease would go on issuing for up to %v without its store (%s), not less than the store's ResetGrace %v, "+
 			"so a process cut off from the store while it is reset could share its machine ID with a newcomer: "+
 			"leave the store's ResetGrace to its default (RideThrough plus 1 s), "+
@@ -217,7 +216,8 @@ func (c config) checkGrace(d machine.Distributor) error {
 	return nil
 }
 
-// checkClock compares c's clock with d's server clock (see [ServerTimeOf]).
+// checkClock compares c's clock with d's server clock (machine.Distributor's
+// ServerTime).
 // The server read its time somewhere between the two local readings around
 // the call, so their midpoint is off by at most half the round trip, which
 // is allowed for.
@@ -233,10 +233,10 @@ func (c config) checkClock(ctx context.Context, d machine.Distributor, inst mach
 		wall = w.Wall
 	}
 	before := wall()
-	server, err := ServerTimeOf(ctx, d)
+	server, err := d.ServerTime(ctx)
 	after := wall()
 	if err != nil {
-		return fmt.Errorf("machine: reading the store's clock for %s: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+		return fmt.Errorf("machine: reading the store's clock for %s: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 	}
 	if server.IsZero() {
 		return nil
@@ -254,7 +254,7 @@ func (c config) checkClock(ctx context.Context, d machine.Distributor, inst mach
 		return fmt.Errorf("%w: machine: %s: the local clock (%s) is %v %s the store's server clock (%s), beyond the lease's skew margin %v "+
 			"even allowing %v for half the round trip: expiry decisions would compare clocks that disagree by more than the lease allows for; "+
 			"synchronise this host's clock (NTP, chrony), or raise Lease.SkewMargin (by default a fifth of SafeGuard)",
-			engine.ErrClockSkew, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), fmtTime(local), max(skew, -skew), way, fmtTime(server), c.margin, halfRTT)
+			engine.ErrClockSkew, instanceName(inst.Namespace, inst.ID, inst.Stable), fmtTime(local), max(skew, -skew), way, fmtTime(server), c.margin, halfRTT)
 	case off > c.margin/2:
 		c.logger.Warn("idforge: the local clock disagrees with the store's server clock by over half the lease's skew margin; synchronise this host's clock",
 			"namespace", inst.Namespace, "instance", inst.ID, "local", fmtTime(local), "server", fmtTime(server),
@@ -341,7 +341,8 @@ func (e *unreachableError) Unwrap() []error { return []error{engine.ErrMachineID
 // it. ctx bounds the distribution only; the heartbeat runs until Close.
 // Acquire does not wait out State().LastTimestamp: the generator does, at
 // start-up. Invalid settings fail with engine.ErrInvalidConfig; a clock too
-// far from the store server's (see [ServerTimeOf]) with engine.ErrClockSkew;
+// far from the store server's (machine.Distributor's ServerTime) with
+// engine.ErrClockSkew;
 // the distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
 // when every ID is taken, engine.ErrInstanceInUse when a stable inst runs in
 // another live process or another process on this host holds the lock of
@@ -360,7 +361,7 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	if err := cfg.checkGrace(d); err != nil {
 		return nil, err
 	}
-	if err := distcheck.Distribute(inst.Namespace, inst.ID, cfg.machineBits, cfg.safeGuard); err != nil {
+	if err := checkDistribute(inst.Namespace, inst.ID, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
 	if err := cfg.checkClock(ctx, d, inst); err != nil {
@@ -374,11 +375,11 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 		return nil, err // it says all: which machine ID, whose lock, what to do
 	case errors.Is(err, engine.ErrInstanceInUse):
 		return nil, fmt.Errorf("machine: %s already runs in another live process (a pod name reused during a rollout, a copied configuration?): "+
-			"stop that process, or give this one an instance ID of its own: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+			"stop that process, or give this one an instance ID of its own: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 	case err != nil:
-		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+		return nil, fmt.Errorf("machine: distributing a machine ID to %s: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 	}
-	if err := distcheck.Fits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
+	if err := fits(st.MachineID, cfg.machineBits, "the distributor"); err != nil {
 		return nil, err
 	}
 	// Again: a remote store (proxystore) learns its window and grace from
@@ -414,7 +415,7 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 		if err := l.Heartbeat(ctx); err != nil {
 			stop()
 			release(l)
-			return nil, fmt.Errorf("machine: reserving time for machine ID %d of %s: %w", st.MachineID, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), err)
+			return nil, fmt.Errorf("machine: reserving time for machine ID %d of %s: %w", st.MachineID, instanceName(inst.Namespace, inst.ID, inst.Stable), err)
 		}
 	}
 	l.log.Info("idforge: machine ID acquired", "last_timestamp", st.LastTimestamp)
@@ -436,13 +437,12 @@ func (l *Lease) Reservation() time.Duration { return l.cfg.reserve }
 // generator started afterwards issues only later timestamps. With a
 // reservation a restart normally waits up to Reservation(), and rides out a
 // clock stepped back by up to another Reservation() while it was down; a
-// longer wait than that plus timebase.DefaultMaxBackwards fails at once with an
+// longer wait than that plus defaultMaxBackwards fails at once with an
 // error wrapping engine.ErrClockBackwards.
 func (l *Lease) WaitOut(ctx context.Context) error {
-	sync := timebase.Synchronizer{Clock: l.cfg.clock, MaxWait: 2*l.cfg.reserve + timebase.DefaultMaxBackwards}
-	if err := sync.WaitUntil(ctx, time.UnixMilli(l.state.LastTimestamp+1)); err != nil {
+	if err := waitUntil(ctx, l.cfg.clock, time.UnixMilli(l.state.LastTimestamp+1), 2*l.cfg.reserve+defaultMaxBackwards); err != nil {
 		return fmt.Errorf("machine: machine ID %d of %s was used up to %s: %w",
-			l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(l.state.LastTimestamp), err)
+			l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(l.state.LastTimestamp), err)
 	}
 	return nil
 }
@@ -478,13 +478,13 @@ func (l *Lease) refuse(unixMilli int64) error {
 	}
 	if l.cfg.reserve > 0 {
 		return fmt.Errorf("%w: machine: machine ID %d of %s is reserved in the store only up to %s, before the timestamp %s: "+
-			"refusing until a heartbeat reserves more", engine.ErrMachineIDLost, l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable),
+			"refusing until a heartbeat reserves more", engine.ErrMachineIDLost, l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable),
 			fmtMilli(l.validUntil.Load()-1), fmtMilli(unixMilli))
 	}
 	confirmed := l.validUntil.Load() - l.window()
 	return fmt.Errorf("%w: machine: machine ID %d of %s was last confirmed at %s, %v before the timestamp %s; "+
 		"past the safe-guard %v less the skew margin %v another instance may have reclaimed it: refusing until a heartbeat succeeds",
-		engine.ErrMachineIDLost, l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(confirmed),
+		engine.ErrMachineIDLost, l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtMilli(confirmed),
 		time.Duration(unixMilli-confirmed)*time.Millisecond, fmtMilli(unixMilli), l.cfg.safeGuard, l.cfg.margin)
 }
 
@@ -500,7 +500,7 @@ func (l *Lease) unreachable(a *storeAway, unixMilli int64) error {
 	}
 	return &unreachableError{store: a.err, msg: fmt.Sprintf("machine: the store has not answered the heartbeats of machine ID %d of %s since %s, "+
 		"so another instance may have taken the ID: %s; refusing until a heartbeat reaches the store: %v",
-		l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtTime(a.since), held, a.err)}
+		l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), fmtTime(a.since), held, a.err)}
 }
 
 func fmtMilli(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
@@ -550,17 +550,17 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 		return nil
 	case errors.Is(err, engine.ErrMachineIDLost):
 		l.endWith(fmt.Errorf("machine: %s lost machine ID %d (holder %s), taken over by another instance or another process with this instance ID; stop issuing and acquire a new one: %w",
-			distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, l.state.Holder, err))
+			instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, l.state.Holder, err))
 		l.log.Error("idforge: machine ID taken over by another holder; IDs under it are refused", "err", err)
 		return l.Err()
 	case errors.Is(err, engine.ErrStoreReset):
 		// The store forgot the assignment: another instance may be handed
 		// this ID any moment, so the lease is as good as lost.
-		l.endWith(fmt.Errorf("%w: machine: %s stops using machine ID %d: %w", engine.ErrMachineIDLost, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, err))
+		l.endWith(fmt.Errorf("%w: machine: %s stops using machine ID %d: %w", engine.ErrMachineIDLost, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), l.state.MachineID, err))
 		l.log.Error("idforge: the store was reset; IDs under this machine ID are refused", "err", err)
 		return l.Err()
 	default:
-		err = fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
+		err = fmt.Errorf("machine: heartbeat of machine ID %d for %s: %w", l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
 		// A caller that gave up says nothing of the store; a timeout does.
 		if !errors.Is(err, context.Canceled) {
 			since := began
@@ -632,7 +632,7 @@ func (l *Lease) Close() error {
 		if l.end.Load() != nil {
 			return
 		}
-		l.endWith(fmt.Errorf("%w: machine: lease of machine ID %d for %s", engine.ErrClosed, l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable)))
+		l.endWith(fmt.Errorf("%w: machine: lease of machine ID %d for %s", engine.ErrClosed, l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable)))
 		// Read after endWith: no ID passes Check any more, so the
 		// timestamp below covers every ID issued under the lease.
 		// With a timestamp source the lease knows what was issued, and a
@@ -651,71 +651,8 @@ func (l *Lease) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), revertTimeout)
 		defer cancel()
 		if err := l.dist.Revert(ctx, l.inst, st); err != nil {
-			l.closeErr = fmt.Errorf("machine: reverting machine ID %d for %s: %w", l.state.MachineID, distcheck.Name(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
+			l.closeErr = fmt.Errorf("machine: reverting machine ID %d for %s: %w", l.state.MachineID, instanceName(l.inst.Namespace, l.inst.ID, l.inst.Stable), err)
 		}
 	})
 	return l.closeErr
-}
-
-// resetGracer is implemented by a distributor whose store, once it finds
-// it was reset (it forgot what it handed out), hands nothing out until
-// ResetGrace has passed since the reset was first seen: the time live
-// processes of the forgotten state have to stop. engine/sqlstore,
-// engine/redisstore and proxystore implement it, and [LocalState] passes it
-// through. [Acquire] refuses a lease that could go on issuing without its
-// store for that long, since a process cut off from the store during a
-// reset would then share its machine ID with a newcomer. ResetGrace <= 0
-// means no grace (a store no other process uses): nothing is checked.
-type resetGracer interface {
-	ResetGrace() time.Duration
-}
-
-// ResetGraceOf returns d's reset grace (its ResetGrace() method), 0 when
-// d has none. A decorator of a distributor implements ResetGrace with it,
-// passing its inner one's through, so wrapping a store never hides its
-// grace from [Acquire].
-func ResetGraceOf(d machine.Distributor) time.Duration {
-	if g, ok := d.(resetGracer); ok {
-		return g.ResetGrace()
-	}
-	return 0
-}
-
-// serverClock is implemented by a distributor whose store keeps time of
-// its own (a database or Redis server): [Acquire] compares the lease's
-// clock with it before distributing, because expiry decisions compare
-// timestamps written by one host's clock with another host's clock. It
-// refuses a lease whose clock is further off than its skew margin (an error
-// wrapping engine.ErrClockSkew) and warns beyond half of it. ServerTime
-// returns the server's current time; the zero time means the store has no
-// clock apart from this process's (SQLite), and nothing is checked.
-type serverClock interface {
-	ServerTime(ctx context.Context) (time.Time, error)
-}
-
-// ServerTimeOf returns d's server time (its ServerTime method), the zero
-// time when d has none. A decorator of a distributor implements ServerTime
-// with it, so wrapping a store never hides its clock from [Acquire].
-func ServerTimeOf(ctx context.Context, d machine.Distributor) (time.Time, error) {
-	if c, ok := d.(serverClock); ok {
-		return c.ServerTime(ctx)
-	}
-	return time.Time{}, nil
-}
-
-// rideThrougher is implemented by a distributor whose store sets the
-// ride-through window every lease on it reserves: engine/sqlstore,
-// engine/redisstore and proxystore (from the server). Negative: none.
-type rideThrougher interface {
-	RideThrough() time.Duration
-}
-
-// RideThroughOf returns d's ride-through window (its RideThrough method),
-// 0 when d has none. A decorator of a distributor implements RideThrough
-// with it, passing its inner one's through, as for [ResetGraceOf].
-func RideThroughOf(d machine.Distributor) time.Duration {
-	if r, ok := d.(rideThrougher); ok {
-		return r.RideThrough()
-	}
-	return 0
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
-	"github.com/idforge/idforge/internal/distcheck"
 	"github.com/idforge/idforge/internal/leased"
 )
 
@@ -738,7 +737,11 @@ type windowed struct {
 	window time.Duration
 }
 
-func (w windowed) RideThrough() time.Duration { return w.window }
+func (w windowed) Terms() machine.Terms {
+	t := w.Distributor.Terms()
+	t.RideThrough = w.window
+	return t
+}
 
 // TestLeaseRefusesWindowPastSafeGuard: a store's RideThrough longer than
 // the lease's SafeGuard minus SkewMargin is refused by name, not cut short:
@@ -829,7 +832,11 @@ type graced struct {
 	grace time.Duration
 }
 
-func (g graced) ResetGrace() time.Duration { return g.grace }
+func (g graced) Terms() machine.Terms {
+	t := g.Distributor.Terms()
+	t.ResetGrace = g.grace
+	return t
+}
 
 // TestLeaseOutlivingResetGraceRefused: a lease that may go on issuing
 // without its store for as long as the store's reset grace is refused by
@@ -1001,7 +1008,7 @@ func TestFixedIDOneLeaseAtATime(t *testing.T) {
 					if l != nil {
 						l.Close()
 					}
-					t.Fatalf("%s got machine ID 7 while a holds it: %v", distcheck.Name(in.Namespace, in.ID, in.Stable), err)
+					t.Fatalf("%s got machine ID 7 while a holds it: %v", in.Namespace+"/"+in.ID, err)
 				}
 			}
 			other, err := leased.Acquire(ctx, d, machine.Instance{Namespace: ns + "-other", ID: "b"}, leased.LeaseSettings{})

@@ -28,10 +28,6 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/distcheck"
-	"github.com/idforge/idforge/internal/snowhook"
-	"github.com/idforge/idforge/internal/snowlayout"
-	"github.com/idforge/idforge/internal/timebase"
 )
 
 // Settings configures [New]. The zero value of every field but Distributor
@@ -45,11 +41,11 @@ type Settings struct {
 	// machine bits are the lease's.
 	Layout snowflake.Layout
 	// Clock is the time source of the generator and the lease (default
-	// clock.System). Both run on one timebase.Steady time base of it, kept
+	// clock.System). Both run on one clock.Steady time base of it, kept
 	// across the leases a Snowflake goes through.
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out (default
-	// timebase.DefaultMaxBackwards; negative: not at all).
+	// defaultMaxBackwards; negative: not at all).
 	MaxBackwards time.Duration
 	// Lease tunes the lease: heartbeat, safe-guard, skew margin. The
 	// reservation is the store's ride-through window. The machine bits, clock, logger and timestamp source of
@@ -85,12 +81,8 @@ type Snowflake struct {
 }
 
 type held struct {
-	gen   snowhook.Generator
+	gen   *snowflake.Generator
 	lease *Lease
-	// waits is the BackwardsWaits of the generators replaced before gen,
-	// carried on the value readers load at once, so the sum does not drop
-	// when a generator is replaced.
-	waits int64
 }
 
 var _ engine.Generator = (*Snowflake)(nil)
@@ -130,8 +122,8 @@ func (s *Settings) resolve() error {
 	if s.Distributor == nil {
 		return bad("leased: Settings.Distributor is nil")
 	}
-	s.Clock = timebase.Steady(s.Clock)
-	return distcheck.Instance(s.Instance.Namespace, s.Instance.ID)
+	s.Clock = clock.Steady(s.Clock)
+	return checkInstance(s.Instance.Namespace, s.Instance.ID)
 }
 
 // acquire leases a machine ID and builds a generator on it that issues only
@@ -140,7 +132,7 @@ func (s *Settings) resolve() error {
 func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	// The lease heartbeats the generator's newest timestamp, but the
 	// generator needs the lease's machine ID first.
-	var genp atomic.Pointer[snowhook.Generator]
+	var genp atomic.Pointer[snowflake.Generator]
 	ls := userSettings(s.set.Lease)
 	ls.Reservation = s.set.Reservation
 	// A distributor hands out at least one bit's worth of IDs (and reads 0
@@ -150,7 +142,7 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	ls.Logger = s.set.Logger
 	ls.TimestampSource = func() int64 {
 		if g := genp.Load(); g != nil {
-			return (*g).LastTimestamp()
+			return g.LastTimestamp()
 		}
 		return 0
 	}
@@ -161,7 +153,7 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 	if id := lease.MachineID(); s.set.Layout.MachineBits == 0 && id > 0 {
 		lease.Close()
 		return nil, fmt.Errorf("%w: namespace %q: layout %s has no machine bits, so machine ID 0 is its only one, and machine ID %d was handed out (another instance holds 0, or a fixed ID was set)",
-			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, snowlayout.Describe(s.set.Layout), id)
+			engine.ErrMachineIDOverflow, s.set.Instance.Namespace, s.set.Layout, id)
 	}
 	if lease.Reservation() > 0 {
 		// The stored timestamp is up to a reservation ahead of the clock,
@@ -171,19 +163,16 @@ func (s *Snowflake) acquire(ctx context.Context) (*held, error) {
 			return nil, err
 		}
 	}
-	gen, err := snowhook.New(lease.MachineID(), snowflake.Settings{
+	gen, err := snowflake.Resume(lease.MachineID(), snowflake.Settings{
 		Layout:       s.set.Layout,
 		Clock:        s.set.Clock,
 		MaxBackwards: s.set.MaxBackwards,
-	}, snowhook.Start{
-		LastTimestamp: max(lease.State().LastTimestamp, s.last),
-		Fence:         lease.Check,
-	})
+	}, max(lease.State().LastTimestamp, s.last), lease.Check)
 	if err != nil {
 		lease.Close()
 		return nil, err
 	}
-	genp.Store(&gen)
+	genp.Store(gen)
 	if s.set.OnReset != nil {
 		go s.watch(lease)
 	}
@@ -204,7 +193,7 @@ func (s *Snowflake) watch(lease *Lease) {
 func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 	h := s.cur.Load()
 	if h == nil {
-		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, distcheck.Name(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, instanceName(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
 	}
 	id, err := h.gen.NextID(ctx)
 	if err == nil || !errors.Is(err, engine.ErrMachineIDLost) {
@@ -252,7 +241,7 @@ func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 		return 0, errors.Join(err, rerr)
 	}
 	if h = s.cur.Load(); h == nil {
-		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, distcheck.Name(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
+		return 0, fmt.Errorf("%w: snowflake of %s", engine.ErrClosed, instanceName(s.set.Instance.Namespace, s.set.Instance.ID, s.set.Instance.Stable))
 	}
 	return h.gen.NextID(ctx)
 }
@@ -270,10 +259,9 @@ func (s *Snowflake) replace(ctx context.Context, lost *held) error {
 	if err != nil {
 		return err
 	}
-	next.waits = lost.waits + lost.gen.BackwardsWaits()
 	s.lost.Add(1)
 	s.set.Logger.Warn("idforge: machine ID lost, continuing on a new one",
-		"namespace", s.set.Instance.Namespace, "instance", s.set.Instance.ID, "stable", s.set.Instance.Stable, "old", lost.gen.MachineID(), "new", next.gen.MachineID())
+		"namespace", s.set.Instance.Namespace, "instance", s.set.Instance.ID, "stable", s.set.Instance.Stable, "old", lost.lease.MachineID(), "new", next.lease.MachineID())
 	s.cur.Store(next)
 	return nil
 }
@@ -281,23 +269,13 @@ func (s *Snowflake) replace(ctx context.Context, lost *held) error {
 // MachineID reports the machine ID in use, -1 after Close.
 func (s *Snowflake) MachineID() int64 {
 	if h := s.cur.Load(); h != nil {
-		return h.gen.MachineID()
+		return h.lease.MachineID()
 	}
 	return -1
 }
 
 // Lost counts the leases lost and replaced so far.
 func (s *Snowflake) Lost() int64 { return s.lost.Load() }
-
-// BackwardsWaits returns how many NextID calls waited for a clock that had
-// been stepped back, over every generator this Snowflake ran
-// (snowhook.Generator.BackwardsWaits); 0 after Close.
-func (s *Snowflake) BackwardsWaits() int64 {
-	if h := s.cur.Load(); h != nil {
-		return h.waits + h.gen.BackwardsWaits()
-	}
-	return 0
-}
 
 // Lease returns the lease in use, nil after Close: for monitoring.
 func (s *Snowflake) Lease() *Lease {

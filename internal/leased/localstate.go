@@ -16,7 +16,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 type localState struct {
@@ -67,8 +66,8 @@ type unconfigured interface {
 // default) every heartbeat writes the reserved time, so a process killed
 // with kill -9 has issued nothing past what the file says.
 //
-// The holder secret ([machine.State].Holder) and a server clock ((see [ServerTimeOf]))
-// pass through to and from inner; the file holds neither.
+// The holder secret ([machine.State].Holder), the store's terms and its
+// server clock pass through to and from inner; the file holds none of them.
 //
 // An empty dir or a nil inner makes every method fail with
 // engine.ErrInvalidConfig; an unreadable, corrupt or unwritable file, with
@@ -80,19 +79,27 @@ func LocalState(dir string, inner machine.Distributor, log *slog.Logger) machine
 	return localState{dir: dir, inner: inner, log: log}
 }
 
-// RideThrough passes inner's through (see [RideThroughOf]).
-func (s localState) RideThrough() time.Duration { return RideThroughOf(s.inner) }
+// Terms are inner's, and the file keeps the last timestamps (zero terms
+// without an inner, which every other method refuses).
+func (s localState) Terms() machine.Terms {
+	var t machine.Terms
+	if s.inner != nil {
+		t = s.inner.Terms()
+	}
+	t.Remembers = true
+	return t
+}
 
-// ResetGrace passes inner's through (see [ResetGraceOf]).
-func (s localState) ResetGrace() time.Duration { return ResetGraceOf(s.inner) }
-
-// ServerTime passes inner's through (see [ServerTimeOf]).
+// ServerTime is inner's (the zero time without an inner).
 func (s localState) ServerTime(ctx context.Context) (time.Time, error) {
-	return ServerTimeOf(ctx, s.inner)
+	if s.inner == nil {
+		return time.Time{}, nil
+	}
+	return s.inner.ServerTime(ctx)
 }
 
 // locks reports whether the machine IDs of inner are locked on the host.
-func (s localState) locks() bool { return !Remembers(s.inner) }
+func (s localState) locks() bool { return !s.inner.Terms().Remembers }
 
 // noLockOnce warns, once per process, where no lock file can be locked.
 var noLockOnce sync.Once
@@ -155,7 +162,7 @@ func (s localState) Distribute(ctx context.Context, inst machine.Instance, machi
 // or instance holds, for a distributor with no machine ID configured (why
 // says why), and logs it.
 func (s localState) lowestFree(inst machine.Instance, machineBits int, safeGuard time.Duration, why string) (machine.State, bool, error) {
-	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
+	if err := checkDistribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, false, err
 	}
 	n := int64(1) << machineBits
@@ -243,7 +250,7 @@ func (s localState) check(inst machine.Instance) error {
 	case s.inner == nil:
 		return fmt.Errorf("%w: machine: LocalState needs an inner distributor", engine.ErrInvalidConfig)
 	}
-	return distcheck.Instance(inst.Namespace, inst.ID)
+	return checkInstance(inst.Namespace, inst.ID)
 }
 
 // path names the state file "<namespace>#<machine ID>.state", the namespace
@@ -382,18 +389,6 @@ func DefaultStateDir() string {
 	return filepath.Join(os.TempDir(), "idforge")
 }
 
-// Remembers reports whether d stores the last timestamp of the machine IDs
-// it hands out. machine.Manual and machine.StatefulSet (and so
-// machine.Default) store nothing, and say so with a Remembers method: a
-// process restarted on their fixed ID needs a [LocalState] file to know
-// what its predecessor issued.
-func Remembers(d machine.Distributor) bool {
-	if r, ok := d.(interface{ Remembers() bool }); ok {
-		return r.Remembers()
-	}
-	return true
-}
-
 // HostInstance returns the unstable instance "hostname:port" in namespace,
 // the address that tells one running copy from another. With port 0 (a process that
 // listens on no fixed port) it returns "hostname:pid" instead: unique among
@@ -413,5 +408,5 @@ func HostInstance(namespace string, port int) (machine.Instance, error) {
 		port = os.Getpid()
 	}
 	inst := machine.Instance{Namespace: namespace, ID: host + ":" + strconv.Itoa(port)}
-	return inst, distcheck.Instance(inst.Namespace, inst.ID)
+	return inst, checkInstance(inst.Namespace, inst.ID)
 }

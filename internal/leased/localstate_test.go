@@ -319,11 +319,11 @@ func TestLocalStatePassesHolderAndServerClock(t *testing.T) {
 	if err := d.Guard(ctx, instA, st); err != nil {
 		t.Fatalf("Guard with the holder: %v", err)
 	}
-	if got, err := leased.ServerTimeOf(ctx, d); err != nil || !got.Equal(at) {
-		t.Fatalf("ServerTimeOf(LocalState) = %v, %v; want the inner store's %v", got, err, at)
+	if got, err := d.ServerTime(ctx); err != nil || !got.Equal(at) {
+		t.Fatalf("ServerTime of LocalState = %v, %v; want the inner store's %v", got, err, at)
 	}
-	if got, err := leased.ServerTimeOf(ctx, leased.LocalState(t.TempDir(), machine.Manual(1), nil)); err != nil || !got.IsZero() {
-		t.Fatalf("ServerTimeOf(LocalState over Manual) = %v, %v; want the zero time", got, err)
+	if got, err := leased.LocalState(t.TempDir(), machine.Manual(1), nil).ServerTime(ctx); err != nil || !got.IsZero() {
+		t.Fatalf("ServerTime of LocalState over Manual = %v, %v; want the zero time", got, err)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package snowlayout answers what the server, the CLI and the tests ask of
 // a snowflake layout beyond decoding: its capacity and expiry, composing an
 // ID from its parts, and the friendly form
-// `{yyyyMMddHHmmssSSS}-{machine}-{sequence}`, and a layout's description.
-// Everything is computed from the layout's public fields. It imports engine and engine/snowflake.
+// `{yyyyMMddHHmmssSSS}-{machine}-{sequence}`, and a layout's description
+// (the layout's own String). Everything is computed from the layout's
+// public fields. It imports engine and engine/snowflake.
 package snowlayout
 
 import (
@@ -14,7 +15,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
-	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // check reports a layout that cannot hold IDs: Decode checks the layout's
@@ -29,20 +29,29 @@ func check(l snowflake.Layout) error {
 func seconds(l snowflake.Layout) bool { return l.Unit == time.Second }
 
 // Describe names l for errors and listings, e.g. "41/10/12 ms since
-// 2019-12-24T16:00:00Z", as engine/snowflake's own errors do.
-func Describe(l snowflake.Layout) string { return snowhook.LayoutOf(l).Describe() }
+// 2019-12-24T16:00:00Z": [snowflake.Layout.String], as the generator's own
+// errors do.
+func Describe(l snowflake.Layout) string { return l.String() }
+
+// mask returns 2^bits - 1, or 0 for a bit count outside [0, 63].
+func mask(bits int) int64 {
+	if bits < 0 || bits > 63 {
+		return 0
+	}
+	return int64(uint64(1)<<bits - 1)
+}
 
 // MaxID is the largest ID of l: 2^(all bits) - 1 (2^53-1 for JSSafe).
-func MaxID(l snowflake.Layout) int64 { return snowhook.LayoutOf(l).MaxID() }
+func MaxID(l snowflake.Layout) int64 { return mask(l.TimestampBits + l.MachineBits + l.SequenceBits) }
 
 // MaxMachineID is the largest machine ID: 2^MachineBits - 1.
-func MaxMachineID(l snowflake.Layout) int64 { return snowhook.LayoutOf(l).MaxMachineID() }
+func MaxMachineID(l snowflake.Layout) int64 { return mask(l.MachineBits) }
 
 // MaxSequence is the largest sequence number within a tick: 2^SequenceBits - 1.
-func MaxSequence(l snowflake.Layout) int64 { return snowhook.LayoutOf(l).MaxSequence() }
+func MaxSequence(l snowflake.Layout) int64 { return mask(l.SequenceBits) }
 
 // MaxTick is the last tick the timestamp bits can hold: 2^TimestampBits - 1.
-func MaxTick(l snowflake.Layout) int64 { return snowhook.LayoutOf(l).MaxTick() }
+func MaxTick(l snowflake.Layout) int64 { return mask(l.TimestampBits) }
 
 // IDsPerTick is how many IDs one machine can issue per tick.
 func IDsPerTick(l snowflake.Layout) int64 { return MaxSequence(l) + 1 }
@@ -57,9 +66,21 @@ func IDsPerSecond(l snowflake.Layout) int64 {
 
 // Expiry is the moment the timestamp runs out: Epoch + 2^TimestampBits ticks.
 // A generator fails with engine.ErrTimestampOverflow from then on.
-func Expiry(l snowflake.Layout) time.Time { return snowhook.LayoutOf(l).TickTime(MaxTick(l) + 1) }
+func Expiry(l snowflake.Layout) time.Time { return tickTime(l, MaxTick(l)+1) }
 
-func overflow(l snowflake.Layout, t time.Time) error { return snowhook.LayoutOf(l).Overflow(t) }
+// tickTime is the start of a tick, in UTC.
+func tickTime(l snowflake.Layout, tick int64) time.Time {
+	if seconds(l) {
+		return time.Unix(l.Epoch.Unix()+tick, 0).UTC()
+	}
+	return time.UnixMilli(l.Epoch.UnixMilli() + tick).UTC()
+}
+
+// overflow is the generator's error for a time past l's last tick.
+func overflow(l snowflake.Layout, t time.Time) error {
+	return fmt.Errorf("%w: %s is past the end of %s (%s)", engine.ErrTimestampOverflow,
+		t.UTC().Format(time.RFC3339Nano), l, Expiry(l).Format(time.RFC3339Nano))
+}
 
 // Tick returns the tick of l holding t (t rounded down to the unit).
 func Tick(l snowflake.Layout, t time.Time) (int64, error) {

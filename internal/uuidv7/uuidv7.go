@@ -1,7 +1,8 @@
 // Package uuidv7 makes RFC 9562 version 7 UUIDs: time-ordered 128-bit keys
 // for tables whose primary key is a uuid. The registry kind "uuidv7" is a
 // [Generator]; the GORM plugin fills `idgen:"uuidv7"` fields of type
-// uuid.UUID (github.com/google/uuid) or string from it.
+// uuid.UUID (github.com/google/uuid) or string from it; [Time] reads the
+// time back out of one, for the server and the CLI that decode them.
 //
 // Layout (RFC 9562 §5.7, with the sub-millisecond precision of §6.2's
 // method 3):

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
-	"github.com/idforge/idforge/internal/uuidtime"
 	"github.com/idforge/idforge/internal/uuidv7"
 )
 
@@ -36,7 +35,7 @@ func TestFormat(t *testing.T) {
 	if u.Version() != 7 || u.Variant() != uuid.RFC4122 {
 		t.Errorf("%s: version %d, variant %s; want 7, RFC 4122", u, u.Version(), u.Variant())
 	}
-	at, err := uuidtime.Of(u)
+	at, err := uuidv7.Time(u)
 	if want := start.Truncate(time.Millisecond); err != nil || !at.Equal(want) {
 		t.Errorf("Time(%s) = %s, %v; want %s", u, at, err, want)
 	}
@@ -48,7 +47,7 @@ func TestFormat(t *testing.T) {
 	if frac := int(u[6]&0x0f)<<8 | int(u[7]); frac != 2048 {
 		t.Errorf("rand_a = %d, want 2048 for half a millisecond", frac)
 	}
-	if _, err := uuidtime.Of(uuid.New()); !errors.Is(err, engine.ErrInvalidID) {
+	if _, err := uuidv7.Time(uuid.New()); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Time of a version 4 UUID: err = %v, want ErrInvalidID", err)
 	}
 }
@@ -71,14 +70,14 @@ func TestStrictlyIncreasing(t *testing.T) {
 		}
 	}
 	check("one clock reading", 10_000) // past 4,096: the timestamp runs ahead
-	if at, _ := uuidtime.Of(prev); !at.After(start) {
+	if at, _ := uuidv7.Time(prev); !at.After(start) {
 		t.Errorf("after 10,000 UUIDs in one reading the timestamp is %s, want it ahead of %s", at, start)
 	}
 	fc.StepBack(time.Hour)
 	check("clock stepped back an hour", 1000)
 	fc.Advance(2 * time.Hour)
 	check("clock an hour ahead", 1)
-	if at, _ := uuidtime.Of(prev); !at.Equal(fc.Now().Truncate(time.Millisecond)) {
+	if at, _ := uuidv7.Time(prev); !at.Equal(fc.Now().Truncate(time.Millisecond)) {
 		t.Errorf("once the clock is past the last UUID the timestamp is %s, want the clock's %s", at, fc.Now())
 	}
 }

@@ -1,7 +1,8 @@
 // Package wire holds the types of the /v1/proxy endpoints of `idforge
-// serve`, declared once for both sides: package server decodes what
-// engine/proxystore sends. Error codes are internal/reason's names where one
-// exists, so both sides map errors through that one table. It also holds
+// serve` as package server reads and answers them. The client,
+// engine/proxystore, declares its side of the same messages (the engine
+// imports nothing outside it), and its test holds the two alike. Error
+// codes are internal/reason's names where one exists. It also holds
 // the service's fixed limits and formats, which the CLI's help repeats. It
 // imports nothing.
 package wire
@@ -22,9 +23,9 @@ type MachineRequest struct {
 }
 
 // MachineState is the answer of /v1/proxy/machines/distribute.
-// ResetGraceMillis is the store's reset grace (leased.ResetGraceOf), so a
-// client's leased.Acquire can check its lease against it, and
-// RideThroughMillis its ride-through window (leased.RideThroughOf; -1: none),
+// ResetGraceMillis is the store's reset grace (machine.Terms.ResetGrace), so
+// a client's lease can check itself against it, and RideThroughMillis its
+// ride-through window (machine.Terms.RideThrough; -1: none),
 // which the client's lease reserves. Lease is the
 // lease's secret: its guards and reverts must present it, and only the
 // caller that was handed it may.

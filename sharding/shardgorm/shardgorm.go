@@ -12,7 +12,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/gormplugin"
-	"github.com/idforge/idforge/internal/gormerr"
 	"github.com/idforge/idforge/internal/gormids"
 	"github.com/idforge/idforge/internal/idgen"
 	"github.com/idforge/idforge/sharding"
@@ -84,7 +83,12 @@ func (g *Repository) sequences(elem reflect.Type) (engine.Provider, []idgen.Colu
 	if err != nil {
 		return nil, nil, err
 	}
-	return gormids.Sequences(g.base.DBs[0], s)
+	cols, err := gormids.Of(g.base.DBs[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	seqs, err := cols.Sequences(s)
+	return cols.Registry, seqs, err
 }
 
 // tableFloor is [repo.ORM.Floor], names quoted as the repository's GORM
@@ -178,7 +182,7 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 func (g *Repository) Create(ctx context.Context, value any) error {
 	tx, only := g.tx, g.only
 	var idCol string
-	return gormerr.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
+	return gormids.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
 		Plan: func(elem reflect.Type) (repo.Plan, error) {
 			p, id, err := g.plan(ctx, elem)
 			if id != nil {

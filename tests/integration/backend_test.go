@@ -84,6 +84,9 @@ type server struct {
 	// wipe empties the store as a reset would (emptied tables, a Redis that
 	// lost its data): everything it handed out is forgotten, the epoch too.
 	wipe func(t testing.TB)
+	// setRideThrough rewrites the window the store records to w, as
+	// `idforge store ride-through -force` does (the store's Admin).
+	setRideThrough func(t testing.TB, w time.Duration) error
 }
 
 func sqlServer(t *testing.T, d testdb.DB) *server {
@@ -121,6 +124,16 @@ func sqlServer(t *testing.T, d testdb.DB) *server {
 		target:     target,
 		tag:        "sqlstore (" + dialect.String() + ")",
 		openWindow: openWindow,
+		setRideThrough: func(t testing.TB, w time.Duration) error {
+			t.Helper()
+			ad, err := sqlstore.OpenAdmin(ctx, admin)
+			if err != nil {
+				return err
+			}
+			defer ad.Close()
+			_, err = ad.SetRideThrough(ctx, w, true)
+			return err
+		},
 		open: func(t testing.TB, addr string) idforge.Store {
 			t.Helper()
 			return openWindow(t, addr, 0)
@@ -220,6 +233,15 @@ func redisServer(t *testing.T) *server {
 		return st
 	}
 	return &server{
+		setRideThrough: func(t testing.TB, w time.Duration) error {
+			t.Helper()
+			ad, err := redisstore.OpenAdmin(ctx, admin, redisstore.Settings{Prefix: prefix, AllowVolatile: true})
+			if err != nil {
+				return err
+			}
+			_, err = ad.SetRideThrough(ctx, w, true)
+			return err
+		},
 		target:     testdb.RedisAddr(),
 		tag:        prefix + "{idforge}:", // the key base every error of the store names
 		openWindow: openWindow,

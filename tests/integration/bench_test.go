@@ -9,7 +9,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -33,10 +33,10 @@ func BenchmarkPostgresSegments(b *testing.B) {
 		new  func(segment.Distributor) (engine.Generator, error)
 	}{
 		{"chain", func(d segment.Distributor) (engine.Generator, error) {
-			return segmenthook.NewChain(d, segment.Settings{Step: step}, segmenthook.Owned{})
+			return chain.New(d, segment.Settings{Step: step}, chain.Owned{})
 		}},
 		{"segment", func(d segment.Distributor) (engine.Generator, error) {
-			return segmenthook.New(d, segment.Settings{Step: step}, segmenthook.Owned{})
+			return chain.NewSingle(d, segment.Settings{Step: step}, chain.Owned{})
 		}},
 	}
 	for _, k := range kinds {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/segmenthook"
+	"github.com/idforge/idforge/internal/chain"
 )
 
 // TestSixteenInstancesShareOneSegment has 16 instances, each with a pool or
@@ -25,13 +25,13 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 		period    = 50 * time.Millisecond // short, so idle workers are seen soon
 	)
 	forEachBackend(t, func(t *testing.T, s *server) {
-		chains := make([]segmenthook.Chain, instances)
+		chains := make([]*chain.Chain, instances)
 		for i := range chains {
 			d, err := s.open(t, "").Segment(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := ownedChain(d, segment.Settings{Step: step}, segmenthook.Owned{Name: name, Logger: quiet, PrefetchPeriod: period})
+			c, err := ownedChain(d, segment.Settings{Step: step}, chain.Owned{Name: name, Logger: quiet, PrefetchPeriod: period})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 		// chain learning its range, so wait until every worker is idle: it
 		// holds its prefetch distance and fetched nothing for two periods.
 		eventually(t, "every chain is idle", func() bool {
-			before := make([]segmenthook.Stats, instances)
+			before := make([]chain.Stats, instances)
 			for i, c := range chains {
 				before[i] = c.Stats()
 			}
@@ -131,6 +131,6 @@ func TestSixteenInstancesShareOneSegment(t *testing.T) {
 
 // ownedChain builds a chain with the name, logger and clock a registry
 // would give it.
-func ownedChain(d segment.Distributor, s segment.Settings, o segmenthook.Owned) (segmenthook.Chain, error) {
-	return segmenthook.NewChain(d, s, o)
+func ownedChain(d segment.Distributor, s segment.Settings, o chain.Owned) (*chain.Chain, error) {
+	return chain.New(d, s, o)
 }

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"time"
-
 	"context"
 	"testing"
 
@@ -103,5 +101,9 @@ func BenchmarkLeaseProtection(b *testing.B) {
 // grace hidden (the lease without reservation would outlive it).
 type noReservationStore struct{ graceHidden }
 
-// RideThrough reports no window.
-func (noReservationStore) RideThrough() time.Duration { return -1 }
+// Terms are the store's with no window (and no grace, as graceHidden's).
+func (n noReservationStore) Terms() machine.Terms {
+	t := n.graceHidden.Terms()
+	t.RideThrough = -1
+	return t
+}

@@ -14,9 +14,8 @@ import (
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/distcheck"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/segmenthook"
 	"github.com/idforge/idforge/tests/faultproxy"
 )
 
@@ -49,7 +48,7 @@ const hangGuard = time.Minute
 
 // nextID calls c.NextID with a ctx that times out after timeout, failing the
 // test if the call does not return long after that.
-func nextID(t *testing.T, c segmenthook.Chain, timeout time.Duration) (int64, error) {
+func nextID(t *testing.T, c *chain.Chain, timeout time.Duration) (int64, error) {
 	t.Helper()
 	type result struct {
 		id  int64
@@ -87,7 +86,7 @@ func chainOutage(t *testing.T, s *server) {
 	}
 	logs := &logRecorder{}
 	// No MaxWait: only the caller's ctx can end a wait on a dry chain.
-	c, err := ownedChain(d, segment.Settings{Step: step, SafeDistance: safeDistance, MaxWait: -1}, segmenthook.Owned{Name: name, Logger: slog.New(logs), PrefetchPeriod: 20 * time.Millisecond})
+	c, err := ownedChain(d, segment.Settings{Step: step, SafeDistance: safeDistance, MaxWait: -1}, chain.Owned{Name: name, Logger: slog.New(logs), PrefetchPeriod: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +198,7 @@ func drawInBackground(t *testing.T, s *server, name string, step int64) func() [
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ownedChain(d, segment.Settings{Step: step}, segmenthook.Owned{Name: name, Logger: quiet})
+	c, err := ownedChain(d, segment.Settings{Step: step}, chain.Owned{Name: name, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +266,7 @@ func leaseOutage(t *testing.T, s *server) {
 	held := func() {
 		t.Helper()
 		if id, ok := s.holder(t, inst.Namespace, inst.ID); !ok || id != l.MachineID() {
-			t.Fatalf("the store says %s holds machine ID %d (%v), the lease has %d", distcheck.Name(inst.Namespace, inst.ID, inst.Stable), id, ok, l.MachineID())
+			t.Fatalf("the store says %s holds machine ID %d (%v), the lease has %d", inst.Namespace+"/"+inst.ID, id, ok, l.MachineID())
 		}
 	}
 	held()

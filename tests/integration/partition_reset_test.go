@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -133,11 +132,7 @@ type partitionArm struct {
 // one holds an ID yet).
 func recordWindow(t *testing.T, s *server, w time.Duration) {
 	t.Helper()
-	ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
-	if !ok {
-		t.Fatal("the store has no operator commands")
-	}
-	if _, err := ad.Admin().SetRideThrough(t.Context(), w, true); err != nil {
+	if err := s.setRideThrough(t, w); err != nil {
 		t.Fatalf("recording a %v window: %v", w, err)
 	}
 }

@@ -38,7 +38,6 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/reason"
 )
 
@@ -421,19 +420,26 @@ func runWorker(cfg workerConfig) int {
 	return 0
 }
 
-// graceHidden has only the methods of idforge.Store: it hides the
-// ResetGrace method of the store it embeds.
+// graceHidden hides the reset grace of the store it embeds.
 type graceHidden struct{ idforge.Store }
 
-// RideThrough passes the store's through (see leased.RideThroughOf).
-func (g graceHidden) RideThrough() time.Duration { return leased.RideThroughOf(g.Store) }
+// Terms are the store's without its reset grace.
+func (g graceHidden) Terms() machine.Terms {
+	t := g.Store.Terms()
+	t.ResetGrace = 0
+	return t
+}
 
 // noReservation is a distributor whose ride-through window is none: the
 // lease on it reserves no time ahead (the control of the fixed-ID tests).
 type noReservation struct{ machine.Distributor }
 
-// RideThrough reports no window.
-func (noReservation) RideThrough() time.Duration { return -1 }
+// Terms are the distributor's with no window.
+func (n noReservation) Terms() machine.Terms {
+	t := n.Distributor.Terms()
+	t.RideThrough = -1
+	return t
+}
 
 // refusalClass names the sentinel error behind a refusal (reason.Of).
 // A chain refusal that names neither a reset nor a store failure ("the

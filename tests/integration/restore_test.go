@@ -254,12 +254,12 @@ func sqlSide(t *testing.T, d testdb.DB) restoreSide {
 			return func(t *testing.T) { loadDump(t, d, dump) }
 		},
 		declare: func(t *testing.T) {
-			st, err := sqlstore.Open(ctx, admin)
+			ad, err := sqlstore.OpenAdmin(ctx, admin)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
-			if err := st.Admin().Restored(ctx); err != nil {
+			defer ad.Close()
+			if err := ad.Restored(ctx); err != nil {
 				t.Fatalf("declaring the store restored: %v", err)
 			}
 		},
@@ -317,7 +317,11 @@ func redisSide(t *testing.T) restoreSide {
 			}
 		},
 		declare: func(t *testing.T) {
-			if err := open(false).Admin().Restored(ctx); err != nil {
+			ad, err := redisstore.OpenAdmin(ctx, client, redisstore.Settings{Prefix: prefix, AllowVolatile: true, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ad.Restored(ctx); err != nil {
 				t.Fatalf("declaring the store restored: %v", err)
 			}
 		},

@@ -12,7 +12,6 @@ import (
 	"github.com/idforge/idforge"
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/storeadmin"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -49,13 +48,9 @@ func TestRideThroughOutage(t *testing.T) {
 			}
 		})
 		const window = 60 * time.Second
-		ad, ok := s.open(t, "").(interface{ Admin() storeadmin.Ops })
-		if !ok {
-			t.Fatal("the store has no operator commands")
-		}
 		// -force: the control's lease reserved under the old window; the
 		// new one is longer, so nothing it issued can be overtaken.
-		if _, err := ad.Admin().SetRideThrough(t.Context(), window, true); err != nil {
+		if err := s.setRideThrough(t, window); err != nil {
 			t.Fatalf("recording a %v window: %v", window, err)
 		}
 		t.Run("60s window", func(t *testing.T) {

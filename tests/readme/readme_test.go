@@ -111,33 +111,3 @@ import "github.com/idforge/idforge/engine"
 func main() { engine.NoSuchThing() }
 `, "undefined: engine.NoSuchThing", "main.go:5")
 }
-
-// TestOldOverridesDoNotCompile: the v0.1 options that let a caller reach past
-// the root's composition are gone, so these programs no longer
-// build. The same contradictions through Settings are refused at run time
-// (the root package's tests).
-func TestOldOverridesDoNotCompile(t *testing.T) {
-	const head = `package main
-
-import (
-	"context"
-
-	"github.com/idforge/idforge"
-	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/snowflake"
-)
-
-var _ = machine.Instance{}
-var _ = snowflake.Default
-
-func main() {
-	ctx := context.Background()
-`
-	for _, c := range []struct{ call, says string }{
-		{"idforge.New(ctx, idforge.WithLeaseOptions(machine.WithMachineBits(12)))", "undefined: idforge.WithLeaseOptions"},
-		{"idforge.New(ctx, idforge.WithSnowflakeOptions(snowflake.WithLayout(snowflake.JSSafe)))", "undefined: idforge.WithSnowflakeOptions"},
-		{"idforge.New(ctx, idforge.WithSnowflakeOptions(snowflake.WithFence(nil)))", "undefined: idforge.WithSnowflakeOptions"},
-	} {
-		MustNotCompile(t, head+"\t_, _ = "+c.call+"\n}\n", c.says)
-	}
-}

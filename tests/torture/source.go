@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	idkind "github.com/idforge/idforge/internal/kind"
+	"github.com/idforge/idforge/internal/genreg"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -16,9 +16,8 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/snowflake"
+	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/leased"
-	"github.com/idforge/idforge/internal/segmenthook"
-	"github.com/idforge/idforge/internal/snowhook"
 )
 
 // chainName is the one segment sequence every worker draws from.
@@ -64,9 +63,9 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 	}
 	leaseOpts := leased.LeaseSettings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin, Clock: w.clk, Logger: w.log, Reservation: storeWindow(w.cfg.RideThrough)}
 	sfOpts := snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards}
-	chain := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence, Ahead: w.cfg.Ahead}
+	chainSet := segment.Settings{MaxWait: chainMaxWait, Fence: w.cfg.Fence, Ahead: w.cfg.Ahead}
 	if w.cfg.Break == "fence" || w.cfg.Break == "clock" {
-		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chain)
+		return w.openBroken(ctx, inst, leaseOpts, sfOpts, chainSet)
 	}
 	st := w.store
 	if w.cfg.RideThrough == 0 {
@@ -81,7 +80,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		Instance:  inst,
 		Snowflake: snowflake.Settings{Clock: w.clk, MaxBackwards: w.cfg.MaxBackwards},
 		Lease:     machine.Settings{SafeGuard: w.cfg.SafeGuard, Heartbeat: w.cfg.Heartbeat, SkewMargin: margin},
-		Chain:     chain,
+		Chain:     chainSet,
 		Logger:    w.log,
 	}
 	if w.cfg.Break == "machine" {
@@ -95,12 +94,12 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 		return nil, err
 	}
 	reg.AddFloor(chainName, w.chainFloor) // as the GORM plugin would, from the rows
-	sf, err := reg.Generator(ctx, idkind.Snowflake, "")
+	sf, err := reg.Generator(ctx, genreg.Snowflake, "")
 	if err != nil {
 		reg.Close()
 		return nil, err
 	}
-	ch, err := reg.Generator(ctx, idkind.Chain, chainName)
+	ch, err := reg.Generator(ctx, genreg.Chain, chainName)
 	if err != nil {
 		reg.Close()
 		return nil, err
@@ -120,7 +119,7 @@ func (w *worker) open(ctx context.Context, inst machine.Instance) (*source, erro
 // openBroken builds the -break fence and -break clock sources by hand: a
 // machine-ID lease, a snowflake generator on its ID and a segment chain.
 func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpts leased.LeaseSettings,
-	sfOpts snowflake.Settings, chain segment.Settings) (*source, error) {
+	sfOpts snowflake.Settings, chainSet segment.Settings) (*source, error) {
 	b := &brokenSnowflake{forget: w.cfg.Break == "clock"}
 	leaseOpts.TimestampSource = func() int64 {
 		if g := b.gen.Load(); g != nil {
@@ -135,13 +134,13 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 	if b.forget {
 		b.fence = lease.Check // only the clock check is broken
 	}
-	b.opts = sfOpts
-	g, err := snowhook.New(lease.MachineID(), sfOpts, snowhook.Start{LastTimestamp: lease.State().LastTimestamp, Fence: b.fence})
+	b.opts, b.machine = sfOpts, lease.MachineID()
+	g, err := snowflake.Resume(b.machine, sfOpts, lease.State().LastTimestamp, b.fence)
 	if err != nil {
 		lease.Close()
 		return nil, err
 	}
-	b.gen.Store(&g)
+	b.gen.Store(g)
 	d, err := w.store.Segment(chainName, w.chainFloor)
 	if err != nil {
 		lease.Close()
@@ -149,7 +148,7 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 	}
 	// What idforge.New sets on its chains: the fence then reads the clock
 	// the store dates its confirmations with.
-	cg, err := segmenthook.NewChain(d, chain, segmenthook.Owned{Name: chainName, Clock: w.clk, Logger: w.log})
+	cg, err := chain.New(d, chainSet, chain.Owned{Name: chainName, Clock: w.clk, Logger: w.log})
 	if err != nil {
 		lease.Close()
 		return nil, err
@@ -164,34 +163,38 @@ func (w *worker) openBroken(ctx context.Context, inst machine.Instance, leaseOpt
 
 // brokenSnowflake is the snowflake generator of -break fence and -break clock.
 type brokenSnowflake struct {
-	gen    atomic.Pointer[snowhook.Generator]
-	opts   snowflake.Settings
-	fence  func(unixMilli int64) error
-	forget bool // clock: a refused clock step starts a generator that forgot its last timestamp
+	gen     atomic.Pointer[snowflake.Generator]
+	opts    snowflake.Settings
+	machine int64
+	fence   func(unixMilli int64) error
+	forget  bool // clock: a refused clock step starts a generator that forgot its last timestamp
 }
 
 func (b *brokenSnowflake) NextID(ctx context.Context) (int64, error) {
-	gp := b.gen.Load()
-	g := *gp
+	g := b.gen.Load()
 	id, err := g.NextID(ctx)
 	if err == nil || !b.forget || !errors.Is(err, engine.ErrClockBackwards) {
 		return id, err
 	}
-	fresh, nerr := snowhook.New(g.MachineID(), b.opts, snowhook.Start{Fence: b.fence})
+	fresh, nerr := snowflake.Resume(b.machine, b.opts, 0, b.fence)
 	if nerr != nil {
 		return 0, errors.Join(err, nerr)
 	}
-	b.gen.CompareAndSwap(gp, &fresh)
-	return (*b.gen.Load()).NextID(ctx)
+	b.gen.CompareAndSwap(g, fresh)
+	return b.gen.Load().NextID(ctx)
 }
 
-// graceHidden hides the store's reset grace (its ResetGrace method, see leased.ResetGraceOf) from
-// leased.Acquire, for the -ride-through 0 control; its ride-through window
-// (none) goes through.
+// graceHidden hides the store's reset grace (machine.Terms.ResetGrace) from
+// leased.Acquire, for the -ride-through 0 control; its other terms (no
+// ride-through window) go through.
 type graceHidden struct{ idforge.Store }
 
-// RideThrough passes the store's through (see leased.RideThroughOf).
-func (g graceHidden) RideThrough() time.Duration { return leased.RideThroughOf(g.Store) }
+// Terms are the store's without its reset grace.
+func (g graceHidden) Terms() machine.Terms {
+	t := g.Store.Terms()
+	t.ResetGrace = 0
+	return t
+}
 
 // chainFloor is the chain's Floor: the largest ID in its table, where a
 // store that forgot the sequence must start it above.

@@ -10,7 +10,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/storeadmin"
 )
 
 // LiveWindow is how long after its stored last timestamp a stable
@@ -55,7 +54,7 @@ func fmtMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01
 // CheckRelease refuses an operator's release of a live holding unless force
 // is set: a holder that stored a timestamp within [LiveWindow] before now
 // may be issuing.
-func CheckRelease(a storeadmin.Assignment, now int64, window time.Duration, force bool) error {
+func CheckRelease(a machine.Assignment, now int64, window time.Duration, force bool) error {
 	if force || !a.Held || a.LastTimestamp <= now-window.Milliseconds() {
 		return nil
 	}

@@ -29,8 +29,8 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
 	"github.com/idforge/idforge/engine/clock/clocktest"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // safeGuard is the suite's safe-guard duration; the fake clock makes its
@@ -66,17 +66,11 @@ func init() { nonce.Store(time.Now().UnixNano()) }
 // Distribute of an instance ends the first holding (Holder); a stable
 // instance held live by another process is refused with ErrInstanceInUse
 // until the holder reverts or stays silent for the safe-guard
-// (StableHeldLiveRefused); the same through leased.Acquire, where the
-// refused lease names the instance and the first lease, cut off until
-// another took the ID over, ends at its next heartbeat and logs both
-// holders (StableLeaseTakenOver); and, where the distributor has a server
-// clock (a ServerTime method, see leased.ServerTimeOf), Acquire refuses a clock further from it than
-// the skew margin, warns beyond half of it and accepts one within
-// (ServerClockSkew).
+// (StableHeldLiveRefused). (The registry's lease on a distributor is checked
+// apart, by the tests of idforge's own stores.)
 //
 // newDistributor is called once per subtest with a fresh clocktest.Fake, which
-// the distributor must read "now" from and must not sleep on (the lease
-// cases set ManualSleep). The distributor must be safe for concurrent use:
+// the distributor must read "now" from and must not sleep on. The distributor must be safe for concurrent use:
 // up to 64 goroutines call it at once. Every subtest works in namespaces of
 // its own, so all may share one store; they are made of letters, digits and
 // '-'.
@@ -98,8 +92,6 @@ func Run(t *testing.T, newDistributor func(t *testing.T, c clock.Clock) machine.
 		{"FutureStampedLast", testFutureStamped},
 		{"Holder", testHolder},
 		{"StableHeldLiveRefused", testStableLive},
-		{"StableLeaseTakenOver", testStableLease},
-		{"ServerClockSkew", testServerClock},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

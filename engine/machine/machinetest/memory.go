@@ -10,9 +10,9 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/internal/distcheck"
 )
 
 // Memory is an in-memory machine.Distributor: the reference implementation
@@ -124,6 +124,13 @@ func (m *Memory) Guard(_ context.Context, inst machine.Instance, st machine.Stat
 	r.last = max(r.last, st.LastTimestamp)
 	return nil
 }
+
+// Terms are a store's that keeps last timestamps and sets no window and
+// no grace.
+func (m *Memory) Terms() machine.Terms { return machine.Terms{Remembers: true} }
+
+// ServerTime is the zero time: the memory keeps no clock of its own.
+func (m *Memory) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // Revert stores the ID's last timestamp, even below what Guard raised it to,
 // ends the holding, and frees the ID unless inst is stable.

@@ -51,6 +51,10 @@ func NewFake(opts ...FakeOption) *Fake {
 	return f
 }
 
+// Confirmed is the zero time: the fake confirms nothing beyond the answers
+// of NextMaxID.
+func (f *Fake) Confirmed() time.Time { return time.Time{} }
+
 // NextMaxID advances the sequence by step after the configured latency. It
 // fails with an error wrapping engine.ErrStoreUnavailable while the fake is
 // down, with ctx's error when ctx ends first, and with an error wrapping

@@ -122,3 +122,6 @@ func ExampleFake() {
 type distFunc func(ctx context.Context, step int64) (int64, error)
 
 func (f distFunc) NextMaxID(ctx context.Context, step int64) (int64, error) { return f(ctx, step) }
+
+// Confirmed is the zero time: only the answers confirm.
+func (distFunc) Confirmed() time.Time { return time.Time{} }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/internal/segmenthook"
 )
 
 // RunOption configures [Run].
@@ -55,7 +54,6 @@ func (s *suite) name(label string) string {
 //     takes nothing from the sequence.
 //   - A cancelled ctx fails with an error wrapping context.Canceled, and
 //     later ranges still never overlap earlier ones.
-//   - Two segment chains on one name hand out distinct IDs.
 func Run(t *testing.T, newDistributor func(t *testing.T, name string) segment.Distributor, opts ...RunOption) {
 	t.Helper()
 	s := &suite{new: newDistributor}
@@ -68,7 +66,6 @@ func Run(t *testing.T, newDistributor func(t *testing.T, name string) segment.Di
 	t.Run("LargeStep", s.largeStep)
 	t.Run("InvalidStep", s.invalidStep)
 	t.Run("CancelledContext", s.cancelled)
-	t.Run("Chains", s.chains)
 }
 
 // testContext is the context of a case: cancelled when it ends, with no
@@ -188,51 +185,5 @@ func (s *suite) cancelled(t *testing.T) {
 	}
 	if max-4 < s.start+4 {
 		t.Fatalf("range (%d, %d] after the cancelled call overlaps (%d, %d]", max-4, max, s.start, s.start+4)
-	}
-}
-
-func (s *suite) chains(t *testing.T) {
-	const chains, goroutines, perGoroutine = 2, 4, 2000
-	ctx := testContext(t)
-	name := s.name("chains")
-	ids := make([][]int64, chains*goroutines)
-	var wg sync.WaitGroup
-	for c := range chains {
-		// A short prefetch period (test-only tuning) keeps the chains busy
-		// fetching, so their ranges interleave.
-		ch, err := segmenthook.NewChain(s.new(t, name), segment.Settings{Step: 50}, segmenthook.Owned{PrefetchPeriod: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ch.Close()
-		for g := range goroutines {
-			wg.Go(func() {
-				out := make([]int64, 0, perGoroutine)
-				for range perGoroutine {
-					id, err := ch.NextID(ctx)
-					if err != nil {
-						t.Errorf("chain %d: NextID: %v", c, err)
-						return
-					}
-					if len(out) > 0 && id <= out[len(out)-1] {
-						t.Errorf("chain %d: ID %d after %d: not increasing", c, id, out[len(out)-1])
-						return
-					}
-					out = append(out, id)
-				}
-				ids[c*goroutines+g] = out
-			})
-		}
-	}
-	wg.Wait()
-	all := slices.Concat(ids...)
-	slices.Sort(all)
-	for i := 1; i < len(all); i++ {
-		if all[i] == all[i-1] {
-			t.Fatalf("ID %d handed out twice", all[i])
-		}
-	}
-	if len(all) > 0 && all[0] <= s.start {
-		t.Fatalf("ID %d is not above the start %d", all[0], s.start)
 	}
 }

@@ -13,8 +13,7 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
-	idkind "github.com/idforge/idforge/internal/kind"
-	"github.com/idforge/idforge/internal/regstats"
+	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -294,13 +293,15 @@ func StoreRegistry(t testing.TB, st idforge.Store) *idforge.Registry {
 // context already ended, which answers at once with the store's error.
 func RefusedChain(t testing.TB, reg *idforge.Registry, name string) error {
 	t.Helper()
-	g, err := reg.Generator(context.Background(), idkind.Chain, name)
+	g, err := reg.Generator(context.Background(), genreg.Chain, name)
 	if err != nil {
 		return err
 	}
 	for failed := false; !failed; time.Sleep(time.Millisecond) {
-		if c, ok := regstats.Of(reg).Chains[name]; ok && c.LastError != nil {
-			failed = true
+		for _, c := range reg.Stats().Generators {
+			if c.Kind == genreg.Chain && c.Name == name && c.LastError != nil {
+				failed = true
+			}
 		}
 	}
 	ended, cancel := context.WithCancel(context.Background())

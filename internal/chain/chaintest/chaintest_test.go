@@ -1,0 +1,24 @@
+package chaintest_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/idforge/idforge/engine/segment"
+	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/chain/chaintest"
+)
+
+// TestRunFake runs the chains over the in-memory fake, one per name.
+func TestRunFake(t *testing.T) {
+	var mu sync.Mutex
+	m := map[string]*segmenttest.Fake{}
+	chaintest.Run(t, func(t *testing.T, name string) segment.Distributor {
+		mu.Lock()
+		defer mu.Unlock()
+		if m[name] == nil {
+			m[name] = segmenttest.NewFake()
+		}
+		return m[name]
+	}, 0)
+}
