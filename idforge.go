@@ -43,7 +43,7 @@ type Store interface {
 
 // Settings configures [New]. The zero value of every field means its
 // documented default: Settings{} is a registry with the snowflake kind on
-// machine.Default()'s machine ID, fit for a single instance.
+// machine.Default()'s machine ID, fit for a single host.
 type Settings struct {
 	// Namespace names the machine-ID space, usually the service name
 	// (default "default"). Instances of one service must share it;
@@ -69,13 +69,21 @@ type Settings struct {
 	// the clock went back while it was down. For distributors that store
 	// no timestamps (machine.Manual, machine.StatefulSet, machine.Default
 	// without a store) it defaults to $IDFORGE_STATE_DIR, else "idforge" in
-	// the user cache directory; with a store it is off unless set. "off"
-	// (or IDFORGE_STATE_DIR=off where the default applies) runs without a
-	// state file, for a read-only file system: a restart on a fixed
-	// machine ID then cannot wait out a clock that went back while it was
-	// down. New fails with engine.ErrInvalidConfig, naming the directory,
-	// when it cannot be created, and the first write of the file (at New)
-	// with engine.ErrStoreUnavailable when it cannot be written.
+	// the user cache directory; with a store it is off unless set. For
+	// those distributors it also holds a lock file per machine ID, locked
+	// while the registry holds the ID: a second process on this host with
+	// the same machine ID, namespace and StateDir is refused at New with
+	// engine.ErrInstanceInUse, and with no machine ID configured
+	// machine.Default() takes the lowest one no process on this host
+	// holds. "off" (or IDFORGE_STATE_DIR=off where the default applies)
+	// runs without a state file, for a read-only file system: a restart on
+	// a fixed machine ID then cannot wait out a clock that went back while
+	// it was down, nothing stops two processes from sharing a machine ID
+	// (keeping them apart is then yours alone), and machine.Default()
+	// without configuration is machine ID 0 for every process. New fails
+	// with engine.ErrInvalidConfig, naming the directory, when it cannot
+	// be created, and the first write of the file (at New) with
+	// engine.ErrStoreUnavailable when it cannot be written.
 	StateDir string
 	// Layout is the snowflake generator's bit layout (default
 	// snowflake.Default); its machine bits are the lease's.
@@ -152,16 +160,9 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := r.sf.Lease().Reservation()
-	if s.Chain.Fence < 0 && res > 0 {
-		// Fencing on at its default: the store's ride-through window.
-		s.Chain.Fence = res
-		r.chain = s.Chain
-	}
-	if f := s.Chain.Fence; f < 0 || f > 0 && f > res {
+	if err := r.resolveFence(&s); err != nil {
 		r.sf.Close()
-		return nil, fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
-			engine.ErrInvalidConfig, f, res)
+		return nil, err
 	}
 	if err := errors.Join(r.gens.Register(genreg.Snowflake, "", r.stats.wrap(genreg.Snowflake, "", r.sf)),
 		r.gens.Register(genreg.UUIDv7, "", r.stats.wrap(genreg.UUIDv7, "", uuidv7.New(s.Clock)))); err != nil {
@@ -176,6 +177,27 @@ func New(ctx context.Context, s Settings) (*Registry, error) {
 		}
 	}
 	return r, nil
+}
+
+// resolveFence turns a negative Chain.Fence into the lease's reservation
+// (the store's ride-through window) and refuses a Fence past it: chains
+// would serve held IDs after snowflake IDs stop, past what the store's
+// reset grace covers.
+func (r *Registry) resolveFence(s *Settings) error {
+	res := r.sf.Lease().Reservation()
+	switch f := s.Chain.Fence; {
+	case f < 0 && res <= 0:
+		return fmt.Errorf("%w: Chain.Fence %v asks for a fence at the store's ride-through window, but the lease reserves no time ahead (the store's RideThrough is negative): give the Fence a positive duration, or 0 for none",
+			engine.ErrInvalidConfig, f)
+	case f < 0:
+		s.Chain.Fence = res
+		r.chain = s.Chain
+		return chain.Validate(s.Chain) // Ahead against the Fence now set
+	case f > res:
+		return fmt.Errorf("%w: Chain.Fence %v is longer than the lease's reservation %v (the store's RideThrough): chains would serve held IDs after snowflake IDs stop, past what the store's reset grace covers",
+			engine.ErrInvalidConfig, f, res)
+	}
+	return nil
 }
 
 // resolve fills the defaults into s, refuses contradictions, and returns the
@@ -247,7 +269,7 @@ func (s *Settings) resolve(st *stats) (machine.Distributor, error) {
 			return nil, bad("StateDir %q cannot hold the local state file: %v; give it (or %s) a writable directory on a volume that outlives the process, "+
 				"or set it to %q to run without a state file", s.StateDir, err, leased.StateDirEnv, stateDirOff)
 		}
-		dist = leased.LocalState(s.StateDir, dist)
+		dist = leased.LocalState(s.StateDir, dist, s.Logger)
 	}
 	return dist, nil
 }
@@ -393,8 +415,9 @@ var (
 // Default returns the process-wide registry that the GORM plugin and the
 // sqlx helper use when given none, built on first use with Settings{}: a
 // snowflake generator on machine.Default() (IDFORGE_MACHINE_ID, a
-// StatefulSet ordinal, else machine 0 — safe for one instance only), with a
-// local state file in the default state directory, and "uuidv7". It has no
+// StatefulSet ordinal, else the lowest machine ID free on this host — safe
+// on one host only), with a local state file in the default state
+// directory, and "uuidv7". It has no
 // store, so no "chain" or "segment" kind. Services with several replicas should call
 // [New] with a store instead.
 func Default() (*Registry, error) {

@@ -194,29 +194,38 @@ func TestTwoRegistriesGetDifferentMachineIDs(t *testing.T) {
 	}
 }
 
-// Without a store the machine ID comes from machine.Default() (Manual(0),
-// IDFORGE_MACHINE_ID or the StatefulSet ordinal), which ignores the instance:
-// every registry of the process would get the same machine ID (e.g.
-// idforge.Default() used by the GORM plugin plus an idforge.New() for sqlx)
-// and their IDs would collide. The second one must refuse to start instead.
+// Without a store or a configured machine ID, machine.Default() leaves the
+// machine ID to the lock files of the state directory: every registry of
+// the process (idforge.Default() used by the GORM plugin plus an
+// idforge.New() for sqlx, say) takes the lowest one free, so they never
+// share one. A fixed machine ID (IDFORGE_MACHINE_ID) is one registry's at
+// a time: the second must refuse to start.
 func TestTwoStorelessRegistriesNeverShareAMachineID(t *testing.T) {
 	t.Setenv("IDFORGE_MACHINE_ID", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv(leased.StateDirEnv, t.TempDir())
 	ctx := context.Background()
 	first := newReg(t, idforge.Settings{})
-	if _, err := first.NextID(ctx, "snowflake", ""); err != nil {
-		t.Fatal(err)
-	}
-	second, err := idforge.New(ctx, idforge.Settings{})
-	if err == nil {
-		second.Close()
-	}
-	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "of this process") {
-		t.Fatalf("second storeless registry: %v, want a clear ErrInvalidConfig", err)
+	second := newReg(t, idforge.Settings{})
+	if a, b := first.Stats().MachineID, second.Stats().MachineID; a != 0 || b != 1 {
+		t.Fatalf("two storeless registries took machine IDs %d and %d; want 0 and 1", a, b)
 	}
 	// Once the first is closed, its machine ID is free for a new registry.
 	first.Close()
+	if got := newReg(t, idforge.Settings{}).Stats().MachineID; got != 0 {
+		t.Fatalf("after the first closed, a new registry took machine ID %d; want 0", got)
+	}
+
+	t.Setenv("IDFORGE_MACHINE_ID", "9")
+	fixed := newReg(t, idforge.Settings{})
+	again, err := idforge.New(ctx, idforge.Settings{})
+	if err == nil {
+		again.Close()
+	}
+	if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "of this process") || !strings.Contains(err.Error(), "machine ID 9") {
+		t.Fatalf("second registry on IDFORGE_MACHINE_ID=9: %v, want a clear ErrInvalidConfig", err)
+	}
+	fixed.Close()
 	newReg(t, idforge.Settings{})
 }
 
@@ -240,7 +249,7 @@ func (r *resetStore) Guard(ctx context.Context, in machine.Instance, st machine.
 func TestStoreResetDiscardsChains(t *testing.T) {
 	ctx := context.Background()
 	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segmenttest.NewFake()}}
-	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 20 * time.Millisecond}})
+	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 100 * time.Millisecond}})
 	first, err := reg.NextID(ctx, "chain", "order")
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,10 @@ var (
 	// ErrInstanceInUse: another live process holds the machine ID of this
 	// stable instance (two processes run with one instance ID); the store
 	// hands it over once that holder reverts it or stays silent for the
-	// safe-guard duration.
+	// safe-guard duration. Also: another process on this host holds the
+	// lock file of this fixed machine ID (IDFORGE_MACHINE_ID, machine.Manual,
+	// a StatefulSet ordinal); the error names its PID and the lock file,
+	// and the lock is free once that process ends, however it ends.
 	ErrInstanceInUse = errors.New("idforge: instance in use by another live process")
 	// ErrClockSkew: the local clock is further from the store server's clock
 	// than the machine-ID lease's skew margin.
@@ -48,10 +51,12 @@ var (
 	// ErrClosed: the generator, chain or registry was closed.
 	ErrClosed = errors.New("idforge: closed")
 	// ErrNoFloor: a sequence is missing from a store that was not initialised
-	// as brand-new, so it may have been wiped after handing out IDs, and no
-	// [Floor] says where the sequence's data ends. Give a Floor (the GORM
-	// plugin and the sharding repositories derive one from the tagged
-	// columns), or mark a store that never handed out IDs brand-new with
-	// `idforge store init`.
+	// as brand-new, so it may have been wiped after handing out IDs, or its
+	// counter is untrusted (the store was declared restored, found without
+	// its epoch, or caught going back), and no [Floor] says where the
+	// sequence's data ends. Give a Floor (the GORM plugin and the sharding
+	// repositories derive one from the tagged columns), mark a store that
+	// never handed out IDs brand-new with `idforge store init`, or raise
+	// the counter with `idforge store chain NAME -raise N`.
 	ErrNoFloor = errors.New("idforge: sequence has no floor")
 )

@@ -26,38 +26,46 @@ type autoKey struct {
 // keeps working. fields are the keys whose auto-increment GORM implied
 // and the plugin turned off.
 func (p *Plugin) warnAutoIncrement(ctx context.Context, db *gorm.DB, s *schema.Schema, fields []*schema.Field) {
-	if len(fields) == 0 || db.DryRun || db.Statement == nil || db.Statement.ConnPool == nil {
+	if len(fields) == 0 || db.DryRun || db.Statement == nil || s.Table == "" {
 		return
 	}
 	var root any
 	if sqlDB, err := db.DB(); err == nil {
 		root = sqlDB
 	}
+	var check []*schema.Field
 	for _, sf := range fields {
-		if sf.DBName == "" || s.Table == "" {
+		if sf.DBName == "" {
 			continue
 		}
-		if _, seen := p.autoWarned.LoadOrStore(autoKey{root, s.Table, sf.DBName}, true); seen {
-			continue
+		if _, seen := p.autoWarned.LoadOrStore(autoKey{root, s.Table, sf.DBName}, true); !seen {
+			check = append(check, sf)
 		}
-		// On the statement's connection, in its transaction if it has
-		// one: a read of the catalogue that cannot fail on a missing table
-		// (which would abort a PostgreSQL transaction), and that does not
-		// wait for a second connection (SQLite with one).
-		if !autoIncrementColumn(ctx, db, s.Table, sf.DBName) {
-			continue
-		}
-		p.logger(db).Warn(ctx, "idforge: model %s: column %s.%s numbers rows itself (AUTO_INCREMENT, IDENTITY, a sequence default or AUTOINCREMENT: "+
-			"what db.AutoMigrate creates without idplugin.Prepare), but the plugin fills it: the database's counter goes unused. "+
-			"Call idplugin.Prepare(db, &%s{}) before db.AutoMigrate so that new tables get a plain BIGINT key; "+
-			"a table kept auto-incrementing on purpose works as it is",
-			s.Name, s.Table, sf.DBName, s.Name)
 	}
+	if len(check) == 0 {
+		return
+	}
+	log := p.logger(db)
+	// On a session of the plugin's own (see inspect), with a read of the
+	// catalogue that cannot fail on a missing table.
+	p.inspect(ctx, db, func(pool *gorm.DB) {
+		for _, sf := range check {
+			if !autoIncrementColumn(pool, s.Table, sf.DBName) {
+				continue
+			}
+			log.Warn(ctx, "idforge: model %s: column %s.%s numbers rows itself (AUTO_INCREMENT, IDENTITY, a sequence default or AUTOINCREMENT: "+
+				"what db.AutoMigrate creates without idplugin.Prepare), but the plugin fills it: the database's counter goes unused. "+
+				"Call idplugin.Prepare(db, &%s{}) before db.AutoMigrate so that new tables get a plain BIGINT key; "+
+				"a table kept auto-incrementing on purpose works as it is",
+				s.Name, s.Table, sf.DBName, s.Name)
+		}
+	})
 }
 
 // autoIncrementColumn reports whether column of table numbers rows itself,
-// false when it cannot tell (no such table yet, a dialect it does not know).
-func autoIncrementColumn(ctx context.Context, db *gorm.DB, table, column string) bool {
+// false when it cannot tell (no such table yet, a dialect it does not
+// know), reading on db's statement's connection.
+func autoIncrementColumn(db *gorm.DB, table, column string) bool {
 	schemaName, name, dotted := strings.Cut(table, ".")
 	if !dotted {
 		schemaName, name = "", table
@@ -82,7 +90,7 @@ func autoIncrementColumn(ctx context.Context, db *gorm.DB, table, column string)
 		return false
 	}
 	var def sql.NullString
-	rows, err := db.Statement.ConnPool.QueryContext(ctx, q, args...)
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, q, args...)
 	if err != nil {
 		return false
 	}

@@ -101,43 +101,49 @@
 // chain whose rows also live in tables the plugin does not see (a table
 // named with db.Table, another service's) needs a Floor of your own for
 // them. The Floor reads through the *gorm.DB the plugin is registered on,
-// on a connection of its own: with SQLite, do not limit the pool to one
-// connection, or call [Prepare] before the first Create, so that the first
-// read does not wait for the connection a Create's transaction holds.
+// on a connection of its own from its pool, outside any transaction and
+// prepared statements: with a store not declared brand-new, do not limit
+// the pool to one connection (as with SQLite), since the first read comes
+// while a Create's transaction holds one.
 //
 // # Upserts
 //
-// With clause.OnConflict, each struct ends up with the key of its row in the
-// table, as GORM gives an auto-increment key, so that children created next
-// go under a key that exists. A row inserted keeps the key the plugin drew;
-// one that meets a conflict takes the key of the row it met, and that row's
-// values for the other fields the plugin fills (UpdateAll, DoUpdates). With
-// DoNothing it ends as GORM leaves an auto-increment key: unset, the drawn
-// values taken back, on SQLite, PostgreSQL and MySQL without RETURNING; the
-// key of the row met on MariaDB 10.5+, where GORM writes DoNothing as
-// key = key and RETURNING answers with that row. Keys set before the create
-// (by you or by [Fill]) are left as GORM leaves them.
+// With clause.OnConflict, every field the plugin fills (the key, chain and
+// dated numbers, UUIDs) ends holding what the table holds, so that children
+// created next go under a row that exists. A row inserted keeps what was
+// drawn for it; one that meets a conflict takes the values of the row it
+// met, with DoNothing as with UpdateAll and DoUpdates (those the update
+// wrote, the stored ones elsewhere). Fields set before the create (by you
+// or by [Fill]) are left as they are, and so is a key the database numbers,
+// which GORM sets.
 //
-// The plugin reads keys back inside the create's transaction, and only when
-// a row may have met a conflict: it asks which drawn keys are in the table,
-// then finds the rows the others met by clause.OnConflict.Columns (SQLite,
-// PostgreSQL) or by the table's unique indexes (MySQL/MariaDB, where any of
-// them counts). It reads nothing for upserts on the key and DoNothing that
-// inserts every row (SQLite, PostgreSQL), nor for upserts without a conflict
-// on MySQL/MariaDB with an integer key: there it adds
-// key = IF(LAST_INSERT_ID(...), key, key) to ON DUPLICATE KEY UPDATE, so the
-// INSERT says whether a row met a conflict, and for a single row which. The
-// upserts GORM runs to save associations cost nothing more.
+// The plugin reads rows back inside the create's transaction, on its
+// connection but never through the session's prepared statements, and only
+// when a row may have met a conflict: it reads the rows that hold a value
+// drawn for them, then finds the rows the others met by
+// clause.OnConflict.Columns (SQLite, PostgreSQL), by the key the database
+// names or by the table's unique indexes (MySQL/MariaDB, where any of them
+// counts). It reads nothing for upserts on the key and DoNothing that
+// inserts every row (SQLite, PostgreSQL), nor for upserts without a
+// conflict on MySQL/MariaDB (unless the database numbers the key): there it
+// adds col = IF(LAST_INSERT_ID(...), col, col) on an integer column it
+// fills, the key if it can, to ON DUPLICATE KEY UPDATE, so the INSERT says
+// whether a row met a conflict, and for a single row with such a key which.
+// The upserts GORM runs to save associations cost nothing more.
 //
 // When a row meets a conflict and the plugin cannot tell which row it met,
-// the create fails with an error wrapping [ErrUpsertRow] that says what to
-// do, and rolls back: UpdateAll or DoUpdates without Columns (OnConstraint,
-// or no target) on SQLite and PostgreSQL; on MySQL/MariaDB, a row of a batch
-// (or with a string key) whose values different rows hold in different
-// unique indexes, or that met an index on an expression or on a column the
-// model does not map; a DoUpdates that changes the conflict columns. A row
-// that OnConflict.Where keeps from updating still gets the key of the row it
-// met. With SkipDefaultTransaction the keys are read after the INSERT is
+// DoNothing gives the row back the values it came with (nothing of it was
+// written), and an update fails with an error wrapping [ErrUpsertRow] that
+// says what to do, and rolls back: UpdateAll or DoUpdates without Columns
+// (OnConstraint, or no target) on SQLite and PostgreSQL; on MySQL/MariaDB,
+// a row of a batch (or with a string key) whose values different rows hold
+// in different unique indexes, or that met an index on an expression or on
+// a column the model does not map; a DoUpdates that changes the conflict
+// columns. PostgreSQL's DoUpdates without a target fails so before it runs
+// (PostgreSQL refuses it), and the duplicate-key error of UpdateAll without
+// Columns, which GORM aims at the primary key, is wrapped so. A row that
+// OnConflict.Where keeps from updating still gets the values of the row it
+// met. With SkipDefaultTransaction the rows are read after the INSERT is
 // committed, which an error cannot undo.
 //
 // # Errors
@@ -167,8 +173,10 @@
 // AUTOINCREMENT: AutoMigrate ran before Prepare, or the table predates the
 // plugin), it logs a warning through GORM's logger (or [Settings].Logger),
 // once per table, naming the model and idplugin.Prepare. It reads the
-// column from the database's catalogue, on the connection of the statement
-// that first meets the model. Such tables keep working: the row gets the
-// plugin's ID and the counter goes unused, so a table migrated from
-// AUTO_INCREMENT keys on purpose needs nothing more.
+// column from the database's catalogue on a connection of its own from the
+// pool, never in the caller's transaction or prepared statements: a model
+// first met inside a transaction is checked in the background, and the
+// warning comes once a connection is free. Such tables keep working: the
+// row gets the plugin's ID and the counter goes unused, so a table
+// migrated from AUTO_INCREMENT keys on purpose needs nothing more.
 package idplugin

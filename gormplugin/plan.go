@@ -40,16 +40,26 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepar
 		res := r.(planResult)
 		return res.plan, res.err
 	}
+	mp, implied, err := p.build(ctx, db, s, prepare)
+	// Outside the lock: it reads the table, and may wait for a connection.
+	p.warnAutoIncrement(ctx, db, s, implied)
+	return mp, err
+}
+
+// build builds and caches the plan of s, once, and returns it with the
+// keys whose auto-increment GORM implied and the plugin turned off, when
+// it built it.
+func (p *Plugin) build(ctx context.Context, db *gorm.DB, s *schema.Schema, prepare bool) (*modelPlan, []*schema.Field, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r, ok := p.plans.Load(s); ok {
 		res := r.(planResult)
-		return res.plan, res.err
+		return res.plan, nil, res.err
 	}
 	targets, fields, err := p.cfg.cols.Targets(s)
 	if err != nil {
 		p.plans.Store(s, planResult{err: err})
-		return nil, err
+		return nil, nil, err
 	}
 	// Before Bind: binding builds the chains, whose first fetch asks the
 	// floors.
@@ -58,7 +68,7 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepar
 	}
 	filler, err := idgen.Bind(ctx, p.cfg.registry, s.ModelType, targets)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mp := &modelPlan{schema: s, filler: filler, fields: fields, key: -1,
 		hooks: s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave}
@@ -83,9 +93,8 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepar
 	if len(desc) > 0 {
 		p.logger(db).Info(ctx, "idforge: model %s: %s", s.Name, strings.Join(desc, ", "))
 	}
-	p.warnAutoIncrement(ctx, db, s, implied)
 	p.plans.Store(s, planResult{plan: mp})
-	return mp, nil
+	return mp, implied, nil
 }
 
 // floorKey is one column of one table of one database that a sequence
@@ -96,17 +105,21 @@ type floorKey struct {
 }
 
 // addFloor gives the registry the floor of f's sequence in column of table:
-// the largest ID stored there, 0 while the table does not exist.
+// the largest ID stored there, 0 while the table does not exist. It reads
+// on the pool of the *gorm.DB the plugin was registered on (see root), not
+// in the session that first created a row of the model: it is asked again
+// after every store reset, long after that session ended.
 func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
 	if !idgen.Sequence(f.Spec.Kind) || table == "" || column == "" {
 		return
 	}
+	root := p.root(db)
 	name := f.FloorName()
-	k := floorKey{db.Config, table, column, name}
+	k := floorKey{root.Config, table, column, name}
 	if _, seen := p.floors.LoadOrStore(k, true); seen {
 		return
 	}
-	idgen.AddFloor(p.cfg.registry, name, gormids.Floor(db, table, idgen.Column{Field: f, Name: column}))
+	idgen.AddFloor(p.cfg.registry, name, gormids.Floor(root, table, idgen.Column{Field: f, Name: column}))
 }
 
 // turnOffAutoIncrement undoes the auto-increment GORM implies for an integer

@@ -33,7 +33,7 @@ type Settings struct {
 	// `idgen:"chain,name=order"` asks for kind "chain", name "order". The
 	// default is idforge.Default(), the process-wide registry: kind
 	// "snowflake" on the machine ID of IDFORGE_MACHINE_ID, a StatefulSet
-	// ordinal, else 0, which is safe for a single instance only.
+	// ordinal, else the lowest free on this host, safe on a single host only.
 	Registry engine.Provider
 	// UntaggedPrimaryKeys also fills models whose primary key carries no
 	// idgen tag: a single 64-bit integer key (int64, uint64, int,
@@ -43,7 +43,10 @@ type Settings struct {
 	UntaggedPrimaryKeys bool
 	// DefaultGenerator is the generator of untagged keys, written as an
 	// idgen tag: "chain,name=order" (default "snowflake"). Setting it
-	// implies UntaggedPrimaryKeys.
+	// implies UntaggedPrimaryKeys. The keys it fills are 64-bit integers,
+	// so a format ("snowflake,format=hex") or the kind "uuidv7" is refused
+	// with engine.ErrInvalidConfig when the plugin is initialised; tag
+	// string and UUID keys instead.
 	DefaultGenerator string
 	// GormModelAutoIncrement leaves the ID of an embedded gorm.Model to the
 	// database's auto-increment, as without the plugin. By default the
@@ -76,6 +79,9 @@ type Plugin struct {
 	autoWarned sync.Map   // autoKey -> true: auto-increment columns warned about
 	binary     sync.Map   // *schema.Field -> true: UUID columns that take 16 bytes
 	mu         sync.Mutex // serializes first sight: planning mutates GORM's cached schema
+
+	roots      sync.Map       // rootKey -> the *gorm.DB registered on, whose pool inspect reads on
+	inspecting sync.WaitGroup // inspections running in the background
 }
 
 type planResult struct {
@@ -112,6 +118,9 @@ func (p *Plugin) resolve() error {
 		if err != nil {
 			return fmt.Errorf("idplugin.Settings.DefaultGenerator: %w", err)
 		}
+		if err := checkDefault(def); err != nil {
+			return err
+		}
 		cols.Untagged, cols.Default = true, def
 	}
 	if cols.Registry == nil {
@@ -125,7 +134,32 @@ func (p *Plugin) resolve() error {
 	return nil
 }
 
-// Initialize implements gorm.Plugin: it registers the create callbacks: the
+// checkDefault refuses a DefaultGenerator the plugin cannot give to the
+// keys it fills with it, untagged 64-bit integers: a format or a UUID kind
+// would not fit them, and such a key used to be left to the database's
+// auto-increment without a word.
+func checkDefault(def idgen.Spec) error {
+	why := ""
+	switch {
+	case def.Kind == idgen.KindUUIDv7:
+		why = fmt.Sprintf("kind %q fills UUID fields", def.Kind)
+	case def.Format != "":
+		why = fmt.Sprintf("format=%s is for string fields", def.Format)
+	default:
+		if _, err := idgen.NewField("untagged key", "ID", reflect.TypeFor[int64](), def); err != nil {
+			why = err.Error()
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: idplugin.Settings.DefaultGenerator %q: it fills untagged 64-bit integer keys, and %s; "+
+		"name an integer generator (\"snowflake\", \"chain,name=order\"), and tag string or UUID keys instead",
+		engine.ErrInvalidConfig, def, why)
+}
+
+// Initialize implements gorm.Plugin: it registers the create callbacks: one
+// that learns a model on first sight, before GORM's transaction begins; the
 // one that fills IDs ahead of GORM's BeforeCreate hooks and of gorm:create,
 // one after gorm:create that reads back the keys of rows an upsert met,
 // before the associations saved after the row take its key, and one after
@@ -134,11 +168,13 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.resolve(); err != nil {
 		return err
 	}
+	p.roots.LoadOrStore(rootKey(db), db)
 	if err := db.Use(p.cfg.cols); err != nil {
 		return err
 	}
 	create := db.Callback().Create()
 	return errors.Join(
+		create.Before("gorm:begin_transaction").Register(learnCallbackName, p.learn),
 		create.Before("gorm:before_create").Register(callbackName, p.create),
 		create.After("gorm:create").Before("gorm:save_after_associations").Register(upsertCallbackName, p.upserted),
 		create.After("gorm:after_create").Register(endCallbackName, p.end),
@@ -161,6 +197,10 @@ func (p *Plugin) create(db *gorm.DB) {
 	}
 	var up *upsert
 	if _, ok := stmt.Clauses["ON CONFLICT"]; ok {
+		if err := plan.refuseUpsert(stmt); err != nil {
+			db.AddError(err)
+			return
+		}
 		up = plan.beginUpsert(ctx, stmt) // before the fill: which values it draws
 	}
 	if err := plan.fill(ctx, stmt.Dest, stmt.ReflectValue); err != nil {

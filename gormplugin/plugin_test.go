@@ -165,6 +165,9 @@ func TestOptions(t *testing.T) {
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
 	t.Setenv("IDFORGE_MACHINE_ID", "5")
+	// No state file, so no lock file: the test binaries of other packages
+	// run at once on this machine ID too, and the registry outlives the test.
+	t.Setenv("IDFORGE_STATE_DIR", "off")
 	db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -199,5 +202,29 @@ func TestTypedNilRegistryRefused(t *testing.T) {
 	var reg *genreg.Registry
 	if err := db.Use(idplugin.New(idplugin.Settings{Registry: reg})); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Settings.Registry") {
 		t.Fatalf("Use with a nil *genreg.Registry: %v; want ErrInvalidConfig naming Settings.Registry", err)
+	}
+}
+
+// A DefaultGenerator the plugin cannot give to untagged integer keys (a
+// format, a UUID kind) is refused when the plugin is initialised, naming
+// the field and the value: such keys used to be left to the database's
+// auto-increment without a word.
+func TestDefaultGeneratorForIntegersOnly(t *testing.T) {
+	for _, def := range []string{"snowflake,format=hex", "snowflake,format=radix62", "chain,name=order,format=radix36", "uuidv7", "chain,name=invoice,format=INV{yyyy}{seq:6}"} {
+		db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Use(idplugin.New(idplugin.Settings{Registry: newRegistry(t), DefaultGenerator: def}))
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "idplugin.Settings.DefaultGenerator") || !strings.Contains(err.Error(), def) {
+			t.Errorf("DefaultGenerator %q: %v; want ErrInvalidConfig naming the field and the value", def, err)
+		}
+	}
+	db, err := gorm.Open(sqlite.Open(testdb.SQLite(t).DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Use(idplugin.New(idplugin.Settings{Registry: newRegistry(t), DefaultGenerator: "chain,name=order"})); err != nil {
+		t.Errorf("DefaultGenerator \"chain,name=order\": %v", err)
 	}
 }

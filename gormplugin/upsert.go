@@ -13,13 +13,22 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/idforge/idforge/internal/gormids"
 )
 
 // ErrUpsertRow is wrapped by the error of a create with clause.OnConflict
-// when a row met a conflict and the plugin cannot tell which row of the
-// table it met, so it cannot give the struct that row's key. The error names
-// the model and what to do; the create fails, and its transaction (GORM's
-// default one, or the caller's) is rolled back.
+// that updates the row a conflict meets (DoUpdates, UpdateAll) when the
+// plugin cannot tell which row of the table that is, so it cannot give the
+// struct that row's values: no conflict Columns on SQLite or PostgreSQL
+// (where DoUpdates without them is refused before it runs, and UpdateAll
+// without them, which GORM aims at the primary key, meets a conflict on
+// another unique key as a duplicate-key error, wrapped too), or a row of a
+// MySQL/MariaDB batch that matches different rows. The error names the
+// model and what to do; the create fails, and its transaction (GORM's
+// default one, or the caller's) is rolled back. DoNothing never fails so:
+// a row whose conflict the plugin cannot place gets back the values it
+// came with.
 var ErrUpsertRow = errors.New("idplugin: cannot tell which row of the table an upsert's row met")
 
 // upsertCallbackName is the create callback that reads an upsert's keys back.
@@ -29,17 +38,18 @@ const upsertCallbackName = "idforge:upsert_keys"
 // SQLite's default limit on the terms of a compound SELECT.
 const lookupBranches = 500
 
-// lastInsertIDSQL is the value of the assignment key = key that the plugin
-// adds to an ON DUPLICATE KEY UPDATE on MySQL/MariaDB, for its side
-// effect: the statement then reports, as its last insert ID, the key of
-// the last row that met a conflict, and 0 when none did. The top bit is
-// flipped so that a row keyed 0 (written around the plugin) does not read
-// as no conflict; only a key of -2^63 (or 2^63, unsigned) would.
-const lastInsertIDSQL = "IF(LAST_INSERT_ID(? ^ 9223372036854775808), ?, ?)"
+// lastInsertIDSQL is the value of the assignment col = col that the
+// plugin adds to an ON DUPLICATE KEY UPDATE on MySQL/MariaDB, for its side
+// effect: the statement then reports, as its last insert ID, the value of
+// col (an integer column, the key when it can) in the last row that met a
+// conflict, and 0 when none did. The top bit is flipped so that a value of
+// 0 (or NULL) does not read as no conflict; only -2^63 (or 2^63, unsigned)
+// would.
+const lastInsertIDSQL = "IF(LAST_INSERT_ID(COALESCE(?, 0) ^ 9223372036854775808), ?, ?)"
 
-func lastInsertID(key string) clause.Assignment {
-	col := clause.Column{Name: key}
-	return clause.Assignment{Column: col, Value: clause.Expr{SQL: lastInsertIDSQL, Vars: []any{col, col, col}}}
+func lastInsertID(col string) clause.Assignment {
+	c := clause.Column{Name: col}
+	return clause.Assignment{Column: c, Value: clause.Expr{SQL: lastInsertIDSQL, Vars: []any{c, c, c}}}
 }
 
 func isLastInsertID(a clause.Assignment) bool {
@@ -50,26 +60,37 @@ func isLastInsertID(a clause.Assignment) bool {
 type upsertKey struct{}
 
 // upsert is a create with an ON CONFLICT clause, from the callback that
-// fills its rows to the one that reads their keys back.
+// fills its rows to the one that reads them back.
 type upsert struct {
 	stmt *gorm.Statement
 	plan *modelPlan
-	// rows are the rows whose key the plugin draws, in the create's order.
+	// rows are the rows for which the plugin draws a column's value, in
+	// the create's order.
 	rows []*upsertRow
 	// total is the number of rows the statement inserts.
 	total int
+	// untargeted: the caller's clause names no conflict target (GORM aims
+	// UpdateAll without one at the primary key).
+	untargeted bool
 	// ownResult: the plugin set stmt.Result, to read the insert ID.
 	ownResult bool
+	// metKey: the insert ID names the key of the row met (see prepare).
+	metKey bool
+	// read are the columns the plugin reads back (see readFields).
+	read []*schema.Field
 }
 
-// upsertRow is a row whose key the plugin draws: a struct or a map, and
-// what each field of the plan held before.
+// upsertRow is a row for which the plugin draws a column's value: a struct
+// or a map, and what each field of the plan held before.
 type upsertRow struct {
 	at    int            // position in the create, for errors
 	v     reflect.Value  // the struct
 	m     map[string]any // or the map
 	drawn []drawn        // per field of the plan
 	prior []any          // maps: the zero values the plugin replaces
+	// generated is the primary key when the database numbers it for this
+	// row: an auto-increment column the plugin does not fill, left zero.
+	generated *schema.Field
 }
 
 // drawn says whether the plugin draws a field's value, and over what.
@@ -81,28 +102,52 @@ const (
 	added               // into a nil pointer, or a map key left out
 )
 
-// beginUpsert notes which values of stmt's rows the plugin is about to
-// draw, for a create with an ON CONFLICT clause; it returns nil when no
-// row's key is drawn, leaving GORM's behaviour as it is.
-func (mp *modelPlan) beginUpsert(ctx context.Context, stmt *gorm.Statement) *upsert {
-	if mp.key < 0 {
+// refuseUpsert returns an error wrapping ErrUpsertRow, before any ID is
+// drawn, for an upsert the database refuses whatever its rows: DO UPDATE
+// without a conflict target on PostgreSQL.
+func (mp *modelPlan) refuseUpsert(stmt *gorm.Statement) error {
+	oc, ok := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
+	if !ok || stmt.Dialector.Name() != "postgres" || oc.DoNothing || oc.UpdateAll || len(oc.Columns) > 0 || oc.OnConstraint != "" {
 		return nil
 	}
-	u := &upsert{stmt: stmt, plan: mp}
+	return fmt.Errorf("%w: model %s: clause.OnConflict with DoUpdates and no Columns: PostgreSQL updates the row a conflict meets "+
+		"only when told which unique key to watch; name the conflict columns in clause.OnConflict.Columns", ErrUpsertRow, mp.schema.Name)
+}
+
+// beginUpsert notes which values of stmt's rows the plugin is about to
+// draw, for a create with an ON CONFLICT clause; it returns nil when it
+// draws none, leaving GORM's behaviour as it is.
+func (mp *modelPlan) beginUpsert(ctx context.Context, stmt *gorm.Statement) *upsert {
+	if len(mp.cols) == 0 {
+		return nil
+	}
+	oc, _ := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
+	u := &upsert{stmt: stmt, plan: mp, untargeted: len(oc.Columns) == 0 && oc.OnConstraint == "", read: mp.readFields()}
+	gen := mp.databaseKey(stmt.Schema)
 	note := func(r *upsertRow) {
 		u.total++
-		if r.drawn[mp.key] != kept {
+		if slices.ContainsFunc(mp.cols, func(j int) bool { return r.drawn[j] != kept }) {
 			u.rows = append(u.rows, r)
 		}
 	}
 	if ms, ok := mapsOf(stmt.Dest); ok {
 		for i, m := range ms {
-			note(mp.mapRow(i, m))
+			r := mp.mapRow(i, m)
+			if gen != nil && isZero(m[mapKey(m, gen)]) {
+				r.generated = gen
+			}
+			note(r)
 		}
 	} else {
 		i := 0
 		for row := range rows(stmt.ReflectValue) {
-			note(mp.structRow(ctx, i, row))
+			r := mp.structRow(ctx, i, row)
+			if gen != nil {
+				if _, zero := gen.ValueOf(ctx, row); zero {
+					r.generated = gen
+				}
+			}
+			note(r)
 			i++
 		}
 	}
@@ -110,6 +155,17 @@ func (mp *modelPlan) beginUpsert(ctx context.Context, stmt *gorm.Statement) *ups
 		return nil
 	}
 	return u
+}
+
+// databaseKey is the primary key of s when the database numbers it (an
+// auto-increment column, or one with a default, that the plugin does not
+// fill), else nil.
+func (mp *modelPlan) databaseKey(s *schema.Schema) *schema.Field {
+	pk := s.PrioritizedPrimaryField
+	if pk == nil || !pk.HasDefaultValue || pk.DefaultValueInterface != nil || pk.DBName == "" || slices.Contains(mp.fields, pk) {
+		return nil
+	}
+	return pk
 }
 
 func (mp *modelPlan) structRow(ctx context.Context, at int, row reflect.Value) *upsertRow {
@@ -139,24 +195,40 @@ func (mp *modelPlan) mapRow(at int, m map[string]any) *upsertRow {
 	return r
 }
 
-// prepare readies stmt for reading its keys back. On MySQL/MariaDB, with an
-// integer key, it adds an assignment that changes nothing but records the
-// key met (see lastInsertIDSQL) to the ON DUPLICATE KEY UPDATE, so that the
-// statement itself says whether a row met a conflict and, for a single
-// row, which.
+// prepare readies stmt for reading its rows back. On MySQL/MariaDB it adds
+// to the ON DUPLICATE KEY UPDATE an assignment that changes nothing but
+// records a value of the row met (see lastInsertIDSQL), so that the
+// statement itself says whether a row met a conflict and, for a single row
+// and an integer key the plugin fills, which. It leaves a table whose key
+// the database numbers alone: GORM reads that key from the same report.
 func (u *upsert) prepare() {
 	stmt := u.stmt
-	key := u.plan.fields[u.plan.key]
-	if stmt.Dialector.Name() != "mysql" || key.GORMDataType != schema.Int && key.GORMDataType != schema.Uint {
+	if stmt.Dialector.Name() != "mysql" {
 		return
 	}
 	oc, ok := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
 	if !ok {
 		return
 	}
-	if !slices.ContainsFunc(oc.DoUpdates, func(a clause.Assignment) bool { return a.Column.Name == key.DBName }) {
+	var col *schema.Field
+	integer := func(f *schema.Field) bool { return f.GORMDataType == schema.Int || f.GORMDataType == schema.Uint }
+	switch {
+	case u.plan.key >= 0 && integer(u.plan.fields[u.plan.key]):
+		col, u.metKey = u.plan.fields[u.plan.key], true
+	case u.plan.databaseKey(stmt.Schema) == nil && !oc.UpdateAll: // UpdateAll assigns every other column
+		for _, j := range u.plan.cols {
+			if integer(u.plan.fields[j]) {
+				col = u.plan.fields[j]
+				break
+			}
+		}
+	}
+	if col == nil {
+		return
+	}
+	if !slices.ContainsFunc(oc.DoUpdates, func(a clause.Assignment) bool { return a.Column.Name == col.DBName }) {
 		// A new slice: the old one may be the caller's.
-		oc.DoUpdates = append(slices.Clip(oc.DoUpdates), lastInsertID(key.DBName))
+		oc.DoUpdates = append(slices.Clip(oc.DoUpdates), lastInsertID(col.DBName))
 		stmt.AddClause(oc)
 	}
 	if stmt.Result == nil {
@@ -164,7 +236,7 @@ func (u *upsert) prepare() {
 	}
 }
 
-// upserted reads the keys of an upsert's rows back (see settle): after
+// upserted makes an upsert's rows agree with the table (see settle): after
 // gorm:create, before the associations saved after the row take its key.
 func (p *Plugin) upserted(db *gorm.DB) {
 	stmt := db.Statement
@@ -173,8 +245,14 @@ func (p *Plugin) upserted(db *gorm.DB) {
 	}
 	v, ok := stmt.Settings.LoadAndDelete(upsertKey{})
 	if u, _ := v.(*upsert); ok && u.stmt == stmt { // else copied from the create this one saves associations for
-		if db.Error == nil && !db.DryRun {
+		switch {
+		case db.DryRun:
+		case db.Error == nil:
 			db.AddError(u.settle(db))
+		case u.duplicate(db):
+			db.Error = fmt.Errorf("%w: model %s: clause.OnConflict{UpdateAll: true} without Columns, which GORM aims at the primary key: "+
+				"a row met a conflict on another unique key, which the database refuses as a duplicate; "+
+				"name the conflict columns in clause.OnConflict.Columns: %w", ErrUpsertRow, u.plan.schema.Name, db.Error)
 		}
 		if u.ownResult {
 			stmt.Result = nil
@@ -182,12 +260,32 @@ func (p *Plugin) upserted(db *gorm.DB) {
 	}
 }
 
-// settle makes the rows whose key the plugin drew agree with the table. A
-// row the database inserted keeps its key. A row that met a conflict takes
-// the key (and the other values the plugin drew) of the row it met, as
-// GORM gives an auto-increment key; except with DoNothing where GORM leaves
-// an auto-increment key unset (SQLite, PostgreSQL, MySQL/MariaDB without
-// RETURNING), where it gets back the values it came with.
+// duplicate reports whether the upsert failed as UpdateAll without a
+// conflict target does on SQLite and PostgreSQL when a row meets a
+// conflict: GORM aims it at the primary key, which the plugin draws new,
+// and the database refuses a duplicate on another unique key.
+func (u *upsert) duplicate(db *gorm.DB) bool {
+	oc, _ := u.stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
+	if !u.untargeted || !oc.UpdateAll || db.Dialector.Name() == "mysql" || errors.Is(db.Error, ErrUpsertRow) {
+		return false
+	}
+	if errors.Is(db.Error, gorm.ErrDuplicatedKey) {
+		return true
+	}
+	t, ok := db.Dialector.(gorm.ErrorTranslator)
+	return ok && errors.Is(t.Translate(db.Error), gorm.ErrDuplicatedKey)
+}
+
+// settle makes every value the plugin drew for an upsert's rows agree with
+// the table. A row that holds, in the table, a value drawn for it takes
+// the values the table holds: the row inserted for it, or the row it met
+// when the update wrote that value. A row that met a conflict otherwise
+// takes the values of the row it met, looked up by the conflict target
+// (SQLite, PostgreSQL), the key the database names (MySQL/MariaDB, a
+// single row) or the unique keys of the table (MySQL/MariaDB). When it
+// cannot tell which row that is, DoNothing gives the row back the values
+// it came with (nothing of it was written), and an update fails with
+// ErrUpsertRow.
 func (u *upsert) settle(db *gorm.DB) error {
 	stmt := u.stmt
 	oc, ok := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
@@ -195,16 +293,15 @@ func (u *upsert) settle(db *gorm.DB) error {
 		return nil
 	}
 	mysql := stmt.Dialector.Name() == "mysql"
-	// MySQL has no conflict target (any unique index counts) and writes
-	// DoNothing as key = key, which MariaDB's RETURNING answers with the row.
-	resolve := updates(oc, mysql) || mysql && slices.Contains(stmt.BuildClauses, "RETURNING")
+	update := updates(oc, mysql)
 	pending := u.rows
 	var target []*schema.Field
 	if !mysql && len(oc.Columns) > 0 && oc.OnConstraint == "" {
 		target = u.plan.targetFields(oc.Columns)
-		// A row whose target holds a value the plugin drew met no conflict:
-		// the value is new. The common upsert, on the primary key, ends here.
-		pending = slices.DeleteFunc(slices.Clone(pending), func(r *upsertRow) bool { return u.plan.drewAny(r, target) })
+		// A row whose target holds a value that is new (drawn by the
+		// plugin, or numbered by the database) met no conflict. The
+		// common upsert, on the primary key, ends here.
+		pending = slices.DeleteFunc(slices.Clone(pending), func(r *upsertRow) bool { return u.fresh(r, target) })
 		if len(pending) == 0 {
 			return nil
 		}
@@ -215,31 +312,38 @@ func (u *upsert) settle(db *gorm.DB) error {
 			if id == 0 {
 				return nil // no row met a conflict
 			}
-			if u.total == 1 {
+			if u.total == 1 && u.metKey {
 				met = u.plan.keyValue(uint64(id) ^ 1<<63)
 			}
 		}
 	}
 	// DO NOTHING counts only the rows it inserts (without RETURNING, whose
 	// scan GORM counts otherwise; MySQL may count found rows as affected).
-	if _, returning := stmt.Clauses["RETURNING"]; !resolve && !mysql && !returning && db.RowsAffected == int64(u.total) {
+	if _, returning := stmt.Clauses["RETURNING"]; !update && !mysql && !returning && db.RowsAffected == int64(u.total) {
 		return nil
 	}
-	pending, err := u.absent(db, pending)
+	pending, err := u.readBack(db, pending)
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	if !resolve {
-		for _, r := range pending {
-			u.restore(r)
+	keys, known := u.conflictKeys(oc, target, met)
+	if !known && mysql {
+		if keys, err = u.uniqueIndexes(db); err != nil {
+			return fmt.Errorf("idplugin: model %s: reading the unique indexes of %s: %w", u.plan.schema.Name, stmt.Table, err)
 		}
-		return nil
+		known = true
 	}
-	keys, err := u.conflictKeys(db, oc, target, met)
-	if err != nil {
-		return err
+	if !known {
+		if !update {
+			for _, r := range pending {
+				u.restore(r)
+			}
+			return nil
+		}
+		return fmt.Errorf("%w: model %s: a row met a conflict, and the plugin finds the row it met by the conflict columns: "+
+			"name them in clause.OnConflict.Columns (OnConstraint, or no target, does not say which they are)", ErrUpsertRow, u.plan.schema.Name)
 	}
-	return u.lookup(db, pending, keys)
+	return u.lookup(db, pending, keys, update)
 }
 
 // updates reports whether oc updates the row a conflict meets: DoNothing
@@ -256,40 +360,72 @@ func updates(oc clause.OnConflict, mysql bool) bool {
 	})
 }
 
-// session runs the plugin's queries on the create's connection, inside its
-// transaction, with its context and logger.
-func session(db *gorm.DB) *gorm.DB { return db.Session(&gorm.Session{NewDB: true}) }
+// session runs the plugin's reads of an upsert's rows on the create's
+// connection, inside its transaction (they read rows it wrote and has not
+// committed), with its context and logger; but not through the caller's
+// prepared statements, which would keep one for each of them.
+func session(db *gorm.DB) *gorm.DB {
+	s := db.Session(&gorm.Session{NewDB: true, SkipHooks: true}) // SkipHooks: a statement of its own
+	s.Statement.ConnPool = gormids.Unprepared(db.Statement.ConnPool)
+	return s
+}
 
-// absent returns the rows of pending whose drawn key is not in the table:
-// those that met a conflict. The plugin's keys are new, so a row holding
-// one is the row inserted for it.
-func (u *upsert) absent(db *gorm.DB, pending []*upsertRow) ([]*upsertRow, error) {
-	key := u.plan.fields[u.plan.key]
-	ids := make([]any, len(pending))
-	for i, r := range pending {
-		ids[i] = u.value(r, key)
-	}
-	col := clause.Column{Name: key.DBName}
-	rows, err := session(db).Raw("SELECT ? FROM ? WHERE ? IN ?", col, clause.Table{Name: u.stmt.Table}, col, ids).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	present := map[any]bool{}
-	for rows.Next() {
-		v := reflect.New(key.FieldType)
-		if err := rows.Scan(v.Interface()); err != nil {
-			return nil, err
+// readBackChunk caps the values one read-back query lists.
+const readBackChunk = 1000
+
+// readBack reads back the rows of pending whose table row holds a value
+// the plugin drew for them (the key when it drew it, else another), gives
+// them that row's values, and returns the others: those that met a
+// conflict the update did not write their values into. The plugin's values
+// are new, so the row holding one is the row inserted for it, or the row
+// it met when the update wrote that value.
+func (u *upsert) readBack(db *gorm.DB, pending []*upsertRow) ([]*upsertRow, error) {
+	// The rows by the field of the plan whose value tells them.
+	by := map[int][]*upsertRow{}
+	var order []int
+	for _, r := range pending {
+		j := u.plan.key
+		if j < 0 || r.drawn[j] == kept {
+			j = u.plan.cols[slices.IndexFunc(u.plan.cols, func(j int) bool { return r.drawn[j] != kept })]
 		}
-		present[deref(v.Elem().Interface())] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+		if by[j] == nil {
+			order = append(order, j)
+		}
+		by[j] = append(by[j], r)
 	}
 	var met []*upsertRow
-	for _, r := range pending {
-		if !present[deref(u.value(r, key))] {
-			met = append(met, r)
+	for _, j := range order {
+		sf, k := u.plan.fields[j], slices.Index(u.plan.cols, j)
+		for part := range slices.Chunk(by[j], readBackChunk) {
+			index := make(map[any]*upsertRow, len(part))
+			vals := make([]any, len(part))
+			for i, r := range part {
+				vals[i] = u.value(r, sf)
+				index[deref(vals[i])] = r
+			}
+			found := map[*upsertRow][]reflect.Value{}
+			held := map[*upsertRow]int{}
+			var sb strings.Builder
+			sb.WriteString("SELECT 0")
+			vars := u.selectList(&sb, nil)
+			sb.WriteString(" WHERE ? IN ?")
+			vars = append(vars, clause.Column{Name: sf.DBName}, vals)
+			err := u.scan(session(db).Raw(sb.String(), vars...), func(_ int, values []reflect.Value) {
+				if r := index[deref(values[k].Interface())]; r != nil {
+					found[r] = values
+					held[r]++
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range part {
+				if held[r] == 1 {
+					u.copyIn(r, found[r])
+				} else {
+					met = append(met, r)
+				}
+			}
 		}
 	}
 	return met, nil
@@ -326,15 +462,16 @@ type conflictKey struct {
 	value  any // the key the row met, when the database said (fields is the key)
 }
 
-// conflictKeys lists the keys a conflict may have met: the row the
-// database named on MySQL, the conflict target on SQLite and PostgreSQL,
-// the table's unique indexes on MySQL, where any of them counts.
-func (u *upsert) conflictKeys(db *gorm.DB, oc clause.OnConflict, target []*schema.Field, met any) ([]conflictKey, error) {
-	model := u.plan.schema.Name
+// conflictKeys lists the keys a conflict may have met, and whether it
+// knows them: the row the database named on MySQL, the conflict target on
+// SQLite and PostgreSQL. On MySQL, where any unique key counts, they are
+// the table's unique indexes (see uniqueIndexes); on SQLite and
+// PostgreSQL without a target (or with OnConstraint) it cannot tell.
+func (u *upsert) conflictKeys(oc clause.OnConflict, target []*schema.Field, met any) ([]conflictKey, bool) {
 	switch {
 	case met != nil:
 		key := u.plan.fields[u.plan.key]
-		return []conflictKey{{name: key.DBName, fields: []*schema.Field{key}, value: met}}, nil
+		return []conflictKey{{name: key.DBName, fields: []*schema.Field{key}, value: met}}, true
 	case target != nil:
 		names := make([]string, len(oc.Columns))
 		for i, c := range oc.Columns {
@@ -344,16 +481,9 @@ func (u *upsert) conflictKeys(db *gorm.DB, oc clause.OnConflict, target []*schem
 		if len(oc.TargetWhere.Exprs) > 0 {
 			k.where = clause.AndConditions{Exprs: oc.TargetWhere.Exprs}
 		}
-		return []conflictKey{k}, nil
-	case db.Dialector.Name() != "mysql":
-		return nil, fmt.Errorf("%w: model %s: a row met a conflict, and the plugin finds the row it met by the conflict columns: "+
-			"name them in clause.OnConflict.Columns (OnConstraint, or no target, does not say which they are)", ErrUpsertRow, model)
+		return []conflictKey{k}, true
 	}
-	keys, err := u.uniqueIndexes(db)
-	if err != nil {
-		return nil, fmt.Errorf("idplugin: model %s: reading the unique indexes of %s: %w", model, u.stmt.Table, err)
-	}
-	return keys, nil
+	return nil, false
 }
 
 // targetFields are the model's fields for the columns of a conflict
@@ -368,10 +498,15 @@ func (mp *modelPlan) targetFields(cols []clause.Column) []*schema.Field {
 	return fields
 }
 
-// drewAny reports whether the plugin drew the value of any of fields in r.
-func (mp *modelPlan) drewAny(r *upsertRow, fields []*schema.Field) bool {
+// fresh reports whether any of fields holds a new value in r: one the
+// plugin drew, or the key the database numbers. No conflict meets a key
+// holding one.
+func (u *upsert) fresh(r *upsertRow, fields []*schema.Field) bool {
 	for _, f := range fields {
-		if j := slices.Index(mp.fields, f); j >= 0 && r.drawn[j] != kept {
+		if f != nil && f == r.generated {
+			return true
+		}
+		if j := slices.Index(u.plan.fields, f); j >= 0 && r.drawn[j] != kept {
 			return true
 		}
 	}
@@ -430,47 +565,59 @@ type branch struct {
 }
 
 // lookup finds, for each row of pending, the row of the table it met, by
-// the keys a conflict may have met, and copies into it the values the
-// plugin drew. A row of pending must match exactly one row of the table:
-// otherwise the plugin cannot tell which it met, an error wrapping
-// ErrUpsertRow.
-func (u *upsert) lookup(db *gorm.DB, pending []*upsertRow, keys []conflictKey) error {
+// the keys a conflict may have met, and gives it that row's values. A row
+// of pending must match exactly one row of the table: otherwise the plugin
+// cannot tell which it met, and an update fails with an error wrapping
+// ErrUpsertRow, while DoNothing (!update) gives the row back the values it
+// came with.
+func (u *upsert) lookup(db *gorm.DB, pending []*upsertRow, keys []conflictKey, update bool) error {
 	model := u.plan.schema.Name
 	var branches []branch
 	searched := make([][]string, len(pending)) // per row of pending, the keys it is looked up by
+	unsure := make([]bool, len(pending))       // DoNothing: a key it may have met cannot be looked up
 	for i, r := range pending {
+		var mine []branch
 		for k := range keys {
 			key := &keys[k]
-			if key.value == nil && u.plan.drewAny(r, key.fields) {
+			if key.value == nil && u.fresh(r, key.fields) {
 				continue // it holds a new value: no conflict met it
 			}
 			if slices.Contains(key.fields, nil) {
+				if !update {
+					unsure[i] = true
+					break
+				}
 				return fmt.Errorf("%w: model %s: row %d met a conflict, and the key %s of %s is on an expression or a column the model does not map, "+
 					"so the plugin cannot look the row it met up by it: map the column, or create such rows without clause.OnConflict",
 					ErrUpsertRow, model, r.at, key.name, u.stmt.Table)
 			}
-			branches = append(branches, branch{at: i, r: r, key: key})
+			mine = append(mine, branch{at: i, r: r, key: key})
 			searched[i] = append(searched[i], key.name)
 		}
-		if len(searched[i]) == 0 {
-			return fmt.Errorf("%w: model %s: row %d met a conflict, on no unique key that the plugin can look up (%s hold values it drew)",
+		switch {
+		case unsure[i]:
+		case len(mine) == 0 && update:
+			return fmt.Errorf("%w: model %s: row %d met a conflict, on no unique key that the plugin can look up (%s hold new values)",
 				ErrUpsertRow, model, r.at, keyNames(keys))
+		case len(mine) == 0:
+			unsure[i] = true
+		default:
+			branches = append(branches, mine...)
 		}
 	}
-	// Per row of pending, the rows of the table it matches by their key,
-	// with the keys it matches them through.
+	// Per row of pending, the rows of the table it matches, by their
+	// primary key, with the keys it matches them through.
 	found := make([]map[any]*match, len(pending))
-	for start := 0; start < len(branches); start += lookupBranches {
-		part := branches[start:min(start+lookupBranches, len(branches))]
+	for part := range slices.Chunk(branches, lookupBranches) {
 		err := u.query(db, part, func(b branch, values []reflect.Value) {
 			if found[b.at] == nil {
 				found[b.at] = map[any]*match{}
 			}
-			k := deref(values[slices.Index(u.plan.cols, u.plan.key)].Interface())
-			m := found[b.at][k]
+			id := u.identity(values)
+			m := found[b.at][id]
 			if m == nil {
 				m = &match{values: values}
-				found[b.at][k] = m
+				found[b.at][id] = m
 			}
 			m.keys = append(m.keys, b.key.name)
 		})
@@ -479,25 +626,29 @@ func (u *upsert) lookup(db *gorm.DB, pending []*upsertRow, keys []conflictKey) e
 		}
 	}
 	for i, r := range pending {
-		switch len(found[i]) {
-		case 1:
+		if !unsure[i] && len(found[i]) == 1 {
 			for _, m := range found[i] {
 				u.copyIn(r, m.values)
 			}
-		case 0:
-			return fmt.Errorf("%w: model %s: row %d met a conflict, but no row of %s holds its values in %s after the upsert "+
-				"(does DoUpdates change them?): the struct would hold a key that is not in the table",
-				ErrUpsertRow, model, r.at, u.stmt.Table, strings.Join(searched[i], " or "))
-		default:
-			var by []string
-			for _, m := range found[i] {
-				by = append(by, strings.Join(m.keys, ", "))
-			}
-			slices.Sort(by)
-			return fmt.Errorf("%w: model %s: row %d met a conflict, and %d rows of %s hold its values, by different unique keys (%s): "+
-				"MySQL/MariaDB updates one of them and the plugin cannot tell which; create such a row on its own, so that the database says which "+
-				"(with an integer key)", ErrUpsertRow, model, r.at, len(found[i]), u.stmt.Table, strings.Join(by, "; "))
+			continue
 		}
+		if !update {
+			u.restore(r) // DoNothing wrote nothing of it
+			continue
+		}
+		if len(found[i]) == 0 {
+			return fmt.Errorf("%w: model %s: row %d met a conflict, but no row of %s holds its values in %s after the upsert "+
+				"(does DoUpdates change them?): the struct would hold values that are not in the table",
+				ErrUpsertRow, model, r.at, u.stmt.Table, strings.Join(searched[i], " or "))
+		}
+		var by []string
+		for _, m := range found[i] {
+			by = append(by, strings.Join(m.keys, ", "))
+		}
+		slices.Sort(by)
+		return fmt.Errorf("%w: model %s: row %d met a conflict, and %d rows of %s hold its values, by different unique keys (%s): "+
+			"MySQL/MariaDB updates one of them and the plugin cannot tell which; create such a row on its own, so that the database says which "+
+			"(with an integer key)", ErrUpsertRow, model, r.at, len(found[i]), u.stmt.Table, strings.Join(by, "; "))
 	}
 	return nil
 }
@@ -509,11 +660,47 @@ type match struct {
 	keys   []string
 }
 
+// readFields are the columns the plugin reads back: the plan's, then those
+// of the table's primary key that the plan does not fill, which tell rows
+// apart.
+func (mp *modelPlan) readFields() []*schema.Field {
+	fields := make([]*schema.Field, 0, len(mp.cols)+1)
+	for _, j := range mp.cols {
+		fields = append(fields, mp.fields[j])
+	}
+	for _, pk := range mp.schema.PrimaryFields {
+		if pk.DBName != "" && pk.Readable && !slices.Contains(fields, pk) {
+			fields = append(fields, pk)
+		}
+	}
+	return fields
+}
+
+// identity tells apart the rows of the table read back as values (see
+// readFields): by their primary key, or by all their values without one.
+func (u *upsert) identity(values []reflect.Value) any {
+	var id []any
+	for i, f := range u.read {
+		if f.PrimaryKey {
+			id = append(id, deref(values[i].Interface()))
+		}
+	}
+	if len(id) == 0 {
+		for _, v := range values {
+			id = append(id, deref(v.Interface()))
+		}
+	}
+	if len(id) == 1 {
+		return id[0]
+	}
+	return fmt.Sprintf("%#v", id)
+}
+
 // query runs one look-up: a SELECT per branch, joined with UNION ALL and
-// numbered by its first column, reading the plan's columns. On MySQL each
+// numbered by its first column, reading the readFields. On MySQL each
 // SELECT locks what it reads, so that it reads the latest rows (a caller's
 // REPEATABLE READ transaction would read its snapshot); those rows are
-// already the create's, locked by its update.
+// already the create's, locked by its insert.
 func (u *upsert) query(db *gorm.DB, part []branch, yield func(branch, []reflect.Value)) error {
 	mysql := db.Dialector.Name() == "mysql"
 	var (
@@ -528,12 +715,8 @@ func (u *upsert) query(db *gorm.DB, part []branch, yield func(branch, []reflect.
 			sb.WriteByte('(')
 		}
 		sb.WriteString("SELECT " + strconv.Itoa(n))
-		for _, j := range u.plan.cols {
-			sb.WriteString(", ?")
-			vars = append(vars, clause.Column{Name: u.plan.fields[j].DBName})
-		}
-		sb.WriteString(" FROM ? WHERE ")
-		vars = append(vars, clause.Table{Name: u.stmt.Table})
+		vars = u.selectList(&sb, vars)
+		sb.WriteString(" WHERE ")
 		for i, f := range b.key.fields {
 			if i > 0 {
 				sb.WriteString(" AND ")
@@ -553,18 +736,35 @@ func (u *upsert) query(db *gorm.DB, part []branch, yield func(branch, []reflect.
 			sb.WriteString(" FOR UPDATE)")
 		}
 	}
-	rows, err := session(db).Raw(sb.String(), vars...).Rows()
+	return u.scan(session(db).Raw(sb.String(), vars...), func(n int, values []reflect.Value) { yield(part[n], values) })
+}
+
+// selectList writes the readFields, each after a comma, and the FROM
+// clause of a read-back.
+func (u *upsert) selectList(sb *strings.Builder, vars []any) []any {
+	for _, f := range u.read {
+		sb.WriteString(", ?")
+		vars = append(vars, clause.Column{Name: f.DBName})
+	}
+	sb.WriteString(" FROM ?")
+	return append(vars, clause.Table{Name: u.stmt.Table})
+}
+
+// scan runs q, which reads a number and then the readFields, and yields
+// each row's number and values.
+func (u *upsert) scan(q *gorm.DB, yield func(n int, values []reflect.Value)) error {
+	rows, err := q.Rows()
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	dest := make([]any, 1+len(u.plan.cols))
 	var n int
+	dest := make([]any, 1+len(u.read))
 	dest[0] = &n
 	for rows.Next() {
-		values := make([]reflect.Value, len(u.plan.cols))
-		for k, j := range u.plan.cols {
-			values[k] = reflect.New(u.plan.fields[j].FieldType)
+		values := make([]reflect.Value, len(u.read))
+		for k, f := range u.read {
+			values[k] = reflect.New(f.FieldType)
 			dest[k+1] = values[k].Interface()
 		}
 		if err := rows.Scan(dest...); err != nil {
@@ -573,7 +773,7 @@ func (u *upsert) query(db *gorm.DB, part []branch, yield func(branch, []reflect.
 		for k := range values {
 			values[k] = values[k].Elem()
 		}
-		yield(part[n], values)
+		yield(n, values)
 	}
 	return rows.Err()
 }
@@ -587,8 +787,8 @@ func (u *upsert) value(r *upsertRow, sf *schema.Field) any {
 	return v
 }
 
-// copyIn sets the values the plugin drew for r to those of the row of the
-// table it met: values holds the plan's columns.
+// copyIn sets the values the plugin drew for r to those of a row of the
+// table: values holds the readFields, the plan's columns first.
 func (u *upsert) copyIn(r *upsertRow, values []reflect.Value) {
 	for k, j := range u.plan.cols {
 		if r.drawn[j] == kept {

@@ -31,8 +31,9 @@ type caller struct {
 	name string
 	// namespaces are the machine-ID namespaces its proxy leases may name,
 	// segments the sequences it may fetch from; none unless the tokens file
-	// lists them.
-	namespaces, segments access
+	// lists them. chains are the chains it may draw on /v1/ids/{chain};
+	// every chain the server serves unless the tokens file lists them.
+	namespaces, segments, chains access
 	// machines is its quota of machine IDs through the proxy; 0 means
 	// the default of 256.
 	machines int
@@ -40,7 +41,7 @@ type caller struct {
 
 // anonymous is the caller of a server without tokens, which is loopback
 // only unless the operator says otherwise (see Settings.AllowedHosts).
-var anonymous = &caller{name: "", namespaces: access{all: true}, segments: access{all: true}}
+var anonymous = &caller{name: "", namespaces: access{all: true}, segments: access{all: true}, chains: access{all: true}}
 
 // access is a list of names, or every name.
 type access struct {
@@ -53,35 +54,67 @@ func (a access) allows(name string) bool { return a.all || a.names[name] }
 // readTokens reads a tokens file (Settings.TokensFile). Each line is one
 // caller:
 //
-//	name token [namespaces=a,b|*] [segments=a,b|*] [machines=N]
+//	name token [namespaces=a,b|*] [segments=a,b|*] [chains=a,b|*] [machines=N]
 //
 // or a bare token (named after its line number, with no proxy rights);
 // fields are separated by white space, blank lines and lines starting with
 // # are skipped. namespaces lists the machine-ID namespaces the caller's
 // proxy leases may name and segments the sequences it may fetch through the
-// proxy ("*": any); a caller without them may not use the proxy. machines
-// is its quota of machine IDs held through the proxy (default 256). Tokens shorter than 16 bytes, repeated names
-// or tokens, and unknown options are refused. An empty file is an error: it
-// would lock every caller out. On Unix a file that group or others may read
-// or write is refused, since whoever reads it can act as every caller in it.
-// Every error wraps engine.ErrInvalidConfig.
+// proxy ("*": any); a caller without them may not use the proxy. chains
+// lists the chains it may draw on the ID routes (default: every chain the
+// server serves). machines is its quota of machine IDs held through the
+// proxy (default 256). Tokens shorter than 16 bytes, repeated names or
+// tokens, and unknown options are refused. An empty file is an error: it
+// would lock every caller out. On Unix the file must be a regular file
+// (a symbolic link to one will do) owned by the server's user or root,
+// which group and others may neither read nor write, since whoever reads it
+// can act as every caller in it and whoever writes it can add callers; it
+// is opened without blocking, so a FIFO in its place is refused rather than
+// waited on. Every error wraps engine.ErrInvalidConfig.
 func readTokens(path string) (*tokenSet, error) {
-	f, err := os.Open(path)
+	f, err := openTokens(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile): %v", engine.ErrInvalidConfig, err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile): %v", engine.ErrInvalidConfig, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile) %s: a %s, not a regular file", engine.ErrInvalidConfig, path, fileKind(fi.Mode()))
+	}
 	if runtime.GOOS != "windows" {
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile): %v", engine.ErrInvalidConfig, err)
-		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 			return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile) %s: mode %04o lets group or others read or write it; chmod 600 it (or 400)",
 				engine.ErrInvalidConfig, path, perm)
 		}
+		if err := checkOwner(fi); err != nil {
+			return nil, fmt.Errorf("%w: tokens file (Settings.TokensFile) %s: %v", engine.ErrInvalidConfig, path, err)
+		}
 	}
-	return parseTokens(f)
+	// A regular file this large is no tokens file; reading it whole would
+	// cost memory for nothing.
+	return parseTokens(io.LimitReader(f, maxTokensFile))
+}
+
+// maxTokensFile bounds what readTokens reads: 1 MiB holds some ten
+// thousand callers.
+const maxTokensFile = 1 << 20
+
+// fileKind names a file mode's type for an error.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // parseTokens reads tokens in the format of readTokens.
@@ -96,7 +129,7 @@ func parseTokens(r io.Reader) (*tokenSet, error) {
 			continue
 		}
 		fields := strings.Fields(line)
-		c := &caller{}
+		c := &caller{chains: access{all: true}}
 		var tok string
 		switch len(fields) {
 		case 1:
@@ -137,7 +170,7 @@ func (c *caller) parseOptions(opts []string) error {
 		k, v, ok := strings.Cut(o, "=")
 		switch {
 		case !ok: // not quoted: it may be a piece of a token with a space in it
-			return fmt.Errorf("field %d is no option (want namespaces=a,b, segments=a,b or machines=N; a token has no white space)", i+3)
+			return fmt.Errorf("field %d is no option (want namespaces=a,b, segments=a,b, chains=a,b or machines=N; a token has no white space)", i+3)
 		case seen[k]:
 			return fmt.Errorf("option %s given twice", quoteBounded(k))
 		}
@@ -148,13 +181,15 @@ func (c *caller) parseOptions(opts []string) error {
 			c.namespaces, err = parseAccess(v)
 		case "segments":
 			c.segments, err = parseAccess(v)
+		case "chains":
+			c.chains, err = parseAccess(v)
 		case "machines":
 			c.machines, err = strconv.Atoi(v)
 			if err != nil || c.machines < 1 {
 				err = fmt.Errorf("machines=%s: want a whole number above 0", v)
 			}
 		default:
-			err = fmt.Errorf("unknown option %s (known: namespaces, segments, machines)", quoteBounded(k))
+			err = fmt.Errorf("unknown option %s (known: namespaces, segments, chains, machines)", quoteBounded(k))
 		}
 		if err != nil {
 			return err

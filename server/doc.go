@@ -37,20 +37,32 @@
 //     not and nothing else: details go to token holders and to the log.
 //     Probes are answered outside every request limit, and readiness is
 //     cached for a second, so probes cannot load the store.
-//   - A token holder may draw IDs, decode, read the layout, the metrics and
-//     the state page. Its requests and connections are bounded per token
-//     and overall (64 requests and 256 connections a token, 1024 requests
-//     and 4096 connections in all), so one token's flood leaves others
-//     served.
+//   - A token holder may draw IDs (from the chains its chains= names, all
+//     by default), decode, read the layout, the metrics and the state
+//     page. Its requests and connections are bounded per token and overall
+//     (64 requests and 256 connections a token, 1024 requests and 4096
+//     connections in all), and so are the chain names it may open (256
+//     beyond the configured ones), so one token's flood leaves others
+//     served. Names of dated chains' periods (<chain>:<yyyyMMdd> and the
+//     like) are nobody's to draw or fetch: a day's counter cannot be used
+//     up by name. No answer or page shows the store's address or key prefix.
 //   - Through the proxy a token may only name the namespaces and segments the
 //     tokens file gives it. A machine-ID lease belongs to whoever
 //     distributed it: the answer carries a secret that its guard and revert
-//     must present, a second claimant of a live lease is refused, each
-//     token holds at most its quota of machine IDs, and the server's own
-//     lease is never reachable. Steps and timestamps are bounded
-//     (10^8 IDs a fetch, 2 s ahead of the server's clock), so no call can burn a sequence
-//     or poison a machine ID for its next holder. Every lease action is
-//     logged with the token's name.
+//     must present, a claim of an instance whose lease is live is refused
+//     unless it presents the secret and changes nothing the holder depends
+//     on, each token holds at most its quota of machine IDs (stable ones
+//     counted from the store, so across restarts), and the server's own
+//     lease is never reachable. The reclaim cut-off is the server's (every
+//     Distribute goes to the store with its safe-guard), steps and
+//     timestamps are bounded (10^8 IDs a fetch, 2 s ahead of the server's
+//     clock), so no call can burn a sequence, take a live holder's machine
+//     ID or poison one for its next holder.
+//   - Every lease action and chain opening leaves an audit line with the
+//     token's name, as does a draw that nears or passes a sequence's
+//     capacity, up to 100 lines a token per 10 s; refused requests, failed
+//     authentications included, are counted in metrics and summed up in one
+//     log line per token and code per 10 s.
 //   - A web page in a browser on the same machine holds no token: the server
 //     refuses requests with a foreign Origin or a cross-site
 //     Sec-Fetch-Site, POSTs without a JSON content type, and, without

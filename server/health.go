@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/idforge/idforge/internal/outage"
+	"github.com/idforge/idforge/internal/reason"
 )
 
 // readyTimeout bounds one readiness check.
@@ -99,7 +101,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	err, detailed := s.check(), s.detailed(r)
 	switch {
 	case err != nil && detailed:
-		writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+		writeError(w, http.StatusServiceUnavailable, "not_ready", notReady(err))
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "not ready")
 	case detailed:
@@ -107,4 +109,16 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 	}
+}
+
+// notReady says why the server is not ready, to a token holder: the part
+// that failed (the text before the error's first colon, as "lease" or
+// "store", when it is one word) and the engine's reason. The error's own
+// words may name the store's address, and go to the log.
+func notReady(err error) string {
+	what := "not ready"
+	if part, _, ok := strings.Cut(err.Error(), ":"); ok && part != "" && len(part) <= 16 && strings.Trim(part, "abcdefghijklmnopqrstuvwxyz") == "" {
+		what += ": " + part
+	}
+	return what + ": " + reason.Of(err) + " (the server's log has the details)"
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,15 +27,18 @@ import (
 	"github.com/idforge/idforge/internal/wire"
 )
 
-// httpError is a refusal: status, a machine-readable code and a message.
+// httpError is a refusal: status, a machine-readable code and a message,
+// and for the log only, the detail of what failed (an engine error's text,
+// which may name the store's address).
 type httpError struct {
 	status  int
 	code    string
 	message string
+	detail  string
 }
 
 func badRequest(code, format string, args ...any) *httpError {
-	return &httpError{http.StatusBadRequest, code, fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusBadRequest, code: code, message: fmt.Sprintf(format, args...)}
 }
 
 type errorBody struct {
@@ -42,10 +47,29 @@ type errorBody struct {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeErrorDetail(w, status, code, msg, "")
+}
+
+// writeErrorDetail answers with an error, and counts it against the
+// request's caller when it is a refusal (4xx, 5xx), with detail, or msg,
+// for the log.
+func writeErrorDetail(w http.ResponseWriter, status int, code, msg, detail string) {
+	if rp, ok := w.(*reply); ok && status >= 400 {
+		name := ""
+		if rp.c != nil {
+			name = rp.c.name
+		}
+		if detail == "" {
+			detail = msg
+		}
+		rp.s.ledger.refuse(name, code, status, rp.r, detail)
+	}
 	writeJSON(w, status, errorBody{Error: msg, Code: code})
 }
 
-func (e *httpError) write(w http.ResponseWriter) { writeError(w, e.status, e.code, e.message) }
+func (e *httpError) write(w http.ResponseWriter) {
+	writeErrorDetail(w, e.status, e.code, e.message, e.detail)
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
@@ -236,16 +260,17 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
+	c := callerOf(w)
 	if q.kind == genreg.UUIDv7 {
-		s.serveUUIDs(w, r, q)
+		s.serveUUIDs(w, r, c, q)
 		return
 	}
 	g, err := s.snowflake(r.Context())
 	if err != nil {
-		generatorError(err).write(w)
+		s.generatorError(c, "", err).write(w)
 		return
 	}
-	s.serveIDs(w, r, g, q)
+	s.serveIDs(w, r, c, "", g, q)
 }
 
 func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
@@ -254,66 +279,104 @@ func (s *Server) handleChain(w http.ResponseWriter, r *http.Request) {
 		herr.write(w)
 		return
 	}
-	name := r.PathValue("chain")
-	if conf, ok := s.cfg.Dated[name]; ok {
-		if q.dated != conf && (q.dated != "" || q.f != (idFormat{quoted: true})) {
-			badRequest("bad_format", "chain %q is served in its configured format %s only", name, quoteBounded(conf)).write(w)
-			return
-		}
-		q.dated = conf
-	}
-	if q.dated != "" {
-		s.serveDated(w, r, name, q)
+	name, c := r.PathValue("chain"), callerOf(w)
+	switch {
+	case validName(name) && derived(name):
+		refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("name %q: %s", name, reservedRule)).write(w)
+		return
+	case !c.chains.allows(name):
+		refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not draw chain %s (see chains= in the tokens file)", quoteBounded(name))).write(w)
 		return
 	}
-	g, herr := s.chain(r.Context(), name)
+	f := s.dated[name]
+	if f != nil {
+		if q.dated != f.String() && (q.dated != "" || q.f != (idFormat{quoted: true})) {
+			badRequest("bad_format", "chain %q is served in its configured format %s only", name, quoteBounded(f.String())).write(w)
+			return
+		}
+	} else if q.dated != "" {
+		var err error
+		if f, err = dated.Parse(q.dated); err != nil {
+			badRequest("bad_format", "%v", err).write(w)
+			return
+		}
+	}
+	if f != nil {
+		s.serveDated(w, r, c, name, f, q)
+		return
+	}
+	g, herr := s.chain(r.Context(), c, name)
 	if herr != nil {
 		herr.write(w)
 		return
 	}
-	s.serveIDs(w, r, g, q)
+	s.serveIDs(w, r, c, name, g, q)
 }
 
 // serveUUIDs writes q.count UUIDs of kind uuidv7.
-func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, q idQuery) {
+func (s *Server) serveUUIDs(w http.ResponseWriter, r *http.Request, c *caller, q idQuery) {
 	g, err := genreg.UUIDOf(r.Context(), s.cfg.Registry, genreg.UUIDv7, "")
 	if err != nil {
-		generatorError(err).write(w)
+		s.generatorError(c, genreg.UUIDv7, err).write(w)
 		return
 	}
-	s.serveStrings(w, r, q, func(ctx context.Context) (string, error) {
+	b, herr := s.drawStrings(r.Context(), c, genreg.UUIDv7, q, func(ctx context.Context) (string, error) {
 		u, err := g.NextUUID(ctx)
 		return uuid.UUID(u).String(), err
 	})
-}
-
-// serveDated writes q.count numbers of the dated chain name in q.dated.
-func (s *Server) serveDated(w http.ResponseWriter, r *http.Request, name string, q idQuery) {
-	if herr := s.admit(name); herr != nil {
+	if herr != nil {
 		herr.write(w)
 		return
 	}
-	g, err := idgen.Dated(s.cfg.Registry, name, q.dated)
-	if err != nil {
-		generatorError(err).write(w)
-		return
-	}
-	s.serveStrings(w, r, q, g)
+	writeIDs(w, q.text, b)
 }
 
-// serveStrings draws q.count strings from next and writes them: JSON
-// {"ids":[...]} or text, one a line. An error writes nothing of what was
-// drawn.
-func (s *Server) serveStrings(w http.ResponseWriter, r *http.Request, q idQuery, next func(context.Context) (string, error)) {
+// serveDated writes q.count numbers of the dated chain name in format f.
+// A draw that brings the period's counter near what f holds, or past it,
+// leaves an audit line: a dated chain that runs out refuses every draw
+// until the period ends.
+func (s *Server) serveDated(w http.ResponseWriter, r *http.Request, c *caller, name string, f *dated.Format, q idQuery) {
+	if herr := s.admit(c, name); herr != nil {
+		herr.write(w)
+		return
+	}
+	g, err := idgen.Dated(s.cfg.Registry, name, f.String())
+	if err != nil {
+		s.generatorError(c, name, err).write(w)
+		return
+	}
+	var last string
+	b, herr := s.drawStrings(r.Context(), c, name, q, func(ctx context.Context) (string, error) {
+		v, err := g(ctx)
+		last = v
+		return v, err
+	})
+	if herr != nil {
+		herr.write(w)
+		return
+	}
+	if key, n, err := f.Read(last); err == nil && near(n, f.Max()) {
+		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence near its capacity", "token", c.name, "name", name, "period", key,
+			"counter", n, "capacity", f.Max(), "count", q.count)
+	}
+	writeIDs(w, q.text, b)
+}
+
+// near reports whether counter n is within the last tenth of capacity.
+func near(n, capacity int64) bool { return n > capacity-capacity/10 }
+
+// drawStrings draws q.count strings from next, for chain name, into the
+// answer's body: JSON {"ids":[... or text, one a line. An error returns
+// nothing of what was drawn.
+func (s *Server) drawStrings(ctx context.Context, c *caller, name string, q idQuery, next func(context.Context) (string, error)) ([]byte, *httpError) {
 	var b []byte
 	if !q.text {
 		b = append(b, `{"ids":[`...)
 	}
 	for i := range q.count {
-		v, err := next(r.Context())
+		v, err := next(ctx)
 		if err != nil {
-			generatorError(err).write(w)
-			return
+			return nil, s.generatorError(c, name, err)
 		}
 		switch {
 		case q.text:
@@ -325,12 +388,12 @@ func (s *Server) serveStrings(w http.ResponseWriter, r *http.Request, q idQuery,
 			b = strconv.AppendQuote(b, v) // the grammars leave nothing to escape
 		}
 	}
-	writeIDs(w, q.text, b)
+	return b, nil
 }
 
-// serveIDs draws q.count IDs from g and writes them: JSON {"ids":[...]} or
-// text, one a line.
-func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, g engine.Generator, q idQuery) {
+// serveIDs draws q.count IDs from g, chain name ("" for snowflake IDs), and
+// writes them: JSON {"ids":[...]} or text, one a line.
+func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, c *caller, name string, g engine.Generator, q idQuery) {
 	bp := bufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	defer func() {
@@ -341,10 +404,14 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, g engine.Gener
 	}()
 	ids, err := s.draw(r.Context(), g, q.count)
 	if err != nil {
-		generatorError(err).write(w)
+		s.generatorError(c, name, err).write(w)
 		return
 	}
 	defer putIDs(ids)
+	if last := (*ids)[len(*ids)-1]; name != "" && near(last, math.MaxInt64) {
+		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence near its capacity", "token", c.name, "name", name, "counter", last,
+			"capacity", int64(math.MaxInt64), "count", q.count)
+	}
 	if !q.text {
 		b = append(b, `{"ids":[`...)
 	}
@@ -598,4 +665,9 @@ func layoutName(l snowflake.Layout) string {
 		return "jssafe-second"
 	}
 	return "custom"
+}
+
+// refusal is an httpError without detail.
+func refusal(status int, code, message string) *httpError {
+	return &httpError{status: status, code: code, message: message}
 }

@@ -110,7 +110,7 @@ func TestDatedChains(t *testing.T) {
 	for target, code := range map[string]string{
 		"/v1/ids/invoice?format=radix62":                                   "bad_format", // configured: that format only
 		"/v1/ids/invoice?format=" + url.QueryEscape("{yyyy}{seq:4}"):       "bad_format",
-		"/v1/ids/order?format=" + url.QueryEscape("{dd}{MM}{yyyy}{seq:4}"): "invalid",
+		"/v1/ids/order?format=" + url.QueryEscape("{dd}{MM}{yyyy}{seq:4}"): "bad_format",
 		"/v1/ids?format=" + url.QueryEscape("{yyyy}{seq:4}"):               "bad_format", // snowflake IDs
 		"/v1/ids/order?format=%zz":                                         "bad_format",
 	} {

@@ -62,7 +62,7 @@ func (l *limits) enter(w http.ResponseWriter, r *http.Request, name string, maxI
 			l.mu.Unlock()
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Retry-After", "1")
-			return nil, &httpError{http.StatusTooManyRequests, "busy", fmt.Sprintf("this token has %d connections open, its limit; reuse them", maxConns)}
+			return nil, refusal(http.StatusTooManyRequests, "busy", fmt.Sprintf("this token has %d connections open, its limit; reuse them", maxConns))
 		}
 		if !ci.closed { // else connState forgot it already: count it no more
 			if old := ci.caller.Load(); old != nil {
@@ -76,7 +76,7 @@ func (l *limits) enter(w http.ResponseWriter, r *http.Request, name string, maxI
 	if cl.inFlight.Add(1) > int64(maxInFlight) {
 		cl.inFlight.Add(-1)
 		w.Header().Set("Retry-After", "1")
-		return nil, &httpError{http.StatusTooManyRequests, "busy", fmt.Sprintf("this token has %d requests in flight, its limit; retry", maxInFlight)}
+		return nil, refusal(http.StatusTooManyRequests, "busy", fmt.Sprintf("this token has %d requests in flight, its limit; retry", maxInFlight))
 	}
 	return cl, nil
 }

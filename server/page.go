@@ -10,6 +10,7 @@ package server
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -65,10 +66,8 @@ type page struct {
 
 // newPage returns the state page of s, drawing its figures from stats.
 func newPage(stats func() idforge.Stats, s *Server) *page {
+	// No fallback to the store's own description: it may hold an address.
 	info := pageInfo{Namespace: s.cfg.Instance.Namespace, LayoutName: layoutName(s.cfg.Layout), Store: s.cfg.StoreName, Layout: s.cfg.Layout}
-	if st, ok := s.cfg.Proxy.(fmt.Stringer); ok && info.Store == "" {
-		info.Store = st.String()
-	}
 	return &page{info: info, stats: stats, refresh: 5 * time.Second, log: s.log, started: time.Now()}
 }
 
@@ -146,7 +145,10 @@ func byKind(m map[string]int64) string {
 func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.stats()
 	v := view{pageInfo: h.info, Snap: s, Now: time.Now(), Uptime: time.Since(h.started).Round(time.Second).String()}
+	// Every token holder reads the page: errors show as the engine's words
+	// for what happened, never the store's, which may name its address.
 	for _, c := range s.Calls {
+		c.Err = pageError(c.Err)
 		if c.Op == "next_max_id" {
 			v.Recent = append(v.Recent, c)
 		} else {
@@ -183,6 +185,9 @@ func (h *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, g := range s.Generators {
 		if g.Kind == genreg.Chain {
+			if g.LastError != nil {
+				g.LastError = errors.New(pageError(g.LastError.Error()))
+			}
 			v.Chains = append(v.Chains, g)
 		} else {
 			v.Others = append(v.Others, g)

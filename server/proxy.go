@@ -26,20 +26,18 @@ func (s *Server) proxyRoutes() {
 	s.mux.HandleFunc("POST /v1/proxy/segments/next", s.handleSegment)
 }
 
-// callerKey carries the proxy request's *caller in its context.
-type callerKey struct{}
-
-func callerOf(r *http.Request) *caller { return r.Context().Value(callerKey{}).(*caller) }
-
 // readBody decodes a JSON body of at most maxProxyBody bytes, refusing
 // unknown fields and trailing data.
 func readBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
+	if rp, ok := w.(*reply); ok {
+		w = rp.ResponseWriter // whose Connection: close a body too large sets
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxProxyBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return &httpError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body may hold %d bytes", maxProxyBody)}
+			return refusal(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body may hold %d bytes", maxProxyBody))
 		}
 		// The decoder's message may quote a field name: only a short one.
 		if msg := err.Error(); len(msg) <= 2*maxEcho {
@@ -68,19 +66,37 @@ func keyOf(m *wire.MachineRequest) leaseKey { return leaseKey{m.Namespace, m.Ins
 // proxyError maps a store error to a status and a code proxystore reads
 // back: the error's reason (internal/reason), timeout for a canceled or
 // expired call, store_unavailable for what proxystore has no sentinel of.
-func proxyError(err error) *httpError {
-	switch r := reason.Of(err); r {
+// The message is the server's, naming what the request named: the store's
+// own words may name its address and key prefix, and go to the log.
+func proxyError(err error, req *wire.MachineRequest, segment string) *httpError {
+	e := &httpError{status: http.StatusServiceUnavailable, code: reason.Of(err), detail: err.Error()}
+	switch e.code {
 	case reason.InvalidConfig:
-		return &httpError{http.StatusBadRequest, r, err.Error()}
-	case reason.InstanceInUse, reason.NoFloor, reason.MachineIDLost, reason.MachineIDOverflow:
-		return &httpError{http.StatusConflict, r, err.Error()}
+		e.status, e.message = http.StatusBadRequest, "the store refused the request as invalid; the server's log has the details"
+	case reason.InstanceInUse:
+		e.status, e.message = http.StatusConflict, inUse(keyOf(req))
+	case reason.MachineIDLost:
+		e.status, e.message = http.StatusConflict, fmt.Sprintf("machine ID %d of instance %q in namespace %q is no longer held by this lease "+
+			"(lost, given back or taken over): acquire a new one", req.MachineID, req.Instance, req.Namespace)
+	case reason.MachineIDOverflow:
+		e.status, e.message = http.StatusConflict, fmt.Sprintf("namespace %q: every machine ID of %d bits is taken", req.Namespace, req.MachineBits)
+	case reason.NoFloor:
+		e.status, e.message = http.StatusConflict, publicMessage(e.code, segment)
 	case reason.StoreReset:
-		return &httpError{http.StatusServiceUnavailable, r, err.Error()}
+		e.message = publicMessage(e.code, "")
 	case reason.Canceled, reason.Deadline:
-		return &httpError{http.StatusServiceUnavailable, wire.CodeTimeout, err.Error()}
+		e.code, e.message = wire.CodeTimeout, publicMessage(e.code, "")
 	default:
-		return &httpError{http.StatusServiceUnavailable, wire.CodeStoreUnavailable, err.Error()}
+		e.code, e.message = wire.CodeStoreUnavailable, publicMessage(reason.StoreUnavailable, "")
 	}
+	return e
+}
+
+// inUse is the refusal of a claim of instance k while another process
+// holds it live.
+func inUse(k leaseKey) string {
+	return fmt.Sprintf("instance %q of namespace %q is held by a live lease of another process; "+
+		"two processes with one instance ID would issue the same IDs: give each its own", k.instance, k.namespace)
 }
 
 // proxyContext bounds a store call: the caller's request, at most 10 s.
@@ -101,9 +117,9 @@ func (s *Server) machineRequest(w http.ResponseWriter, r *http.Request, c *calle
 	case !validName(req.Instance):
 		return badRequest(wire.CodeInvalidConfig, "instance %s: %s", quoteBounded(req.Instance), nameRule)
 	case !c.namespaces.allows(req.Namespace):
-		return &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace)}
+		return refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use namespace %q (see namespaces= in the tokens file)", req.Namespace))
 	case req.Namespace == s.cfg.Instance.Namespace && req.Instance == s.cfg.Instance.ID:
-		return &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace)}
+		return refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("instance %q of namespace %q is this server's own", req.Instance, req.Namespace))
 	}
 	return nil
 }
@@ -120,13 +136,14 @@ func (s *Server) checkTimestamp(ts int64, now time.Time) *httpError {
 }
 
 func (s *Server) handleDistribute(w http.ResponseWriter, r *http.Request) {
-	c := callerOf(r)
+	c := callerOf(w)
 	var req wire.MachineRequest
 	id, herr := s.distribute(w, r, c, &req)
-	s.audit("distribute", c, &req, id, herr)
 	if herr != nil {
 		herr.write(w)
+		return
 	}
+	s.auditLease("distribute", c, &req, id)
 }
 
 func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, req *wire.MachineRequest) (int64, *httpError) {
@@ -137,6 +154,15 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 		return -1, badRequest(wire.CodeInvalidConfig, "safe_guard_ms %d: want a positive duration in milliseconds", req.SafeGuardMillis)
 	}
 	safeGuard := time.Duration(req.SafeGuardMillis) * time.Millisecond
+	// The reclaim cut-off is the server's, not the claimant's: every
+	// Distribute goes to the store with the server's safe-guard, so no
+	// claimant can take an ID whose holder was silent for less. A holder
+	// that would trust itself longer than that could issue beside the
+	// next holder of its ID: refused.
+	if safeGuard > s.cfg.safeGuard {
+		return -1, badRequest(wire.CodeInvalidConfig, "safe_guard_ms %d: this server lets another process reclaim a silent machine ID after %v; "+
+			"a lease that trusts itself longer could issue beside the next holder: set its SafeGuard to at most %v", req.SafeGuardMillis, s.cfg.safeGuard, s.cfg.safeGuard)
+	}
 	// leased.Acquire refuses a lease that may issue alone for as long as
 	// the store's reset grace: past it, the holder has stopped.
 	alone := s.cfg.Proxy.Terms().ResetGrace
@@ -147,22 +173,49 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	if c.machines > 0 {
 		quota = c.machines
 	}
-	cl, herr := s.leases.claim(c, quota, keyOf(req), req.Lease, req.Stable, alone, safeGuard, time.Now())
+	ctx, cancel := proxyContext(r)
+	defer cancel()
+	s.leases.refresh(ctx, s.cfg.Proxy, s.countedNamespaces(c, req.Namespace), time.Now())
+	cl, herr := s.leases.claim(c, quota, keyOf(req), req.Lease, req.Stable, alone, s.cfg.safeGuard, s.ownKey(), time.Now())
 	if herr != nil {
 		return -1, herr
 	}
-	ctx, cancel := proxyContext(r)
-	defer cancel()
-	st, err := s.cfg.Proxy.Distribute(ctx, instanceOf(req), req.MachineBits, safeGuard)
+	// Settled before the answer goes out (the holder's first guard may
+	// follow at once), and on a panic too: a claim left at the store
+	// would refuse the instance for good.
+	settled := false
+	defer func() {
+		if !settled {
+			s.leases.settle(cl, machine.State{}, errors.New("the store call did not return"), time.Now())
+		}
+	}()
+	st, err := s.cfg.Proxy.Distribute(ctx, instanceOf(req), req.MachineBits, s.cfg.safeGuard)
 	s.leases.settle(cl, st, err, time.Now())
+	settled = true
 	if err != nil {
-		return -1, proxyError(err)
+		return -1, proxyError(err, req, "")
 	}
 	terms := s.cfg.Proxy.Terms()
 	writeJSON(w, http.StatusOK, wire.MachineState{MachineID: st.MachineID, LastTimestamp: st.LastTimestamp,
 		ResetGraceMillis: terms.ResetGrace.Milliseconds(), RideThroughMillis: terms.RideThrough.Milliseconds(),
 		Lease: cl.secret})
 	return st.MachineID, nil
+}
+
+// ownKey is the server's own instance, which is nobody's quota.
+func (s *Server) ownKey() leaseKey { return leaseKey{s.cfg.Instance.Namespace, s.cfg.Instance.ID} }
+
+// countedNamespaces are the namespaces whose stable machine IDs count
+// against caller c's quota: those its line names, and ns, where it claims
+// one now (a caller of any namespace names none).
+func (s *Server) countedNamespaces(c *caller, ns string) []string {
+	list := []string{ns}
+	for n := range c.namespaces.names {
+		if n != ns {
+			list = append(list, n)
+		}
+	}
+	return list
 }
 
 func (s *Server) handleGuard(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +229,7 @@ func (s *Server) handleRevert(w http.ResponseWriter, r *http.Request) {
 // leaseCall runs a guard or revert of a lease the caller holds on the
 // store, within the proxy's time bound.
 func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string, call func(context.Context, machine.Instance, machine.State) error) {
-	c := callerOf(r)
+	c := callerOf(w)
 	var req wire.MachineRequest
 	herr := s.machineRequest(w, r, c, &req)
 	if herr == nil {
@@ -197,31 +250,29 @@ func (s *Server) leaseCall(w http.ResponseWriter, r *http.Request, action string
 		cancel()
 		s.leases.done(keyOf(&req), e, action == "revert", err, time.Now())
 		if err != nil {
-			herr = proxyError(err)
+			herr = proxyError(err, &req, "")
 		}
 	}
-	s.audit(action, c, &req, req.MachineID, herr)
 	if herr != nil {
 		herr.write(w)
 		return
 	}
+	s.auditLease(action, c, &req, req.MachineID)
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
-// audit logs one line per lease action: who (the token's name; empty on a
-// server without tokens), which instance, which machine ID, and the
-// outcome. A guard that succeeds is a heartbeat, several a second per
-// holder: it is logged at debug level only.
-func (s *Server) audit(action string, c *caller, req *wire.MachineRequest, id int64, herr *httpError) {
-	level, result := slog.LevelInfo, "ok"
-	switch {
-	case herr != nil:
-		level, result = slog.LevelWarn, herr.code
-	case action == "guard":
+// auditLease writes the audit line of a lease action that succeeded: who
+// (the token's name; empty on a server without tokens), which instance,
+// which machine ID. A guard is a heartbeat, several a second per holder:
+// it is logged at debug level only. Refused actions are counted and summed
+// up in the log once per interval (see ledger).
+func (s *Server) auditLease(action string, c *caller, req *wire.MachineRequest, id int64) {
+	level := slog.LevelInfo
+	if action == "guard" {
 		level = slog.LevelDebug
 	}
-	s.log.Log(context.Background(), level, "idforge serve: proxy lease", "action", action, "token", c.name,
-		"namespace", boundedAttr(req.Namespace), "instance", boundedAttr(req.Instance), "stable", req.Stable, "machine_id", id, "result", result)
+	s.ledger.audit(c.name, level, "idforge serve: proxy lease", "action", action, "token", c.name, "namespace", boundedAttr(req.Namespace),
+		"instance", boundedAttr(req.Instance), "stable", req.Stable, "machine_id", id, "result", "ok")
 }
 
 // boundedAttr keeps a refused, overlong name from filling a log line.
@@ -233,22 +284,25 @@ func boundedAttr(v string) string {
 }
 
 func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
-	c := callerOf(r)
+	c := callerOf(w)
 	var req wire.SegmentRequest
 	max, herr := s.segment(w, r, c, &req)
-	level, result := slog.LevelInfo, "ok"
-	if herr != nil {
-		level, result = slog.LevelWarn, herr.code
-	}
-	s.log.Log(context.Background(), level, "idforge serve: proxy segment", "token", c.name, "name", boundedAttr(req.Name),
-		"step", req.Step, "max_id", max, "result", result)
 	if herr != nil {
 		herr.write(w)
 		return
 	}
+	level, msg := slog.LevelInfo, "idforge serve: proxy segment"
+	if near(max, math.MaxInt64) {
+		level, msg = slog.LevelWarn, "idforge serve: sequence near its capacity"
+	}
+	s.ledger.audit(c.name, level, msg, "token", c.name, "name", req.Name, "step", req.Step, "max_id", max, "result", "ok")
 	writeJSON(w, http.StatusOK, wire.SegmentRange{MaxID: max})
 }
 
+// segment fetches a range of a sequence for caller c. The step is bounded
+// by maxStep (10^8): every sequence a caller may fetch holds the int64
+// range, since the sequences with a smaller capacity, the periods of dated
+// chains, are nobody's to fetch (see derived).
 func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req *wire.SegmentRequest) (int64, *httpError) {
 	if herr := readBody(w, r, req); herr != nil {
 		return 0, herr
@@ -256,23 +310,25 @@ func (s *Server) segment(w http.ResponseWriter, r *http.Request, c *caller, req 
 	switch {
 	case !validName(req.Name):
 		return 0, badRequest(wire.CodeInvalidConfig, "segment name %s: %s", quoteBounded(req.Name), nameRule)
+	case derived(req.Name):
+		return 0, refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("segment %q: %s", req.Name, reservedRule))
 	case !c.segments.allows(req.Name):
-		return 0, &httpError{http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name)}
+		return 0, refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("this token may not use segment %q (see segments= in the tokens file)", req.Name))
 	case req.Step <= 0 || req.Step > s.cfg.maxStep:
 		return 0, badRequest(wire.CodeInvalidConfig, "step %d: want 1 to %d", req.Step, s.cfg.maxStep)
 	}
-	if herr := s.admit(req.Name); herr != nil {
+	if herr := s.admit(c, req.Name); herr != nil {
 		return 0, herr
 	}
 	d, err := s.cfg.Proxy.Segment(req.Name)
 	if err != nil {
-		return 0, proxyError(err)
+		return 0, proxyError(err, &wire.MachineRequest{}, req.Name)
 	}
 	ctx, cancel := proxyContext(r)
 	defer cancel()
 	max, err := d.NextMaxID(ctx, req.Step)
 	if err != nil {
-		return 0, proxyError(err)
+		return 0, proxyError(err, &wire.MachineRequest{}, req.Name)
 	}
 	return max, nil
 }

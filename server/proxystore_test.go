@@ -99,10 +99,14 @@ func serveProxyAt(t *testing.T, st idforge.Store, token string, opts ...func(*Se
 	return ps, ts.URL
 }
 
+// contractSafeGuard sets the server's reclaim cut-off to the machine
+// contract's safe-guard, which the suite's fake clock runs past.
+func contractSafeGuard(c *Settings) { c.safeGuard = time.Minute }
+
 func TestMachineContractMemory(t *testing.T) {
 	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
 		segs := &memSegments{}
-		return serveProxy(t, backing{machinetest.NewMemory(c), segs.Segment}, "")
+		return serveProxy(t, backing{machinetest.NewMemory(c), segs.Segment}, "", contractSafeGuard)
 	}
 	machinetest.Run(t, distributors)
 	leasetest.Run(t, distributors)
@@ -146,7 +150,7 @@ func sqliteBacking(t *testing.T, db *sql.DB, c clock.Clock) backing {
 func TestMachineContractSQLite(t *testing.T) {
 	db := openSQLite(t)
 	distributors := func(t *testing.T, c clock.Clock) machine.Distributor {
-		return serveProxy(t, sqliteBacking(t, db, c), "")
+		return serveProxy(t, sqliteBacking(t, db, c), "", contractSafeGuard)
 	}
 	machinetest.Run(t, distributors)
 	leasetest.Run(t, distributors)

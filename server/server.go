@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/leased"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -91,9 +92,14 @@ type Settings struct {
 	// shown on the state page.
 	Instance machine.Instance
 	// Chains, when not empty, is the list of chain names callers may draw
-	// from, directly or as proxy segments; any other name is 404. Empty
-	// admits any valid name, up to 256, so that callers cannot make the
-	// server open an unbounded number of sequences.
+	// from, directly or as proxy segments, with the names of Dated; any
+	// other name is 404. Empty admits any valid name; a name neither here
+	// nor in Dated takes a slot of the caller's allowance of 256 names, so
+	// that callers cannot make the server open an unbounded number of
+	// sequences, and one caller's names cannot keep another's out. Names of
+	// the form <chain>:<yyyy>, <chain>:<yyyyMM> and <chain>:<yyyyMMdd> are
+	// the sequences of dated chains' periods: no caller may draw or fetch
+	// them by those names.
 	Chains []string
 	// Dated gives chains a dated format (name → format, such as "invoice" →
 	// "INV-{yyyy}{MM}{dd}-{seq:6}"): /v1/ids/{name} then serves that
@@ -104,16 +110,18 @@ type Settings struct {
 	// present ("Authorization: Bearer <token>") on every route but /healthz
 	// and /readyz, one caller a line:
 	//
-	//	name token [namespaces=a,b|*] [segments=a,b|*] [machines=N]
+	//	name token [namespaces=a,b|*] [segments=a,b|*] [chains=a,b|*] [machines=N]
 	//
 	// or a bare token (named after its line number, with no proxy rights);
 	// blank lines and lines starting with # are skipped. namespaces and
 	// segments are the machine-ID namespaces and the sequences the caller
-	// may use through the proxy ("*": any; none when absent); machines its
-	// quota of machine IDs held through the proxy (default 256). Tokens
-	// shorter than 16 bytes, repeated names or tokens, unknown options, an
-	// empty file and, on Unix, a file group or others may read or write are
-	// refused. [Server.ReloadTokens] reads it again.
+	// may use through the proxy ("*": any; none when absent); chains the
+	// chains it may draw on /v1/ids/{chain} (every chain served when
+	// absent); machines its quota of machine IDs held through the proxy
+	// (default 256). Tokens shorter than 16 bytes, repeated names or tokens,
+	// unknown options, an empty file and, on Unix, anything but a regular
+	// file of the server's user (or root) that group and others may neither
+	// read nor write are refused. [Server.ReloadTokens] reads it again.
 	TokensFile string
 	// AllowedHosts are the host names (without port) requests may name in
 	// their Host header besides loopback ones. Empty: a server without
@@ -131,8 +139,9 @@ type Settings struct {
 	// Proxy enables the /v1/proxy endpoints on this store when not nil
 	// (engine/sqlstore's and engine/redisstore's Store are ones).
 	Proxy idforge.Store
-	// Logger receives recovered panics, readiness changes and the proxy's
-	// audit lines; nil is slog.Default().
+	// Logger receives recovered panics, readiness changes, the audit lines
+	// of what tokens do and the summaries of what they were refused; nil is
+	// slog.Default().
 	Logger *slog.Logger
 
 	// Limits, fixed by `idforge serve`; the zero value is the default
@@ -144,6 +153,10 @@ type Settings struct {
 	maxStep             int64         // largest proxy segment step, so that no call burns a sequence
 	maxTimestampAhead   time.Duration // how far ahead of this clock a proxy guard may put a last timestamp
 	maxMachinesPerToken int           // machine IDs one token may hold through the proxy (tokens file: machines=N)
+	maxChainsPerToken   int           // chain and segment names one token may open beyond the configured ones
+	safeGuard           time.Duration // the proxy's reclaim cut-off: the safe-guard every proxy Distribute goes to the store with
+	logInterval         time.Duration // how often refusals and dropped audit lines are summed up in the log
+	auditBudget         int           // audit lines one token may write per logInterval
 	readyInterval       time.Duration // how long /readyz reuses an answer of Ready
 	machineID           func() int64  // the machine ID in use; default the Registry's
 	tokens              *tokenSet     // instead of TokensFile
@@ -161,6 +174,8 @@ func (c *Settings) validate() error {
 		{"maxConns", &c.maxConns, defaultMaxConns},
 		{"maxConnsPerToken", &c.maxConnsPerToken, defaultMaxConnsPerToken},
 		{"maxMachinesPerToken", &c.maxMachinesPerToken, defaultMaxMachinesPerToken},
+		{"maxChainsPerToken", &c.maxChainsPerToken, wire.MaxChains},
+		{"auditBudget", &c.auditBudget, defaultAuditBudget},
 	} {
 		if *f.v < 0 {
 			return fmt.Errorf("%w: server: Settings.%s %d: want 0 (the default, %d) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
@@ -177,6 +192,8 @@ func (c *Settings) validate() error {
 	}{
 		{"maxTimestampAhead", &c.maxTimestampAhead, defaultMaxTimestampAhead},
 		{"readyInterval", &c.readyInterval, defaultReadyInterval},
+		{"safeGuard", &c.safeGuard, leased.DefaultSafeGuard},
+		{"logInterval", &c.logInterval, defaultLogInterval},
 	} {
 		if *f.v < 0 {
 			return fmt.Errorf("%w: server: Settings.%s %v: want 0 (the default, %v) or more", engine.ErrInvalidConfig, f.name, *f.v, f.def)
@@ -223,13 +240,23 @@ type Server struct {
 	page    http.Handler // the state page, nil without an *idforge.Registry
 	metrics http.Handler // /metrics, likewise
 
-	mu    sync.RWMutex
-	names map[string]bool // chain and segment names admitted; true once the Registry built the chain
+	mu     sync.RWMutex
+	names  map[string]*slot // chain and segment names admitted
+	opened map[string]int   // names each caller opened, by caller name; the configured ones are nobody's
+	dated  map[string]*dated.Format
 
 	inFlight atomic.Int64
 	limits   limits
 	ready    readiness
 	leases   leases
+	ledger   ledger
+}
+
+// slot is a chain or segment name the server serves.
+type slot struct {
+	built bool   // the Registry built the chain
+	owner string // the caller that opened it and whose allowance it takes; "" for a configured name
+	fixed bool   // configured (Chains, Dated): it takes nobody's allowance
 }
 
 // New returns the server for cfg. A missing Registry, an invalid layout,
@@ -244,16 +271,18 @@ func New(cfg Settings) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), names: map[string]bool{}, fmts: newFormatters(cfg.Layout)}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, started: time.Now(), names: map[string]*slot{}, opened: map[string]int{},
+		dated: map[string]*dated.Format{}, fmts: newFormatters(cfg.Layout)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.ledger.init(s.log, cfg.logInterval, cfg.auditBudget)
 	if reg, ok := cfg.Registry.(*idforge.Registry); ok {
 		if s.cfg.machineID == nil {
 			s.cfg.machineID = func() int64 { return reg.Stats().MachineID }
 		}
 		s.page = newPage(reg.Stats, s)
-		s.metrics = metricsHandler(reg)
+		s.metrics = metricsHandler(reg, &s.ledger)
 	}
 	s.ready.outage = outage.Log{Logger: s.log, Still: "idforge serve: still not ready", End: "idforge serve: ready again"}
 	switch {
@@ -266,21 +295,34 @@ func New(cfg Settings) (*Server, error) {
 		}
 		s.tokens.Store(t)
 	}
-	if len(cfg.Chains) > 0 {
-		s.allowed = map[string]bool{}
-		for _, c := range cfg.Chains {
-			if !validName(c) {
-				return nil, fmt.Errorf("%w: server: chain name %s: %s", engine.ErrInvalidConfig, quoteBounded(c), nameRule)
-			}
-			s.allowed[c] = true
+	for _, c := range cfg.Chains {
+		switch {
+		case !validName(c):
+			return nil, fmt.Errorf("%w: server: chain name %s: %s", engine.ErrInvalidConfig, quoteBounded(c), nameRule)
+		case derived(c):
+			return nil, fmt.Errorf("%w: server: chain name %q: %s", engine.ErrInvalidConfig, c, reservedRule)
 		}
+		s.names[c] = &slot{fixed: true}
 	}
 	for name, format := range cfg.Dated {
-		if !validName(name) {
+		switch {
+		case !validName(name):
 			return nil, fmt.Errorf("%w: server: dated chain name %s: %s", engine.ErrInvalidConfig, quoteBounded(name), nameRule)
+		case derived(name):
+			return nil, fmt.Errorf("%w: server: dated chain name %q: %s", engine.ErrInvalidConfig, name, reservedRule)
 		}
-		if _, err := dated.Parse(format); err != nil {
+		f, err := dated.Parse(format)
+		if err != nil {
 			return nil, fmt.Errorf("server: dated chain %s: %w", name, err)
+		}
+		s.dated[name] = f
+		s.names[name] = &slot{fixed: true}
+	}
+	if len(cfg.Chains) > 0 {
+		// The allow-list is the configured names: the chains and the dated ones.
+		s.allowed = map[string]bool{}
+		for name := range s.names {
+			s.allowed[name] = true
 		}
 	}
 	s.hosts = map[string]bool{}
@@ -367,6 +409,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
+	// Every answer goes through rp, which counts the refusals by token.
+	rp := &reply{ResponseWriter: w, s: s, r: r}
+	w = rp
 	tokens := s.tokens.Load()
 	if herr := s.checkSite(r, tokens == nil); herr != nil {
 		herr.write(w)
@@ -380,12 +425,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.inFlight.Add(-1)
 	c := tokens.lookup(r)
-	if c == nil && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+	if c == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="idforge"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid \"Authorization: Bearer <token>\" header is required")
 		return
 	}
-	if c != nil && c != anonymous { // without tokens, MaxInFlight is everyone's
+	rp.c = c
+	if c != anonymous { // without tokens, MaxInFlight is everyone's
 		cl, herr := s.limits.enter(w, r, c.name, s.cfg.maxInFlightPerToken, s.cfg.maxConnsPerToken)
 		if herr != nil {
 			herr.write(w)
@@ -436,7 +482,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "a POST must carry Content-Type: application/json")
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -446,18 +491,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that is not this machine's (DNS rebinding) unless AllowedHosts has it.
 func (s *Server) checkSite(r *http.Request, tokenless bool) *httpError {
 	if (tokenless || len(s.hosts) > 0) && !s.hostAllowed(r.Host) {
-		return &httpError{http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %s is not served here: this server answers loopback names and its allowed hosts only",
-			quoteBounded(r.Host))}
+		return refusal(http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %s is not served here: this server answers loopback names and its allowed hosts only",
+			quoteBounded(r.Host)))
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) || (u.Scheme != "http" && u.Scheme != "https") {
-			return &httpError{http.StatusForbidden, "cross_origin", fmt.Sprintf("Origin %s is not this server's: cross-site requests are refused", quoteBounded(o))}
+			return refusal(http.StatusForbidden, "cross_origin", fmt.Sprintf("Origin %s is not this server's: cross-site requests are refused", quoteBounded(o)))
 		}
 	}
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 	default:
-		return &httpError{http.StatusForbidden, "cross_origin", "cross-site requests are refused (Sec-Fetch-Site)"}
+		return refusal(http.StatusForbidden, "cross_origin", "cross-site requests are refused (Sec-Fetch-Site)")
 	}
 	return nil
 }
@@ -506,6 +551,31 @@ func getOnly(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// reply is the ResponseWriter the handlers get: it carries the request's
+// caller (nil until its token was checked), and writeError counts the
+// refusals written through it against that caller.
+type reply struct {
+	http.ResponseWriter
+	s *Server
+	c *caller
+	r *http.Request
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *reply) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// nobody is the caller of a request that did not come through ServeHTTP:
+// it may do nothing that needs a right.
+var nobody = &caller{name: ""}
+
+// callerOf returns the caller of the request w answers.
+func callerOf(w http.ResponseWriter) *caller {
+	if rp, ok := w.(*reply); ok && rp.c != nil {
+		return rp.c
+	}
+	return nobody
+}
+
 // statusOnly records the status and headers of the mux's own error replies.
 type statusOnly struct {
 	header http.Header
@@ -540,37 +610,59 @@ func (s *Server) snowflake(ctx context.Context) (engine.Generator, error) {
 // serves reports whether the allow-list, if any, admits chain name.
 func (s *Server) serves(name string) bool { return s.allowed == nil || s.allowed[name] }
 
-// admit checks a chain or proxy segment name and takes its slot among the
-// names this server serves, within the allow-list and wire.MaxChains. A
-// new name takes its slot before the Registry or the store is asked, so
-// concurrent first requests cannot pass the limit together.
-func (s *Server) admit(name string) *httpError {
+// admit checks a chain or proxy segment name for caller c and takes its
+// slot among the names this server serves: a configured name has one; a
+// new name takes one of c's allowance (maxChainsPerToken), before the
+// Registry or the store is asked, so that concurrent first requests cannot
+// pass the allowance together. A name the server derives (a dated chain's
+// period) is nobody's to draw or fetch.
+func (s *Server) admit(c *caller, name string) *httpError {
 	if !validName(name) {
-		return &httpError{http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule)}
+		return refusal(http.StatusBadRequest, "bad_chain", fmt.Sprintf("chain name %s: %s", quoteBounded(name), nameRule))
+	}
+	if derived(name) {
+		return refusal(http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("name %q: %s", name, reservedRule))
 	}
 	if !s.serves(name) {
-		return &httpError{http.StatusNotFound, wire.CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name)}
+		return refusal(http.StatusNotFound, wire.CodeUnknownChain, fmt.Sprintf("chain %q is not served here", name))
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.names[name]; ok {
+		s.mu.Unlock()
 		return nil
 	}
-	if s.allowed == nil && len(s.names) >= wire.MaxChains {
-		return &httpError{http.StatusTooManyRequests, wire.CodeTooManyChains, fmt.Sprintf("this server already serves %d chains, its limit; configure an allow-list", wire.MaxChains)}
+	if s.opened[c.name] >= s.cfg.maxChainsPerToken {
+		s.mu.Unlock()
+		return refusal(http.StatusTooManyRequests, wire.CodeTooManyChains, fmt.Sprintf(
+			"this token has opened %d chain and segment names, its allowance; draw from those, or have the operator configure the chain (-chains, -dated)",
+			s.cfg.maxChainsPerToken))
 	}
-	s.names[name] = false
+	s.names[name] = &slot{owner: c.name}
+	s.opened[c.name]++
+	s.mu.Unlock()
+	s.ledger.audit(c.name, slog.LevelInfo, "idforge serve: chain opened", "token", c.name, "name", name)
 	return nil
+}
+
+// release gives back the slot of name, opened but never built.
+func (s *Server) release(name string) {
+	sl := s.names[name]
+	if sl == nil || sl.built || sl.fixed {
+		return
+	}
+	delete(s.names, name)
+	s.opened[sl.owner]--
 }
 
 // chain returns the chain generator for name, which the Registry creates
 // on first use (see admit).
-func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *httpError) {
+func (s *Server) chain(ctx context.Context, c *caller, name string) (engine.Generator, *httpError) {
 	s.mu.RLock()
-	built := s.names[name]
+	sl := s.names[name]
+	built := sl != nil && sl.built
 	s.mu.RUnlock()
 	if !built {
-		if herr := s.admit(name); herr != nil {
+		if herr := s.admit(c, name); herr != nil {
 			return nil, herr
 		}
 	}
@@ -578,38 +670,47 @@ func (s *Server) chain(ctx context.Context, name string) (engine.Generator, *htt
 	g, err := s.cfg.Registry.Generator(ctx, genreg.Chain, name)
 	if built {
 		if err != nil {
-			return nil, generatorError(err)
+			return nil, s.generatorError(c, name, err)
 		}
 		return g, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		if !s.names[name] {
-			delete(s.names, name) // give the slot back
-		}
-		return nil, generatorError(err)
+		s.release(name)
+		return nil, s.generatorError(c, name, err)
 	}
-	s.names[name] = true
+	if sl := s.names[name]; sl != nil {
+		sl.built = true
+	}
 	return g, nil
 }
 
 // generatorError maps an engine error to a status and a code, by its
 // reason (internal/reason): configuration and unknown generators are the
-// caller's fault (4xx), everything else is 503.
-func generatorError(err error) *httpError {
-	switch r := reason.Of(err); r {
+// caller's fault (4xx), everything else is 503. The answer says what
+// happened in the server's words (see publicMessage): the error's own text
+// may name the store's address and key prefix, and goes to the log.
+func (s *Server) generatorError(c *caller, name string, err error) *httpError {
+	r := reason.Of(err)
+	e := &httpError{status: http.StatusServiceUnavailable, code: r, message: publicMessage(r, name), detail: err.Error()}
+	switch r {
 	case reason.UnknownGenerator:
-		return &httpError{http.StatusNotFound, r, err.Error()}
+		// The Registry's own words on the kinds and names it makes: no
+		// store speaks here, and they say what to configure.
+		e.status, e.message = http.StatusNotFound, err.Error()
 	case reason.InvalidConfig:
-		return &httpError{http.StatusBadRequest, "invalid", err.Error()}
+		e.status, e.code = http.StatusBadRequest, "invalid"
 	case reason.Canceled, reason.Deadline:
-		return &httpError{http.StatusServiceUnavailable, wire.CodeTimeout, err.Error()}
-	case reason.StoreReset, reason.MachineIDLost, reason.ClockBackwards, reason.Closed:
-		return &httpError{http.StatusServiceUnavailable, r, err.Error()}
+		e.code = wire.CodeTimeout
+	case reason.StoreReset, reason.MachineIDLost, reason.ClockBackwards, reason.Closed, reason.IDOverflow:
 	default:
-		return &httpError{http.StatusServiceUnavailable, "unavailable", err.Error()}
+		e.code = "unavailable"
 	}
+	if r == reason.IDOverflow {
+		s.ledger.audit(c.name, slog.LevelWarn, "idforge serve: sequence exhausted", "token", c.name, "name", name, "err", err)
+	}
+	return e
 }
 
 // NewHTTPServer returns an http.Server for h on addr with the timeouts and
@@ -631,14 +732,17 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 	if s, ok := h.(*Server); ok {
 		srv.ConnContext = s.limits.connContext
 		srv.ConnState = func(c net.Conn, st http.ConnState) { s.limits.connState(c, st, s.cfg.maxConns) }
+		// Shutdown writes the summaries of the interval in progress.
+		srv.RegisterOnShutdown(s.ledger.flush)
 	}
 	return srv
 }
 
-// metricsHandler serves the registry's metrics, the Go runtime's and the
-// process's, from a Prometheus registry of the server's own.
-func metricsHandler(reg *idforge.Registry) http.Handler {
+// metricsHandler serves the registry's metrics, the server's refusals, the
+// Go runtime's and the process's, from a Prometheus registry of the
+// server's own.
+func metricsHandler(reg *idforge.Registry, l *ledger) http.Handler {
 	r := prometheus.NewRegistry()
-	r.MustRegister(metrics.New(reg), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(metrics.New(reg), l, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(r, promhttp.HandlerOpts{})
 }

@@ -539,7 +539,7 @@ func TestMaxInFlight(t *testing.T) {
 // the answer names the reset.
 func TestGeneratorErrorResetFirst(t *testing.T) {
 	err := fmt.Errorf("%w: machine: lease: %w", engine.ErrMachineIDLost, engine.ErrStoreReset)
-	if e := generatorError(err); e.status != http.StatusServiceUnavailable || e.code != "store_reset" {
+	if e := newTestServer(t, nil).generatorError(nobody, "", err); e.status != http.StatusServiceUnavailable || e.code != "store_reset" {
 		t.Fatalf("generatorError(lost+reset) = %d %q, want 503 store_reset", e.status, e.code)
 	}
 }

@@ -81,3 +81,70 @@ func TestIntervalBoundedRange(t *testing.T) {
 		t.Errorf("Tables over 3 days = %v, %v", got, err)
 	}
 }
+
+// Rule and name text that once crashed the process, hung it or was read
+// wrong is refused at NewMod with an error naming the field: a brace
+// without its pair panicked slicing the name, deep or unclosed nesting
+// and millions of terms overflowed the stack, a million-term rule was
+// accepted and then printed in quadratic time by every Route error, and a
+// NUL silently ended the rule ("id\x00%2" routed as "id").
+func TestModRefusesHostileText(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   Mod
+		field string
+	}{
+		{"closing brace only", Mod{Tables: "o_0..1}"}, "Tables"},
+		{"opening brace only", Mod{Tables: "o_{0..1"}, "Tables"},
+		{"braces reversed", Mod{Tables: "o_}0..1{"}, "Tables"},
+		{"closing brace only, databases", Mod{Databases: "m0..1}", Tables: "t"}, "Databases"},
+		{"NUL in a database name", Mod{Databases: "m\x00{0..1}", Tables: "t"}, "Databases"},
+		{"broken UTF-8 in a database name", Mod{Databases: "m\xff", Tables: "t"}, "Databases"},
+		{"huge name text", Mod{Tables: strings.Repeat("t", 1<<20) + "_{0..65535}"}, "Tables"},
+		{"10M nested parentheses", Mod{Tables: "t_{0..1}", TableRule: strings.Repeat("(", 10_000_000) + "id" + strings.Repeat(")", 10_000_000)}, "TableRule"},
+		{"10M unclosed parentheses", Mod{Tables: "t_{0..1}", TableRule: strings.Repeat("(", 10_000_000)}, "TableRule"},
+		{"33 nested parentheses", Mod{Tables: "t_{0..1}", TableRule: strings.Repeat("(", 33) + "id%2" + strings.Repeat(")", 33)}, "TableRule"},
+		{"5M terms", Mod{Tables: "t_{0..1}", TableRule: "id" + strings.Repeat("+1", 5_000_000)}, "TableRule"},
+		{"1M terms", Mod{Databases: "m{0..1}", Tables: "t", DatabaseRule: "id" + strings.Repeat("+1", 1_000_000)}, "DatabaseRule"},
+		{"NUL in a rule", Mod{Tables: "t_{0..1}", TableRule: "id\x00%2"}, "TableRule"},
+		{"newline in a rule", Mod{Tables: "t_{0..1}", TableRule: "id\n%2"}, "TableRule"},
+	}
+	for _, c := range cases {
+		_, err := NewMod(c.cfg)
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "sharding.Mod."+c.field) {
+			t.Errorf("%s: err = %.300v; want ErrInvalidConfig naming sharding.Mod.%s", c.name, err, c.field)
+			continue
+		}
+		if len(err.Error()) > 512 {
+			t.Errorf("%s: a %d-byte error; want it to quote a bounded prefix", c.name, len(err.Error()))
+		}
+	}
+	// The bounds themselves are allowed, and route.
+	for _, rule := range []string{
+		strings.Repeat("(", maxRuleDepth) + "id%2" + strings.Repeat(")", maxRuleDepth),
+		"id%2" + strings.Repeat("+0", (maxRuleLen-4)/2),
+	} {
+		r, err := NewMod(Mod{Tables: "t_{0..1}", TableRule: rule})
+		if err != nil {
+			t.Fatalf("a rule of %d bytes: %v", len(rule), err)
+		}
+		if s, err := r.Route(3); err != nil || s.TableName != "t_1" {
+			t.Errorf("a rule of %d bytes: Route(3) = %+v, %v; want t_1", len(rule), s, err)
+		}
+	}
+}
+
+// An interval table with a NUL, broken UTF-8 or a huge text is refused.
+func TestIntervalRefusesHostileText(t *testing.T) {
+	for name, table := range map[string]string{
+		"NUL":          "order\x00_{200601}",
+		"broken UTF-8": "order_{200601}\xff",
+		"huge":         strings.Repeat("o", 1<<20) + "_{200601}",
+		"closing only": "order_200601}",
+	} {
+		_, err := NewInterval(Interval{Layout: snowflake.Default, Table: table})
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "sharding.Interval.Table") || len(err.Error()) > 512 {
+			t.Errorf("%s: err = %.300v; want a bounded ErrInvalidConfig naming sharding.Interval.Table", name, err)
+		}
+	}
+}

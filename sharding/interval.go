@@ -46,7 +46,7 @@ type Interval struct {
 	// goes, e.g. "order_{200601}". The layout's finest field sets the
 	// bucket: "{2006}" yearly, "{200601}" monthly, "{20060102}" daily; a
 	// field finer than a day (an hour) is refused, since every time of a
-	// bucket must give the bucket's name.
+	// bucket must give the bucket's name. At most 256 bytes.
 	Table string
 	// Location is the time zone whose calendar draws the buckets; nil means UTC.
 	Location *time.Location
@@ -87,6 +87,12 @@ func NewInterval(iv Interval) (*Router, error) {
 	}
 	if iv.Clock == nil {
 		iv.Clock = clock.System
+	}
+	if len(iv.Table) > maxNameText {
+		return nil, fmt.Errorf("%w: sharding.Interval.Table %s: %d bytes, more than %d", engine.ErrInvalidConfig, quotePrefix(iv.Table), len(iv.Table), maxNameText)
+	}
+	if err := checkText(iv.Table); err != nil {
+		return nil, fmt.Errorf("%w: sharding.Interval.Table %v", engine.ErrInvalidConfig, err)
 	}
 	open, close := strings.Index(iv.Table, "{"), strings.LastIndex(iv.Table, "}")
 	if open < 0 || close <= open+1 || strings.ContainsAny(iv.Table[:open]+iv.Table[close+1:], "{}") {

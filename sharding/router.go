@@ -1,10 +1,12 @@
 package sharding
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idforge/idforge/engine"
 )
@@ -34,6 +36,12 @@ const (
 	maxTables    = 65536 // tables per database of a Mod
 	maxShards    = 65536 // shards a router lists, or tables one Tables call returns
 )
+
+// maxNameText bounds the text of Mod.Databases and Mod.Tables, and of
+// Interval.Table, in bytes: a name pattern such as "course_{1..2}" is a
+// few dozen bytes, and an SQL identifier at most 64 (MySQL) or 63
+// (PostgreSQL) per part.
+const maxNameText = 256
 
 // Router maps an ID to its shard. Build it with [NewMod] or [NewInterval];
 // it is safe for concurrent use.
@@ -130,16 +138,21 @@ func (r *Router) String() string {
 // to the database whenever the counts share a factor: with 2 × 2, database
 // 0 would only ever get table 0.)
 type Mod struct {
-	// Databases names the databases, e.g. "m{0..1}"; at most 4,096.
-	// Empty means one database without a name.
+	// Databases names the databases, e.g. "m{0..1}"; at most 4,096, in a
+	// text of at most 256 bytes of printable UTF-8. Empty means one
+	// database without a name.
 	Databases string
 	// Tables names the tables of each database, e.g. "course_{1..2}";
-	// required, at most 65,536, and 65,536 shards in all. Names hold
-	// letters, digits, '_', '$' and '.' (schema.table).
+	// required, at most 65,536, and 65,536 shards in all, in a text of at
+	// most 256 bytes. Names hold letters, digits, '_', '$' and '.'
+	// (schema.table).
 	Tables string
 	// DatabaseRule computes the number of a row's database, e.g. "id%2".
+	// A rule is at most 1,024 bytes of id, integers, + - * / %,
+	// parentheses (nested at most 32 deep) and spaces.
 	DatabaseRule string
-	// TableRule computes the number of a row's table, e.g. "(id+1)%4/2+1".
+	// TableRule computes the number of a row's table, e.g. "(id+1)%4/2+1";
+	// bounded as DatabaseRule.
 	TableRule string
 }
 
@@ -150,6 +163,9 @@ type Mod struct {
 // engine.ErrInvalidConfig that names the field.
 func NewMod(m Mod) (*Router, error) {
 	bad := func(field string, err error) error {
+		if errors.Is(err, engine.ErrInvalidConfig) { // a rule's or a table name's error
+			return fmt.Errorf("sharding.Mod.%s: %w", field, err)
+		}
 		return fmt.Errorf("%w: sharding.Mod.%s: %v", engine.ErrInvalidConfig, field, err)
 	}
 	r := &modRouter{cfg: m}
@@ -210,6 +226,12 @@ type names struct {
 // parseNames expands "prefix{lo..hi}suffix", or a plain name, checking
 // the count against most and, for tables, that the names are safe in SQL.
 func parseNames(src string, most int, sqlSafe bool) (names, error) {
+	if len(src) > maxNameText {
+		return names{}, fmt.Errorf("%s: %d bytes, more than %d", quotePrefix(src), len(src), maxNameText)
+	}
+	if err := checkText(src); err != nil {
+		return names{}, err
+	}
 	open, close := strings.Index(src, "{"), strings.LastIndex(src, "}")
 	if open < 0 && close < 0 {
 		if sqlSafe {
@@ -219,8 +241,11 @@ func parseNames(src string, most int, sqlSafe bool) (names, error) {
 		}
 		return names{prefix: src, names: []string{src}}, nil
 	}
-	lo, hi, ok := strings.Cut(src[open+1:max(close, open+1)], "..")
-	if close < open || !ok || strings.ContainsAny(src[:open]+src[close+1:], "{}") {
+	if open < 0 || close < open {
+		return names{}, fmt.Errorf("%q: unbalanced braces; want one range such as \"course_{1..2}\"", src)
+	}
+	lo, hi, ok := strings.Cut(src[open+1:close], "..")
+	if !ok || strings.ContainsAny(src[:open]+src[close+1:], "{}") {
 		return names{}, fmt.Errorf("%q: want one range such as \"course_{1..2}\"", src)
 	}
 	a, err1 := strconv.ParseInt(lo, 10, 32)
@@ -301,6 +326,20 @@ func describe(n names, rule *rule) string {
 		return n.prefix
 	}
 	return n.prefix + "{" + rule.String() + "}" + n.suffix
+}
+
+// checkText refuses name text that is not printable UTF-8: a control byte
+// (a NUL, a newline) or a broken UTF-8 sequence in a name is a mistake, and
+// would reach logs, statistics keys and error messages as is.
+func checkText(s string) error {
+	for i := 0; i < len(s); {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 || c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s: byte %q at offset %d: names are printable text", quotePrefix(s), s[i], i)
+		}
+		i += size
+	}
+	return nil
 }
 
 // checkTableName accepts the names the SQL helpers may substitute into a

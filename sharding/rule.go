@@ -9,6 +9,15 @@ import (
 	"github.com/idforge/idforge/engine"
 )
 
+// Bounds on a rule's text. A rule is configuration a person writes, a few
+// dozen bytes ("(id+1)%4/2+1"); past these it is a mistake or hostile input,
+// refused before it is parsed, so that parsing, evaluating and printing it
+// (which recurse on its tree) stay small.
+const (
+	maxRuleLen   = 1024 // bytes of rule text
+	maxRuleDepth = 32   // nested parentheses
+)
+
 // rule is a parsed integer expression over the ID, such as "(id+1)%4/2+1":
 // ShardingSphere's inline expressions, checked instead of wrapping around.
 type rule struct {
@@ -19,24 +28,51 @@ type rule struct {
 }
 
 // parseRule parses src: "id", integer literals, + - * / % and parentheses,
-// with the usual precedence, left to right.
+// with the usual precedence, left to right. Text longer than maxRuleLen,
+// parentheses nested deeper than maxRuleDepth and any byte but those and
+// spaces are refused; errors quote at most a bounded prefix of src.
 func parseRule(src string) (*rule, error) {
+	r, err := parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%w: rule %s: %v", engine.ErrInvalidConfig, quotePrefix(src), err)
+	}
+	return r, nil
+}
+
+func parse(src string) (*rule, error) {
+	if len(src) > maxRuleLen {
+		return nil, fmt.Errorf("%d bytes, more than %d", len(src), maxRuleLen)
+	}
+	for i := 0; i < len(src); i++ {
+		if c := src[i]; !strings.ContainsRune("id0123456789+-*/%() ", rune(c)) {
+			return nil, fmt.Errorf("byte %q at offset %d: a rule holds id, integers, + - * / %%, parentheses and spaces", c, i)
+		}
+	}
 	p := &ruleParser{src: src}
 	r, err := p.sum()
 	if err == nil && p.peek() != 0 {
 		err = fmt.Errorf("unexpected %q at offset %d", p.src[p.i], p.i)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: rule %q: %v", engine.ErrInvalidConfig, src, err)
+	return r, err
+}
+
+// quotePrefix quotes s for an error, cut to its first 64 bytes.
+func quotePrefix(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
 	}
-	return r, nil
+	return fmt.Sprintf("%q… (%d bytes)", s[:most], len(s))
 }
 
 type ruleParser struct {
-	src string
-	i   int
+	src   string
+	i     int
+	depth int // parentheses open at i
 }
 
+// peek skips spaces and returns the next byte, 0 at the end (the text was
+// checked to hold no NUL).
 func (p *ruleParser) peek() byte {
 	for p.i < len(p.src) && p.src[p.i] == ' ' {
 		p.i++
@@ -85,8 +121,13 @@ func (p *ruleParser) product() (*rule, error) {
 func (p *ruleParser) atom() (*rule, error) {
 	switch c := p.peek(); {
 	case c == '(':
+		if p.depth == maxRuleDepth {
+			return nil, fmt.Errorf("parentheses nested deeper than %d at offset %d", maxRuleDepth, p.i)
+		}
 		p.i++
+		p.depth++
 		r, err := p.sum()
+		p.depth--
 		if err != nil {
 			return nil, err
 		}

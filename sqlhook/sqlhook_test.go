@@ -266,6 +266,9 @@ func TestDrawErrors(t *testing.T) {
 // helpers' TestDefaultRegistry, whichever runs first.
 func TestOpenDefaultRegistry(t *testing.T) {
 	t.Setenv("IDFORGE_MACHINE_ID", "5")
+	// No state file, so no lock file: the test binaries of other packages
+	// run at once on this machine ID too, and the registry outlives the test.
+	t.Setenv("IDFORGE_STATE_DIR", "off")
 	d := testdb.SQLite(t)
 	db, err := sqlhook.Open(d.Driver, d.DSN, sqlhook.Settings{})
 	if err != nil {

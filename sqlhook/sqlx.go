@@ -109,7 +109,7 @@ func (h *Helper) Fill(ctx context.Context, v any) error {
 }
 
 // isMap reports whether arg is a map sqlx binds by key. Maps carry no tags:
-// they are passed through, and may hold [Helper.Next] values.
+// they are passed through, and may hold [Next] markers.
 func isMap(arg any) bool {
 	t := reflect.TypeOf(arg)
 	return t != nil && t.Kind() == reflect.Map
@@ -121,7 +121,8 @@ func isMap(arg any) bool {
 //	INSERT INTO orders (id, customer) VALUES (:id, :customer)
 //
 // arg is a pointer to a struct, so the caller sees the IDs. A map is passed
-// through unfilled: put [Helper.Next] values in it.
+// through unfilled: give it [Next] markers, which a database opened with
+// the driver plugin ([Open], [Wrap]) turns into IDs.
 func (h *Helper) Insert(ctx context.Context, db sqlx.ExtContext, query string, arg any) (sql.Result, error) {
 	if !isMap(arg) {
 		if err := h.Fill(ctx, arg); err != nil {

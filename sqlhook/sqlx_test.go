@@ -331,6 +331,9 @@ type SnowflakeOnly struct {
 // which reads IDFORGE_MACHINE_ID once per process.
 func TestDefaultRegistry(t *testing.T) {
 	t.Setenv("IDFORGE_MACHINE_ID", "5")
+	// No state file, so no lock file: the test binaries of other packages
+	// run at once on this machine ID too, and the registry outlives the test.
+	t.Setenv("IDFORGE_STATE_DIR", "off")
 	ctx, def := context.Background(), sqlhook.New(nil)
 	var r SnowflakeOnly
 	if err := def.Fill(context.Background(), &r); err != nil {

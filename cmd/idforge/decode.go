@@ -52,7 +52,7 @@ func setupDecode(fs *flag.FlagSet) runFunc {
 	format := enumVar(fs, "format", "", formatNames, "input `format`; without it decimal, or friendly if the ID has a dash; a UUIDv7 is read as it is")
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
-			return usagef("want one ID after the flags, got %d arguments %q", len(args), args)
+			return usagef("want one ID, got %d arguments %q", len(args), args)
 		}
 		if u, err := uuid.Parse(args[0]); err == nil && len(args[0]) == 36 && format.value == "" {
 			at, err := uuidv7.Time(u)

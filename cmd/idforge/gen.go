@@ -88,8 +88,10 @@ func setupGen(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
+			// The store says why it waits (a new epoch) and warns of Redis
+			// without persistence; the registry's events stay quiet.
 			quiet := slog.New(slog.DiscardHandler)
-			st, err := openStore(ctx, *store, "-store", wd, quiet, false, *rideThrough)
+			st, err := openStore(ctx, *store, "-store", wd, slog.New(slog.NewTextHandler(stderr, nil)), false, *rideThrough)
 			if err != nil {
 				return err
 			}

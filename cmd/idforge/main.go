@@ -24,7 +24,7 @@
 //	decode [-layout layout] [-format format] ID                  print an ID's time, machine and sequence as JSON
 //	layout [-layout layout]                                      print a layout's bit split, capacity and end date
 //	schema [-dialect d] [-prefix p]                              print the ID tables' CREATE TABLE statements
-//	store  [-store s] init|machines|release ID|chain NAME         set up and inspect a store
+//	store  init|machines|release ID|chain NAME|... [-store s]    set up and inspect a store
 //	serve  [-addr a] [-store s] [-namespace n] [-layout l] ...    serve IDs over HTTP (see package server)
 //	version                                                      print the module version and VCS revision
 //	help   [command]                                             print this help or a command's flags
@@ -62,7 +62,7 @@ func main() {
 }
 
 // command is one subcommand. setup defines the command's flags on fs and
-// returns the function that runs it with the arguments left after the flags;
+// returns the function that runs it with the arguments that are not flags;
 // help calls setup alone to print the flags.
 type command struct {
 	name    string
@@ -90,23 +90,28 @@ var commands = []command{
 	{"layout", "[-layout layout]", "print a layout's bit split, capacity and end date", setupLayout, ""},
 	{"serve", "[-addr 127.0.0.1:8080] [-store DSN|URL] [-namespace ns] [-layout layout] [-chains a,b] [-dated name=format,...] [-zone zone] [-tokens file] [-proxy]", "serve IDs over HTTP, with metrics and a state page", setupServe,
 		"routes: GET /v1/ids (?kind=uuidv7 for UUIDs), /v1/ids/{chain} (?count=1.." + strconv.Itoa(wire.MaxCount) + "&format=),\n" +
-			"/v1/decode/{id} (?format=), /v1/layout, /healthz, /readyz, /metrics and / (the state page); see README.md.\n" +
+			"/v1/decode/{id} (?format=), /v1/layout, /healthz, /readyz, /metrics and / (the state page); see docs/serve.md.\n" +
 			"formats (?format=): " + strings.Join(wire.Formats, ", ") + "; decimal (the default)\n" +
 			"gives JSON strings, number JSON numbers, friendly is for snowflake IDs only. A chain also takes a dated\n" +
 			"format, URL-encoded: ?format=INV-%7Byyyy%7D%7BMM%7D%7Bdd%7D-%7Bseq:6%7D (or -dated gives it one).\n" +
 			"/v1/decode/{id} reads decimal and friendly IDs and UUIDv7s as they are; radix62 and radix36 IDs need\n" +
 			"?format=radix62 or ?format=radix36."},
 	{"schema", "[-dialect mysql|postgres|sqlite] [-prefix idforge_]", "print the CREATE TABLE statements of the ID tables", setupSchema, ""},
-	{"store", "[-store DSN|URL] [-namespace ns] [-force] [-raise N] init|machines|release ID|chain NAME|ride-through D", "set up and inspect a store", setupStore,
-		"init creates the store's tables and a brand-new epoch on a store that has none (on SQL, only on empty\n" +
+	{"store", "[-store DSN|URL] [-namespace ns] [-force] [-exists-ok] [-raise N] " + storeActionList("|"), "set up and inspect a store", setupStore,
+		"Flags may come before or after the action: idforge store init -store URL.\n" +
+			"init creates the store's tables and a brand-new epoch on a store that has none (on SQL, only on empty\n" +
 			"tables): its sequences then start at Start. A store found without an epoch is otherwise taken for one\n" +
 			"that may have been wiped, and a sequence missing from it starts only above a Floor. Run it once, when\n" +
-			"the store is set up; it refuses a store that already has an epoch.\n" +
+			"the store is set up: on a store that already has an epoch it changes nothing, says so and exits 1\n" +
+			"(0 with -exists-ok, for a setup step that runs at every deploy).\n" +
 			"machines lists the machine IDs of -namespace: holder instance, stable, held, last timestamp.\n" +
 			"release gives one back (keeping its last timestamp for the next holder to wait out); a holder that\n" +
 			"heartbeated within the store's reset grace is refused unless -force. chain shows a sequence's\n" +
-			"counter; with -raise N it raises it to at least N, never lowering it. All of them work on the\n" +
-			"SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve -proxy."},
+			"counter; with -raise N it raises it to at least N, never lowering it. restored, run after restoring\n" +
+			"the store from a backup, gives it a new epoch and marks every sequence untrusted: each then starts\n" +
+			"only above a Floor or a -raise, and running processes go on above what they held. All of them work\n" +
+			"on the SQL stores and on Redis, and need the store itself: not the HTTP address of an idforge serve\n" +
+			"-proxy."},
 	{"version", "", "print the module version and VCS revision it was built from", setupVersion, ""},
 }
 
@@ -138,13 +143,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newFlagSet(cmd, stderr)
 	exec := cmd.setup(fs)
-	if err := fs.Parse(args); err != nil {
+	args, err := parseArgs(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2 // the flag package has printed the error and the usage
 	}
-	err := exec(ctx, fs.Args(), stdout, stderr)
+	err = exec(ctx, args, stdout, stderr)
 	if err == nil {
 		return 0
 	}
@@ -155,6 +161,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// parseArgs parses args with fs and returns the arguments that are not
+// flags. Flags may come before, between and after them, as with go and git:
+// `idforge store init -store X` is `idforge store -store X init`. After
+// "--" everything is an argument.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(rest, left...), nil
+		}
+		if len(left) == 0 {
+			return rest, nil
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
 }
 
 func lookup(name string) (command, bool) {

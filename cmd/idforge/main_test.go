@@ -190,7 +190,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"gen", "-machine", "1024"}, "machine ID 1024 is outside [0, 1023]"},
 		{[]string{"gen", "-machine", "8", "-layout", "jssafe"}, "machine ID 8 is outside [0, 7]"},
 		{[]string{"gen", "-machine", "-1"}, "machine ID -1"},
-		{[]string{"decode"}, "want one ID after the flags, got 0"},
+		{[]string{"decode"}, "want one ID, got 0"},
 		{[]string{"decode", "1", "2"}, "got 2 arguments"},
 		{[]string{"decode", "abc"}, `invalid id: "abc"`},
 		{[]string{"decode", "-1"}, "flag provided but not defined: -1"},
@@ -392,13 +392,37 @@ func TestSchema(t *testing.T) {
 }
 
 // TestStoreInit: init declares a new store brand-new, and refuses one that
-// already has an epoch of a store found without one (it may have been
-// wiped after handing out IDs); a bad action is a usage error.
+// already has an epoch: one of a store found without one (it may have been
+// wiped after handing out IDs), and one it declared brand-new itself and
+// that handed out IDs since (-exists-ok accepts both, changing nothing). A
+// bad action is a usage error.
 func TestStoreInit(t *testing.T) {
 	dir := t.TempDir()
 	fresh := "sqlite:" + filepath.Join(dir, "new.db")
-	if out, errOut, code := runArgs(t, "store", "-store", fresh, "init"); code != 0 || !strings.Contains(out, "brand-new") {
+	// The flags after the action, as the runbook writes them.
+	if out, errOut, code := runArgs(t, "store", "init", "-store", fresh); code != 0 || !strings.Contains(out, "brand-new") {
 		t.Fatalf("store init on a new file: %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := runArgs(t, "gen", "-store", fresh, "-kind", "chain", "-name", "order", "-n", "3000"); code != 0 || !strings.HasPrefix(out, "1\n") {
+		t.Fatalf("gen on the new store: %d %q", code, errOut)
+	}
+	out, errOut, code := runArgs(t, "store", "init", "-store", fresh)
+	if code != 1 || out != "" || !strings.Contains(errOut, "already initialised") || !strings.Contains(errOut, "-exists-ok") {
+		t.Fatalf("store init again, after 3000 IDs: exit %d, stdout %q, stderr %q; want exit 1 saying it is initialised already", code, out, errOut)
+	}
+	// A store that records another window than the default is initialised
+	// all the same: init says so, not that the window differs.
+	if out, errOut, code := runArgs(t, "store", "ride-through", "30s", "-store", fresh); code != 0 {
+		t.Fatalf("store ride-through 30s: exit %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runArgs(t, "store", "init", "-store", fresh); code != 1 || !strings.Contains(errOut, "already initialised") {
+		t.Fatalf("store init on a store recording a window of 30s: exit %d %q; want 1 saying it is initialised already", code, errOut)
+	}
+	if out, errOut, code := runArgs(t, "store", "-exists-ok", "init", "-store", fresh); code != 0 || !strings.Contains(out, "already initialised") || strings.Contains(out, "brand-new:") {
+		t.Fatalf("store init -exists-ok again: exit %d, stdout %q, stderr %q; want 0 saying it is initialised already", code, out, errOut)
+	}
+	if out, errOut, code := runArgs(t, "store", "chain", "order", "-store", fresh); code != 0 || !strings.Contains(out, "counter ") || strings.Contains(out, "counter 0\n") {
+		t.Fatalf("the chain after the second init: exit %d %q %q; want its counter kept", code, out, errOut)
 	}
 	// A store some process opened without init: an epoch that is not
 	// brand-new.
@@ -416,7 +440,48 @@ func TestStoreInit(t *testing.T) {
 	if _, errOut, code := runArgs(t, "store", "-store", "sqlite:"+path, "init"); code != 1 || !strings.Contains(errOut, "not brand-new") {
 		t.Fatalf("store init on a used store: %d %q; want status 1 saying it is not brand-new", code, errOut)
 	}
-	if _, errOut, code := runArgs(t, "store", "-store", fresh, "wipe"); code != 2 || !strings.Contains(errOut, "init") {
-		t.Fatalf("store wipe: %d %q; want a usage error naming init", code, errOut)
+	if out, errOut, code := runArgs(t, "store", "init", "-exists-ok", "-store", "sqlite:"+path); code != 0 || !strings.Contains(out, "not brand-new") {
+		t.Fatalf("store init -exists-ok on a used store: %d %q %q; want 0 saying it is not brand-new", code, out, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"wipe"}, `unknown action "wipe": want one of init, machines`},
+		{[]string{}, "want an action: init"},
+		{[]string{"init", "now"}, `init takes no argument, got ["now"]`},
+		{[]string{"release"}, "release needs MACHINE_ID"},
+		{[]string{"chain", "a", "b"}, `chain takes one NAME, got ["a" "b"]`},
+		{[]string{"init", "-bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		if _, errOut, code := runArgs(t, append([]string{"store", "-store", fresh}, c.args...)...); code != 2 || !strings.Contains(errOut, c.says) {
+			t.Errorf("store %q: exit %d %q; want 2 saying %q", c.args, code, errOut, c.says)
+		}
+	}
+}
+
+// TestFlagsAfterArguments: every command takes its flags before, between
+// or after its arguments, and "--" ends them.
+func TestFlagsAfterArguments(t *testing.T) {
+	before, _, code := runArgs(t, "decode", "-layout", "jssafe", "9007199254740991")
+	after, errOut, code2 := runArgs(t, "decode", "9007199254740991", "-layout", "jssafe")
+	if code != 0 || code2 != 0 || before != after {
+		t.Fatalf("decode with -layout before (%d) and after (%d) the ID: %q vs %q %s", code, code2, before, after, errOut)
+	}
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	for _, args := range [][]string{
+		{"store", "-store", spec, "init"},
+		{"store", "chain", "-raise", "10", "order", "-store", spec},
+		{"store", "chain", "order", "-store", spec, "-raise", "20"},
+	} {
+		if out, errOut, code := runArgs(t, args...); code != 0 {
+			t.Fatalf("%q: exit %d %s%s", args, code, out, errOut)
+		}
+	}
+	if out, _, _ := runArgs(t, "store", "chain", "order", "-store", spec); out != "chain \"order\": counter 20\n" {
+		t.Fatalf("after raises with the flags around the name: %q", out)
+	}
+	if _, errOut, code := runArgs(t, "store", "chain", "--", "order", "-store", spec); code != 2 || !strings.Contains(errOut, `chain takes one NAME, got ["order" "-store"`) {
+		t.Fatalf("after --, flags are arguments: exit %d %q", code, errOut)
 	}
 }

@@ -71,13 +71,14 @@ func setupServe(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&o.instance, "instance", "", "stable instance `ID` (a pod name) that keeps its machine ID across restarts; "+
 		"empty means a new host:pid instance every start [IDFORGE_INSTANCE]")
 	o.layout = enumVar(fs, "layout", "default", layoutNames(), "snowflake bit `layout` [IDFORGE_LAYOUT]")
-	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from; empty admits any name, up to %d [IDFORGE_CHAINS]", wire.MaxChains))
+	fs.StringVar(&o.chains, "chains", "", fmt.Sprintf("comma-separated chain `names` callers may draw from (and the -dated ones); "+
+		"empty admits any name, up to %d new names per token [IDFORGE_CHAINS]", wire.MaxChains))
 	fs.StringVar(&o.dated, "dated", "", "comma-separated `name=format` pairs: chains served in a dated format of their own, "+
 		"as invoice=INV-{yyyy}{MM}{dd}-{seq:6}; other chains take one in ?format= [IDFORGE_DATED]")
 	o.zone = parsedVar(fs, "zone", time.UTC, time.LoadLocation, "want a time zone such as UTC or Europe/Berlin",
 		"time `zone` whose days, months and years dated formats count in (default UTC) [IDFORGE_ZONE]")
-	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token [namespaces=a,b] [segments=a,b] [machines=N]\" a line, mode 600; "+
-		"required on every route but /healthz and /readyz; SIGHUP reloads it [IDFORGE_TOKENS_FILE]")
+	fs.StringVar(&o.tokens, "tokens", "", "`file` of bearer tokens, one \"caller token [namespaces=a,b] [segments=a,b] [chains=a,b] [machines=N]\" a line, "+
+		"a regular file of this user, mode 600; required on every route but /healthz and /readyz; SIGHUP reloads it [IDFORGE_TOKENS_FILE]")
 	fs.StringVar(&o.hosts, "allowed-hosts", "", "comma-separated host `names` requests may name in Host besides loopback ones; "+
 		"without -tokens only these and loopback names are answered [IDFORGE_ALLOWED_HOSTS]")
 	o.proxy = parsedVar(fs, "proxy", false, strconv.ParseBool, "want true or false",
@@ -262,12 +263,25 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
+	// Reloads run off this loop, one at a time, so that a tokens file that
+	// is slow to read cannot hold up SIGTERM; SIGHUPs that arrive during
+	// one make one more.
+	reload := make(chan struct{}, 1)
+	defer close(reload)
+	go func() {
+		for range reload {
+			reloadTokens(h, o.tokens, log)
+		}
+	}()
 	for running := true; running; {
 		select {
 		case err := <-done:
 			return err
 		case <-hup:
-			reloadTokens(h, o.tokens, log)
+			select {
+			case reload <- struct{}{}:
+			default: // one is pending already: it reads the file as it is then
+			}
 		case <-ctx.Done():
 			running = false
 		}

@@ -125,11 +125,12 @@ func kill9(t *testing.T, bin, store string) {
 	chain := testdb.UniqueName("order")
 	args := []string{"-store", store, "-namespace", ns}
 	// A new store is declared brand-new, as an operator sets one up; init
-	// again changes nothing.
-	for range 2 {
-		if out, err := exec.Command(bin, "store", "-store", store, "init").CombinedOutput(); err != nil || !strings.Contains(string(out), "brand-new") {
-			t.Fatalf("idforge store init: %v: %s", err, out)
-		}
+	// again changes nothing, and says so (-exists-ok: with status 0).
+	if out, err := exec.Command(bin, "store", "init", "-store", store).CombinedOutput(); err != nil || !strings.Contains(string(out), "brand-new") {
+		t.Fatalf("idforge store init: %v: %s", err, out)
+	}
+	if out, err := exec.Command(bin, "store", "init", "-exists-ok", "-store", store).CombinedOutput(); err != nil || !strings.Contains(string(out), "already initialised") {
+		t.Fatalf("idforge store init -exists-ok, again: %v: %s", err, out)
 	}
 	a, b := startProc(t, bin, "", nil, args...), startProc(t, bin, "", nil, args...)
 	var procA atomic.Pointer[serveProc] // a, then its replacement

@@ -68,10 +68,10 @@ func openStoreFor(ctx context.Context, spec, src, dir string, log *slog.Logger, 
 	switch {
 	case spec == "":
 		path := filepath.Join(dir, defaultStoreFile)
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, admin)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log, admin)
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
-		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, admin)
+		return openSQL(ctx, src, "sqlite", sqliteDSN(path), "sqlite "+path, init || !exists(path), window, log, admin)
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		// prefix=... is ours (the key prefix), the rest is go-redis's URL.
 		u, err := url.Parse(spec)
@@ -125,11 +125,11 @@ func openStoreFor(ctx context.Context, spec, src, dir string, log *slog.Logger, 
 		}
 		return opened, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.Contains(spec, "host="):
-		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window, admin)
+		return openSQL(ctx, src, "pgx", spec, "postgresql", init, window, log, admin)
 	case strings.HasPrefix(spec, "mysql://"):
-		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window, admin)
+		return openSQL(ctx, src, "mysql", strings.TrimPrefix(spec, "mysql://"), "mariadb", init, window, log, admin)
 	case strings.Contains(spec, "@tcp(") || strings.Contains(spec, "@unix("):
-		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window, admin)
+		return openSQL(ctx, src, "mysql", spec, "mariadb", init, window, log, admin)
 	}
 	return nil, usagef("%s %q: want a redis:// URL, a postgres:// URL, a MariaDB DSN (user@tcp(host:3306)/db) or sqlite:PATH", src, redact(spec, spec))
 }
@@ -160,7 +160,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration, admin bool) (*openedStore, error) {
+func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, window time.Duration, log *slog.Logger, admin bool) (*openedStore, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, usagef("%s: %v", src, err)
@@ -181,7 +181,7 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, 
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	set := sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window}
+	set := sqlstore.Settings{CreateTables: true, Init: init, RideThrough: window, Logger: log}
 	opened := &openedStore{describe: describe, public: public, ping: db.PingContext}
 	if admin {
 		ad, err := sqlstore.OpenAdmin(octx, db, set)
@@ -210,6 +210,9 @@ type operatorCommands interface {
 	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
 	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
 	SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error)
+	BrandNew() bool
+	EpochCreated() time.Time
+	Restored(ctx context.Context) error
 }
 
 var (
@@ -217,24 +220,67 @@ var (
 	_ operatorCommands = (*redisstore.Admin)(nil)
 )
 
+// storeActions are the actions of `idforge store` and the argument each
+// takes ("" for none), in the order usage lists them. A new action is one
+// entry here and one case in storeAction (or, like init, in setupStore).
+var storeActions = []struct{ name, arg string }{
+	{"init", ""},
+	{"machines", ""},
+	{"release", "MACHINE_ID"},
+	{"chain", "NAME"},
+	{"ride-through", "DURATION"},
+	{"restored", ""},
+}
+
+// storeActionList is the actions as usage shows them: init, machines,
+// release MACHINE_ID, ...
+func storeActionList(sep string) string {
+	var b strings.Builder
+	for i, a := range storeActions {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(strings.TrimSpace(a.name + " " + a.arg))
+	}
+	return b.String()
+}
+
+// storeActionOf checks the arguments of `idforge store` (flags taken out):
+// one action and the argument it takes.
+func storeActionOf(args []string) (string, error) {
+	if len(args) == 0 {
+		return "", usagef("want an action: %s", storeActionList(", "))
+	}
+	for _, a := range storeActions {
+		if a.name != args[0] {
+			continue
+		}
+		switch {
+		case a.arg == "" && len(args) > 1:
+			return "", usagef("%s takes no argument, got %q", a.name, args[1:])
+		case a.arg != "" && len(args) == 1:
+			return "", usagef("%s needs %s", a.name, a.arg)
+		case a.arg != "" && len(args) > 2:
+			return "", usagef("%s takes one %s, got %q", a.name, a.arg, args[1:])
+		}
+		return a.name, nil
+	}
+	return "", usagef("unknown action %q: want one of %s", args[0], storeActionList(", "))
+}
+
 func setupStore(fs *flag.FlagSet) runFunc {
 	spec := fs.String("store", "", "the store: a redis:// URL, a postgres:// URL, a MariaDB DSN user@tcp(host:3306)/db, or sqlite:PATH; "+
 		"empty means the SQLite file "+defaultStoreFile+" in the working directory [IDFORGE_STORE]")
 	namespace := fs.String("namespace", "default", "machine-ID `namespace` of machines and release")
 	force := fs.Bool("force", false, "release: give back a machine ID even if its holder looks alive; ride-through: rewrite the window even if a holder heartbeated within the old one")
+	existsOK := fs.Bool("exists-ok", false, "init: exit 0 on a store that already has an epoch, saying so and changing nothing (for a setup step that runs at every deploy)")
 	raise := fs.Int64("raise", 0, "chain: raise the counter to at least `N` (never lowers it)")
 	rideThrough := parsedVar(fs, "ride-through", 0, positiveDuration, "want a positive duration such as 60s",
 		"init: the ride-through window, a `duration`, the store records (default 1s); every process of the store must then use it")
-	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
-		var action string
-		if len(args) > 0 {
-			action = args[0]
-		}
-		switch {
-		case action == "init" && len(args) == 1, action == "machines" && len(args) == 1,
-			action == "release" && len(args) == 2, action == "chain" && len(args) == 2, action == "ride-through" && len(args) == 2:
-		default:
-			return usagef("want one action: init, machines, release MACHINE_ID, chain NAME or ride-through DURATION; got %q", args)
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		action, err := storeActionOf(args)
+		if err != nil {
+			return err
 		}
 		src := "-store"
 		if *spec == "" {
@@ -254,26 +300,55 @@ func setupStore(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		// The operator's commands hold no machine ID, so any window the
-		// store records will do, and ride-through rewrites it: they open
-		// the store's Admin; init opens the store.
-		st, err := openStoreFor(ctx, *spec, src, wd, slog.New(slog.NewTextHandler(io.Discard, nil)), action == "init", *rideThrough, action != "init")
+		// store records will do: they open the store's Admin, which takes
+		// the window it records. ride-through rewrites it, and init on a
+		// store that records another one says the store is set up already;
+		// a new store records the one given.
+		// An epoch created before this moment was there already. The
+		// store dates a new one by this process's clock, to the
+		// millisecond.
+		began := time.Now().Truncate(time.Millisecond)
+		log := slog.New(slog.NewTextHandler(stderr, nil))
+		st, err := openStoreFor(ctx, *spec, src, wd, log, action == "init", *rideThrough, true)
 		if err != nil {
 			return err
 		}
 		defer st.close()
 		if action == "init" {
-			if st.brandNew == nil || !st.brandNew() {
-				return fmt.Errorf("%s: the store already has an epoch: it may have handed out IDs, so it is not brand-new; "+
-					"sequences missing from it start above a Floor (the GORM plugin and the sharding repositories derive one)", st.describe)
-			}
-			_, err = fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", st.describe)
-			return err
+			return storeInit(st.admin, st.describe, began, *existsOK, *rideThrough != 0, stdout)
 		}
 		return storeAction(ctx, st.admin, action, args[1:], *namespace, *force, *raise, stdout)
 	}
 }
 
-// storeAction runs machines, release or chain on an opened store.
+// storeInit reports what `idforge store init` found: a store it declared
+// brand-new, or one that already had an epoch (an error unless existsOK).
+func storeInit(ad operatorCommands, store string, began time.Time, existsOK, window bool, stdout io.Writer) error {
+	created := ad.EpochCreated()
+	if ad.BrandNew() && !created.Before(began) {
+		_, err := fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", store)
+		return err
+	}
+	var msg string
+	if ad.BrandNew() {
+		msg = fmt.Sprintf("%s: already initialised (brand-new epoch of %s): it may have handed out IDs since; init changed nothing",
+			store, created.UTC().Format(time.RFC3339))
+	} else {
+		msg = fmt.Sprintf("%s: already has an epoch (of %s) that is not brand-new: it may have handed out IDs, "+
+			"so sequences missing from it start above a Floor; init changed nothing", store, created.UTC().Format(time.RFC3339))
+	}
+	if window {
+		msg += ", nor the window it records (idforge store ride-through changes that)"
+	}
+	if !existsOK {
+		return errors.New(msg + " (-exists-ok makes this exit 0)")
+	}
+	_, err := fmt.Fprintln(stdout, msg)
+	return err
+}
+
+// storeAction runs machines, release, chain, ride-through or restored on an
+// opened store.
 func storeAction(ctx context.Context, ad operatorCommands, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
@@ -315,6 +390,13 @@ func storeAction(ctx context.Context, ad operatorCommands, action string, args [
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "ride-through window %v (was %v): start every process of the store with RideThrough %v\n", w, old, w)
+		return err
+	case "restored":
+		if err := ad.Restored(ctx); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(stdout, "declared restored: a new epoch, every sequence untrusted: running processes see a reset and go on above what they held;"+
+			" any other sequence starts only above a Floor (the GORM plugin and the sharding repositories derive one) or after `idforge store chain NAME -raise N`")
 		return err
 	default: // chain
 		name := args[0]

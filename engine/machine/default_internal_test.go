@@ -6,8 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
+// TestDefaultWarnsOnce: the last fallback of Default, used undecorated,
+// warns once per process when it hands out machine ID 0.
 func TestDefaultWarnsOnce(t *testing.T) {
 	var buf bytes.Buffer
 	prev := slog.Default()
@@ -17,15 +20,23 @@ func TestDefaultWarnsOnce(t *testing.T) {
 	t.Setenv(machineIDEnv, "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 
-	Default()
-	Default()
+	inst := Instance{Namespace: "orders", ID: "a"}
+	// Nothing decorates it here (idforge.New with StateDir "off"): every
+	// process would be machine 0, and it says so.
+	for range 2 {
+		if st, err := Default().Distribute(t.Context(), inst, 10, time.Minute); err != nil || st.MachineID != 0 {
+			t.Fatalf("Distribute = %+v, %v; want machine ID 0", st, err)
+		}
+	}
 	if n := strings.Count(buf.String(), "level=WARN"); n != 1 || !strings.Contains(buf.String(), "single instance") {
 		t.Fatalf("falling back twice logged %d warnings: %q; want one saying it is safe only for a single instance", n, buf.String())
 	}
 	buf.Reset()
 	fallbackOnce = sync.Once{}
 	t.Setenv(machineIDEnv, "4")
-	Default()
+	if _, err := Default().Distribute(t.Context(), inst, 10, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	if buf.Len() != 0 {
 		t.Fatalf("a configured machine ID logged %q", buf.String())
 	}

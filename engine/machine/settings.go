@@ -14,15 +14,16 @@ import "time"
 type Settings struct {
 	// Heartbeat is the interval between heartbeats (default 250 ms: short,
 	// because every heartbeat also reserves time ahead and is how a lease
-	// notices a store that was reset). It must be shorter than SafeGuard
-	// minus SkewMargin, and than the store's ride-through window (1 s by
+	// notices a store that was reset). It must be at least 100 ms (each
+	// heartbeat is a store round trip), shorter than SafeGuard minus
+	// SkewMargin, and than the store's ride-through window (1 s by
 	// default). Without a store that has one the lease reserves 4 ×
 	// Heartbeat.
 	Heartbeat time.Duration
 	// SafeGuard is how long an unstable instance may stay silent before
-	// another may reclaim its machine ID (default 5 minutes). Keep it well
-	// above the clock skew between hosts and the longest store outage to
-	// ride out.
+	// another may reclaim its machine ID (default 5 minutes; at most 7
+	// days). Keep it well above the clock skew between hosts and the
+	// longest store outage to ride out.
 	SafeGuard time.Duration
 	// SkewMargin is how long before the safe-guard runs out the lease stops
 	// trusting itself (default a fifth of SafeGuard; negative: none). It

@@ -19,8 +19,9 @@ import (
 const machineIDEnv = "IDFORGE_MACHINE_ID"
 
 // manual hands out one fixed machine ID. It keeps no store, so it cannot
-// lose the ID and nothing stops two processes configured alike from sharing
-// it: uniqueness is the operator's job.
+// lose the ID; what keeps two processes from sharing it is the lock file
+// idforge.New takes beside its state file (on one host), and the operator
+// (across hosts).
 type manual struct {
 	id     int64
 	source string // where the ID came from, for error messages
@@ -28,7 +29,12 @@ type manual struct {
 }
 
 // Manual returns a distributor that always hands out machineID. Within one process one lease at
-// a time may hold it. Distribute fails with an error wrapping
+// a time may hold it. Through idforge.New (with a state directory, see
+// idforge.Settings.StateDir) it also takes a lock file on the host, so a
+// second process on this host with the same machine ID and namespace is
+// refused at New with an error wrapping engine.ErrInstanceInUse; across
+// hosts nothing can tell, and uniqueness is the operator's job. Distribute
+// fails with an error wrapping
 // engine.ErrInvalidConfig for a negative machineID and
 // engine.ErrMachineIDOverflow when it does not fit machineBits. Guard and
 // Revert succeed for machineID and report engine.ErrMachineIDLost for any
@@ -166,14 +172,20 @@ var fallbackOnce sync.Once
 //     set) and HOSTNAME ends in an ordinal. Outside Kubernetes hostnames
 //     such as "eu-web-1" and "us-web-1" would share an ordinal, so they are
 //     not trusted;
-//  3. Manual(0).
+//  3. no machine ID configured: through idforge.New, the lowest machine ID
+//     that no other process on this host holds, found by the lock files
+//     beside the state files (see idforge.Settings.StateDir). New logs
+//     which one it took (one warning). Processes on one host never share
+//     one, so many test binaries or `go run`s at once are safe.
 //
-// The last fallback is ONLY SAFE FOR A SINGLE INSTANCE: every process that
-// falls back to it issues IDs as machine 0, and two of them produce
-// duplicates. Default logs a warning through log/slog (once per process)
-// when it falls back. Anything that runs more than one instance should use
-// a shared store (engine/sqlstore, engine/redisstore) or set
-// IDFORGE_MACHINE_ID per instance.
+// The last case is ONLY SAFE ON A SINGLE HOST: processes on two hosts both
+// take machine ID 0 and issue the same IDs. Without a state directory
+// (StateDir "off"), or used outside idforge.New, it is machine ID 0 for
+// every process, with a warning (once per process) that this is safe only
+// for a single instance. Anything that runs on more than one host should
+// use a shared store (engine/sqlstore, engine/redisstore) or set
+// IDFORGE_MACHINE_ID per instance. Cases 1 and 2 are locked on the host
+// too, as for [Manual].
 func Default() Distributor {
 	if v := strings.TrimSpace(os.Getenv(machineIDEnv)); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -187,10 +199,55 @@ func Default() Distributor {
 			return StatefulSet()
 		}
 	}
+	return unconfigured{}
+}
+
+// unconfiguredWhy says why Default found no machine ID.
+const unconfiguredWhy = "no machine ID configured (" + machineIDEnv + " unset, not a StatefulSet pod)"
+
+// unconfigured is Default's last case: any machine ID will do that no other
+// process on this host holds. A local state decorator (internal/leased)
+// picks the lowest such ID by its lock files and never calls Distribute;
+// on its own Distribute hands out 0.
+type unconfigured struct{}
+
+// Unconfigured says why no machine ID was configured: the decorator that
+// locks machine IDs on the host may pick any free one.
+func (unconfigured) Unconfigured() string { return unconfiguredWhy }
+
+// Terms are a fixed distributor's: no window, no grace, no last timestamp
+// kept.
+func (unconfigured) Terms() Terms { return Terms{} }
+
+// ServerTime is the zero time: there is no store with a clock.
+func (unconfigured) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
+
+func (unconfigured) Distribute(ctx context.Context, inst Instance, machineBits int, safeGuard time.Duration) (State, error) {
 	fallbackOnce.Do(func() {
-		slog.Warn("idforge: no machine ID configured (" + machineIDEnv + " unset, not a StatefulSet pod): " +
+		slog.Warn("idforge: " + unconfiguredWhy + " and none locked on this host (no state directory): " +
 			"using machine ID 0, which is safe only while a single instance issues IDs; " +
 			"set " + machineIDEnv + " per instance or use a shared store")
 	})
-	return Manual(0)
+	return Manual(0).Distribute(ctx, inst, machineBits, safeGuard)
+}
+
+// Guard accepts any machine ID: the decorator may have picked one other
+// than 0.
+func (unconfigured) Guard(_ context.Context, inst Instance, st State) error {
+	return anyID(inst, st)
+}
+
+// Revert accepts any machine ID, as Guard.
+func (unconfigured) Revert(_ context.Context, inst Instance, st State) error {
+	return anyID(inst, st)
+}
+
+func anyID(inst Instance, st State) error {
+	if err := distcheck.Instance(inst.Namespace, inst.ID); err != nil {
+		return err
+	}
+	if st.MachineID < 0 {
+		return fmt.Errorf("%w: machine: negative machine ID %d", engine.ErrMachineIDLost, st.MachineID)
+	}
+	return nil
 }

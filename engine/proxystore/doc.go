@@ -30,8 +30,18 @@
 // A lease belongs to the process that distributed it: the server hands it a
 // secret with the machine ID (machine.State.Holder), which its guards and
 // reverts present; the server refuses them from anyone else, and refuses a
-// second process claiming an instance whose lease is live. The token must be allowed the
-// namespaces and segments the Store uses (see server.Settings.TokensFile).
+// second process claiming an instance whose lease is live. A Store presents
+// the secret of its lease of an instance when it asks for that instance
+// again, so its own lease may ask again where a second process may not.
+// The token must be allowed the namespaces and segments the Store uses (see
+// server.Settings.TokensFile). The server reclaims a silent machine ID
+// after its own safe-guard (5 minutes for `idforge serve`) whatever the
+// claimant asks, and refuses a lease whose SafeGuard is longer.
+//
+// The sequences of dated chains' periods (<chain>:<yyyyMMdd> and the like)
+// are the server's: a Registry on a proxy store cannot draw dated chains
+// (its fetches are refused with engine.ErrInvalidConfig); draw them from
+// the server's /v1/ids/{chain}.
 //
 // It imports engine and the top-level internal/wire (the wire types it
 // shares with package server) and internal/reason (the error table), never

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/internal/distcheck"
+	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 )
@@ -48,6 +50,12 @@ type Store struct {
 	auth  string
 	grace atomic.Int64 // the server store's reset grace, in ms, from its last Distribute answer
 	ride  atomic.Int64 // the server store's ride-through window, in ms, likewise
+
+	mu sync.Mutex
+	// leases are the secrets of the leases this Store was handed, by
+	// instance: Distribute presents the instance's when it asks again, so
+	// the server tells the holder from a second process with its instance ID.
+	leases map[machine.Instance]string
 }
 
 // New returns a Store for the server at s.URL. It does not call the server;
@@ -57,7 +65,7 @@ func New(s Settings) (*Store, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: proxystore: URL %q: want http(s)://host:port", engine.ErrInvalidConfig, s.URL)
 	}
-	st := &Store{base: strings.TrimSuffix(u.String(), "/")}
+	st := &Store{base: strings.TrimSuffix(u.String(), "/"), leases: map[machine.Instance]string{}}
 	if s.Token != "" {
 		st.auth = "Bearer " + s.Token
 	}
@@ -137,21 +145,39 @@ func sentinel(ctx context.Context, status int, code string) error {
 	return engine.ErrStoreUnavailable
 }
 
-// Distribute asks the server's store for a machine ID for inst.
+// Distribute asks the server's store for a machine ID for inst. When this
+// Store holds a lease of inst already, it presents that lease's secret: the
+// server refuses a second process claiming an instance whose lease is live,
+// and lets its holder ask again. The answer's secret replaces it.
 func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
+	key := machine.Instance{Namespace: inst.Namespace, ID: inst.ID}
+	s.mu.Lock()
+	secret := s.leases[key]
+	s.mu.Unlock()
 	var out machineState
 	err := s.call(ctx, "/v1/proxy/machines/distribute", machineRequest{
 		Namespace: inst.Namespace, Instance: inst.ID, Stable: inst.Stable,
-		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(),
+		MachineBits: machineBits, SafeGuardMillis: safeGuard.Milliseconds(), Lease: secret,
 	}, &out)
 	if err != nil {
 		return machine.State{}, err
 	}
-	s.grace.Store(out.ResetGraceMillis)
-	s.ride.Store(out.RideThroughMillis)
+	if out.ResetGraceMillis > storeepoch.MaxResetGrace.Milliseconds() || out.RideThroughMillis > storeepoch.MaxRideThrough.Milliseconds() {
+		// Past what any store accepts, and past what converts to a
+		// Duration without wrapping.
+		return machine.State{}, fmt.Errorf("%w: proxystore: the server reports a reset grace of %d ms and a ride-through window of %d ms, past the bounds %v and %v",
+			engine.ErrInvalidConfig, out.ResetGraceMillis, out.RideThroughMillis, storeepoch.MaxResetGrace, storeepoch.MaxRideThrough)
+	}
+	s.grace.Store(max(out.ResetGraceMillis, -1)) // any negative is none
+	s.ride.Store(max(out.RideThroughMillis, -1))
+	if out.Lease != "" {
+		s.mu.Lock()
+		s.leases[key] = out.Lease
+		s.mu.Unlock()
+	}
 	return machine.State{MachineID: out.MachineID, LastTimestamp: out.LastTimestamp, Holder: machine.Holder(out.Lease)}, nil
 }
 
@@ -178,7 +204,16 @@ func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.Sta
 
 // Revert gives st.MachineID back.
 func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
-	return s.machineCall(ctx, "/v1/proxy/machines/revert", inst, st)
+	if err := s.machineCall(ctx, "/v1/proxy/machines/revert", inst, st); err != nil {
+		return err
+	}
+	key := machine.Instance{Namespace: inst.Namespace, ID: inst.ID}
+	s.mu.Lock()
+	if s.leases[key] == string(st.Holder) {
+		delete(s.leases, key)
+	}
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *Store) machineCall(ctx context.Context, path string, inst machine.Instance, st machine.State) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/holding"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/machine"
@@ -72,6 +73,28 @@ func (a *Admin) SetRideThrough(ctx context.Context, w time.Duration, force bool)
 	return a.a.SetRideThrough(ctx, w, force)
 }
 
+// BrandNew reports whether the store's epoch is brand-new: declared so by
+// Settings.Init (or `idforge store init`) on a store that never handed out
+// an ID.
+func (a *Admin) BrandNew() bool { return a.a.BrandNew() }
+
+// EpochCreated returns when the store's epoch was created, by the clock of
+// the process that created it.
+func (a *Admin) EpochCreated() time.Time { return a.a.EpochCreated() }
+
+// Restored declares the store restored from a backup: a new epoch, and
+// every sequence counter untrusted until a Floor, a re-seed by a process
+// that ran across the restore, or RaiseCounter puts it above what was
+// handed out.
+func (a *Admin) Restored(ctx context.Context) error { return a.a.Restored(ctx) }
+
+// Machines lists the machine IDs of namespace, in order, as
+// [Admin.Machines]: a read, which changes nothing, for a server that counts
+// the stable instances a store holds.
+func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	return admin{s}.Machines(ctx, namespace)
+}
+
 // admin implements the operator's commands on a store.
 type admin struct{ *Store }
 
@@ -96,6 +119,9 @@ var machineValue = regexp.MustCompile(`^(-?\d+)\|([01])\|(.*)$`)
 // is live (its holder did not revert it) and its last timestamp. One
 // script reads them all at once.
 func (s admin) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	if err := distcheck.Text("redisstore", "namespace", namespace); err != nil {
+		return nil, err
+	}
 	res, err := listScript.Eval(ctx, s.client, s.machineKeys(machine.Instance{Namespace: namespace})).StringSlice()
 	if err != nil {
 		return nil, s.unavailable("listing machine IDs", err)
@@ -156,6 +182,9 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 // Counter returns the largest ID the sequence name handed out ranges up to
 // (its counter); found is false when the store has no such sequence.
 func (s admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	if err := distcheck.Text("redisstore", "sequence", name); err != nil {
+		return 0, false, err
+	}
 	counter, err = s.client.Get(ctx, s.segmentKey(name)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -174,6 +203,9 @@ func (s admin) Counter(ctx context.Context, name string) (counter int64, found b
 // goes up stays at or above every process's floor. A store whose epoch
 // changed is left as it is, with an error wrapping engine.ErrStoreReset.
 func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
+	if err := distcheck.Text("redisstore", "sequence", name); err != nil {
+		return 0, err
+	}
 	what := "raising sequence " + name
 	token, err := s.ready(ctx)
 	if err != nil {
@@ -181,8 +213,8 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 	}
 	// The script compares non-negative decimals; a counter is never below
 	// 0, so a lower target raises nothing.
-	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
-		token, 0, s.cfg.Start, max(to, 0), "", "0").Slice()
+	res, err := segmentScript.Eval(ctx, s.client, s.segmentKeys(name),
+		token, 0, s.cfg.Start, max(to, 0), "", "0", "0", name).Slice()
 	if err != nil {
 		return 0, s.unavailable(what, err)
 	}
@@ -197,12 +229,27 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 	return 0, s.unavailable(what, fmt.Errorf("%w %v", errBadReply, res))
 }
 
+// Restored declares the store restored: one script gives the store a new
+// epoch and marks every counter untrusted. Processes of the old epoch see
+// a reset at their next operation, wait the reset grace and re-seed what
+// they used above what they got; every other counter is served only above
+// a Floor or after RaiseCounter.
+func (s admin) Restored(ctx context.Context) error {
+	if _, err := s.declareRestored(ctx, ""); err != nil {
+		return s.unavailable("declaring the store restored", err)
+	}
+	return nil
+}
+
 // SetRideThrough rewrites the ride-through window the store records. A
 // machine ID of any namespace whose stored last timestamp is within the old
 // window's reset grace of now may have a holder issuing under the old
 // window, so that is refused unless force is set. The namespaces are found
 // with SCAN on the client's node (the store's keys share one hash slot).
 func (s admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (time.Duration, error) {
+	if err := storeepoch.CheckRideThrough("the ride-through window", w); err != nil {
+		return 0, err
+	}
 	w = storeepoch.ResolveRideThrough(w)
 	rec, err := s.client.Get(ctx, s.rideKey()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -13,7 +13,8 @@ import (
 	"github.com/idforge/idforge/tests/testdb"
 )
 
-// crashAfterRaise fails the first fetch script (its last argument is "1")
+// crashAfterRaise fails the first fetch script (its mode argument, third
+// from the end, is "1")
 // after deleting the segment key: Redis acknowledged the raise, then crashed
 // and came back from an AOF (everysec) without it, the epoch intact.
 type crashAfterRaise struct {
@@ -29,7 +30,7 @@ func (h *crashAfterRaise) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 func (h *crashAfterRaise) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if n := len(args); n > 0 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") && args[n-1] == "1" && !h.done.Swap(true) {
+		if n := len(args); n > 3 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") && args[n-3] == "1" && !h.done.Swap(true) {
 			h.c.Del(ctx, h.key)
 			err := errors.New("connection reset by peer")
 			cmd.SetErr(err)

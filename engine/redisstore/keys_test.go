@@ -19,9 +19,10 @@ func hashTag(key string) string {
 	return key
 }
 
-// TestKeysShareOneSlot: every key of a store (epoch, segments, machine
-// keys of any namespace) starts with the prefix and has one hash tag, so one
-// script may touch the epoch with any of them on Redis Cluster.
+// TestKeysShareOneSlot: every key of a store (epoch, segments, restore
+// marks, machine keys of any namespace) starts with the prefix and has one
+// hash tag, so one script may touch the epoch with any of them on Redis
+// Cluster.
 func TestKeysShareOneSlot(t *testing.T) {
 	for _, prefix := range []string{DefaultPrefix, "idforge:", "{app}:", "a{b:", "x}y{:", "idf:3fa2:"} {
 		s := &Store{base: keyBase(prefix)}
@@ -29,7 +30,7 @@ func TestKeysShareOneSlot(t *testing.T) {
 		if tag == s.EpochKey() {
 			t.Errorf("prefix %q: epoch key %q has no hash tag", prefix, s.EpochKey())
 		}
-		keys := []string{s.EpochKey(), s.SegmentKey("order"), s.SegmentKey(""), s.SegmentKey("{x}")}
+		keys := append(s.segmentKeys("order"), s.SegmentKey(""), s.SegmentKey("{x}"))
 		for _, ns := range []string{"svc", "order-service", "a:b", "mt-Race-17", "{br}ace"} {
 			keys = append(keys, s.machineKeys(machine.Instance{Namespace: ns, ID: "host:1"})...)
 		}

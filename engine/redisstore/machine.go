@@ -83,6 +83,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 	}
 	switch r := reply(res); r.kind() {
 	case "ok":
+		s.epoch.Held(string(holder), token)
 		return machine.State{MachineID: r.int(1), LastTimestamp: r.int(2), Holder: holder}, nil
 	case "live":
 		return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse,
@@ -97,14 +98,17 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 }
 
 // Guard records that inst still holds st.MachineID under st.Holder, raising
-// the stored last timestamp to st.LastTimestamp (never lowering it); the
-// registry's lease passes the heartbeat time, which keeps the ID from
-// expiring. If inst no longer holds the ID under st.Holder (it was
-// reclaimed after a long silence, reverted, or taken over by another
-// process with inst's ID) Guard changes nothing and returns an error
-// wrapping engine.ErrMachineIDLost that names the holder found; if the
-// store forgot its state (its epoch changed), one wrapping
-// engine.ErrStoreReset. Guard does not wait out a reset grace.
+// the stored last timestamp to st.LastTimestamp (never lowering it); a
+// the registry's lease passes the heartbeat time, which keeps the ID from expiring.
+// If inst no longer holds the ID under st.Holder (it was reclaimed after a
+// long silence, reverted, or taken over by another process with inst's ID)
+// Guard changes nothing and returns an error wrapping
+// engine.ErrMachineIDLost that names the holder found; if the store forgot
+// its state (its epoch changed), one wrapping engine.ErrStoreReset. An ID
+// gone from the store altogether under the epoch it was handed out under
+// means the store went back (IDs are never deleted): Guard declares it
+// restored (a new epoch, every segment counter untrusted) and returns the
+// reset error. Guard does not wait out a reset grace.
 func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	return s.own(ctx, guardScript, "heartbeat", inst, st)
 }
@@ -138,8 +142,17 @@ func (s *Store) own(ctx context.Context, script *redis.Script, op string, inst m
 	switch r := reply(res); r.kind() {
 	case "ok":
 		s.epoch.Confirm(sent)
+		if op == "revert" {
+			s.epoch.Released(string(st.Holder))
+		}
 		return nil
 	case "lost":
+		// Gone altogether under the epoch it was handed out under: IDs are
+		// never deleted, so the store went back.
+		if r.str(3) == "0" && s.epoch.HeldUnder(string(st.Holder)) == token {
+			return fmt.Errorf("%w (the machine ID is gone from the store: it lost acknowledged writes; its epoch was replaced and every counter marked untrusted)",
+				s.wentBack(ctx, token, what))
+		}
 		held := "it is free"
 		switch owner := r.str(1); owner {
 		case "":

@@ -3,14 +3,18 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -137,5 +141,43 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	if _, err := redisstore.Open(ctx, client, redisstore.Settings{Prefix: prefix + "{app}:", Start: 5,
 		Clock: clocktest.NewFake(fakeStart), ResetGrace: -1, AllowVolatile: true}); err != nil {
 		t.Fatalf("valid settings rejected: %v", err)
+	}
+}
+
+// Windows whose sums overflow are refused at Open naming the field (see
+// sqlstore's TestOpenRefusesOverflowingWindows), before Redis is asked
+// anything.
+func TestOpenRefusesOverflowingWindows(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer client.Close()
+	for _, c := range []struct {
+		set   redisstore.Settings
+		field string
+	}{
+		{redisstore.Settings{RideThrough: math.MaxInt64}, "redisstore.Settings.RideThrough"},
+		{redisstore.Settings{RideThrough: 24*time.Hour + time.Millisecond}, "redisstore.Settings.RideThrough"},
+		{redisstore.Settings{ResetGrace: math.MaxInt64}, "redisstore.Settings.ResetGrace"},
+	} {
+		if _, err := redisstore.Open(t.Context(), client, c.set); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("Open(%+v) = %v; want ErrInvalidConfig naming %s", c.set, err, c.field)
+		}
+	}
+}
+
+// Names with a control byte or broken UTF-8 are refused up front.
+func TestControlBytesInNamesRefused(t *testing.T) {
+	e := newEnv(t)
+	for _, name := range []string{"order\x00", "line\nbreak", "\xff"} {
+		if _, err := e.store.Segment(name); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "segment name") {
+			t.Errorf("Segment(%q) = %v; want ErrInvalidConfig naming the segment name", name, err)
+		}
+		for _, inst := range []machine.Instance{{Namespace: name, ID: "a"}, {Namespace: "ns", ID: name}} {
+			if st, err := e.store.Distribute(t.Context(), inst, 10, time.Minute); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Errorf("Distribute(%+v) = %+v, %v; want ErrInvalidConfig", inst, st, err)
+			}
+		}
+	}
+	if _, err := e.store.Segment(""); err != nil {
+		t.Errorf("Segment(\"\") = %v; the empty name stays valid on Redis", err)
 	}
 }

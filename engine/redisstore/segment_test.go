@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/engine/segment/segmenttest"
@@ -61,7 +64,9 @@ func TestSegmentOverflowIsIDOverflow(t *testing.T) {
 	for _, start := range []int64{0, 7} {
 		e := newEnv(t, redisstore.Settings{Start: start})
 		d := segmentOf(t, e.store, "full")
-		if err := e.client.Set(ctx, e.store.SegmentKey("full"), math.MaxInt64-5, 0).Err(); err != nil {
+		// An operator's raise: a counter written behind the store's back
+		// is not trusted.
+		if _, err := redisstore.AdminOf(e.store).RaiseCounter(ctx, "full", math.MaxInt64-5); err != nil {
 			t.Fatal(err)
 		}
 		_, err := d.NextMaxID(ctx, 10)
@@ -135,6 +140,81 @@ func TestFloorConformance(t *testing.T) {
 			t.Fatalf("wipe: %d keys deleted, %v", n, err)
 		}
 	})
+}
+
+// TestRestoreConformance runs the restore suite on the shared Redis under
+// a prefix of its own: a snapshot DUMPs the prefix's keys and puts them back
+// with RESTORE (what an old RDB or AOF file brings back), and Declare and
+// Raise are the store's Admin commands, each on a store value opened for
+// it, as `idforge store` opens one.
+func TestRestoreConformance(t *testing.T) {
+	client, prefix := testdb.Redis(t)
+	keys, err := redisstore.Open(t.Context(), client, testOptions(prefix)) // for the key names
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := func(t *testing.T) *redisstore.Store {
+		s, err := redisstore.Open(t.Context(), client, testOptions(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	segmenttest.RunRestore(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+		s, err := redisstore.Open(t.Context(), client, with(testOptions(prefix), redisstore.Settings{Floor: floor}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
+	}, segmenttest.Restore{
+		Snapshot: func(t *testing.T) func(t *testing.T) { return snapshotKeys(t, client, prefix) },
+		DropEpoch: func(t *testing.T) {
+			if err := client.Del(t.Context(), keys.EpochKey()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Declare: func(t *testing.T) {
+			if err := redisstore.AdminOf(admin(t)).Restored(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Raise: func(t *testing.T, name string, to int64) {
+			if _, err := redisstore.AdminOf(admin(t)).RaiseCounter(t.Context(), name, to); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Machines: func(t *testing.T) machine.Distributor { return admin(t) },
+	})
+}
+
+// snapshotKeys DUMPs every key under prefix and returns a function that
+// deletes the keys under prefix and RESTOREs the dumped ones.
+func snapshotKeys(t *testing.T, c *redis.Client, prefix string) func(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	dumps := map[string]string{}
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		d, err := c.Dump(ctx, iter.Val()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dumps[iter.Val()] = d
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T) {
+		t.Helper()
+		if _, err := testdb.DeleteRedisKeys(t.Context(), c, prefix); err != nil {
+			t.Fatal(err)
+		}
+		for k, d := range dumps {
+			if err := c.Restore(t.Context(), k, 0, d).Err(); err != nil {
+				t.Fatalf("RESTORE %s: %v", k, err)
+			}
+		}
+	}
 }
 
 // TestFloorRace runs segmenttest.RunFloorRace on the shared Redis under a

@@ -80,7 +80,8 @@ type Settings struct {
 	// process sharing a store must use the same window: stop them all and
 	// run `idforge store ride-through D` to change it. Negative: no
 	// reservation, a lease then issues until its safe-guard runs out and
-	// needs a ResetGrace above that (tests and benchmarks).
+	// needs a ResetGrace above that (tests and benchmarks). At most 24 h:
+	// [Open] refuses more with engine.ErrInvalidConfig.
 	RideThrough time.Duration
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default RideThrough plus 1 s, 2 s by default; with a
@@ -91,7 +92,8 @@ type Settings struct {
 	// a wipe erases the stored timestamps that otherwise absorb skew.
 	// The registry's lease refuses to issue without the store for as
 	// long (the store's Terms carry the grace). Set it only to raise the skew allowed, or negative to wait
-	// for nothing: only for tests, or a store no other process uses.
+	// for nothing: only for tests, or a store no other process uses. At
+	// most 48 h: [Open] refuses more with engine.ErrInvalidConfig.
 	ResetGrace time.Duration
 	// Init declares the store brand-new when [Open] finds it without an
 	// epoch, as `idforge store init` does: it never handed out an ID, so it
@@ -108,7 +110,8 @@ type Settings struct {
 	// grace, and IDs already written elsewhere (rows of processes that are
 	// gone) may repeat unless [Settings.Floor] reads them.
 	AllowVolatile bool
-	// Logger receives the persistence warnings (default slog.Default()).
+	// Logger receives the persistence warnings and the line saying the
+	// store waits out its reset grace (default slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -119,9 +122,12 @@ var (
 	createEpochSrc string
 	//go:embed scripts/segment.lua
 	segmentSrc string
+	//go:embed scripts/restored.lua
+	restoredSrc string
 
 	createEpochScript = redis.NewScript(createEpochSrc)
 	segmentScript     = redis.NewScript(epochCheck + segmentSrc)
+	restoredScript    = redis.NewScript(restoredSrc)
 )
 
 // Store keeps segments and machine-ID assignments in one Redis (or Redis
@@ -173,9 +179,9 @@ func open(ctx context.Context, client redis.Cmdable, rewriting bool, settings []
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
-	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
-	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
+	var err error
+	if cfg.RideThrough, cfg.ResetGrace, err = storeepoch.Windows("redisstore", cfg.RideThrough, cfg.ResetGrace); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -191,6 +197,7 @@ func open(ctx context.Context, client redis.Cmdable, rewriting bool, settings []
 	s := &Store{client: client, cfg: cfg, base: keyBase(cfg.Prefix), rewriting: rewriting}
 	s.name = "redisstore " + clientAddr(client) + " " + s.base
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	s.epoch.LogWaits(cfg.Logger, s.name)
 	if err := s.checkPersistence(ctx); err != nil {
 		return nil, err
 	}
@@ -260,14 +267,24 @@ func (s *Store) epochKey() string { return s.base + "epoch" }
 // segmentKey is the key holding the last max ID of the segment name.
 func (s *Store) segmentKey(name string) string { return s.base + "segment:" + name }
 
+// segmentKeys are the keys of the segment script for the segment name: the
+// epoch, its counter, the restore count and the trusted hash (see
+// scripts/restored.lua).
+func (s *Store) segmentKeys(name string) []string {
+	return []string{s.epochKey(), s.segmentKey(name), s.base + "restores", s.base + "trusted"}
+}
+
 // createEpoch makes the store's epoch exist and returns it; a new one is
-// brand-new if so asked.
+// brand-new if so asked. A new epoch marks every counter the store still
+// holds untrusted, in the same script: a store found without an epoch may
+// have lost it alone (the key deleted, a snapshot restored without it).
 func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) {
 	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
 	if brandNew {
 		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
 	}
-	token, err := createEpochScript.Eval(ctx, s.client, []string{s.epochKey()}, fresh).Text()
+	keys := s.segmentKeys("")
+	token, err := createEpochScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, fresh).Text()
 	if err != nil {
 		return "", s.unavailable("creating the epoch", err)
 	}
@@ -287,8 +304,8 @@ func (s *Store) ready(ctx context.Context) (string, error) {
 // raise lifts the segment name to at least floor under the epoch token
 // (nothing when the epoch is no longer token).
 func (s *Store) raise(ctx context.Context, token, name string, floor int64) error {
-	res, err := segmentScript.Eval(ctx, s.client, []string{s.epochKey(), s.segmentKey(name)},
-		token, 0, s.cfg.Start, floor, "", "0").Slice()
+	res, err := segmentScript.Eval(ctx, s.client, s.segmentKeys(name),
+		token, 0, s.cfg.Start, floor, "", "0", "0", name).Slice()
 	if err != nil {
 		return err
 	}
@@ -304,6 +321,33 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
 func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+
+// EpochCreated returns when the store's epoch was created.
+func (s admin) EpochCreated() time.Time {
+	t, _ := storeepoch.Created(s.epoch.Token())
+	return t
+}
+
+// declareRestored runs scripts/restored.lua: a new epoch and every counter
+// untrusted, only while the epoch is seen unless seen is "". It returns
+// the epoch now stored.
+func (s *Store) declareRestored(ctx context.Context, seen string) (string, error) {
+	keys := s.segmentKeys("")
+	return restoredScript.Eval(ctx, s.client, []string{keys[0], keys[2], keys[3]}, storeepoch.NewToken(s.cfg.Clock.Now()), seen).Text()
+}
+
+// wentBack handles a machine ID this process holds found missing from the
+// store under its epoch (IDs are never deleted): the store went back, so
+// any counter may be older than what was handed out. It declares the store
+// restored unless another process replaced the epoch first, adopts the
+// epoch now stored and returns the reset error.
+func (s *Store) wentBack(ctx context.Context, token, what string) error {
+	current, err := s.declareRestored(ctx, token)
+	if err != nil {
+		return s.unavailable(what+": declaring restored a store that went back", err)
+	}
+	return s.reset(ctx, token, current, what)
+}
 
 // reset handles a script's 'reset' reply: the store value adopts the epoch
 // now stored (creating one when there is none) and the caller gets an error

@@ -10,12 +10,13 @@ import "time"
 // clock belong to whoever runs the chain: the registry names each chain
 // after its sequence and gives it its own Logger and Clock.
 type Settings struct {
-	// Step is the number of IDs per segment (default 1000). Every
-	// store call asks for a whole number of steps.
+	// Step is the number of IDs per segment (default 1000; at most 2^32).
+	// Every store call asks for a whole number of steps.
 	Step int64
 	// SafeDistance is how many segments (of Step IDs each) the chain keeps
 	// fetched ahead of its callers when they are fed (default 2:
-	// with the default step, 2,000 to 4,000 IDs ride out a store outage). It counts IDs not yet handed out, the current
+	// with the default step, 2,000 to 4,000 IDs ride out a store outage;
+	// at most 2^28). It counts IDs not yet handed out, the current
 	// segment's remainder included.
 	SafeDistance int64
 	// Ahead, when positive, keeps at least this much of current traffic
@@ -32,7 +33,7 @@ type Settings struct {
 	// stops serving what it holds once the store has not confirmed it for
 	// the Fence, so an Ahead beyond the Fence would buy nothing and is
 	// refused. Default 0: off, the distance is SafeDistance and what hunger
-	// adds.
+	// adds. At most 24 h.
 	Ahead time.Duration
 	// TTL discards fetched segments older than this instead of serving them
 	// (default 0, none). An instance that sits on a
@@ -40,13 +41,13 @@ type Settings struct {
 	// other instances are issuing now; with a TTL its IDs stay close to
 	// theirs. The prefetch worker enforces it when it wakes, so an ID may be
 	// served up to one prefetch period (1 s) after its segment expired. An idle
-	// chain refetches its safe distance once per TTL.
+	// chain refetches its safe distance once per TTL. At most 7 days.
 	TTL time.Duration
 	// MaxWait bounds how long NextID waits for IDs when none are ready
 	// (default 10 s: long enough to ride out a store failover, short enough
-	// that a request without a deadline fails instead of hanging); ctx can
-	// end the wait earlier. A negative
-	// MaxWait waits as long as ctx allows.
+	// that a request without a deadline fails instead of hanging; at most
+	// 24 h); ctx can end the wait earlier. A negative MaxWait waits as long
+	// as ctx allows.
 	MaxWait time.Duration
 	// Fence, when positive, stops serving the IDs already held once the
 	// store has not confirmed them for that long: NextID then waits, as on
@@ -59,10 +60,11 @@ type Settings struct {
 	// same store value (a machine-ID lease's heartbeats); an idle chain
 	// fetches a step of its own when half the Fence passed unconfirmed.
 	// The price: the chain no longer rides out store outages on what it
-	// holds, and each NextID reads the clock. Default 0: off. Under
-	// idforge.New a Fence is at most the store's ride-through window
-	// (the RideThrough of engine/sqlstore and engine/redisstore: when
-	// snowflake IDs stop too), and a negative Fence turns it on at that
-	// window; on a chain built alone negative is refused.
+	// holds, and each NextID reads the clock. Default 0: off. A Fence is
+	// at most the machine-ID lease's reservation, the store's ride-through
+	// window (the RideThrough of engine/sqlstore and engine/redisstore:
+	// when snowflake IDs stop too), and at most 24 h; a negative Fence
+	// turns it on at that window. idforge.New refuses a negative Fence when
+	// the lease reserves nothing (a store whose RideThrough is negative).
 	Fence time.Duration
 }

@@ -25,9 +25,14 @@ type Settings struct {
 	Clock clock.Clock
 	// MaxBackwards is how long a clock step back is waited out before
 	// NextID fails with engine.ErrClockBackwards (default
-	// 10 ms: longer stalls are worse than failing fast). A negative value fails at once.
+	// 10 ms: longer stalls are worse than failing fast; at most a minute,
+	// since every caller waits it out). A negative value fails at once.
 	MaxBackwards time.Duration
 }
+
+// maxMaxBackwards bounds Settings.MaxBackwards: a NextID that may block for
+// longer than a minute on a clock step is a hang, not a wait.
+const maxMaxBackwards = time.Minute
 
 // unixNanoer is the fast path of clocks that can tell the time without
 // building a time.Time (timebase.Cached).
@@ -163,6 +168,8 @@ func newGenerator(machineID int64, cfg Settings, last int64, fence func(unixMill
 		cfg.MaxBackwards = timebase.DefaultMaxBackwards
 	case cfg.MaxBackwards < 0:
 		cfg.MaxBackwards = 0
+	case cfg.MaxBackwards > maxMaxBackwards:
+		return nil, fmt.Errorf("%w: snowflake.Settings.MaxBackwards %v is above the bound %v", engine.ErrInvalidConfig, cfg.MaxBackwards, maxMaxBackwards)
 	}
 	l := cfg.Layout
 	if err := l.Validate(); err != nil {

@@ -67,6 +67,28 @@ func (a *Admin) SetRideThrough(ctx context.Context, w time.Duration, force bool)
 // Close releases the store's prepared statements, as [Store.Close].
 func (a *Admin) Close() error { return a.a.Close() }
 
+// BrandNew reports whether the store's epoch is brand-new: declared so by
+// Settings.Init (or `idforge store init`) on a store that never handed out
+// an ID.
+func (a *Admin) BrandNew() bool { return a.a.BrandNew() }
+
+// EpochCreated returns when the store's epoch was created, by the clock of
+// the process that created it.
+func (a *Admin) EpochCreated() time.Time { return a.a.EpochCreated() }
+
+// Restored declares the store restored from a backup: a new epoch, and
+// every sequence counter untrusted until a Floor, a re-seed by a process
+// that ran across the restore, or RaiseCounter puts it above what was
+// handed out.
+func (a *Admin) Restored(ctx context.Context) error { return a.a.Restored(ctx) }
+
+// Machines lists the machine IDs of namespace, in order, as
+// [Admin.Machines]: a read, which changes nothing, for a server that counts
+// the stable instances a store holds.
+func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
+	return admin{s}.Machines(ctx, namespace)
+}
+
 // admin implements the operator's commands on a store.
 type admin struct{ *Store }
 
@@ -164,11 +186,37 @@ func (s admin) Release(ctx context.Context, namespace string, machineID int64, f
 // Counter returns the largest ID the sequence name handed out ranges up to
 // (its counter); found is false when the store has no such sequence.
 func (s admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
+	if err := checkName("sequence", name, maxName); err != nil {
+		return 0, false, err
+	}
 	found, err = s.admin.counter.queryRow(ctx, []any{&counter}, name)
 	if err != nil {
 		return 0, false, s.unavailable("reading sequence "+name, err)
 	}
+	if counter < 0 {
+		counter = untrustedCounter(counter)
+	}
 	return counter, found, nil
+}
+
+// Restored declares the store restored: in one transaction it marks every
+// counter untrusted and gives the store a new epoch (creating the epoch
+// row if it is missing). Processes of the old epoch see a reset at their
+// next operation, wait the reset grace and re-seed what they used above
+// what they got; every other counter is served only above a Floor or after
+// RaiseCounter.
+func (s admin) Restored(ctx context.Context) error {
+	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
+	if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+		if _, err := s.meta.create.execIn(ctx, tx, fresh); err != nil {
+			return false, err
+		}
+		_, err := s.meta.overwrite.execIn(ctx, tx, fresh)
+		return err == nil, err
+	}); err != nil {
+		return s.unavailable("declaring the store restored", err)
+	}
+	return nil
 }
 
 // RaiseCounter raises the sequence name's counter to at least to, never
@@ -194,6 +242,9 @@ func (s admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, 
 // grace of now may have a holder issuing under the old window, so that is
 // refused unless force is set.
 func (s admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (time.Duration, error) {
+	if err := storeepoch.CheckRideThrough("the ride-through window", w); err != nil {
+		return 0, err
+	}
 	w = storeepoch.ResolveRideThrough(w)
 	rec, err := s.readRideThrough(ctx)
 	if err != nil {

@@ -78,3 +78,28 @@ func openWithFloor(d testdb.DB, set sqlstore.Settings) segmenttest.OpenWithFloor
 		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
 	}
 }
+
+// TestRestoreConformance runs the restore suite on every database: a
+// snapshot copies the three tables into tables of its own and copies them
+// back, and Declare and Raise are the store's Admin commands, each on a
+// store value opened for it, as `idforge store` opens one.
+func TestRestoreConformance(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		admin := d.Open(t)
+		segmenttest.RunRestore(t, openWithFloor(d, sqlstore.Settings{}), segmenttest.Restore{
+			Snapshot:  func(t *testing.T) func(t *testing.T) { return snapshotTables(t, admin) },
+			DropEpoch: func(t *testing.T) { emptyTables(t, admin, "idforge_meta") },
+			Declare: func(t *testing.T) {
+				if err := sqlstore.AdminOf(openStore(t, d)).Restored(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Raise: func(t *testing.T, name string, to int64) {
+				if _, err := sqlstore.AdminOf(openStore(t, d)).RaiseCounter(t.Context(), name, to); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Machines: func(t *testing.T) machine.Distributor { return openStore(t, d) },
+		})
+	})
+}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/idforge/idforge/engine"
@@ -11,6 +12,9 @@ import (
 
 type metaStmts struct {
 	read, create, replace, raise, rows *stmt
+	// untrust marks every trusted counter untrusted (see [untrustedCounter]);
+	// overwrite sets the epoch whatever it was.
+	untrust, overwrite *stmt
 	// The ride-through record: read, create unless present, overwrite.
 	readRide, createRide, writeRide *stmt
 }
@@ -21,15 +25,20 @@ func newMetaStmts(s *Store) metaStmts {
 		create = `INTO {meta} (name, value) VALUES ('epoch', $1)`
 		// $1 new epoch, $2 the epoch it replaces.
 		replace = `UPDATE {meta} SET value = $1 WHERE name = 'epoch' AND value = $2`
-		// $1 floor, $2 name, $3 epoch.
-		raise = `UPDATE {seg} SET last_max_id = {greatest}(last_max_id, $1) WHERE name = $2 AND {epoch $3}`
-		rows  = `SELECT (SELECT COUNT(*) FROM {seg}) + (SELECT COUNT(*) FROM {machine})`
+		// $1 floor, $2 name, $3 epoch. An untrusted counter's value counts
+		// as a lower bound, and the raise makes it trusted.
+		raise = `UPDATE {seg} SET last_max_id = {greatest}(CASE WHEN last_max_id < 0 THEN -(last_max_id + 1) ELSE last_max_id END, $1)
+WHERE name = $2 AND {epoch $3}`
+		untrust   = `UPDATE {seg} SET last_max_id = -last_max_id - 1 WHERE last_max_id >= 0`
+		overwrite = `UPDATE {meta} SET value = $1 WHERE name = 'epoch'`
+		rows      = `SELECT (SELECT COUNT(*) FROM {seg}) + (SELECT COUNT(*) FROM {machine})`
 
 		readRide   = `SELECT value FROM {meta} WHERE name = '` + storeepoch.RecordName + `'`
 		createRide = `INTO {meta} (name, value) VALUES ('` + storeepoch.RecordName + `', $1)`
 		writeRide  = `UPDATE {meta} SET value = $1 WHERE name = '` + storeepoch.RecordName + `'`
 	)
 	ms := metaStmts{read: s.stmt(read), replace: s.stmt(replace), raise: s.stmt(greatest(s.cfg.Dialect, raise)), rows: s.stmt(rows),
+		untrust: s.stmt(untrust), overwrite: s.stmt(overwrite),
 		readRide: s.stmt(readRide), writeRide: s.stmt(writeRide)}
 	if s.cfg.Dialect == schema.MySQL {
 		ms.create = s.stmt("INSERT IGNORE " + create)
@@ -72,14 +81,28 @@ func (s *Store) openEpoch(ctx context.Context) (string, error) {
 }
 
 // createEpoch makes the store's epoch exist and returns it; a new one is
-// brand-new if so asked.
+// brand-new if so asked. A store found without an epoch that is not
+// declared brand-new may have lost it alone (idforge_meta emptied, a
+// backup restored without it): its counters may be older than what was
+// handed out, so the new epoch comes with every counter marked untrusted,
+// in one transaction.
 func (s *Store) createEpoch(ctx context.Context, brandNew bool) (string, error) {
-	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
 	if brandNew {
-		fresh = storeepoch.NewBrandNewToken(s.cfg.Clock.Now())
-	}
-	if _, err := s.meta.create.exec(ctx, fresh); err != nil {
-		return "", s.unavailable("creating the epoch", err)
+		if _, err := s.meta.create.exec(ctx, storeepoch.NewBrandNewToken(s.cfg.Clock.Now())); err != nil {
+			return "", s.unavailable("creating the epoch", err)
+		}
+	} else {
+		token, err := s.readEpoch(ctx)
+		if err != nil || token != "" {
+			return token, err
+		}
+		fresh := storeepoch.NewToken(s.cfg.Clock.Now())
+		if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+			// Created by a racer meanwhile: it marked the counters.
+			return affected1(s.meta.create.execIn(ctx, tx, fresh))
+		}); err != nil {
+			return "", s.unavailable("creating the epoch", err)
+		}
 	}
 	token, err := s.readEpoch(ctx)
 	if err == nil && token == "" {
@@ -140,19 +163,54 @@ func greatest(d schema.Dialect, src string) string {
 }
 
 // wentBack handles a counter found below the floor under an unchanged
-// epoch: the store lost commits. It replaces the epoch, so every process
-// sees a reset, adopts the new one (re-seeding every floor, this one's
-// included) and returns the reset error.
+// epoch: the store lost commits (restored from a backup, failed over to a
+// replica behind), so any counter may be older than what was handed out.
+// It declares the store restored, unless another process replaced the
+// epoch first: a new epoch and every counter untrusted, in one
+// transaction. Every process sees a reset; this one adopts the new epoch,
+// re-seeds what it used above what it got (this one's included) and
+// returns the reset error.
 func (s *Store) wentBack(ctx context.Context, token, what string, counter, floor int64) error {
-	if _, err := s.meta.replace.exec(ctx, storeepoch.NewToken(s.cfg.Clock.Now()), token); err != nil {
+	return fmt.Errorf("%w (the counter was at %d, below %d this store already got: the store lost committed writes; its epoch was replaced and every counter marked untrusted)",
+		s.goneBack(ctx, token, what), counter, floor)
+}
+
+// goneBack declares restored a store caught going back under the epoch
+// token, unless another process replaced the epoch first, adopts the
+// epoch now stored and returns the reset error (see wentBack).
+func (s *Store) goneBack(ctx context.Context, token, what string) error {
+	fresh := storeepoch.NewToken(s.cfg.Clock.Now())
+	if err := s.untrustAll(ctx, func(tx *sql.Tx) (bool, error) {
+		return affected1(s.meta.replace.execIn(ctx, tx, fresh, token))
+	}); err != nil {
 		return s.unavailable(what+": replacing the epoch of a store that went back", err)
 	}
 	current, err := s.readEpoch(ctx)
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w (the counter was at %d, below %d this store already got: the store lost committed writes; its epoch was replaced)",
-		s.reset(ctx, token, current, what), counter, floor)
+	return s.reset(ctx, token, current, what)
+}
+
+// untrustAll marks every trusted counter untrusted, then runs set, which
+// writes the epoch and reports whether to commit, in one transaction:
+// no process sees the new epoch without the marks.
+func (s *Store) untrustAll(ctx context.Context, set func(tx *sql.Tx) (bool, error)) error {
+	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		if _, err := s.meta.untrust.execIn(ctx, tx); err != nil {
+			return false, err
+		}
+		return set(tx)
+	})
+}
+
+// affected1 reports whether a statement changed exactly one row.
+func affected1(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // readRideThrough returns the ride-through window the store records, "" when

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -225,6 +226,35 @@ func emptyTables(t testing.TB, db *sql.DB, tables ...string) {
 	for _, table := range tables {
 		if _, err := db.ExecContext(context.Background(), "DELETE FROM "+table); err != nil {
 			t.Fatalf("emptying %s: %v", table, err)
+		}
+	}
+}
+
+// snapshots numbers the copies snapshotTables makes.
+var snapshots atomic.Int64
+
+// snapshotTables copies the store's three tables into tables of their own
+// and returns a function that puts the copies back, as a restored backup
+// would.
+func snapshotTables(t testing.TB, db *sql.DB) func(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	n := snapshots.Add(1)
+	tables := []string{"idforge_segment", "idforge_machine", "idforge_meta"}
+	copyOf := func(table string) string { return fmt.Sprintf("snap%d_%s", n, table) }
+	for _, table := range tables {
+		if _, err := db.ExecContext(ctx, "CREATE TABLE "+copyOf(table)+" AS SELECT * FROM "+table); err != nil {
+			t.Fatalf("copying %s: %v", table, err)
+		}
+	}
+	return func(t *testing.T) {
+		t.Helper()
+		for _, table := range tables {
+			for _, q := range []string{"DELETE FROM " + table, "INSERT INTO " + table + " SELECT * FROM " + copyOf(table)} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("restoring %s: %v", table, err)
+				}
+			}
 		}
 	}
 }

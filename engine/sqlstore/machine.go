@@ -218,6 +218,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 			case err != nil:
 				return machine.State{}, s.unavailable(what, err)
 			case ok:
+				s.epoch.Held(string(st.Holder), token)
 				return st, nil
 			case full:
 				// No number left: a free row stamped ahead of the clock.
@@ -230,6 +231,7 @@ func (s *Store) Distribute(ctx context.Context, inst machine.Instance, machineBi
 		case ok && got.holder != c.holder:
 			return machine.State{}, fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrInstanceInUse, holding.InUse(got.id, got.holder, got.last, holding.LiveWindow(s.cfg.ResetGrace, s.cfg.RideThrough)))
 		case ok:
+			s.epoch.Held(string(got.holder), token)
 			return got.state(), nil
 		}
 		// Neither a row nor a new number: the epoch may have changed.
@@ -345,8 +347,11 @@ func (s *Store) insertNext(ctx context.Context, c claim) (st machine.State, ok, 
 // after this one stalled past the safe-guard duration or another process
 // with inst's ID took it over, it returns an error wrapping
 // engine.ErrMachineIDLost that says who holds it; if the store forgot its
-// state (its epoch changed), one wrapping engine.ErrStoreReset. Guard does
-// not wait out a reset grace.
+// state (its epoch changed), one wrapping engine.ErrStoreReset. An ID gone
+// from the store altogether under the epoch it was handed out under means
+// the store went back (IDs are never deleted): Guard declares it restored (a
+// new epoch, every segment counter untrusted) and returns the reset error.
+// Guard does not wait out a reset grace.
 func (s *Store) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
 	if err := checkInstance(inst); err != nil {
 		return err
@@ -375,7 +380,11 @@ func (s *Store) Revert(ctx context.Context, inst machine.Instance, st machine.St
 
 func (s *Store) revert(ctx context.Context, inst machine.Instance, keep bool, st machine.State, token string) error {
 	res, err := s.mach.revert.exec(ctx, keep, st.LastTimestamp, s.nowMillis(), inst.Namespace, st.MachineID, inst.ID, token, string(st.Holder))
-	return s.owned1(ctx, inst, st, "revert", token, res, err)
+	err = s.owned1(ctx, inst, st, "revert", token, res, err)
+	if err == nil {
+		s.epoch.Released(string(st.Holder))
+	}
+	return err
 }
 
 // owned1 turns the result of an UPDATE guarded by the owner, the holder and
@@ -397,25 +406,33 @@ func (s *Store) owned1(ctx context.Context, inst machine.Instance, st machine.St
 	if err := s.checkEpoch(ctx, token, what); err != nil {
 		return err
 	}
-	return fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrMachineIDLost, s.heldBy(ctx, inst, st))
+	held, gone := s.heldBy(ctx, inst, st)
+	if gone && s.epoch.HeldUnder(string(st.Holder)) == token {
+		// Gone altogether under the epoch it was handed out under: rows
+		// are never deleted, so the store went back.
+		return fmt.Errorf("%w (the machine ID is gone from the store: it lost committed writes; its epoch was replaced and every counter marked untrusted)",
+			s.goneBack(ctx, token, what))
+	}
+	return fmt.Errorf("%s: %s: %w: %s", s.name, what, engine.ErrMachineIDLost, held)
 }
 
 // heldBy says who holds st.MachineID, for the error of a Guard or Revert
-// that found the ID not held by inst under st.Holder.
-func (s *Store) heldBy(ctx context.Context, inst machine.Instance, st machine.State) string {
+// that found the ID not held by inst under st.Holder; gone reports that
+// the ID's row is not in the store at all.
+func (s *Store) heldBy(ctx context.Context, inst machine.Instance, st machine.State) (held string, gone bool) {
 	var owner, holder sql.NullString
 	found, err := s.mach.holderOf.queryRow(ctx, []any{&owner, &holder}, inst.Namespace, st.MachineID)
 	switch {
 	case err != nil:
-		return "the instance no longer holds it"
+		return "the instance no longer holds it", false
 	case !found:
-		return "it was never handed out"
+		return "it was never handed out", true
 	case !owner.Valid:
-		return "it is free"
+		return "it is free", false
 	case owner.String != inst.ID:
-		return fmt.Sprintf("instance %q holds it", owner.String)
+		return fmt.Sprintf("instance %q holds it", owner.String), false
 	}
-	return holding.Taken(machine.Holder(holder.String), st.Holder)
+	return holding.Taken(machine.Holder(holder.String), st.Holder), false
 }
 
 // checkInstance adds the columns' length limits to inst.Validate.

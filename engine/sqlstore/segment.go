@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/distcheck"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/engine/segment"
 	"github.com/idforge/idforge/schema"
@@ -59,13 +60,21 @@ type segmentDistributor struct {
 }
 
 // Segment returns the distributor of the sequence name, safe for
-// concurrent use. A name must be 1 to 128 bytes. floors, with
+// concurrent use. A name must be 1 to 128 bytes of printable UTF-8 (no
+// control bytes); another is refused with engine.ErrInvalidConfig. floors, with
 // [Settings.Floor], say where the sequence's data ends (the largest of
 // their answers counts): before the distributor's first fetch, and its
 // first after every store reset, the counter is raised to that (created if
 // missing). A sequence missing from the table with no Floor that knows it
 // starts at [Settings.Start] on a brand-new store ([Settings.Init]) and is
-// refused with an error wrapping engine.ErrNoFloor on any other.
+// refused with an error wrapping engine.ErrNoFloor on any other. So is a
+// sequence whose counter is untrusted, which may be older than what was
+// handed out: every counter is, after `idforge store restored`, after Open
+// found the store without an epoch but with counters (idforge_meta emptied
+// or not restored), and after a fetch found the store went back. A Floor's
+// answer, a re-seed by a process that used the sequence before, or
+// `idforge store chain NAME -raise N` makes it trusted again at the larger
+// of its value and theirs.
 //
 // Its NextMaxID advances the sequence by step and returns the new maximum:
 // the caller owns the IDs (max-step, max]. It is one statement in the
@@ -74,8 +83,9 @@ type segmentDistributor struct {
 // maximum this Store ever got for the name (its floor): a counter below it
 // means the store went back without changing its epoch (restored from a
 // backup, failed over to a replica that had not received the last commits),
-// so the Store replaces the epoch, every process sees a reset, and the
-// counter is raised to the floor. Database failures wrap
+// so the Store declares the store restored (a new epoch, every counter
+// untrusted), every process sees a reset and re-seeds what it used above
+// what it got. Database failures wrap
 // engine.ErrStoreUnavailable; a step that would carry the sequence past the
 // largest int64 wraps engine.ErrIDOverflow; a store whose epoch changed,
 // engine.ErrStoreReset (the next fetch waits out the reset grace).
@@ -124,6 +134,8 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		switch {
 		case err != nil:
 			return 0, d.s.unavailable(what, err)
+		case found && counter < 0:
+			return 0, storeepoch.UntrustedError(d.s.name, d.name, untrustedCounter(counter), d.mark.Why())
 		case !found && floor > 0, found && counter < floor:
 			return 0, d.s.wentBack(ctx, token, what, counter, floor)
 		case found && counter > math.MaxInt64-step:
@@ -139,6 +151,13 @@ func (d *segmentDistributor) NextMaxID(ctx context.Context, step int64) (int64, 
 		}
 	}
 }
+
+// untrustedCounter is the value of a counter stored untrusted: a trusted
+// counter c is stored as c, an untrusted one as -c-1 (so 0 stays
+// negative). The fetch's "counter >= floor" (a floor is never negative)
+// leaves an untrusted counter alone, and a raise makes it trusted again
+// at the larger of its value and the raise.
+func untrustedCounter(stored int64) int64 { return -(stored + 1) }
 
 // advance runs the one-statement fetch; ok is false when no row matched.
 func (d *segmentDistributor) advance(ctx context.Context, step, floor int64, token string) (maxID int64, ok bool, err error) {
@@ -162,10 +181,12 @@ func (d *segmentDistributor) advance(ctx context.Context, step, floor int64, tok
 }
 
 // checkName rejects empty and over-long names before they reach the
-// database (where MySQL might silently truncate them).
+// database (where MySQL might silently truncate them), and names that are
+// not printable UTF-8 (PostgreSQL refuses a NUL in text with an error that
+// would read as an outage).
 func checkName(what, name string, limit int) error {
 	if name == "" || len(name) > limit {
-		return fmt.Errorf("%w: sqlstore: %s %q must be 1 to %d bytes", engine.ErrInvalidConfig, what, name, limit)
+		return fmt.Errorf("%w: sqlstore: %s %s must be 1 to %d bytes", engine.ErrInvalidConfig, what, distcheck.Quote(name), limit)
 	}
-	return nil
+	return distcheck.Text("sqlstore", what, name)
 }

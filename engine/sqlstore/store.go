@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -91,7 +92,8 @@ type Settings struct {
 	// process sharing a store must use the same window: stop them all and
 	// run `idforge store ride-through D` to change it. Negative: no
 	// reservation, a lease then issues until its safe-guard runs out and
-	// needs a ResetGrace above that (tests and benchmarks).
+	// needs a ResetGrace above that (tests and benchmarks). At most 24 h:
+	// [Open] refuses more with engine.ErrInvalidConfig.
 	RideThrough time.Duration
 	// ResetGrace is how long after an epoch's creation the store hands
 	// nothing out (default RideThrough plus 1 s, 2 s by default; with a
@@ -102,8 +104,12 @@ type Settings struct {
 	// a wipe erases the stored timestamps that otherwise absorb skew.
 	// The registry's lease refuses to issue without the store for as
 	// long (the store's Terms carry the grace). Set it only to raise the skew allowed, or negative to wait
-	// for nothing: only for tests, or a store no other process uses.
+	// for nothing: only for tests, or a store no other process uses. At
+	// most 48 h: [Open] refuses more with engine.ErrInvalidConfig.
 	ResetGrace time.Duration
+	// Logger receives the line saying the store waits out its reset grace
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // minSQLite is the first SQLite with UPDATE … RETURNING.
@@ -173,9 +179,12 @@ func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) 
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
-	cfg.RideThrough = storeepoch.ResolveRideThrough(cfg.RideThrough)
-	if cfg.ResetGrace == 0 {
-		cfg.ResetGrace = storeepoch.GraceFor(cfg.RideThrough)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	var err error
+	if cfg.RideThrough, cfg.ResetGrace, err = storeepoch.Windows("sqlstore", cfg.RideThrough, cfg.ResetGrace); err != nil {
+		return nil, err
 	}
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
@@ -191,7 +200,6 @@ func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) 
 	if _, err := schema.Expand("", cfg.TablePrefix); err != nil {
 		return nil, err
 	}
-	var err error
 	if cfg.Dialect == 0 {
 		if cfg.Dialect, err = schema.Detect(ctx, db); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
@@ -214,6 +222,7 @@ func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) 
 	s.admin = newAdminStmts(s)
 	s.meta = newMetaStmts(s)
 	s.epoch = storeepoch.NewState(cfg.Clock, cfg.ResetGrace)
+	s.epoch.LogWaits(cfg.Logger, s.name)
 	token, err := s.openEpoch(ctx)
 	if err != nil {
 		s.Close()
@@ -292,6 +301,12 @@ func sqliteBusy(err error) bool {
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
 func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+
+// EpochCreated returns when the store's epoch was created.
+func (s admin) EpochCreated() time.Time {
+	t, _ := storeepoch.Created(s.epoch.Token())
+	return t
+}
 
 // Close releases the prepared statements; the store fails with
 // engine.ErrClosed afterwards. It does not close the *sql.DB.
@@ -439,6 +454,38 @@ func (st *stmt) turn(ctx context.Context) (func(), error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// execIn runs the statement in tx, unprepared: for the few statements a
+// transaction needs (see [Store.inTx]).
+func (st *stmt) execIn(ctx context.Context, tx *sql.Tx, args ...any) (sql.Result, error) {
+	return tx.ExecContext(ctx, st.query, st.args(args)...)
+}
+
+// inTx runs f in one transaction, holding the store's SQLite turn
+// throughout (f runs its statements with execIn, never exec), and commits
+// when f returns true, else rolls back.
+func (s *Store) inTx(ctx context.Context, f func(tx *sql.Tx) (commit bool, err error)) error {
+	if s.closed.Load() {
+		return engine.ErrClosed
+	}
+	if s.one != nil {
+		select {
+		case s.one <- struct{}{}:
+			defer func() { <-s.one }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	commit, err := f(tx)
+	if err != nil || !commit {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
 }
 
 // queryRow scans the first row into dest; it returns false, nil when the

@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/schema"
 	"github.com/idforge/idforge/tests/testdb"
@@ -106,6 +109,69 @@ func TestInvalidOptions(t *testing.T) {
 			t.Errorf("segment name of %d bytes: err = %v", len(name), err)
 		}
 	}
+}
+
+// Windows whose sums overflow are refused at Open naming the field: a
+// RideThrough of the largest Duration once made the reset grace (the window
+// plus 1 s) wrap negative, so a newcomer on a wiped store waited for
+// nothing and issued on a cut-off process's machine ID.
+func TestOpenRefusesOverflowingWindows(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.SQLite(t).Open(t)
+	for _, c := range []struct {
+		set   sqlstore.Settings
+		field string
+	}{
+		{sqlstore.Settings{RideThrough: math.MaxInt64}, "sqlstore.Settings.RideThrough"},
+		{sqlstore.Settings{RideThrough: 24*time.Hour + time.Millisecond}, "sqlstore.Settings.RideThrough"},
+		{sqlstore.Settings{ResetGrace: math.MaxInt64}, "sqlstore.Settings.ResetGrace"},
+		{sqlstore.Settings{ResetGrace: 48*time.Hour + 1}, "sqlstore.Settings.ResetGrace"},
+	} {
+		c.set.CreateTables = true
+		s, err := sqlstore.Open(ctx, db, c.set)
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("Open(%+v) = %v; want ErrInvalidConfig naming %s", c.set, err, c.field)
+		}
+	}
+	// The bounds themselves open, and so does the most negative grace (none).
+	s := storeOn(t, db, sqlstore.Settings{CreateTables: true, RideThrough: 24 * time.Hour, ResetGrace: math.MinInt64})
+	if got := s.Terms().RideThrough; got != 24*time.Hour {
+		t.Errorf("Terms().RideThrough = %v; want 24h", got)
+	}
+	if got := s.Terms().ResetGrace; got >= 0 {
+		t.Errorf("Terms().ResetGrace = %v; want none (negative)", got)
+	}
+	if _, err := sqlstore.AdminOf(s).SetRideThrough(ctx, math.MaxInt64, true); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("SetRideThrough(MaxInt64) = %v; want ErrInvalidConfig", err)
+	}
+}
+
+// Names with a NUL or another control byte, or broken UTF-8, are refused up
+// front on every dialect: PostgreSQL refuses a NUL in text with an error
+// that read as "store unavailable" and was retried.
+func TestControlBytesInNamesRefused(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testdb.DB) {
+		ctx := context.Background()
+		s := openStore(t, d)
+		for _, name := range []string{"order\x00", "a\x00b", "line\nbreak", "del\x7f", "\xff"} {
+			if _, err := s.Segment(name); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "segment name") {
+				t.Errorf("Segment(%q) = %v; want ErrInvalidConfig naming the segment name", name, err)
+			}
+			for _, inst := range []machine.Instance{{Namespace: name, ID: "a"}, {Namespace: "ns", ID: name}} {
+				st, err := s.Distribute(ctx, inst, 10, time.Minute)
+				if !errors.Is(err, engine.ErrInvalidConfig) || errors.Is(err, engine.ErrStoreUnavailable) ||
+					!strings.Contains(err.Error(), "namespace") && !strings.Contains(err.Error(), "instance ID") {
+					t.Errorf("Distribute(%+v) = %+v, %v; want ErrInvalidConfig naming the field", inst, st, err)
+				}
+			}
+			if _, err := sqlstore.AdminOf(s).RaiseCounter(ctx, name, 1); !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Errorf("RaiseCounter(%q) = %v; want ErrInvalidConfig", name, err)
+			}
+		}
+	})
 }
 
 // TestReplicasOpenANewSQLiteFileTogether: processes that open one new file

@@ -55,7 +55,8 @@ import (
 // engine.ErrInvalidConfig, engine.ErrUnknownGenerator, engine.ErrNoFloor or
 // engine.ErrIDOverflow, and not engine.ErrStoreUnavailable) is no outage to
 // wait out: a dry chain then fails at once with that error, while the
-// worker keeps asking, in case the store's configuration changes. IDs are strictly increasing per Chain and never repeated: a
+// worker keeps asking, in case the store's configuration changes; the
+// refusal is logged once, not summarised like an outage. IDs are strictly increasing per Chain and never repeated: a
 // distributor answer that goes backwards or overlaps is refused
 // ([errInvalidRange]). Close the chain to stop the worker.
 //
@@ -106,7 +107,10 @@ type Chain struct {
 	backoff     time.Duration
 	retryAt     time.Time
 	outage      outage.Log
-	traffic     traffic // with Settings.Ahead
+	// refusalLogged: the store's refusal of the sequence was logged; it is
+	// not logged again until the store serves the sequence.
+	refusalLogged bool
+	traffic       traffic // with Settings.Ahead
 }
 
 // traffic is the issue rate the worker measures for [segment.Settings].Ahead.
@@ -430,8 +434,11 @@ func (c *Chain) cycle(ctx context.Context) time.Duration {
 	}
 	// Topping up to twice the target makes each store call bring at least a
 	// target's worth: fewer round trips, and fewer wake-ups of this worker
-	// that could stall a caller's thread.
-	size := (2*target - ahead + step - 1) / step * step
+	// that could stall a caller's thread. A chain that holds that much
+	// already is here to confirm a stale fence: a step of its own (asking
+	// for nothing would be refused as a bad step and fail the callers the
+	// fence holds back).
+	size := max((2*target-ahead+step-1)/step*step, step)
 	if err := c.fetch(ctx, size, target); err != nil {
 		if ctx.Err() != nil {
 			return 0 // closing
@@ -535,8 +542,13 @@ func (c *Chain) fail(err error) {
 	case errors.Is(err, errInvalidRange):
 		c.cfg.logger.Error("segment: distributor returned a range that could repeat IDs; dropped it", "name", c.cfg.name, "err", err)
 	case refused:
-		c.outage.Failed(now, slog.LevelError, "segment: the store refuses the sequence; NextID fails at once on a dry chain while it does",
-			err, "ahead", c.end.Load()-c.position())
+		// A refusal lasts until someone changes the store or the Floors:
+		// one line, not a summary every 10 s repeating it.
+		if !c.refusalLogged {
+			c.refusalLogged = true
+			c.outage.Logger.Error("segment: the store refuses the sequence; NextID fails at once on a dry chain while it does",
+				"err", err, "ahead", c.end.Load()-c.position())
+		}
 	default:
 		c.outage.Failed(now, slog.LevelWarn, "segment: store failed; serving prefetched IDs and retrying",
 			err, "ahead", c.end.Load()-c.position())
@@ -556,6 +568,10 @@ func (c *Chain) fail(err error) {
 
 func (c *Chain) recovered() {
 	c.outage.Recovered(c.cfg.clock.Now())
+	if c.refusalLogged {
+		c.refusalLogged = false
+		c.outage.Logger.Info("segment: the store serves the sequence again")
+	}
 	c.healthy.Store(true)
 	c.backoff = 0
 	c.retryAt = time.Time{}

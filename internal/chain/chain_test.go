@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -292,7 +293,10 @@ func TestChainOutagesUnderLoad(t *testing.T) {
 
 // A store that refuses the sequence (here: a server that does not serve
 // it) is no outage: NextID fails at once with the refusal instead of
-// waiting MaxWait for a retry, and IDs flow once the store accepts it.
+// waiting MaxWait for a retry, and IDs flow once the store accepts it. The
+// refusal is logged once, however many draws and retries meet it and
+// however long it lasts (25 s of a fake clock moved a second per retry),
+// and the store serving the sequence again once.
 func TestChainRefusalFailsAtOnce(t *testing.T) {
 	var accept atomic.Bool
 	var max atomic.Int64
@@ -303,20 +307,20 @@ func TestChainRefusalFailsAtOnce(t *testing.T) {
 		return max.Add(step), nil
 	})
 	logs := &logCounter{}
-	c := newChain(t, d, segment.Settings{}, chain.Owned{Name: "other", Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
-	for range 3 { // the first caller waits for the first fetch; the others find the refusal
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	c := newChain(t, d, segment.Settings{}, chain.Owned{Name: "other", Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
+	for range 25 { // the first caller waits for the first fetch; the others find the refusal
 		_, err := c.NextID(context.Background())
 		if !errors.Is(err, engine.ErrUnknownGenerator) || !errors.Is(err, engine.ErrSegmentExhausted) ||
 			errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not served here") {
 			t.Fatalf("NextID on a refused sequence: %v; want the refusal at once, not after MaxWait", err)
 		}
+		failures := c.Stats().Failures
+		clk.Advance(time.Second)
+		eventually(t, "the worker asks again", func() bool { return c.Stats().Failures > failures })
 	}
-	eventually(t, "the worker asks again", func() bool { return c.Stats().Failures >= 3 })
-	if got := logs.count(slog.LevelError, "refuses the sequence"); got != 1 {
-		t.Errorf("the refusal was logged %d times at level ERROR, want once: %q", got, logs.lines())
-	}
-	if got := logs.count(slog.LevelWarn, ""); got != 0 {
-		t.Errorf("the refusal was logged as an outage: %q", logs.lines())
+	if got := logs.count(slog.LevelError, "refuses the sequence"); got != 1 || len(logs.lines()) != 1 {
+		t.Errorf("25 draws and %d refusals over 25 s logged %q; want the refusal once", c.Stats().Failures, logs.lines())
 	}
 	accept.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -325,6 +329,7 @@ func TestChainRefusalFailsAtOnce(t *testing.T) {
 		_, err := c.NextID(ctx)
 		return err == nil
 	})
+	eventually(t, "the worker says the store serves the sequence", func() bool { return logs.count(slog.LevelInfo, "serves the sequence again") == 1 })
 }
 
 // logCounter is a slog.Handler keeping every record, to count them.
@@ -628,7 +633,16 @@ func TestInvalidSettings(t *testing.T) {
 		{"Step -5", f, segment.Settings{Step: -5}, chain.Owned{}},
 		{"SafeDistance -1", f, segment.Settings{SafeDistance: -1}, chain.Owned{}},
 		{"MaxPrefetchDistance 3", f, segment.Settings{SafeDistance: 4}, chain.Owned{MaxPrefetchDistance: 3}},
-		{"overflows int64", f, segment.Settings{Step: 1 << 40}, chain.Owned{MaxPrefetchDistance: 1 << 30}},
+		{"overflows int64", f, segment.Settings{Step: 1 << 32}, chain.Owned{MaxPrefetchDistance: 1 << 31}},
+		{"Step 4294967297", f, segment.Settings{Step: 1<<32 + 1}, chain.Owned{}},
+		{"Step 9223372036854775807", f, segment.Settings{Step: math.MaxInt64}, chain.Owned{}},
+		{"SafeDistance 268435457", f, segment.Settings{SafeDistance: 1<<28 + 1}, chain.Owned{}},
+		{"SafeDistance 9223372036854775807", f, segment.Settings{SafeDistance: math.MaxInt64}, chain.Owned{}},
+		{"TTL 2562047h47m16.854775807s", f, segment.Settings{TTL: math.MaxInt64}, chain.Owned{}},
+		{"Ahead 2562047h47m16.854775807s", f, segment.Settings{Ahead: math.MaxInt64}, chain.Owned{}},
+		{"Fence 2562047h47m16.854775807s", f, segment.Settings{Fence: math.MaxInt64}, chain.Owned{}},
+		{"MaxWait 2562047h47m16.854775807s", f, segment.Settings{MaxWait: math.MaxInt64}, chain.Owned{}},
+		{"Fence -1s", f, segment.Settings{Fence: -time.Second}, chain.Owned{}},
 		{"PrefetchPeriod -1s", f, segment.Settings{}, chain.Owned{PrefetchPeriod: -time.Second}},
 		{"HungerWindow -1s", f, segment.Settings{}, chain.Owned{HungerWindow: -time.Second}},
 		{"TTL -1s", f, segment.Settings{TTL: -time.Second}, chain.Owned{}},

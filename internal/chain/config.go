@@ -56,6 +56,16 @@ const (
 	fetchTimeout = 10 * time.Second
 )
 
+// Bounds on Settings, documented on its fields. Past them a value is a
+// mistake, and every product and sum the chain forms with them (step ×
+// distance × 2, a clock reading plus a window) stays far inside int64.
+const (
+	maxStep         = 1 << 32            // IDs per segment: about 4 × 10^9
+	maxSafeDistance = 1 << 28            // segments: 2 × maxStep × maxSafeDistance fits
+	maxWindow       = 24 * time.Hour     // Ahead, Fence, MaxWait
+	maxTTL          = 7 * 24 * time.Hour // TTL
+)
+
 // Owned is what the runner of a chain sets, not its user: the registry
 // (package idforge) names each chain after its sequence and gives it its
 // own logger and clock.
@@ -109,8 +119,13 @@ type config struct {
 
 // Validate reports what a chain would reject in s, naming each field,
 // without building anything: for the registry, which takes settings at
-// start-up and builds chains later, on first use.
+// start-up and builds chains later, on first use. A negative Fence passes:
+// the registry replaces it with the lease's reservation, and validates the
+// result again, before building a chain.
 func Validate(s segment.Settings) error {
+	if s.Fence < 0 {
+		s.Fence = 0
+	}
 	_, err := resolve(s, Owned{})
 	return err
 }
@@ -168,16 +183,18 @@ func resolve(s segment.Settings, o Owned) (config, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: segment: %s", engine.ErrInvalidConfig, fmt.Sprintf(format, args...)))
 	}
-	if c.step < 0 {
-		bad("Step %d: must be positive", c.step)
+	if c.step < 0 || c.step > maxStep {
+		bad("Step %d: must be in [1, %d]", c.step, int64(maxStep))
 	}
-	if c.safeDistance < 0 {
-		bad("SafeDistance %d: need at least 1 segment", c.safeDistance)
+	if c.safeDistance < 0 || c.safeDistance > maxSafeDistance {
+		bad("SafeDistance %d: must be in [1, %d] segments", c.safeDistance, maxSafeDistance)
 	}
-	if c.maxDistance < c.safeDistance {
+	// Within their bounds Step and SafeDistance never overflow; a test's
+	// cap on the distance may.
+	if len(errs) == 0 && c.maxDistance < c.safeDistance {
 		bad("MaxPrefetchDistance %d: below SafeDistance %d", c.maxDistance, c.safeDistance)
 	}
-	if c.step > 0 && c.maxDistance > math.MaxInt64/c.step/2 {
+	if len(errs) == 0 && c.step > 0 && c.maxDistance > math.MaxInt64/c.step/2 {
 		bad("MaxPrefetchDistance %d × Step %d overflows int64", c.maxDistance, c.step)
 	}
 	if c.period < 0 {
@@ -186,14 +203,20 @@ func resolve(s segment.Settings, o Owned) (config, error) {
 	if c.hungerWindow < 0 {
 		bad("HungerWindow %v: must be positive", c.hungerWindow)
 	}
-	if c.ttl < 0 {
-		bad("TTL %v: must not be negative (0 disables it)", c.ttl)
+	if c.ttl < 0 || c.ttl > maxTTL {
+		bad("TTL %v: must be in [0, %v] (0 disables it)", c.ttl, maxTTL)
 	}
 	if c.fence < 0 {
-		bad("Fence %v: must not be negative (0 disables it)", c.fence)
+		bad("Fence %v: negative (fence at the store's ride-through window) is resolved by idforge.New; a chain takes a Fence in [0, %v]", c.fence, maxWindow)
 	}
-	if c.ahead < 0 {
-		bad("Ahead %v: must not be negative (0 disables it)", c.ahead)
+	if c.fence > maxWindow {
+		bad("Fence %v: must be in [0, %v] (0 disables it)", c.fence, maxWindow)
+	}
+	if c.ahead < 0 || c.ahead > maxWindow {
+		bad("Ahead %v: must be in [0, %v] (0 disables it)", c.ahead, maxWindow)
+	}
+	if c.maxWait > maxWindow {
+		bad("MaxWait %v: must be at most %v (negative waits as long as ctx allows)", c.maxWait, maxWindow)
 	}
 	if c.fence > 0 && c.ahead > c.fence {
 		bad("Ahead %v: beyond Fence %v, after which the chain stops serving the IDs it holds", c.ahead, c.fence)

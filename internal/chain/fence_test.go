@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,8 +121,68 @@ func TestGeneratorFence(t *testing.T) {
 	}
 }
 
+// A negative Fence means "fence at the store's ride-through window": the
+// registry's check lets it through (idforge.New replaces it with the
+// lease's reservation), while a chain is never built with one. A Fence
+// past its bound is refused by both.
 func TestFenceSetting(t *testing.T) {
-	if err := chain.Validate(segment.Settings{Fence: -time.Second}); !errors.Is(err, engine.ErrInvalidConfig) {
-		t.Fatalf("a negative Fence: %v; want ErrInvalidConfig", err)
+	if err := chain.Validate(segment.Settings{Fence: -time.Second}); err != nil {
+		t.Fatalf("a negative Fence, checked for the registry: %v; want it accepted", err)
+	}
+	if _, err := chain.NewPlain(segmenttest.NewFake(), segment.Settings{Fence: -time.Second}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Fence") {
+		t.Fatalf("a chain built with a negative Fence: %v; want ErrInvalidConfig naming Fence", err)
+	}
+	if err := chain.Validate(segment.Settings{Fence: 25 * time.Hour}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Fence") {
+		t.Fatalf("a Fence of 25 h: %v; want ErrInvalidConfig naming Fence", err)
+	}
+}
+
+// sizes records the sizes a chain asks its store for.
+type sizes struct {
+	*confirming
+	least atomic.Int64
+}
+
+func (s *sizes) NextMaxID(ctx context.Context, step int64) (int64, error) {
+	for {
+		old := s.least.Load()
+		if step >= old || s.least.CompareAndSwap(old, step) {
+			break
+		}
+	}
+	return s.confirming.NextMaxID(ctx, step)
+}
+
+// An idle chain holding all it wants (twice its target) whose fence went
+// stale during a store stall confirms with a fetch of a step: it once
+// asked the store for 0 IDs, which the store refuses as invalid
+// configuration, and the caller the fence held back failed with that
+// refusal instead of being served when the store came back.
+func TestChainFenceAfterStall(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
+	d := &sizes{confirming: &confirming{Fake: segmenttest.NewFake()}}
+	d.least.Store(math.MaxInt64)
+	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Clock: clk})
+	// Idle and full: the worker's first fetch tops it up to twice the
+	// target (2 segments of 100), and nobody draws.
+	eventually(t, "the first fetch", func() bool { return c.Stats().Ahead == 400 })
+	d.at.Store(clk.Now().UnixNano()) // a heartbeat confirms, then the store stalls
+	d.SetDown(true)
+	calls := d.Calls()
+	clk.Advance(2500 * time.Millisecond)
+	// The fence is stale: the worker asks the store (down) to confirm.
+	eventually(t, "a confirming fetch during the stall", func() bool { return d.Calls() > calls })
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.NextID(ctx) // fenced: waits for the store, up to MaxWait
+		got <- err
+	}()
+	d.SetDown(false)
+	if err := <-got; err != nil {
+		t.Fatalf("a caller held back by the fence, store back: %v; want an ID", err)
+	}
+	if least := d.least.Load(); least <= 0 {
+		t.Fatalf("the chain asked the store for %d IDs; want a positive size", least)
 	}
 }

@@ -21,10 +21,12 @@ func Floor(db *gorm.DB, table string, c idgen.Column) engine.Floor {
 	// A statement of its own (a Context makes Session clone it) on the pool,
 	// not on the transaction db may be in: a Floor is asked again after
 	// every store reset, long after that transaction ended, and from the
-	// chain's own goroutine.
-	sess := db.Session(&gorm.Session{NewDB: true, Context: context.Background()})
+	// chain's own goroutine. Nor through GORM's prepared statements
+	// (PrepareStmt), which would keep one for the caller.
+	sess := db.Session(&gorm.Session{NewDB: true, SkipHooks: true, Context: context.Background()})
 	if pool := db.Config.ConnPool; pool != nil {
-		sess.Statement.ConnPool = pool
+		sess.Statement.ConnPool = Unprepared(pool)
+		sess.Config.ConnPool, sess.Config.PrepareStmt = sess.Statement.ConnPool, false
 	}
 	quote := (&gorm.Statement{DB: sess}).Quote
 	return c.Field.Floor(db.Dialector.Name(), quote(table), quote(c.Name), func(ctx context.Context, q string, dest *sql.NullString) error {
@@ -36,4 +38,17 @@ func Floor(db *gorm.DB, table string, c idgen.Column) engine.Floor {
 		// counts as missing (0) only on a database that answers.
 		return tx.Exec("SELECT 1").Error
 	})
+}
+
+// Unprepared is pool without GORM's prepared statements (gorm.Config and
+// gorm.Session PrepareStmt): a statement run on it leaves none behind in
+// the caller's cache.
+func Unprepared(pool gorm.ConnPool) gorm.ConnPool {
+	switch p := pool.(type) {
+	case *gorm.PreparedStmtTX:
+		return p.Tx
+	case *gorm.PreparedStmtDB:
+		return p.ConnPool
+	}
+	return pool
 }

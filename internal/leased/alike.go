@@ -18,6 +18,9 @@ import (
 // maxMachineBits is the widest machine ID a distributor hands out.
 const maxMachineBits = 31
 
+// maxSafeGuard bounds the safe-guard duration, as the distributors do.
+const maxSafeGuard = 7 * 24 * time.Hour
+
 // instanceName describes an instance in errors and logs: "namespace/id",
 // marked "(stable)" for a stable instance.
 func instanceName(namespace, id string, stable bool) string {
@@ -47,8 +50,8 @@ func checkDistribute(namespace, id string, machineBits int, safeGuard time.Durat
 	if machineBits < 1 || machineBits > maxMachineBits {
 		return fmt.Errorf("%w: machine: machineBits %d outside [1, %d]", engine.ErrInvalidConfig, machineBits, maxMachineBits)
 	}
-	if safeGuard <= 0 {
-		return fmt.Errorf("%w: machine: safe-guard duration %v must be positive", engine.ErrInvalidConfig, safeGuard)
+	if safeGuard <= 0 || safeGuard > maxSafeGuard {
+		return fmt.Errorf("%w: machine: safe-guard duration %v outside (0, %v]", engine.ErrInvalidConfig, safeGuard, maxSafeGuard)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func ExampleLocalState() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	d := leased.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3), nil)
 	inst := machine.Instance{Namespace: "billing", ID: "billing-3", Stable: true}
 
 	// The previous run stopped at 12:00 and reverted its ID.

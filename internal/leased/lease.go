@@ -23,6 +23,10 @@ const (
 	DefaultMachineBits = 10
 	DefaultSafeGuard   = 5 * time.Minute
 	DefaultHeartbeat   = 250 * time.Millisecond
+	// MinHeartbeat is the shortest heartbeat interval: each heartbeat is
+	// a store round trip, and one every few milliseconds would burn a core
+	// and, slower than its own interval, lose the lease to its own queue.
+	MinHeartbeat = 100 * time.Millisecond
 )
 
 // revertTimeout bounds the Revert in Close: a shutdown must not hang on a
@@ -119,8 +123,10 @@ func (s LeaseSettings) resolve() (config, error) {
 		c.logger = slog.Default()
 	}
 	switch {
-	case c.heartbeat < 0:
-		return c, fmt.Errorf("%w: machine: Heartbeat %v must be positive", engine.ErrInvalidConfig, c.heartbeat)
+	case c.safeGuard < 0 || c.safeGuard > maxSafeGuard:
+		return c, fmt.Errorf("%w: machine: SafeGuard %v outside (0, %v]", engine.ErrInvalidConfig, c.safeGuard, maxSafeGuard)
+	case c.heartbeat < MinHeartbeat:
+		return c, fmt.Errorf("%w: machine: Heartbeat %v is below the floor %v: every heartbeat is a store round trip", engine.ErrInvalidConfig, c.heartbeat, MinHeartbeat)
 	case c.margin >= c.safeGuard:
 		return c, fmt.Errorf("%w: machine: SkewMargin %v must be below SafeGuard %v", engine.ErrInvalidConfig, c.margin, c.safeGuard)
 	case c.heartbeat >= c.safeGuard-c.margin:
@@ -332,7 +338,8 @@ func (e *unreachableError) Unwrap() []error { return []error{engine.ErrMachineID
 // engine.ErrClockSkew;
 // the distributor's errors are returned wrapped (engine.ErrMachineIDOverflow
 // when every ID is taken, engine.ErrInstanceInUse when a stable inst runs in
-// another live process).
+// another live process or another process on this host holds the lock of
+// a fixed machine ID, see [LocalState]).
 func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, set LeaseSettings) (*Lease, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: machine: Acquire needs a distributor", engine.ErrInvalidConfig)
@@ -355,7 +362,10 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	}
 	start := cfg.clock.Now().UnixMilli()
 	st, err := d.Distribute(ctx, inst, cfg.machineBits, cfg.safeGuard)
+	var held *heldError
 	switch {
+	case errors.As(err, &held):
+		return nil, err // it says all: which machine ID, whose lock, what to do
 	case errors.Is(err, engine.ErrInstanceInUse):
 		return nil, fmt.Errorf("machine: %s already runs in another live process (a pod name reused during a rollout, a copied configuration?): "+
 			"stop that process, or give this one an instance ID of its own: %w", instanceName(inst.Namespace, inst.ID, inst.Stable), err)

@@ -595,7 +595,7 @@ func TestAcquireValidation(t *testing.T) {
 func TestLeaseLocalStateRestart(t *testing.T) {
 	dir := t.TempDir()
 	clk := newTestClock()
-	d := leased.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3), nil)
 	t0 := clk.ms()
 	l := acquire(t, d, instA, leased.LeaseSettings{Clock: clk, TimestampSource: func() int64 { return t0 + 2*second }})
 	if l.State().LastTimestamp != 0 {
@@ -613,7 +613,7 @@ func TestLeaseLocalStateRestart(t *testing.T) {
 	}
 
 	clk.Advance(-time.Minute) // the clock went back while the process was down
-	again := acquire(t, leased.LocalState(dir, machine.Manual(3)), instA, leased.LeaseSettings{Clock: clk})
+	again := acquire(t, leased.LocalState(dir, machine.Manual(3), nil), instA, leased.LeaseSettings{Clock: clk})
 	if st := again.State(); st.MachineID != 3 || st.LastTimestamp != t0+2*second {
 		t.Fatalf("restart: State %+v, want machine ID 3 and LastTimestamp %d", st, t0+2*second)
 	}
@@ -992,7 +992,7 @@ func TestFixedIDOneLeaseAtATime(t *testing.T) {
 	for name, d := range map[string]machine.Distributor{
 		"Manual":                 machine.Manual(7),
 		"StatefulSet":            machine.StatefulSet(),
-		"LocalState over Manual": leased.LocalState(t.TempDir(), machine.Manual(7)),
+		"LocalState over Manual": leased.LocalState(t.TempDir(), machine.Manual(7), nil),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := "fixed-" + name

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idforge/idforge/engine"
@@ -19,6 +21,14 @@ import (
 type localState struct {
 	dir   string
 	inner machine.Distributor
+	log   *slog.Logger
+}
+
+// unconfigured is machine.Default's distributor when nothing names a
+// machine ID: any ID that no other process on this host holds will do.
+// Unconfigured says why none was named.
+type unconfigured interface {
+	Unconfigured() string
 }
 
 // LocalState decorates inner with a state file per (namespace, machine ID)
@@ -27,6 +37,23 @@ type localState struct {
 // [machine.StatefulSet]). The file follows the machine ID, not the instance: what
 // must be waited out is the last time anything on this host issued under
 // that ID, whichever instance did.
+//
+// When inner stores no timestamp ([Remembers] is false) nothing else keeps
+// two processes off one machine ID, so the state file has a lock file
+// beside it, "<namespace>#<machine ID>.lock", which Distribute locks
+// (flock on Unix; on Windows the file is held open without write sharing)
+// and Revert releases; the system releases it when the process dies, even
+// by kill -9. The lock file holds its holder's PID. A machine ID whose lock
+// file another process holds is refused with an error wrapping
+// engine.ErrInstanceInUse that names the ID, the lock file, the holder's
+// PID and the remedy; one held by another instance of this process, with
+// engine.ErrInvalidConfig. Guard checks that the lock file is still the one
+// locked, taking a new one if it was deleted, and reports
+// engine.ErrMachineIDLost if another process holds that. With inner
+// machine.Default() and no machine ID configured, Distribute takes the lowest
+// machine ID whose lock is free and logs which one, as a warning, to log
+// (slog.Default() if nil). On systems without such a lock (AIX, Solaris,
+// WebAssembly) nothing is locked and LocalState warns once per process.
 //
 // Distribute asks inner, then, if there is a file for the machine ID inner
 // handed out, returns the later of the two last timestamps, and writes it
@@ -45,8 +72,11 @@ type localState struct {
 // An empty dir or a nil inner makes every method fail with
 // engine.ErrInvalidConfig; an unreadable, corrupt or unwritable file, with
 // engine.ErrStoreUnavailable and an error naming the path.
-func LocalState(dir string, inner machine.Distributor) machine.Distributor {
-	return localState{dir: dir, inner: inner}
+func LocalState(dir string, inner machine.Distributor, log *slog.Logger) machine.Distributor {
+	if log == nil {
+		log = slog.Default()
+	}
+	return localState{dir: dir, inner: inner, log: log}
 }
 
 // Terms are inner's, and the file keeps the last timestamps (zero terms
@@ -68,26 +98,91 @@ func (s localState) ServerTime(ctx context.Context) (time.Time, error) {
 	return s.inner.ServerTime(ctx)
 }
 
+// locks reports whether the machine IDs of inner are locked on the host.
+func (s localState) locks() bool { return !s.inner.Terms().Remembers }
+
+// noLockOnce warns, once per process, where no lock file can be locked.
+var noLockOnce sync.Once
+
 func (s localState) Distribute(ctx context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := s.check(inst); err != nil {
 		return machine.State{}, err
 	}
-	st, err := s.inner.Distribute(ctx, inst, machineBits, safeGuard)
+	if s.locks() && !hostLocking {
+		noLockOnce.Do(func() {
+			s.log.Warn("idforge: no file locking on " + runtime.GOOS + ": two processes on this host with one machine ID are not told apart; " +
+				"give each its own machine ID or use a shared store")
+		})
+	}
+	var (
+		st    machine.State
+		fresh bool
+		err   error
+	)
+	if s.locks() {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return machine.State{}, fmt.Errorf("%w: machine: creating the state directory: %v; %s", engine.ErrStoreUnavailable, err, stateDirRemedy)
+		}
+	}
+	if u, ok := s.inner.(unconfigured); ok && hostLocking {
+		st, fresh, err = s.lowestFree(inst, machineBits, safeGuard, u.Unconfigured())
+	} else {
+		st, err = s.inner.Distribute(ctx, inst, machineBits, safeGuard)
+		if err == nil && s.locks() {
+			fresh, err = take(s.lockPath(inst.Namespace, st.MachineID), st.MachineID, inst)
+			if err != nil {
+				return machine.State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+			}
+		}
+	}
 	if err != nil {
 		return machine.State{}, err
 	}
+	// undo gives the ID back when the start fails after all.
+	undo := func(err error) (machine.State, error) {
+		if fresh {
+			drop(s.lockPath(inst.Namespace, st.MachineID), inst)
+		}
+		return machine.State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+	}
 	saved, found, err := s.read(inst.Namespace, st.MachineID)
 	if err != nil {
-		// A corrupt file must stop us: give the ID back before failing.
-		return machine.State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+		return undo(err) // a corrupt file must stop us
 	}
 	if found {
 		st.LastTimestamp = max(st.LastTimestamp, saved.LastTimestamp)
 	}
 	if err := s.write(inst.Namespace, st, true); err != nil {
-		return machine.State{}, errors.Join(err, s.inner.Revert(ctx, inst, st))
+		return undo(err)
 	}
 	return st, nil
+}
+
+// lowestFree takes the lowest machine ID whose lock file no other process
+// or instance holds, for a distributor with no machine ID configured (why
+// says why), and logs it.
+func (s localState) lowestFree(inst machine.Instance, machineBits int, safeGuard time.Duration, why string) (machine.State, bool, error) {
+	if err := checkDistribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
+		return machine.State{}, false, err
+	}
+	n := int64(1) << machineBits
+	for id := range n {
+		path := s.lockPath(inst.Namespace, id)
+		fresh, err := take(path, id, inst)
+		var held *heldError
+		switch {
+		case errors.As(err, &held), errors.Is(err, engine.ErrInvalidConfig):
+			continue // another process, or another instance of this one
+		case err != nil:
+			return machine.State{}, false, err
+		}
+		s.log.Warn("idforge: "+why+": took machine ID "+strconv.FormatInt(id, 10)+", the lowest no other process on this host holds; "+
+			"a process on another host would take the same one: set IDFORGE_MACHINE_ID per instance or use a shared store",
+			"namespace", inst.Namespace, "machine_id", id, "lock_file", path)
+		return machine.State{MachineID: id}, fresh, nil
+	}
+	return machine.State{}, false, fmt.Errorf("%w: machine: %s, and all %d machine IDs of namespace %q are held by processes on this host (lock files in %s)",
+		engine.ErrMachineIDOverflow, why, n, inst.Namespace, s.dir)
 }
 
 func (s localState) Guard(ctx context.Context, inst machine.Instance, st machine.State) error {
@@ -97,15 +192,54 @@ func (s localState) Guard(ctx context.Context, inst machine.Instance, st machine
 	// The file first: it is the local record of what this process issued,
 	// true whatever the store answers.
 	fileErr := s.write(inst.Namespace, st, true)
-	return errors.Join(s.inner.Guard(ctx, inst, st), fileErr)
+	var lockErr error
+	if s.locks() {
+		lockErr = s.relock(inst, st.MachineID)
+	}
+	return errors.Join(lockErr, s.inner.Guard(ctx, inst, st), fileErr)
+}
+
+// relock checks that inst still holds the lock file of machineID, and
+// takes it again if the file was deleted or replaced: the lock on a file
+// nobody can open any more keeps nobody out.
+func (s localState) relock(inst machine.Instance, machineID int64) error {
+	path := s.lockPath(inst.Namespace, machineID)
+	held, same, other := holds(path, inst)
+	switch {
+	case other != "":
+		return fmt.Errorf("%w: machine: the lock file %s of machine ID %d is held by instance %q of this process, not %q",
+			engine.ErrMachineIDLost, path, machineID, other, inst.ID)
+	case held && same:
+		return nil
+	case held:
+		drop(path, inst)
+	}
+	_, err := take(path, machineID, inst)
+	if held := (*heldError)(nil); errors.As(err, &held) {
+		return fmt.Errorf("%w: %w", engine.ErrMachineIDLost, err)
+	}
+	return err
 }
 
 func (s localState) Revert(ctx context.Context, inst machine.Instance, st machine.State) error {
 	if err := s.check(inst); err != nil {
 		return err
 	}
-	// A clean close knows what was issued: it may lower a reservation.
-	fileErr := s.write(inst.Namespace, st, false)
+	// A clean close knows what was issued: it may lower a reservation, if
+	// it holds the machine ID's lock, and only then.
+	lower := true
+	if s.locks() {
+		path := s.lockPath(inst.Namespace, st.MachineID)
+		held, same, other := holds(path, inst)
+		if other != "" {
+			return fmt.Errorf("%w: machine: the lock file %s of machine ID %d is held by instance %q of this process, not %q",
+				engine.ErrMachineIDLost, path, st.MachineID, other, inst.ID)
+		}
+		lower = held && same
+		// Released after the file is written: the next holder reads it.
+		defer drop(path, inst)
+	}
+	fileErr := s.write(inst.Namespace, st, !lower)
 	return errors.Join(s.inner.Revert(ctx, inst, st), fileErr)
 }
 
@@ -123,6 +257,12 @@ func (s localState) check(inst machine.Instance) error {
 // escaped so any namespace gives one plain file name inside dir.
 func (s localState) path(namespace string, machineID int64) string {
 	return filepath.Join(s.dir, escapeName(namespace)+"#"+strconv.FormatInt(machineID, 10)+".state")
+}
+
+// lockPath names the lock file beside the state file: the state file is
+// replaced by a rename at every write, so it cannot carry the lock.
+func (s localState) lockPath(namespace string, machineID int64) string {
+	return filepath.Join(s.dir, escapeName(namespace)+"#"+strconv.FormatInt(machineID, 10)+".lock")
 }
 
 // escapeName keeps letters, digits, '-', '_' and '.' and writes every other

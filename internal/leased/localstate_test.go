@@ -19,12 +19,19 @@ import (
 	"github.com/idforge/idforge/internal/leased"
 )
 
-// stateFile returns the only file in dir, failing on temporary leftovers.
+// stateFile returns the only file in dir but lock files, failing on
+// temporary leftovers.
 func stateFile(t *testing.T, dir string) (path, content string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
+	all, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var entries []os.DirEntry
+	for _, e := range all {
+		if !strings.HasSuffix(e.Name(), ".lock") {
+			entries = append(entries, e)
+		}
 	}
 	if len(entries) != 1 || !strings.HasSuffix(entries[0].Name(), ".state") {
 		var names []string
@@ -44,7 +51,7 @@ func stateFile(t *testing.T, dir string) (path, content string) {
 func TestLocalStateRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	d := leased.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3), nil)
 	st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st != (machine.State{MachineID: 3}) {
 		t.Fatalf("first Distribute = %+v, %v", st, err)
@@ -66,12 +73,12 @@ func TestLocalStateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A restart: a new decorator over the same directory.
-	st, err = leased.LocalState(dir, machine.Manual(3)).Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
+	st, err = leased.LocalState(dir, machine.Manual(3), nil).Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st != (machine.State{MachineID: 3, LastTimestamp: 2000}) {
 		t.Fatalf("Distribute after restart = %+v, %v; want machine ID 3 with the saved timestamp 2000", st, err)
 	}
 	// A file for another machine ID tells nothing about this one.
-	st, err = leased.LocalState(dir, machine.Manual(4)).Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
+	st, err = leased.LocalState(dir, machine.Manual(4), nil).Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st != (machine.State{MachineID: 4}) {
 		t.Fatalf("Distribute of another ID = %+v, %v; want machine ID 4 with no timestamp", st, err)
 	}
@@ -82,7 +89,7 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	clk := newTestClock()
 	mem := machinetest.NewMemory(clk)
 	dir := t.TempDir()
-	d := leased.LocalState(dir, mem)
+	d := leased.LocalState(dir, mem, nil)
 	st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +101,7 @@ func TestLocalStateTakesTheLaterTimestamp(t *testing.T) {
 	}
 	// The file knows of IDs issued later than the store (a Guard that never
 	// reached it): the file wins.
-	if err := leased.LocalState(dir, machine.Manual(st.MachineID)).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
+	if err := leased.LocalState(dir, machine.Manual(st.MachineID), nil).Guard(ctx, instA, machine.State{MachineID: st.MachineID, LastTimestamp: t0 + 9000}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second) // a free ID stamped ahead of the clock would go out last
@@ -116,7 +123,7 @@ func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
 	ctx := t.Context()
 	clk := newTestClock()
 	dir := t.TempDir()
-	d := leased.LocalState(dir, machinetest.NewMemory(clk))
+	d := leased.LocalState(dir, machinetest.NewMemory(clk), nil)
 	// The inner store says the ID is not ours; the file is still written.
 	wantLost(t, d.Guard(ctx, instA, machine.State{MachineID: 9, LastTimestamp: 77}), "Guard of an ID never handed out")
 	if _, content := stateFile(t, dir); content != "9|77" {
@@ -127,11 +134,11 @@ func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
 	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bad := leased.LocalState(notDir, machine.Manual(1))
+	bad := leased.LocalState(notDir, machine.Manual(1), nil)
 	if err := bad.Guard(ctx, instA, machine.State{MachineID: 1, LastTimestamp: 1}); !errors.Is(err, engine.ErrStoreUnavailable) {
 		t.Errorf("Guard into a directory that is a file = %v, want ErrStoreUnavailable", err)
 	}
-	for _, d := range []machine.Distributor{leased.LocalState("", machine.Manual(1)), leased.LocalState(dir, nil)} {
+	for _, d := range []machine.Distributor{leased.LocalState("", machine.Manual(1), nil), leased.LocalState(dir, nil, nil)} {
 		if _, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard); !errors.Is(err, engine.ErrInvalidConfig) {
 			t.Errorf("misconfigured LocalState: %v, want ErrInvalidConfig", err)
 		}
@@ -141,7 +148,7 @@ func TestLocalStateReportsInnerAndFileErrors(t *testing.T) {
 func TestLocalStateCorruptFile(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	d := leased.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3), nil)
 	if err := d.Guard(ctx, instA, machine.State{MachineID: 3, LastTimestamp: 1000}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +174,7 @@ func TestLocalStateCorruptFile(t *testing.T) {
 func TestLocalStateFileNames(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	d := leased.LocalState(dir, machine.Manual(1))
+	d := leased.LocalState(dir, machine.Manual(1), nil)
 	insts := []machine.Instance{
 		{Namespace: "orders", ID: "host:8080"},
 		{Namespace: "orders:8080", ID: "a"},
@@ -183,7 +190,10 @@ func TestLocalStateFileNames(t *testing.T) {
 		}
 	}
 	// The file follows the machine ID: another instance of a namespace
-	// writes the same file.
+	// writes the same file, once the first let go of the ID.
+	if err := d.Revert(ctx, insts[0], machine.State{MachineID: 1, LastTimestamp: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Guard(ctx, machine.Instance{Namespace: "orders", ID: "other"}, machine.State{MachineID: 1, LastTimestamp: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +201,17 @@ func TestLocalStateFileNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != len(insts) {
-		t.Fatalf("%d namespaces wrote %d files, want one each", len(insts), len(entries))
+	var states, locks int
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".state":
+			states++
+		case ".lock":
+			locks++
+		}
+	}
+	if states != len(insts) || locks != len(insts) || len(entries) != 2*len(insts) {
+		t.Fatalf("%d namespaces wrote %d files (%d state files, %d lock files), want a state file and a lock file each", len(insts), len(entries), states, locks)
 	}
 	for _, e := range entries {
 		if e.IsDir() || strings.ContainsAny(e.Name(), `/\:`) {
@@ -210,7 +229,7 @@ func TestLocalStateFileNames(t *testing.T) {
 func TestCloseBeforeIssuingKeepsThePredecessorsTimestamp(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := leased.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3), nil)
 	inst := machine.Instance{Namespace: "orders", ID: "a"}
 	ahead := time.Now().Add(10 * time.Second).UnixMilli() // what the predecessor used
 	if err := d.Guard(ctx, inst, machine.State{MachineID: 3, LastTimestamp: ahead}); err != nil {
@@ -246,7 +265,7 @@ func TestLocalStateSyncsTheDirectory(t *testing.T) {
 		}
 		return nil
 	})
-	d := leased.LocalState(dir, machine.Manual(3))
+	d := leased.LocalState(dir, machine.Manual(3), nil)
 	if _, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +294,7 @@ func TestLocalStateUnwritableDirectory(t *testing.T) {
 	}
 	ctx := t.Context()
 	mem := machinetest.NewMemory(newTestClock())
-	d := leased.LocalState("/proc", mem)
+	d := leased.LocalState("/proc", mem, nil)
 	_, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if !errors.Is(err, engine.ErrStoreUnavailable) || !strings.Contains(err.Error(), "/proc/orders#") || !strings.Contains(err.Error(), `"off"`) {
 		t.Fatalf("Distribute into /proc = %v; want ErrStoreUnavailable naming the file and the remedy", err)
@@ -292,7 +311,7 @@ func TestLocalStatePassesHolderAndServerClock(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	inner := serverClock{Distributor: machinetest.NewMemory(clk), clk: clk, skew: time.Second, calls: new(atomic.Int64)}
 	at := clk.Now().Add(time.Second)
-	d := leased.LocalState(t.TempDir(), inner)
+	d := leased.LocalState(t.TempDir(), inner, nil)
 	st, err := d.Distribute(ctx, instA, 10, leased.DefaultSafeGuard)
 	if err != nil || st.Holder == "" {
 		t.Fatalf("Distribute = %+v, %v; want the inner store's holder", st, err)
@@ -303,7 +322,7 @@ func TestLocalStatePassesHolderAndServerClock(t *testing.T) {
 	if got, err := d.ServerTime(ctx); err != nil || !got.Equal(at) {
 		t.Fatalf("ServerTime of LocalState = %v, %v; want the inner store's %v", got, err, at)
 	}
-	if got, err := leased.LocalState(t.TempDir(), machine.Manual(1)).ServerTime(ctx); err != nil || !got.IsZero() {
+	if got, err := leased.LocalState(t.TempDir(), machine.Manual(1), nil).ServerTime(ctx); err != nil || !got.IsZero() {
 		t.Fatalf("ServerTime of LocalState over Manual = %v, %v; want the zero time", got, err)
 	}
 }

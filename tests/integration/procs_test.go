@@ -68,6 +68,10 @@ type workerConfig struct {
 	// parent created.
 	SQLDriver, SQLDSN string
 	MachineID         int64
+	// DefaultMachine leaves the machine ID to machine.Default() (the
+	// environment: IDFORGE_MACHINE_ID, else the lowest free on the host)
+	// instead of machine.Manual(MachineID).
+	DefaultMachine bool
 	// Layout is the snowflake layout (zero: snowflake.Default).
 	Layout snowflake.Layout
 	// NoReservation gives the lease no reservation (the control:
@@ -105,6 +109,9 @@ type workerConfig struct {
 	// the registry is closed: the generator has then used timestamps ahead
 	// of the clock Close reads.
 	StepBackAtQuit time.Duration
+	// Restore, when set, makes the worker the restore test's instead
+	// (restore_test.go): rows through GORM and a chain without a Floor.
+	Restore *restoreWork
 }
 
 type pace struct {
@@ -167,6 +174,9 @@ func (o *out) printf(format string, args ...any) {
 }
 
 func runWorker(cfg workerConfig) int {
+	if cfg.Restore != nil {
+		return runRestoreWorker(cfg)
+	}
 	ctx, quit := context.WithCancel(context.Background())
 	defer quit()
 	o := &out{w: os.Stdout}
@@ -240,6 +250,7 @@ func runWorker(cfg workerConfig) int {
 		}
 		defer st.Close()
 		set.Store = st
+	case cfg.DefaultMachine:
 	default:
 		set.Machine = machine.Manual(cfg.MachineID)
 		if cfg.NoReservation {
@@ -469,7 +480,11 @@ type workerProc struct {
 	runs     map[string][]idRun
 	issued   map[string]int64
 	lastSeen map[string]time.Time // when the parent last received IDs of a generator
-	errs     []string             // "gen class message"
+	// refusing holds the generators whose latest report is a refusal (an
+	// "err" line with no run after it): they stopped issuing, as far as the
+	// parent has read.
+	refusing map[string]bool
+	errs     []string // "gen class message"
 	stats    string
 	exitErr  error
 	stderr   strings.Builder
@@ -493,7 +508,7 @@ func startWorker(t *testing.T, cfg workerConfig, extraEnv ...string) *workerProc
 	// Die with the test binary, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &workerProc{name: cfg.Name, layout: cmp.Or(cfg.Layout, snowflake.Default), cmd: cmd, done: make(chan struct{}), machine: -1,
-		runs: map[string][]idRun{}, issued: map[string]int64{}, lastSeen: map[string]time.Time{}}
+		runs: map[string][]idRun{}, issued: map[string]int64{}, lastSeen: map[string]time.Time{}, refusing: map[string]bool{}}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -585,10 +600,14 @@ func (p *workerProc) handle(line string) {
 				p.runs[f[1]] = append(p.runs[f[1]], idRun{first: first, count: n, proc: p.name})
 				p.issued[f[1]] += n
 				p.lastSeen[f[1]] = time.Now()
+				p.refusing[f[1]] = false
 			}
 		}
 	case "err":
 		p.errs = append(p.errs, strings.TrimPrefix(rest, "err "))
+		if len(f) > 1 {
+			p.refusing[f[1]] = true
+		}
 	case "stats":
 		p.stats = strings.TrimPrefix(rest, "stats ")
 	}
@@ -670,6 +689,31 @@ func (p *workerProc) waitIssuing(t *testing.T, since time.Time, gens ...string) 
 			t.Fatalf("worker %s has not issued %v since %v after a minute", p.name, gens, since.Format("15:04:05.000"))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// seenSince reports whether the parent received IDs of gen from the worker
+// after t.
+func (p *workerProc) seenSince(gen string, t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastSeen[gen].After(t)
+}
+
+// stopped reports whether the latest report of gen is a refusal.
+func (p *workerProc) stopped(gen string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusing[gen]
+}
+
+// exited reports whether the worker has exited (and its output was read).
+func (p *workerProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -756,6 +800,43 @@ func duplicates(gen string, procs ...*workerProc) dupReport {
 		}
 	}
 	return rep
+}
+
+// tickMeter counts, while two workers run, the (machine ID, tick) pairs
+// under which both issued snowflake IDs: duplicates' tickOverlaps for two
+// processes, read incrementally from what they reported so far.
+type tickMeter struct {
+	procs  [2]*workerProc
+	read   [2]int           // runs already counted, per process
+	seen   map[int64]uint8  // (tick, machine ID) → which processes issued under it
+	shared int              // pairs both issued under
+	layout snowflake.Layout // of both
+}
+
+func newTickMeter(a, b *workerProc) *tickMeter {
+	return &tickMeter{procs: [2]*workerProc{a, b}, seen: map[int64]uint8{}, layout: a.layout}
+}
+
+// count reads the runs reported since the last call and returns how many
+// (machine ID, tick) pairs both processes issued under so far.
+func (m *tickMeter) count() int {
+	for i, p := range m.procs {
+		bit := uint8(1) << i
+		p.mu.Lock()
+		runs := p.runs[genSnowflake][m.read[i]:]
+		m.read[i] += len(runs)
+		for _, r := range runs { // a run is one tick of one machine ID
+			k := r.first >> m.layout.SequenceBits
+			if had := m.seen[k]; had&bit == 0 {
+				m.seen[k] = had | bit
+				if had != 0 {
+					m.shared++
+				}
+			}
+		}
+		p.mu.Unlock()
+	}
+	return m.shared
 }
 
 func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }

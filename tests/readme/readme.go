@@ -14,6 +14,26 @@
 //	<!-- readme: needs mariadb -->    run only when the server is reachable (see tests/testdb)
 //	<!-- readme: needs postgres -->
 //	<!-- readme: needs redis -->
+//
+// The ```sh, ```shell and ```console blocks run too, line by line (see
+// TestShellBlocks): every line that calls idforge, with the working tree's
+// idforge built once, in a fresh folder per block. Write them so:
+//
+//   - A store is one of the placeholder addresses (see [Placeholders]):
+//     'postgres://app@db:5432/ids', 'app:secret@tcp(db:3306)/ids' or
+//     'redis://cache:6379/0' (with ?prefix=... as needed). The test puts a
+//     fresh database, or a redis-server of its own, in its place; within a
+//     block one placeholder is one store. sqlite:PATH and the default
+//     idforge.db need nothing: they land in the block's folder.
+//   - NAME=value on a line of its own sets a variable for the lines after
+//     it ("$NAME"); export NAME=value puts it in their environment too.
+//     NAME=value before idforge is for that command, as in sh.
+//   - A line meant to fail ends with a comment "# exits N" (N its status).
+//   - idforge serve runs on a free port, serves one GET /v1/ids and stops
+//     on SIGTERM; it must exit 0.
+//   - One command a line: no pipes, redirections, ; or &, no $(...).
+//     Lines that do not call idforge (go install, redis-server) are not
+//     run.
 package readme
 
 import (
@@ -26,14 +46,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// Block is one ```go code block of a Markdown file.
+// Block is one fenced code block of a Markdown file.
 type Block struct {
+	// Lang is the fence's language: go, sh, shell or console.
+	Lang string
 	// Section is the text of the last heading above the block.
 	Section string
 	// Line is the line of the opening fence, from 1.
@@ -52,7 +75,15 @@ func (b Block) Name() string {
 var directive = regexp.MustCompile(`^<!--\s*readme:\s*(.*?)\s*-->$`)
 
 // Blocks returns the ```go fenced code blocks of markdown, in order.
-func Blocks(markdown string) ([]Block, error) {
+func Blocks(markdown string) ([]Block, error) { return blocks(markdown, "go") }
+
+// ShellBlocks returns the ```sh, ```shell and ```console fenced code blocks
+// of markdown, in order.
+func ShellBlocks(markdown string) ([]Block, error) { return blocks(markdown, "sh", "shell", "console") }
+
+// blocks returns the fenced code blocks of markdown in the languages langs;
+// a directive is allowed before ```go blocks only.
+func blocks(markdown string, langs ...string) ([]Block, error) {
 	var (
 		out     []Block
 		cur     *Block
@@ -79,10 +110,10 @@ func Blocks(markdown string) ([]Block, error) {
 			}
 		case strings.HasPrefix(trimmed, "```"):
 			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, "`"))]
-			if strings.TrimSpace(strings.TrimPrefix(trimmed, fence)) == "go" {
-				cur = &Block{Section: section, Line: n}
+			if lang := strings.TrimSpace(strings.TrimPrefix(trimmed, fence)); slices.Contains(langs, lang) {
+				cur = &Block{Lang: lang, Section: section, Line: n}
 				code.Reset()
-				if m := directive.FindStringSubmatch(strings.TrimSpace(prev)); m != nil {
+				if m := directive.FindStringSubmatch(strings.TrimSpace(prev)); m != nil && lang == "go" {
 					words := strings.Fields(m[1])
 					if len(words) < 2 || words[0] != "needs" {
 						return nil, fmt.Errorf("line %d: unknown directive %q (want \"readme: needs <server>\")", n-1, m[1])

@@ -13,19 +13,7 @@ import (
 // TestREADME compiles and runs every ```go block of README.md and of the
 // guides under docs/ as a program.
 func TestREADME(t *testing.T) {
-	files := []string{"README.md"}
-	guides, err := filepath.Glob(filepath.Join(ModuleRoot(), "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range guides {
-		rel, err := filepath.Rel(ModuleRoot(), g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, filepath.ToSlash(rel))
-	}
-	for _, f := range files {
+	for _, f := range docFiles(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".md"), func(t *testing.T) {
 			t.Parallel()
 			runBlocks(t, f)

@@ -6,7 +6,9 @@ package distcheck
 
 import (
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idforge/idforge/engine"
 )
@@ -15,22 +17,59 @@ import (
 // IDs is far beyond any deployment and fits every store's integer column.
 const MaxMachineBits = 31
 
-// Instance reports an empty namespace or instance ID, with an error wrapping
-// engine.ErrInvalidConfig.
+// MaxSafeGuard bounds the safe-guard duration (machine.Settings.SafeGuard)
+// a distribution accepts: a week of silence before a machine ID may be
+// reclaimed is beyond any outage worth riding out, and keeps every sum of
+// it with a clock reading or a window far from overflowing.
+const MaxSafeGuard = 7 * 24 * time.Hour
+
+// Instance reports an empty namespace or instance ID, or one that is not
+// printable text ([Text]), with an error wrapping engine.ErrInvalidConfig.
 func Instance(namespace, id string) error {
 	switch {
 	case namespace == "":
-		return fmt.Errorf("%w: machine: instance %q has an empty namespace", engine.ErrInvalidConfig, id)
+		return fmt.Errorf("%w: machine: instance %s has an empty namespace", engine.ErrInvalidConfig, Quote(id))
 	case id == "":
-		return fmt.Errorf("%w: machine: empty instance ID in namespace %q", engine.ErrInvalidConfig, namespace)
+		return fmt.Errorf("%w: machine: empty instance ID in namespace %s", engine.ErrInvalidConfig, Quote(namespace))
+	}
+	if err := Text("machine", "namespace", namespace); err != nil {
+		return err
+	}
+	return Text("machine", "instance ID", id)
+}
+
+// Text refuses a name (a namespace, an instance ID, a sequence name) that
+// holds a control byte (a NUL, a newline, DEL) or is not valid UTF-8: such
+// a name is a mistake, a database may refuse it in a way that reads as an
+// outage (PostgreSQL rejects a NUL in text), and it would reach logs and
+// error messages as is. pkg and what name it in the error, which wraps
+// engine.ErrInvalidConfig.
+func Text(pkg, what, name string) error {
+	for i := 0; i < len(name); {
+		c, size := utf8.DecodeRuneInString(name[i:])
+		if c == utf8.RuneError && size == 1 || c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: %s: %s %s holds byte %q at offset %d: names are printable UTF-8 text",
+				engine.ErrInvalidConfig, pkg, what, Quote(name), name[i], i)
+		}
+		i += size
 	}
 	return nil
 }
 
+// Quote quotes s for an error message, cut to its first 64 bytes, so a
+// huge name does not make a huge error.
+func Quote(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:most], len(s))
+}
+
 // Distribute checks the arguments of a Distribute call: a valid instance,
-// machineBits in [1, MaxMachineBits] and a positive safe-guard duration
-// (zero would let anyone reclaim a live ID at once). Errors wrap
-// engine.ErrInvalidConfig.
+// machineBits in [1, MaxMachineBits] and a safe-guard duration in
+// (0, MaxSafeGuard] (zero would let anyone reclaim a live ID at once).
+// Errors wrap engine.ErrInvalidConfig.
 func Distribute(namespace, id string, machineBits int, safeGuard time.Duration) error {
 	if err := Instance(namespace, id); err != nil {
 		return err
@@ -38,8 +77,8 @@ func Distribute(namespace, id string, machineBits int, safeGuard time.Duration) 
 	if machineBits < 1 || machineBits > MaxMachineBits {
 		return fmt.Errorf("%w: machine: machineBits %d outside [1, %d]", engine.ErrInvalidConfig, machineBits, MaxMachineBits)
 	}
-	if safeGuard <= 0 {
-		return fmt.Errorf("%w: machine: safe-guard duration %v must be positive", engine.ErrInvalidConfig, safeGuard)
+	if safeGuard <= 0 || safeGuard > MaxSafeGuard {
+		return fmt.Errorf("%w: machine: safe-guard duration %v outside (0, %v]", engine.ErrInvalidConfig, safeGuard, MaxSafeGuard)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 // Package storeepoch is the part of the store-reset protocol that
 // engine/sqlstore and engine/redisstore share: epoch tokens, the grace a
-// store value waits after adopting a new epoch, and the per-name floors it
-// re-seeds.
+// store value waits after adopting a new epoch, the per-name floors it
+// re-seeds, the epoch each machine-ID holding was handed out under, and the
+// refusals of a sequence without a Floor (missing, or its counter
+// untrusted after a restore).
 //
 // A store keeps an epoch token, written when its state is first created.
 // Every operation that hands something out (or heartbeats it) sends the token
@@ -20,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,8 +62,20 @@ func GraceFor(w time.Duration) time.Duration {
 	return w + SkewMargin
 }
 
+// MaxRideThrough bounds a store's ride-through window. A newcomer on a
+// wiped store waits the window out, so a day is already more than any
+// deployment would pay; the bound keeps every sum of a window, a grace and
+// a clock reading far from overflowing (a window of the largest Duration
+// once made the grace wrap negative, so a wiped store waited for nothing).
+const MaxRideThrough = 24 * time.Hour
+
+// MaxResetGrace bounds a store's reset grace: room for the largest window
+// plus a skew allowance as large.
+const MaxResetGrace = 2 * MaxRideThrough
+
 // ResolveRideThrough fills in the default window (0) and normalises "none"
-// (negative) to -1 ms, the value a store records.
+// (negative) to -1 ms, the value a store records. Check w with
+// [CheckRideThrough] first.
 func ResolveRideThrough(w time.Duration) time.Duration {
 	switch {
 	case w == 0:
@@ -69,6 +84,43 @@ func ResolveRideThrough(w time.Duration) time.Duration {
 		return -time.Millisecond
 	}
 	return w.Truncate(time.Millisecond)
+}
+
+// CheckRideThrough refuses a window above MaxRideThrough, or one that
+// rounds to 0 ms (which would read as the default), with an error
+// wrapping engine.ErrInvalidConfig that names field (e.g.
+// "sqlstore.Settings.RideThrough").
+func CheckRideThrough(field string, w time.Duration) error {
+	if w > 0 && w < time.Millisecond {
+		return fmt.Errorf("%w: %s %v is under the store's 1 ms resolution (negative: no window)", engine.ErrInvalidConfig, field, w)
+	}
+	if w > MaxRideThrough {
+		return fmt.Errorf("%w: %s %v is above the bound %v: newcomers on a wiped store wait the window out",
+			engine.ErrInvalidConfig, field, w, MaxRideThrough)
+	}
+	return nil
+}
+
+// Windows checks and resolves a store's RideThrough and ResetGrace settings
+// (pkg is the store's package, naming the fields in errors): the window as
+// [ResolveRideThrough] does, the grace as the window plus SkewMargin when
+// zero and -1 (no wait) when negative. A window above MaxRideThrough or a
+// grace above MaxResetGrace is refused with an error wrapping
+// engine.ErrInvalidConfig that names the field.
+func Windows(pkg string, w, grace time.Duration) (time.Duration, time.Duration, error) {
+	if err := CheckRideThrough(pkg+".Settings.RideThrough", w); err != nil {
+		return 0, 0, err
+	}
+	w = ResolveRideThrough(w)
+	switch {
+	case grace > MaxResetGrace:
+		return 0, 0, fmt.Errorf("%w: %s.Settings.ResetGrace %v is above the bound %v", engine.ErrInvalidConfig, pkg, grace, MaxResetGrace)
+	case grace == 0:
+		grace = GraceFor(w)
+	case grace < 0:
+		grace = -1 // any negative is none; one value keeps sums with it in range
+	}
+	return w, grace, nil
 }
 
 // RecordName is the name of the meta entry (SQL) or key suffix (Redis)
@@ -83,12 +135,12 @@ func FormatRecord(w time.Duration) string { return strconv.FormatInt(w.Milliseco
 // the wait after a wipe and a reclaim's start are the store's and cover
 // only processes that stop within it.
 func CheckRecord(store, rec string, ours time.Duration) error {
-	ms, err := strconv.ParseInt(rec, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: %s: the recorded ride-through window %q is not a number of milliseconds; rewrite it with `idforge store ride-through D`",
-			engine.ErrInvalidConfig, store, rec)
+	got, ok := ParseRecord(rec)
+	if !ok {
+		return fmt.Errorf("%w: %s: the recorded ride-through window %q is not a number of milliseconds up to %v; rewrite it with `idforge store ride-through D`",
+			engine.ErrInvalidConfig, store, rec, MaxRideThrough)
 	}
-	if got := time.Duration(ms) * time.Millisecond; got != ours {
+	if got != ours {
 		return fmt.Errorf("%w: %s: Settings.RideThrough %v differs from the window %v the store records: every process sharing a store must use the same one; "+
 			"use %v, or stop every process of the store and run `idforge store ride-through %v` to change it",
 			engine.ErrInvalidConfig, store, fmtWindow(ours), fmtWindow(got), fmtWindow(got), fmtWindow(ours))
@@ -96,11 +148,12 @@ func CheckRecord(store, rec string, ours time.Duration) error {
 	return nil
 }
 
-// ParseRecord reads a record FormatRecord wrote; ok is false for "" or a
-// malformed one.
+// ParseRecord reads a record FormatRecord wrote; ok is false for "", a
+// malformed one, or one outside what a store records: -1 (none) to
+// MaxRideThrough in milliseconds.
 func ParseRecord(rec string) (w time.Duration, ok bool) {
 	ms, err := strconv.ParseInt(rec, 10, 64)
-	if err != nil {
+	if err != nil || ms < -1 || ms > MaxRideThrough.Milliseconds() {
 		return 0, false
 	}
 	return time.Duration(ms) * time.Millisecond, true
@@ -180,7 +233,36 @@ type State struct {
 	reseed  bool // floors not re-seeded since the last adoption
 
 	confirmed atomic.Int64 // Unix ns: when the newest epoch-checked operation that succeeded was sent
+
+	log        *slog.Logger // the wait line; nil: none
+	store      string       // the store's name, for the wait line
+	waitLogged string       // the token whose wait was logged
+
+	holdings sync.Map // machine-ID holder secret → the epoch it was handed out under
 }
+
+// LogWaits makes Wait log one line per epoch it waits for, naming store.
+func (s *State) LogWaits(log *slog.Logger, store string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log, s.store = log, store
+}
+
+// Held records that the machine-ID holding with secret holder was handed
+// out under the epoch token: a heartbeat that finds the ID gone from the
+// store under that same epoch has caught the store going back.
+func (s *State) Held(holder, token string) { s.holdings.Store(holder, token) }
+
+// HeldUnder returns the epoch the holding holder was handed out under, ""
+// when this store value did not hand it out or it was given back.
+func (s *State) HeldUnder(holder string) string {
+	token, _ := s.holdings.Load(holder)
+	t, _ := token.(string)
+	return t
+}
+
+// Released forgets the holding holder.
+func (s *State) Released(holder string) { s.holdings.Delete(holder) }
 
 // NewState returns the state of a store value that has not seen its store
 // yet. grace <= 0 waits for nothing.
@@ -247,9 +329,21 @@ func (s *State) Wait(ctx context.Context) (string, error) {
 	for {
 		s.mu.Lock()
 		token, d := s.token, s.readyAt.Sub(s.clock.Now())
+		log := s.log
+		if d <= 0 || s.waitLogged == token {
+			log = nil
+		} else {
+			s.waitLogged = token
+		}
 		s.mu.Unlock()
 		if d <= 0 {
 			return token, nil
+		}
+		if log != nil {
+			// Once per epoch, whoever waits: a start on a store found
+			// without an epoch (a first start or a wipe) or an adoption.
+			log.Info("idforge: new store epoch (a first start without idforge store init, or a wipe): waiting out the reset grace before handing out IDs",
+				"store", s.store, "wait", d.Round(time.Millisecond))
 		}
 		if err := s.clock.Sleep(ctx, d); err != nil {
 			return "", err
@@ -493,13 +587,30 @@ func Floors(floors ...engine.Floor) engine.Floor {
 
 // NoFloorError is the refusal of a store (named store) to create the
 // missing sequence name under an epoch that is not brand-new without a Floor;
-// why is the Floor's own ErrNoFloor answer, if it gave one.
+// why is the Floor's own ErrNoFloor answer, if it gave one. It is one short
+// line: what, which sequence, the two remedies. docs/errors.md explains.
 func NoFloorError(store, name string, why error) error {
-	err := fmt.Errorf("%s: segment %q: %w: the store has no counter for it and was not initialised as brand-new, "+
-		"so it may have been wiped after handing out IDs; give a Floor that reads where the data ends "+
-		"(the GORM plugin and the sharding repositories derive one from the tagged columns; "+
-		"stores take Settings.Floor), or, if this store never handed out IDs, run `idforge store init`",
-		store, name, engine.ErrNoFloor)
+	err := fmt.Errorf("%s: sequence %q: %w: add a Floor (Registry.AddFloor; tagged tables get one) "+
+		"or, on a store that never handed out IDs, run idforge store init (see docs/errors.md)", store, name, engine.ErrNoFloor)
+	// The registry's own answer when no Floor was added says nothing more.
+	if why != nil && why.Error() != engine.ErrNoFloor.Error() {
+		return fmt.Errorf("%w (the Floor: %v)", err, why)
+	}
+	return err
+}
+
+// UntrustedError is the refusal of a store (named store) to serve the
+// sequence name from a counter that may be older than what was handed out:
+// the store was declared restored (`idforge store restored`), was found
+// without its epoch while holding counters, or went back under a live
+// process. counter is what the store holds, a lower bound only; why is the
+// Floor's own ErrNoFloor answer, if it gave one.
+func UntrustedError(store, name string, counter int64, why error) error {
+	err := fmt.Errorf("%s: segment %q: %w: its counter (%d) may be older than what was handed out "+
+		"(the store was declared restored, was found without its epoch, or went back), so it is served only above a Floor "+
+		"that reads where the data ends (the GORM plugin and the sharding repositories derive one from the tagged columns; "+
+		"stores take Settings.Floor), or once an operator who knows where the data ends runs `idforge store chain %s -raise N`",
+		store, name, engine.ErrNoFloor, counter, name)
 	if why != nil {
 		return fmt.Errorf("%w (the Floor: %v)", err, why)
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,5 +265,73 @@ func TestConfirm(t *testing.T) {
 	s.Confirm(t0) // an older operation that returned later
 	if got := s.Confirmed(); !got.Equal(t0.Add(time.Second)) {
 		t.Errorf("Confirmed = %v, want the newest send time", got)
+	}
+}
+
+// records is a slog.Handler keeping every record.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *records) WithGroup(string) slog.Handler            { return r }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+	return nil
+}
+
+// TestWaitLogsOnce: the wait after a new epoch is logged once, with its
+// reason, the store and its length, however many callers wait; an epoch
+// declared brand-new waits and logs nothing; the next new epoch logs again.
+func TestWaitLogsOnce(t *testing.T) {
+	start := time.UnixMilli(1_790_000_000_000)
+	c := clocktest.NewFake(start)
+	c.ManualSleep = true
+	s := NewState(c, 2*time.Second)
+	logs := &records{}
+	s.LogWaits(slog.New(logs), "sqlstore (sqlite) idforge_*")
+	s.Set(NewToken(start))
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Wait(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for c.Sleeps() < 5 { // every waiter asleep: each has looked at the epoch
+		runtime.Gosched()
+	}
+	c.Advance(2 * time.Second)
+	wg.Wait()
+	if len(logs.recs) != 1 {
+		t.Fatalf("5 waiters logged %d lines, want 1", len(logs.recs))
+	}
+	r := logs.recs[0]
+	attrs := map[string]slog.Value{}
+	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value; return true })
+	if !strings.Contains(r.Message, "new store epoch") || !strings.Contains(r.Message, "idforge store init") ||
+		attrs["wait"].Duration() != 2*time.Second || attrs["store"].String() != "sqlstore (sqlite) idforge_*" || len(r.Message) > 160 {
+		t.Errorf("the wait line: %q %v; want a short reason, the store and wait=2s", r.Message, attrs)
+	}
+
+	s.Set(NewBrandNewToken(c.Now()))
+	if _, err := s.Wait(context.Background()); err != nil || len(logs.recs) != 1 {
+		t.Fatalf("a brand-new epoch: %v, %d lines; want no wait and no line", err, len(logs.recs))
+	}
+	s.Set(NewToken(c.Now()))
+	go func() { _, _ = s.Wait(context.Background()) }()
+	for c.Sleeps() < 6 {
+		runtime.Gosched()
+	}
+	c.Advance(2 * time.Second)
+	if _, err := s.Wait(context.Background()); err != nil || len(logs.recs) != 2 {
+		t.Fatalf("the next new epoch: %v, %d lines; want its own line", err, len(logs.recs))
 	}
 }
