@@ -300,12 +300,13 @@ func TestServeReclaimWaitsForServerCutoff(t *testing.T) {
 	a.cmd.Process.Signal(syscall.SIGCONT)
 	continued = true
 	var ids struct{ IDs []string }
-	for i := range 50 { // its lease heartbeats again within a quarter second
+	// Its lease heartbeats again within a quarter second; a minute guards
+	// against a hang on a loaded host.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		code, body = send(t, "GET", a.base+"/v1/ids?count=3", "", "", "Authorization", "Bearer "+alice)
-		if code == 200 || i == 49 {
+		if code == 200 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if code != 200 || json.Unmarshal([]byte(body), &ids) != nil {
 		t.Fatalf("replica a after SIGCONT: %d %s", code, body)
@@ -509,7 +510,7 @@ func TestServeNoStoreAddress(t *testing.T) {
 	fp.Cut()
 	defer fp.Restore()
 	seen503 := false
-	for i := range 40 {
+	for i, deadline := 0, time.Now().Add(time.Minute); time.Now().Before(deadline); i++ {
 		code, body := send(t, "GET", base+"/v1/ids/fresh-"+strconv.Itoa(i), alice, "")
 		leaks("a chain draw in the outage", body)
 		code2, body2 := send(t, "POST", base+"/v1/proxy/segments/next", alice, `{"name":"order","step":5}`)

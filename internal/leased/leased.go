@@ -205,10 +205,14 @@ func (s *Snowflake) NextID(ctx context.Context) (int64, error) {
 		// that hangs on the store, and the caller's ctx must still end the wait.
 		probe, lease := make(chan error, 1), h.lease // h itself escaping would cost an allocation per ID
 		go func() {
-			defer s.probing.Store(false)
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
-			defer cancel()
-			probe <- lease.Heartbeat(hctx)
+			herr := lease.Heartbeat(hctx)
+			cancel()
+			// Done probing before the caller hears of it: its next
+			// NextID, if refused, must ask the store again, not fail fast
+			// on a probe that is over.
+			s.probing.Store(false)
+			probe <- herr
 		}()
 		var herr error
 		select {

@@ -158,38 +158,58 @@ func TestResetCarriesLastTick(t *testing.T) {
 	for range 3000 { // one tick, most of its sequence
 		last = next(t, sf)
 	}
-	// A wait for a clock stepped back, counted again after the swap.
+	// A wait for a clock stepped back, counted again after the swap. The
+	// clock moves back only once the generator waits on it: the heartbeat
+	// goroutine is asleep 1 s ahead first, so the next Sleep is the wait.
+	eventually(t, "heartbeat goroutine asleep", func() bool { return clk.Sleeps() > 0 })
 	clk.StepBack(time.Millisecond)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		clk.Advance(time.Millisecond)
-	}()
+	stop := advanceOnSleep(clk, time.Millisecond)
 	last = next(t, sf)
+	stop()
 	store.reset.Store(true)
 	if err := sf.Lease().Heartbeat(context.Background()); !errors.Is(err, engine.ErrStoreReset) || !errors.Is(err, engine.ErrMachineIDLost) {
 		t.Fatalf("heartbeat on a reset store: %v; want ErrMachineIDLost and ErrStoreReset", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for resets.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "OnReset called", func() bool { return resets.Load() > 0 })
 	if resets.Load() != 1 {
 		t.Fatalf("OnReset called %d times, want 1", resets.Load())
 	}
 	// The clock still reads the old generator's tick: the new generator
-	// must wait for the next one (the fake clock moves in 50 ms), where a
+	// must wait for the next one (the clock moves once it waits), where a
 	// generator starting from the store's 0 would issue at once, on it.
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		clk.Advance(time.Millisecond)
-	}()
+	stop = advanceOnSleep(clk, time.Millisecond)
 	id := next(t, sf)
+	stop()
 	if machineOf(t, id) != machineOf(t, last) {
 		t.Fatalf("the wiped store should hand the same machine ID back")
 	}
 	if id <= last {
 		t.Fatalf("after the swap: %d, not above the old generator's %d", id, last)
 	}
+}
+
+// advanceOnSleep moves clk (a ManualSleep fake) on by step each time a
+// Sleep on it begins, until stop is called: whoever waits on the clock
+// wakes, however late it starts waiting, and the clock stands still until
+// someone does.
+func advanceOnSleep(clk *clocktest.Fake, step time.Duration) (stop func()) {
+	done, over := make(chan struct{}), make(chan struct{})
+	seen := clk.Sleeps()
+	go func() {
+		defer close(over)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if n := clk.Sleeps(); n > seen {
+				seen = n
+				clk.Advance(step)
+			}
+		}
+	}()
+	return func() { close(done); <-over }
 }
 
 // hangingGuard is a store whose Guard stops answering (a dropped

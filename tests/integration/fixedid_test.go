@@ -28,6 +28,18 @@ const fixedMachineID = 7
 // processes.
 func killAndRestart(t *testing.T, store workerConfig, protect bool, clockStep time.Duration, sfPace pace) (first, restarted *workerProc) {
 	t.Helper()
+	first, restarted = killAndGo(t, store, protect, clockStep, false, sfPace)
+	time.Sleep(500 * time.Millisecond)
+	restarted.quit(t)
+	return first, restarted
+}
+
+// killAndGo is killAndRestart up to the restart's first ID, which it
+// returns still issuing. backToFirst replaces clockStep with a step back
+// decided at the gate, once the first is dead and its IDs are all read:
+// the restart's clock then starts at the first's first millisecond.
+func killAndGo(t *testing.T, store workerConfig, protect bool, clockStep time.Duration, backToFirst bool, sfPace pace) (first, restarted *workerProc) {
+	t.Helper()
 	ns := testdb.UniqueName("fixed-")
 	stateDir := t.TempDir()
 	cfg := store
@@ -54,11 +66,33 @@ func killAndRestart(t *testing.T, store workerConfig, protect bool, clockStep ti
 	// random point between two of them.
 	time.Sleep(time.Second + rand.N(250*time.Millisecond))
 	first.kill()
-	restarted.command("go")
+	if backToFirst {
+		_, _, at, ok := snowflakeTicks(first)
+		if !ok {
+			t.Fatalf("the first worker was killed without having issued a snowflake ID")
+		}
+		restarted.command(fmt.Sprintf("go %d", -time.Since(at)))
+	} else {
+		restarted.command("go")
+	}
 	restarted.waitIssuing(t, time.Now(), genSnowflake)
-	time.Sleep(500 * time.Millisecond)
-	restarted.quit(t)
 	return first, restarted
+}
+
+// snowflakeTicks returns the first and last tick of p's snowflake IDs as
+// far as the parent has read them, and the time of the first; ok is false
+// before any.
+func snowflakeTicks(p *workerProc) (lo, hi int64, at time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	runs := p.runs[genSnowflake]
+	if len(runs) == 0 {
+		return 0, 0, time.Time{}, false
+	}
+	// One generator goroutine reports them, in the order issued.
+	shift := p.layout.MachineBits + p.layout.SequenceBits
+	at, _, _, _ = p.layout.Decode(runs[0].first)
+	return runs[0].first >> shift, runs[len(runs)-1].first >> shift, at, true
 }
 
 // TestFixedMachineIDKillClockBack: a process on a fixed machine ID
@@ -69,10 +103,11 @@ func killAndRestart(t *testing.T, store workerConfig, protect bool, clockStep ti
 // restart waits out what its predecessor may have issued: no ID twice, no
 // millisecond of the machine ID used by both. The control turns the
 // protection off (Lease.Reservation -1, no state file surviving) and must
-// find duplicates, or the test could not fail. With a store's window on,
-// the same kill and restart runs on each networked store under a 3 s window
-// (longWindow) as a stable instance, which gets its machine ID back from
-// the store and waits out the last heartbeat's reservation.
+// find a millisecond of the machine ID used by both, or the test could not
+// fail. With a store's window on, the same kill and restart runs on each
+// networked store under a 3 s window (longWindow) as a stable instance,
+// which gets its machine ID back from the store and waits out the last
+// heartbeat's reservation.
 func TestFixedMachineIDKillClockBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
@@ -106,25 +141,62 @@ func TestFixedMachineIDKillClockBack(t *testing.T) {
 		// The hazard the protection removes is a millisecond of the machine
 		// ID used by both processes: whether their sequence numbers then
 		// meet is chance, so a shared millisecond counts as found as much
-		// as an ID issued twice. The restart must land within the clock step
-		// of the kill to reuse its predecessor's milliseconds, which a
-		// loaded machine may not manage at 50 ms: later attempts step the
-		// clock back further. At 1 s the restart reuses its predecessor's
-		// milliseconds if New returns within a second of the kill (the
-		// predecessor issued for over a second before it).
-		steps := []time.Duration{step, step, -500 * time.Millisecond, -time.Second, -time.Second}
-		for i, step := range steps {
-			p1, p2 := killAndRestart(t, workerConfig{}, false, step, full)
+		// as an ID issued twice. The restart reuses its predecessor's
+		// milliseconds only if its clock reads one of them when it issues,
+		// however late the loaded host lets it start: its clock is stepped
+		// back, at the gate, to its predecessor's first millisecond, so it
+		// goes through every millisecond its predecessor issued in (over a
+		// second of them) unless it starts later than that. An attempt ends
+		// when the restart shares a millisecond or has issued past its
+		// predecessor's last; attempts go on until one shares.
+		const attempts = 10
+		for i := range attempts {
+			p1, p2 := killAndGo(t, workerConfig{}, false, 0, true, full)
+			shared, passed := waitShareOrPass(t, p1, p2)
+			p2.quit(t)
 			rep := duplicates(genSnowflake, p1, p2)
-			t.Logf("attempt %d without protection, clock %v back: %d IDs issued, %d duplicates, %d shared milliseconds, e.g. %q",
-				i+1, -step, rep.issued, rep.duplicates, rep.tickOverlaps, rep.tickSamples[:min(2, len(rep.tickSamples))])
-			if rep.duplicates > 0 || rep.tickOverlaps > 0 {
+			t.Logf("attempt %d without protection, the restart's clock stepped back to its predecessor's first millisecond: "+
+				"%d IDs issued, %d duplicates, %d shared milliseconds, e.g. %q; the restart issued past its predecessor's last millisecond: %v",
+				i+1, rep.issued, rep.duplicates, rep.tickOverlaps, rep.tickSamples[:min(2, len(rep.tickSamples))], passed)
+			if shared > 0 || rep.duplicates > 0 || rep.tickOverlaps > 0 {
 				return
 			}
 		}
-		t.Fatalf("without the reservation and the state file %d kill -9 and restarts shared no millisecond of machine ID %d: "+
-			"the test cannot tell the protection works", len(steps), fixedMachineID)
+		t.Fatalf("without the reservation and the state file, %d kill -9 and restarts with the clock stepped back to the killed process's "+
+			"first millisecond never issued in a millisecond of machine ID %d that the killed process used: the test cannot tell the protection works",
+			attempts, fixedMachineID)
 	})
+}
+
+// waitShareOrPass waits until restarted has issued a snowflake ID in a
+// millisecond (of one machine ID) first issued in, returning how many it
+// shares, or has issued past first's last millisecond, when none can be
+// shared any more (passed). first is dead: its IDs are all read.
+func waitShareOrPass(t *testing.T, first, restarted *workerProc) (shared int, passed bool) {
+	t.Helper()
+	_, last, _, _ := snowflakeTicks(first)
+	m := newTickMeter(first, restarted)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		// Read the restart's newest tick before counting: every ID reported
+		// up to it is then counted.
+		_, hi, _, ok := snowflakeTicks(restarted)
+		if n := m.count(); n > 0 || (ok && hi > last) {
+			return n, n == 0
+		}
+		if restarted.exited() {
+			t.Fatalf("the restarted worker exited before it issued past its predecessor's last millisecond: %v\nstderr:\n%s",
+				restarted.exitError(), restarted.stderrText())
+		}
+		if time.Now().After(deadline) {
+			restarted.mu.Lock()
+			errs := slices.Clone(restarted.errs)
+			restarted.mu.Unlock()
+			t.Fatalf("after a minute the restarted worker has neither issued in a millisecond its predecessor used nor past its last one "+
+				"(its newest tick %d, the predecessor's last %d); errors: %q", hi, last, errs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestFixedMachineIDRestartWait measures how long idforge.New takes on a

@@ -129,7 +129,8 @@ type pace struct {
 //	err <gen> <class> <message>      the first refusal of a streak
 //	stats <lost> <discarded> <class>=<n>,...   at a clean exit
 //
-// Commands on stdin: "go", "quit" (end of input quits too).
+// Commands on stdin: "go", "go <offset ns>" (set ClockOffset, then go),
+// "quit" (end of input quits too).
 const linePrefix = "@@ "
 
 // TestWorkerProcess is the worker. It does nothing in a normal test run.
@@ -181,13 +182,20 @@ func runWorker(cfg workerConfig) int {
 	defer quit()
 	o := &out{w: os.Stdout}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("worker", cfg.Name)
+	clk := &offsetClock{}
+	clk.off.Store(int64(cfg.ClockOffset))
 	goCh := make(chan struct{})
 	go func() {
 		defer quit()
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
-			switch sc.Text() {
+			cmd, arg, _ := strings.Cut(sc.Text(), " ")
+			switch cmd {
 			case "go":
+				// The parent may decide the clock offset only at the gate.
+				if off, err := strconv.ParseInt(arg, 10, 64); err == nil {
+					clk.off.Store(off)
+				}
 				close(goCh)
 			case "quit":
 				return
@@ -197,9 +205,6 @@ func runWorker(cfg workerConfig) int {
 	if !cfg.WaitGo {
 		close(goCh)
 	}
-
-	clk := &offsetClock{}
-	clk.off.Store(int64(cfg.ClockOffset))
 	set := idforge.Settings{
 		Namespace: cfg.Namespace,
 		Layout:    cfg.Layout,

@@ -83,12 +83,20 @@ func (f *Fake) StepWall(d time.Duration) {
 	f.mu.Unlock()
 }
 
-// Sleeps reports how many times Sleep was called.
+// Sleeps reports how many times Sleep was called. A Sleep counted here
+// has fixed its wake-up time: with ManualSleep, moving the clock past it
+// after seeing the count wakes it.
 func (f *Fake) Sleeps() int64 { return f.sleeps.Load() }
 
 // Sleep advances the clock by d, or with ManualSleep waits for it to pass.
 func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
+	// Sleep is time passing: it waits on the monotonic reading. The call is
+	// counted once its wake-up time is fixed, under the lock moves take:
+	// a test that sees Sleeps go up and then moves the clock wakes it.
+	f.mu.Lock()
 	f.sleeps.Add(1)
+	wake := f.mono + d
+	f.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -98,10 +106,6 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 		}
 		return nil
 	}
-	// Sleep is time passing: it waits on the monotonic reading.
-	f.mu.Lock()
-	wake := f.mono + d
-	f.mu.Unlock()
 	// Broadcast under the lock: between the sleeper's ctx check and its
 	// Wait an unlocked Broadcast would be lost and the sleeper never woken.
 	stop := context.AfterFunc(ctx, func() {
