@@ -24,6 +24,11 @@ type Settings struct {
 	// the "id" column for sqlx. Rows that must change together in one
 	// transaction share a shard when they share a shard key.
 	ShardKey string
+	// Parallel is how many shards a call over several shards (Get, Page,
+	// Count, Update, Delete) reaches at once; each holds one connection
+	// of its database while it runs. 0 means 8; a negative number is an
+	// error.
+	Parallel int
 }
 
 // ErrNotFound is what a repository's Find returns, wrapped together with the

@@ -223,11 +223,14 @@ func anys(ids []int64) []any {
 	return out
 }
 
-// Find reads the row whose shard key is key (its ID, unless
-// [sharding.Settings.ShardKey] named another field) into dest, a pointer
-// to a struct, from the one shard key routes to. A missing row is an error
-// matching both [sharding.ErrNotFound] and gorm.ErrRecordNotFound; key 0
-// wraps engine.ErrInvalidID. In a Repository of In, it reads in the
+// Find reads the rows whose shard key is key (its ID, unless
+// [sharding.Settings.ShardKey] named another field), from the one shard
+// key routes to, into dest: a pointer to a slice gets all of them, ordered
+// by primary key (none is no error): all the rows of an owner when rows
+// are routed by one; a pointer to a struct gets the first of them by
+// primary key, and a missing row is an error matching both
+// [sharding.ErrNotFound] and gorm.ErrRecordNotFound. Key 0 wraps
+// engine.ErrInvalidID. In a Repository of In, it reads in the
 // transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 	tx, only := g.tx, g.only
@@ -239,12 +242,22 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if err != nil {
 		return err
 	}
+	t := reflect.TypeOf(dest)
+	many := t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Slice
+	pk := s.PrioritizedPrimaryField
 	return g.base.Find(key, only, func(db *gorm.DB, s sharding.Shard) error {
 		if tx != nil {
 			db = tx
 		}
 		cond := clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: key}
-		return db.Session(&gorm.Session{NewDB: true}).WithContext(ctx).Table(s.TableName).Where(cond).Take(dest).Error
+		q := db.Session(&gorm.Session{NewDB: true}).WithContext(ctx).Table(s.TableName).Where(cond)
+		if pk != nil && (many || pk != f) {
+			q = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: pk.DBName}})
+		}
+		if many {
+			return q.Find(dest).Error
+		}
+		return q.Take(dest).Error
 	}, func(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) })
 }
 

@@ -79,6 +79,12 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	if s.BatchSize == 0 {
 		s.BatchSize = idgen.DefaultBatchSize
 	}
+	if s.Parallel < 0 {
+		return nil, bad("Settings.Parallel is %d (want at least 1, or 0 for %d)", s.Parallel, DefaultParallel)
+	}
+	if s.Parallel == 0 {
+		s.Parallel = DefaultParallel
+	}
 	if r == nil {
 		return nil, bad("the router is nil")
 	}

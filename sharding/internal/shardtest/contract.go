@@ -24,6 +24,7 @@ import (
 type Repository[DB any] interface {
 	Create(ctx context.Context, value any) error
 	Find(ctx context.Context, key int64, dest any) error
+	Get(ctx context.Context, ids []int64, dest any) error
 	DB(key int64) (*DB, sharding.Shard, error)
 	ForEach(ctx context.Context, fn func(s sharding.Shard, db *DB) error) error
 	Exec(ctx context.Context, query string, args ...any) error
@@ -35,6 +36,7 @@ type Repository[DB any] interface {
 type TxRepository interface {
 	Create(ctx context.Context, value any) error
 	Find(ctx context.Context, key int64, dest any) error
+	Get(ctx context.Context, ids []int64, dest any) error
 }
 
 // Harness is what the contract needs from one ORM's tests. Row is that
@@ -154,6 +156,8 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("Quoting", func(t *testing.T) { h.quoting(t, b) })
 			t.Run("BatchCap", func(t *testing.T) { h.batchCap(t, b) })
 			t.Run("Config", func(t *testing.T) { h.config(t, b) })
+			t.Run("Get", func(t *testing.T) { h.get(t, b) })
+			t.Run("FindOwner", func(t *testing.T) { h.findOwner(t, b) })
 		})
 	}
 }
@@ -505,6 +509,13 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 	}
 	if err := tx.Find(ctx, out[0], &got); !errors.Is(err, sharding.ErrWrongShard) {
 		t.Errorf("Find of a key of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	var many []Row
+	if err := tx.Get(ctx, []int64{in[1], in[0]}, &many); err != nil || len(many) != 2 || !h.Same(many[0], rows[1]) {
+		t.Errorf("Get in the transaction = %+v, %v; want rows b and a", many, err)
+	}
+	if err := tx.Get(ctx, []int64{in[0], out[0]}, &many); !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("Get of an ID of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
 	}
 	if err := end(false); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,193 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idforge/idforge/sharding"
+)
+
+// fakeDB is a database of the fake ORM: rows of every shard, in memory.
+type fakeDB struct {
+	name string
+}
+
+type fakeRow struct {
+	ID    int64
+	Owner int64
+}
+
+// fakeStore holds rows by shard and counts the statements each shard got.
+type fakeStore struct {
+	mu    sync.Mutex
+	rows  map[sharding.Shard][]fakeRow
+	calls map[sharding.Shard]int
+	fail  map[sharding.Shard]error
+	// gate, when set, runs before each statement.
+	gate func()
+}
+
+func fakeModel() *Model {
+	id := &Col{Name: "id", Type: reflect.TypeFor[int64](), Get: func(row reflect.Value) reflect.Value { return row.Field(0) }}
+	return &Model{Name: "fakeRow", Elem: reflect.TypeFor[fakeRow](), ID: id, Key: id, Column: func(string) *Col { return nil }}
+}
+
+// newFake returns a repository over r's shards, one fake database per
+// database of r, holding rows 1..n where they route.
+func newFake(t *testing.T, r *sharding.Router, dbs int, n int64, s sharding.Settings) (*Base[fakeDB], *fakeStore) {
+	t.Helper()
+	var list []*fakeDB
+	for i := range dbs {
+		list = append(list, &fakeDB{name: string(rune('a' + i))})
+	}
+	b, err := New("fake", list, r, []sharding.Settings{s}, ORM[fakeDB]{
+		Same:    func(db *fakeDB) any { return db },
+		Dialect: func(*fakeDB) string { return "sqlite" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &fakeStore{rows: map[sharding.Shard][]fakeRow{}, calls: map[sharding.Shard]int{}, fail: map[sharding.Shard]error{}}
+	for id := int64(1); id <= n; id++ {
+		s, err := r.Route(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.rows[s] = append(st.rows[s], fakeRow{ID: id, Owner: id})
+	}
+	return b, st
+}
+
+// stmts selects the rows whose IDs are the condition's arguments.
+func (f *fakeStore) stmts() Stmts[fakeDB] {
+	return Stmts[fakeDB]{
+		Select: func(_ context.Context, _ *fakeDB, s sharding.Shard, w Cond, _ string, _ int, dest any) error {
+			if f.gate != nil {
+				f.gate()
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.calls[s]++
+			if err := f.fail[s]; err != nil {
+				return err
+			}
+			out := dest.(*[]fakeRow)
+			for _, r := range f.rows[s] {
+				if slices.Contains(w.Args, any(r.ID)) {
+					*out = append(*out, r)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func sixteen(t *testing.T) *sharding.Router {
+	r, err := sharding.NewMod(sharding.Mod{Databases: "ds_{0..1}", Tables: "t_{0..7}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Get of 100 IDs over 16 shards sends one statement to each shard, and
+// returns the rows in the order asked.
+func TestGetOneQueryPerShard(t *testing.T) {
+	b, st := newFake(t, sixteen(t), 2, 1000, sharding.Settings{})
+	var ids []int64
+	for i := int64(0); i < 100; i++ {
+		ids = append(ids, 1000-7*i)
+	}
+	var got []fakeRow
+	if err := b.Get(context.Background(), ids, &got, fakeModel(), nil, st.stmts()); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.calls) != 16 {
+		t.Errorf("%d shards read, want 16", len(st.calls))
+	}
+	for s, n := range st.calls {
+		if n != 1 {
+			t.Errorf("shard %s read with %d statements, want 1", s, n)
+		}
+	}
+	for i, r := range got {
+		if r.ID != ids[i] {
+			t.Fatalf("row %d has ID %d, want %d: rows come in the order asked", i, r.ID, ids[i])
+		}
+	}
+}
+
+// A fan-out reaches Settings.Parallel shards at once, never more.
+func TestFanoutParallelBound(t *testing.T) {
+	const parallel = 3
+	b, st := newFake(t, sixteen(t), 2, 1000, sharding.Settings{Parallel: parallel})
+	var inflight, most, arrived atomic.Int64
+	release := make(chan struct{})
+	st.gate = func() {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		// The first `parallel` statements wait for each other: they can
+		// only all arrive if that many run at once.
+		if a := arrived.Add(1); a == parallel {
+			close(release)
+		} else if a < parallel {
+			select {
+			case <-release:
+			case <-time.After(time.Minute):
+				t.Errorf("only %d statements ran at once, want %d", a, parallel)
+			}
+		}
+	}
+	var ids []int64
+	for i := int64(1); i <= 64; i++ {
+		ids = append(ids, i)
+	}
+	var got []fakeRow
+	if err := b.Get(context.Background(), ids, &got, fakeModel(), nil, st.stmts()); err != nil {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m != parallel {
+		t.Errorf("at most %d statements ran at once, want %d", m, parallel)
+	}
+}
+
+// Two shards failing make a FanoutError naming them, listing the
+// fourteen that answered in the router's order, and matching each error.
+func TestFanoutError(t *testing.T) {
+	r := sixteen(t)
+	b, st := newFake(t, r, 2, 1000, sharding.Settings{})
+	shards, _ := r.Shards()
+	boom := errors.New("boom")
+	st.fail[shards[3]] = boom
+	st.fail[shards[12]] = context.DeadlineExceeded
+	var ids []int64
+	for i := int64(1); i <= 64; i++ {
+		ids = append(ids, i)
+	}
+	got := []fakeRow{{ID: -1}}
+	err := b.Get(context.Background(), ids, &got, fakeModel(), nil, st.stmts())
+	var fe *sharding.FanoutError
+	if !errors.As(err, &fe) || !errors.Is(err, boom) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a FanoutError matching both shards' errors", err)
+	}
+	want := slices.Concat(shards[:3], shards[4:12], shards[13:])
+	if !slices.Equal(fe.Answered, want) || len(fe.Failed) != 2 {
+		t.Errorf("answered %v, failed %v", fe.Answered, fe.Failed)
+	}
+	if len(got) != 1 || got[0].ID != -1 {
+		t.Errorf("dest after a failed Get = %v, want it untouched", got)
+	}
+	t.Log(err)
+}

@@ -1,0 +1,108 @@
+package shardgorm
+
+import (
+	"context"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/repo"
+)
+
+// model describes elem's rows for the shared reads and writes.
+func (g *Repository) model(ctx context.Context, elem reflect.Type) (*repo.Model, error) {
+	s, err := g.schema(reflect.New(elem).Interface())
+	if err != nil {
+		return nil, err
+	}
+	key, err := g.keyField(s)
+	if err != nil {
+		return nil, err
+	}
+	col := func(f *schema.Field) *repo.Col {
+		return &repo.Col{Name: f.DBName, Type: f.FieldType, Get: func(row reflect.Value) reflect.Value { return f.ReflectValueOf(ctx, row) }}
+	}
+	m := &repo.Model{Name: s.Name, Elem: elem, Key: col(key), Column: func(name string) *repo.Col {
+		if f := s.LookUpField(name); f != nil && f.DBName != "" {
+			return col(f)
+		}
+		return nil
+	}}
+	if id := s.PrioritizedPrimaryField; id != nil && repo.KeyKind(s.Name, id.Name, id.FieldType) == nil {
+		m.ID = col(id)
+	}
+	return m, nil
+}
+
+// stmts runs the shared reads and writes through GORM, in the caller's
+// transaction for a Repository of In. Reads go through GORM's Find and
+// Count, writes through Updates and Delete, so soft deletes, UpdatedAt and
+// the model's hooks apply as in any GORM call.
+func (g *Repository) stmts(elem reflect.Type) repo.Stmts[gorm.DB] {
+	on := func(ctx context.Context, db *gorm.DB, s sharding.Shard, w repo.Cond) *gorm.DB {
+		if g.tx != nil {
+			db = g.tx
+		}
+		q := db.Session(&gorm.Session{NewDB: true, Context: ctx}).Table(s.TableName)
+		if w.SQL != "" {
+			q = q.Where(w.SQL, w.Args...)
+		}
+		return q
+	}
+	return repo.Stmts[gorm.DB]{
+		Select: func(ctx context.Context, db *gorm.DB, s sharding.Shard, w repo.Cond, order string, limit int, dest any) error {
+			q := on(ctx, db, s, w)
+			if order != "" {
+				q = q.Order(order)
+			}
+			if limit > 0 {
+				q = q.Limit(limit)
+			}
+			return q.Find(dest).Error
+		},
+		Count: func(ctx context.Context, db *gorm.DB, s sharding.Shard, w repo.Cond) (int64, error) {
+			var n int64
+			return n, on(ctx, db, s, w).Model(reflect.New(elem).Interface()).Count(&n).Error
+		},
+		Update: func(ctx context.Context, db *gorm.DB, s sharding.Shard, w repo.Cond, set []repo.Set) (int64, error) {
+			values := make(map[string]any, len(set))
+			for _, c := range set {
+				values[c.Column] = c.Value
+			}
+			res := on(ctx, db, s, w).Model(reflect.New(elem).Interface()).Updates(values)
+			return res.RowsAffected, res.Error
+		},
+		Delete: func(ctx context.Context, db *gorm.DB, s sharding.Shard, w repo.Cond) (int64, error) {
+			res := on(ctx, db, s, w).Delete(reflect.New(elem).Interface())
+			return res.RowsAffected, res.Error
+		},
+	}
+}
+
+// Get reads the rows whose IDs (integer primary keys) are ids into dest, a
+// pointer to a slice of the model or of pointers to it: the IDs are grouped
+// by shard and each shard is read with one query (more only past the
+// database's limit on bind parameters), [sharding.Settings.Parallel]
+// shards at once. dest holds the rows found in the order of ids, each
+// once. IDs that are not stored are listed by a *[sharding.MissingError],
+// which matches [sharding.ErrNotFound], with the rows found in dest all
+// the same; a shard that fails makes a *[sharding.FanoutError] and no rows.
+//
+// IDs route when rows are routed by their ID (no
+// [sharding.Settings.ShardKey]); otherwise Get is refused with an error
+// wrapping engine.ErrInvalidConfig. An ID below 1 wraps
+// engine.ErrInvalidID. In a Repository of In, Get reads in the
+// transaction, and an ID of another shard wraps [sharding.ErrWrongShard].
+func (g *Repository) Get(ctx context.Context, ids []int64, dest any) error {
+	_, elem, err := repo.SliceOf("Get", dest)
+	if err != nil {
+		return err
+	}
+	m, err := g.model(ctx, elem)
+	if err != nil {
+		return err
+	}
+	return g.base.Get(ctx, ids, dest, m, g.only, g.stmts(elem))
+}

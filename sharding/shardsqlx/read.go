@@ -1,0 +1,155 @@
+package shardsqlx
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/jmoiron/sqlx/reflectx"
+
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/repo"
+)
+
+// modelOf describes rt's rows for the shared reads and writes.
+func modelOf(elem reflect.Type, rt *rowType) *repo.Model {
+	col := func(fi *reflectx.FieldInfo) *repo.Col {
+		return &repo.Col{Name: fi.Path, Type: fi.Field.Type, Get: func(row reflect.Value) reflect.Value {
+			return reflectx.FieldByIndexesReadOnly(row, fi.Index)
+		}}
+	}
+	m := &repo.Model{Name: elem.String(), Elem: elem, Key: col(rt.key), Column: func(name string) *repo.Col {
+		for _, fi := range rt.cols {
+			if fi.Path == name {
+				return col(fi)
+			}
+		}
+		for _, fi := range rt.cols {
+			if fi.Field.Name == name {
+				return col(fi)
+			}
+		}
+		return nil
+	}}
+	if rt.id != nil {
+		m.ID = col(rt.id)
+	}
+	return m
+}
+
+// stmts runs the shared reads and writes with SQL written from rt's
+// columns, in the caller's transaction for a Repository of In. Slices
+// among a condition's values are expanded (sqlx.In: "status IN (?)").
+func (x *Repository) stmts(rt *rowType) repo.Stmts[sqlx.DB] {
+	build := func(db *sqlx.DB, s sharding.Shard, head string, w repo.Cond, tail string, set []any) (string, []any, error) {
+		q := withTable(db, s, head)
+		if w.SQL != "" {
+			q += " WHERE " + w.SQL
+		}
+		args := append(append(make([]any, 0, len(set)+len(w.Args)), set...), w.Args...)
+		q, args, err := sqlx.In(q+tail, args...)
+		if err != nil {
+			return "", nil, err
+		}
+		return db.Rebind(q), args, nil
+	}
+	var tx sqlx.ExtContext
+	if x.tx != nil {
+		tx = x.tx
+	}
+	on := func(db *sqlx.DB) sqlx.ExtContext {
+		if tx != nil {
+			return tx
+		}
+		return db
+	}
+	exec := func(ctx context.Context, db *sqlx.DB, q string, args []any) (int64, error) {
+		res, err := on(db).ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	return repo.Stmts[sqlx.DB]{
+		Select: func(ctx context.Context, db *sqlx.DB, s sharding.Shard, w repo.Cond, order string, limit int, dest any) error {
+			var tail string
+			if order != "" {
+				tail += " ORDER BY " + order
+			}
+			if limit > 0 {
+				tail += fmt.Sprintf(" LIMIT %d", limit)
+			}
+			q, args, err := build(db, s, rt.sel, w, tail, nil)
+			if err != nil {
+				return err
+			}
+			return sqlx.SelectContext(ctx, on(db), dest, q, args...)
+		},
+		Count: func(ctx context.Context, db *sqlx.DB, s sharding.Shard, w repo.Cond) (int64, error) {
+			q, args, err := build(db, s, "SELECT COUNT(*) FROM "+repo.Table, w, "", nil)
+			if err != nil {
+				return 0, err
+			}
+			var n int64
+			return n, sqlx.GetContext(ctx, on(db), &n, q, args...)
+		},
+		Update: func(ctx context.Context, db *sqlx.DB, s sharding.Shard, w repo.Cond, set []repo.Set) (int64, error) {
+			cols := make([]string, len(set))
+			vals := make([]any, len(set))
+			for i, c := range set {
+				cols[i] = repo.Quote(dialectOf(db.DriverName()), c.Column) + " = ?"
+				vals[i] = c.Value
+			}
+			q, args, err := build(db, s, "UPDATE "+repo.Table+" SET "+strings.Join(cols, ", "), w, "", vals)
+			if err != nil {
+				return 0, err
+			}
+			return exec(ctx, db, q, args)
+		},
+		Delete: func(ctx context.Context, db *sqlx.DB, s sharding.Shard, w repo.Cond) (int64, error) {
+			q, args, err := build(db, s, "DELETE FROM "+repo.Table, w, "", nil)
+			if err != nil {
+				return 0, err
+			}
+			return exec(ctx, db, q, args)
+		},
+	}
+}
+
+// rowsOf returns the rowType and model of the rows dest, a pointer to a
+// slice, holds.
+func (x *Repository) rowsOf(verb string, dest any) (*rowType, *repo.Model, error) {
+	_, elem, err := repo.SliceOf(verb, dest)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := x.rowTypeOf(elem)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, modelOf(elem, rt), nil
+}
+
+// Get reads the rows whose IDs ("id" column) are ids into dest, a pointer
+// to a slice of the struct or of pointers to it: the IDs are grouped by
+// shard and each shard is read with one query (more only past the
+// database's limit on bind parameters), [sharding.Settings.Parallel]
+// shards at once. dest holds the rows found in the order of ids, each
+// once. IDs that are not stored are listed by a *[sharding.MissingError],
+// which matches [sharding.ErrNotFound], with the rows found in dest all
+// the same; a shard that fails makes a *[sharding.FanoutError] and no rows.
+//
+// IDs route when rows are routed by their ID (no
+// [sharding.Settings.ShardKey]); otherwise Get is refused with an error
+// wrapping engine.ErrInvalidConfig. An ID below 1 wraps
+// engine.ErrInvalidID. In a Repository of In, Get reads in the
+// transaction, and an ID of another shard wraps [sharding.ErrWrongShard].
+func (x *Repository) Get(ctx context.Context, ids []int64, dest any) error {
+	rt, m, err := x.rowsOf("Get", dest)
+	if err != nil {
+		return err
+	}
+	return x.base.Get(ctx, ids, dest, m, x.only, x.stmts(rt))
+}
