@@ -146,9 +146,10 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 	read := func(f *schema.Field) func(reflect.Value) (int64, error) {
 		return func(row reflect.Value) (int64, error) { return repo.KeyValue(f.ReflectValueOf(ctx, row)) }
 	}
-	p := repo.Plan{Key: read(key), Columns: cols}
+	p := repo.Plan{Key: read(key), Columns: cols, KeyIsID: id != nil && id == key}
 	if id != nil {
 		p.ID = read(id)
+		p.SetID = func(row reflect.Value, v int64) error { return repo.SetKeyValue(id.ReflectValueOf(ctx, row), v) }
 	}
 	return p, id, nil
 }

@@ -142,8 +142,9 @@ func (x *Repository) rowsOf(verb string, dest any) (*rowType, *repo.Model, error
 // the same; a shard that fails makes a *[sharding.FanoutError] and no rows.
 //
 // IDs route when rows are routed by their ID (no
-// [sharding.Settings.ShardKey]); otherwise Get is refused with an error
-// wrapping engine.ErrInvalidConfig. An ID below 1 wraps
+// [sharding.Settings.ShardKey]), or by an owner with owner-keyed IDs
+// ([sharding.Settings.OwnerResidues]); otherwise Get is refused with an
+// error wrapping engine.ErrInvalidConfig. An ID below 1 wraps
 // engine.ErrInvalidID. In a Repository of In, Get reads in the
 // transaction, and an ID of another shard wraps [sharding.ErrWrongShard].
 func (x *Repository) Get(ctx context.Context, ids []int64, dest any) error {

@@ -268,9 +268,12 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 					return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, fi.Index))
 				}
 			}
-			p := repo.Plan{Key: read(rt.key), Columns: len(rt.cols)}
+			p := repo.Plan{Key: read(rt.key), Columns: len(rt.cols), KeyIsID: rt.id != nil && rt.id == rt.key}
 			if rt.id != nil {
 				p.ID = read(rt.id)
+				p.SetID = func(row reflect.Value, v int64) error {
+					return repo.SetKeyValue(reflectx.FieldByIndexes(row, rt.id.Index), v)
+				}
 			}
 			return p, nil
 		},

@@ -99,7 +99,7 @@ func SliceOf(verb string, dest any) (reflect.Value, reflect.Type, error) {
 // idsRoute reports whether the IDs of m's rows route to their shards:
 // rows are routed by their ID, or their IDs are owner-keyed.
 func (b *Base[DB]) idsRoute(m *Model) bool {
-	return m.ID != nil && m.Key.Name == m.ID.Name
+	return m.ID != nil && (m.Key.Name == m.ID.Name || b.Settings.OwnerResidues > 0)
 }
 
 // targets lists the shards q reaches, in the router's order, with the IDs
@@ -139,8 +139,9 @@ func (b *Base[DB]) targets(q *sharding.Query, m *Model, only *sharding.Shard) ([
 		return nil, fmt.Errorf("%w: sharding: model %s has no integer primary key to look rows up by", engine.ErrInvalidConfig, m.Name)
 	}
 	if !b.idsRoute(m) {
-		return nil, fmt.Errorf("%w: sharding: model %s: rows are routed by %s, so an ID does not tell its shard: select by Key or Where",
-			engine.ErrInvalidConfig, m.Name, b.Settings.ShardKey)
+		return nil, fmt.Errorf("%w: sharding: model %s: rows are routed by %s, so an ID does not tell its shard: "+
+			"set Settings.OwnerResidues so that IDs route like their %s, or select by Key or Where",
+			engine.ErrInvalidConfig, m.Name, b.Settings.ShardKey, b.Settings.ShardKey)
 	}
 	byShard := map[sharding.Shard]*target{}
 	seen := make(map[int64]bool, len(q.IDs))

@@ -80,8 +80,13 @@ func Dialect(b Backend) string {
 // of b, its tables created, and the databases.
 func (h Harness[DB, Row]) course(t *testing.T, b Backend, s ...sharding.Settings) (Repository[DB], [2]testdb.DB) {
 	t.Helper()
+	return h.courseOn(t, b, Registry(t), s...)
+}
+
+// courseOn is course drawing IDs from reg.
+func (h Harness[DB, Row]) courseOn(t *testing.T, b Backend, reg engine.Provider, s ...sharding.Settings) (Repository[DB], [2]testdb.DB) {
+	t.Helper()
 	dbs := b.Open(t)
-	reg := Registry(t)
 	repo, err := h.New(CourseRouter(t), reg, []*DB{h.Open(t, dbs[0], reg), h.Open(t, dbs[1], reg)}, s...)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +163,7 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("Config", func(t *testing.T) { h.config(t, b) })
 			t.Run("Get", func(t *testing.T) { h.get(t, b) })
 			t.Run("FindOwner", func(t *testing.T) { h.findOwner(t, b) })
+			t.Run("OwnerIDs", func(t *testing.T) { h.ownerIDs(t, b) })
 		})
 	}
 }

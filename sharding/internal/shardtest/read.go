@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/sharding"
 )
 
@@ -139,5 +141,87 @@ func (h Harness[DB, Row]) findOwner(t *testing.T, b Backend) {
 	var none []Row
 	if err := repo.Find(ctx, 999, &none); err != nil || len(none) != 0 {
 		t.Errorf("Find of a user without rows into a slice = %v, %v; want none and no error", none, err)
+	}
+}
+
+// ownerIDs routes rows by their user with owner-keyed IDs: each ID routes
+// like its user and is found by Get and by Find of the user; a retry keeps
+// the IDs; a set ID that routes elsewhere is refused, one that routes
+// with its user kept; a 63-bit layout leaves no room.
+func (h Harness[DB, Row]) ownerIDs(t *testing.T, b Backend) {
+	ctx := context.Background()
+	const residues = 12
+	owned := sharding.Settings{ShardKey: "UserID", OwnerResidues: residues}
+	repo, _ := h.courseOn(t, b, OwnerRegistry(t), owned)
+	r := CourseRouter(t)
+	var rows []Row
+	for i := range 24 {
+		rows = append(rows, h.Row(fmt.Sprint("order ", i), int64(100+i%6)))
+	}
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(rows))
+	for i := range rows {
+		id, user := h.ID(&rows[i]), h.User(&rows[i])
+		ids[i] = id
+		at, _ := r.Route(id)
+		want, _ := r.Route(user)
+		if at != want || id%residues != user%residues {
+			t.Errorf("row %d: id %d routes to %s, its user %d to %s", i, id, at, user, want)
+		}
+		if issued, _, _, err := snowflake.JSSafe.Decode(id / residues); err != nil || !issued.Equal(Start) {
+			t.Errorf("row %d: id %d / %d decodes to %v, %v; want the JSSafe snowflake drawn at %v", i, id, residues, issued, err, Start)
+		}
+	}
+	h.allOnceIn(t, r, repo, rows) // every row lies where its ID routes
+	var got []Row
+	if err := repo.Get(ctx, ids, &got); err != nil {
+		t.Fatal(err)
+	}
+	h.sameRows(t, "Get of owner-keyed IDs", got, rows)
+	if err := repo.Find(ctx, 103, &got); err != nil {
+		t.Fatal(err)
+	}
+	h.sameRows(t, "Find(user 103)", got, []Row{rows[3], rows[9], rows[15], rows[21]})
+	if err := repo.Create(ctx, rows); err != nil { // stored: skipped, the IDs kept
+		t.Fatal(err)
+	}
+	for i := range rows {
+		if h.ID(&rows[i]) != ids[i] {
+			t.Errorf("Create again changed row %d's ID from %d to %d", i, ids[i], h.ID(&rows[i]))
+		}
+	}
+
+	away := h.WithID(h.Row("pinned away", 101), 1000*residues+100%residues) // routes like user 100
+	if err := repo.Create(ctx, &away); !errors.Is(err, engine.ErrInvalidID) {
+		t.Errorf("a set ID routing away from its user: err = %v, want engine.ErrInvalidID", err)
+	}
+	kept := h.WithID(h.Row("pinned", 101), 1000*residues+101%residues)
+	if err := repo.Create(ctx, &kept); err != nil || h.ID(&kept) != 1000*residues+101%residues {
+		t.Errorf("a set ID routing with its user: id %d, %v", h.ID(&kept), err)
+	}
+	h.allOnceIn(t, r, repo, append(rows, kept))
+
+	wide, _ := h.course(t, b, owned) // the default 63-bit layout
+	row := h.Row("wide", 100)
+	if err := wide.Create(ctx, &row); !errors.Is(err, engine.ErrInvalidID) || !strings.Contains(err.Error(), "bits") {
+		t.Errorf("owner-keyed IDs from a 63-bit layout: err = %v, want engine.ErrInvalidID naming the bits", err)
+	}
+
+	dbs, reg := b.Open(t), Registry(t)
+	two := []*DB{h.Open(t, dbs[0], reg), h.Open(t, dbs[1], reg)}
+	for name, s := range map[string]sharding.Settings{
+		"no shard key":        {OwnerResidues: 12},
+		"not a multiple of 4": {ShardKey: "UserID", OwnerResidues: 6},
+		"negative":            {ShardKey: "UserID", OwnerResidues: -4},
+	} {
+		if _, err := h.New(r, reg, two, s); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "OwnerResidues") {
+			t.Errorf("%s: err = %v, want engine.ErrInvalidConfig naming OwnerResidues", name, err)
+		}
+	}
+	byID, _ := h.course(t, b, sharding.Settings{ShardKey: "ID", OwnerResidues: 12})
+	if err := byID.Create(ctx, &row); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("owner-keyed IDs routed by the ID itself: err = %v, want engine.ErrInvalidConfig", err)
 	}
 }
