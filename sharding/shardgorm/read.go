@@ -107,3 +107,55 @@ func (g *Repository) Get(ctx context.Context, ids []int64, dest any) error {
 	}
 	return g.base.Get(ctx, ids, dest, m, g.only, g.stmts(elem))
 }
+
+// Update writes set, columns by Go field name or column name and their
+// values, into the rows of model (a pointer to the struct, &Order{}) that q
+// selects: by q.Key (the shard key: one owner's rows, in its shard), by
+// q.IDs (in their shards), by q.Where, or all three. Each shard reached
+// runs one UPDATE, [sharding.Settings.Parallel] shards at once, through
+// GORM's Updates (UpdatedAt is set, the model's hooks run); a query by
+// Where alone reaches every shard. It returns the rows the databases
+// report changed (MySQL and MariaDB count rows whose values changed, not
+// rows matched).
+//
+// An Update can never move a row out of its shard: setting the shard key
+// (or the ID, when IDs route) to a value that routes to another shard
+// than a row written is refused before anything is written, with an error
+// wrapping [sharding.ErrWrongShard]; with owner-keyed IDs a new owner must
+// keep the residue the IDs carry, and only an Update by q.Key can tell. A
+// query without Key, IDs or Where, or with Order, Limit or After, wraps
+// engine.ErrInvalidConfig. Shards are not one transaction: a shard that
+// fails makes a *[sharding.FanoutError], and the shards it lists as
+// answered committed their change. In a Repository of In, Update runs in
+// the transaction, in its one shard.
+func (g *Repository) Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error) {
+	elem, err := repo.ModelOf("Update", model)
+	if err != nil {
+		return 0, err
+	}
+	m, err := g.model(ctx, elem)
+	if err != nil {
+		return 0, err
+	}
+	return g.base.Update(ctx, q, m, set, g.only, g.stmts(elem))
+}
+
+// Delete deletes the rows of model (a pointer to the struct) that q
+// selects, as [Repository.Update] selects them, through GORM's Delete (a
+// model with gorm.DeletedAt is soft-deleted), one statement per shard
+// reached, [sharding.Settings.Parallel] shards at once, and returns how
+// many rows the databases deleted. A query without Key, IDs or Where, or
+// with Order, Limit or After, wraps engine.ErrInvalidConfig; a shard that
+// fails makes a *[sharding.FanoutError]. In a Repository of In, Delete
+// runs in the transaction, in its one shard.
+func (g *Repository) Delete(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	elem, err := repo.ModelOf("Delete", model)
+	if err != nil {
+		return 0, err
+	}
+	m, err := g.model(ctx, elem)
+	if err != nil {
+		return 0, err
+	}
+	return g.base.Delete(ctx, q, m, g.only, g.stmts(elem))
+}

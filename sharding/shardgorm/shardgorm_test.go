@@ -110,6 +110,7 @@ func TestGormContract(t *testing.T) {
 		WithID: func(c Course, id int64) Course { c.ID = id; return c },
 		ID:     func(c *Course) int64 { return c.ID },
 		User:   func(c *Course) int64 { return c.UserID },
+		Name:   func(c *Course) string { return c.Name },
 		Same: func(got, want Course) bool {
 			return got.ID == want.ID && got.Name == want.Name && got.UserID == want.UserID && got.Status == want.Status &&
 				!want.CreatedAt.IsZero() // written back by GORM

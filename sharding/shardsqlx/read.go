@@ -154,3 +154,59 @@ func (x *Repository) Get(ctx context.Context, ids []int64, dest any) error {
 	}
 	return x.base.Get(ctx, ids, dest, m, x.only, x.stmts(rt))
 }
+
+// modelRows returns the rowType and model of model, a struct or a pointer
+// to one.
+func (x *Repository) modelRows(verb string, model any) (*rowType, *repo.Model, error) {
+	elem, err := repo.ModelOf(verb, model)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := x.rowTypeOf(elem)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, modelOf(elem, rt), nil
+}
+
+// Update writes set, columns by `db` name or Go field name and their
+// values, into the rows of model (a pointer to the struct, &order{}) that
+// q selects: by q.Key (the shard key: one owner's rows, in its shard), by
+// q.IDs (in their shards), by q.Where, or all three. Each shard reached
+// runs one UPDATE, [sharding.Settings.Parallel] shards at once; a query by
+// Where alone reaches every shard. It returns the rows the databases
+// report changed (MySQL and MariaDB count rows whose values changed, not
+// rows matched).
+//
+// An Update can never move a row out of its shard: setting the shard key
+// (or the ID, when IDs route) to a value that routes to another shard
+// than a row written is refused before anything is written, with an error
+// wrapping [sharding.ErrWrongShard]; with owner-keyed IDs a new owner must
+// keep the residue the IDs carry, and only an Update by q.Key can tell. A
+// query without Key, IDs or Where, or with Order, Limit or After, wraps
+// engine.ErrInvalidConfig. Shards are not one transaction: a shard that
+// fails makes a *[sharding.FanoutError], and the shards it lists as
+// answered committed their change. In a Repository of In, Update runs in
+// the transaction, in its one shard.
+func (x *Repository) Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error) {
+	rt, m, err := x.modelRows("Update", model)
+	if err != nil {
+		return 0, err
+	}
+	return x.base.Update(ctx, q, m, set, x.only, x.stmts(rt))
+}
+
+// Delete deletes the rows of model (a pointer to the struct) that q
+// selects, as [Repository.Update] selects them, one DELETE per shard
+// reached, [sharding.Settings.Parallel] shards at once, and returns how
+// many rows the databases deleted. A query without Key, IDs or Where, or
+// with Order, Limit or After, wraps engine.ErrInvalidConfig; a shard that
+// fails makes a *[sharding.FanoutError]. In a Repository of In, Delete
+// runs in the transaction, in its one shard.
+func (x *Repository) Delete(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	rt, m, err := x.modelRows("Delete", model)
+	if err != nil {
+		return 0, err
+	}
+	return x.base.Delete(ctx, q, m, x.only, x.stmts(rt))
+}

@@ -25,6 +25,8 @@ type Repository[DB any] interface {
 	Create(ctx context.Context, value any) error
 	Find(ctx context.Context, key int64, dest any) error
 	Get(ctx context.Context, ids []int64, dest any) error
+	Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error)
+	Delete(ctx context.Context, q sharding.Query, model any) (int64, error)
 	DB(key int64) (*DB, sharding.Shard, error)
 	ForEach(ctx context.Context, fn func(s sharding.Shard, db *DB) error) error
 	Exec(ctx context.Context, query string, args ...any) error
@@ -37,6 +39,8 @@ type TxRepository interface {
 	Create(ctx context.Context, value any) error
 	Find(ctx context.Context, key int64, dest any) error
 	Get(ctx context.Context, ids []int64, dest any) error
+	Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error)
+	Delete(ctx context.Context, q sharding.Query, model any) (int64, error)
 }
 
 // Harness is what the contract needs from one ORM's tests. Row is that
@@ -58,8 +62,9 @@ type Harness[DB any, Row any] struct {
 	Row func(name string, user int64) Row
 	// WithID returns r with its ID set.
 	WithID func(r Row, id int64) Row
-	// ID and User read a row's ID and user.
+	// ID and User read a row's ID and user, Name its name.
 	ID, User func(r *Row) int64
+	Name     func(r *Row) string
 	// Same reports whether a row read back matches the one inserted.
 	Same func(got, want Row) bool
 	// Rows reads all rows of shard s.
@@ -164,6 +169,8 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("Get", func(t *testing.T) { h.get(t, b) })
 			t.Run("FindOwner", func(t *testing.T) { h.findOwner(t, b) })
 			t.Run("OwnerIDs", func(t *testing.T) { h.ownerIDs(t, b) })
+			t.Run("UpdateDelete", func(t *testing.T) { h.updateDelete(t, b) })
+			t.Run("UpdateOwners", func(t *testing.T) { h.updateOwners(t, b) })
 		})
 	}
 }
@@ -522,6 +529,15 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 	}
 	if err := tx.Get(ctx, []int64{in[0], out[0]}, &many); !errors.Is(err, sharding.ErrWrongShard) {
 		t.Errorf("Get of an ID of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if n, err := tx.Update(ctx, sharding.Query{IDs: []int64{in[0]}}, new(Row), map[string]any{"name": "a2"}); err != nil || n != 1 {
+		t.Errorf("Update in the transaction: %d rows, %v", n, err)
+	}
+	if _, err := tx.Update(ctx, sharding.Query{IDs: []int64{out[0]}}, new(Row), map[string]any{"name": "x"}); !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("Update of an ID of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if n, err := tx.Delete(ctx, sharding.Query{IDs: []int64{in[1]}}, new(Row)); err != nil || n != 1 {
+		t.Errorf("Delete in the transaction: %d rows, %v", n, err)
 	}
 	if err := end(false); err != nil {
 		t.Fatal(err)
