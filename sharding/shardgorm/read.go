@@ -159,3 +159,55 @@ func (g *Repository) Delete(ctx context.Context, q sharding.Query, model any) (i
 	}
 	return g.base.Delete(ctx, q, m, g.only, g.stmts(elem))
 }
+
+// Page reads into dest, a pointer to a slice of the model or of pointers to
+// it, one page of the rows q selects, over every shard unless q.Key or
+// q.IDs narrow it: ordered by q.Order and then the primary key, starting
+// after q.After (the last row of the previous page), at most q.Limit rows.
+// Each shard reached returns at most Limit rows in that order,
+// [sharding.Settings.Parallel] shards at once, and their lists are merged
+// in order until the page is full, so a page costs Limit rows per shard,
+// whatever page it is (keyset paging: no OFFSET):
+//
+//	q := sharding.Query{Where: "status = ?", Args: []any{"paid"}, Order: "CreatedAt DESC", Limit: 50}
+//	for {
+//		var page []Order
+//		if err := repo.Page(ctx, q, &page); err != nil || len(page) == 0 {
+//			break
+//		}
+//		q.After = &page[len(page)-1]
+//	}
+//
+// Order names an integer or time column; text is refused (the merge
+// compares values in Go, which would disagree with the database's
+// collation). A shard that fails makes a *[sharding.FanoutError] and no
+// rows. In a Repository of In, Page reads in the transaction, its one
+// shard.
+func (g *Repository) Page(ctx context.Context, q sharding.Query, dest any) error {
+	_, elem, err := repo.SliceOf("Page", dest)
+	if err != nil {
+		return err
+	}
+	m, err := g.model(ctx, elem)
+	if err != nil {
+		return err
+	}
+	return g.base.Page(ctx, q, dest, m, g.only, g.stmts(elem))
+}
+
+// Count counts the rows of model (a pointer to the struct) that q selects
+// (Key, IDs, Where; Order, Limit and After are refused), over every shard
+// unless Key or IDs narrow it, [sharding.Settings.Parallel] shards at
+// once. A shard that fails makes a *[sharding.FanoutError] and 0. In a
+// Repository of In, Count reads in the transaction, its one shard.
+func (g *Repository) Count(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	elem, err := repo.ModelOf("Count", model)
+	if err != nil {
+		return 0, err
+	}
+	m, err := g.model(ctx, elem)
+	if err != nil {
+		return 0, err
+	}
+	return g.base.Count(ctx, q, m, g.only, g.stmts(elem))
+}

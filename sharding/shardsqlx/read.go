@@ -210,3 +210,47 @@ func (x *Repository) Delete(ctx context.Context, q sharding.Query, model any) (i
 	}
 	return x.base.Delete(ctx, q, m, x.only, x.stmts(rt))
 }
+
+// Page reads into dest, a pointer to a slice of the struct or of pointers
+// to it, one page of the rows q selects, over every shard unless q.Key or
+// q.IDs narrow it: ordered by q.Order and then "id", starting after
+// q.After (the last row of the previous page), at most q.Limit rows. Each
+// shard reached returns at most Limit rows in that order,
+// [sharding.Settings.Parallel] shards at once, and their lists are merged
+// in order until the page is full, so a page costs Limit rows per shard,
+// whatever page it is (keyset paging: no OFFSET):
+//
+//	q := sharding.Query{Where: "status = ?", Args: []any{"paid"}, Order: "created_at DESC", Limit: 50}
+//	for {
+//		var page []order
+//		if err := repo.Page(ctx, q, &page); err != nil || len(page) == 0 {
+//			break
+//		}
+//		q.After = &page[len(page)-1]
+//	}
+//
+// Order names an integer or time column; text is refused (the merge
+// compares values in Go, which would disagree with the database's
+// collation). A shard that fails makes a *[sharding.FanoutError] and no
+// rows. In a Repository of In, Page reads in the transaction, its one
+// shard.
+func (x *Repository) Page(ctx context.Context, q sharding.Query, dest any) error {
+	rt, m, err := x.rowsOf("Page", dest)
+	if err != nil {
+		return err
+	}
+	return x.base.Page(ctx, q, dest, m, x.only, x.stmts(rt))
+}
+
+// Count counts the rows of model (a pointer to the struct) that q selects
+// (Key, IDs, Where; Order, Limit and After are refused), over every shard
+// unless Key or IDs narrow it, [sharding.Settings.Parallel] shards at
+// once. A shard that fails makes a *[sharding.FanoutError] and 0. In a
+// Repository of In, Count reads in the transaction, its one shard.
+func (x *Repository) Count(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	rt, m, err := x.modelRows("Count", model)
+	if err != nil {
+		return 0, err
+	}
+	return x.base.Count(ctx, q, m, x.only, x.stmts(rt))
+}

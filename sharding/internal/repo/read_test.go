@@ -3,8 +3,10 @@ package repo
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,10 +27,11 @@ type fakeRow struct {
 
 // fakeStore holds rows by shard and counts the statements each shard got.
 type fakeStore struct {
-	mu    sync.Mutex
-	rows  map[sharding.Shard][]fakeRow
-	calls map[sharding.Shard]int
-	fail  map[sharding.Shard]error
+	mu     sync.Mutex
+	rows   map[sharding.Shard][]fakeRow
+	calls  map[sharding.Shard]int
+	limits []int // the limit of each Select
+	fail   map[sharding.Shard]error
 	// gate, when set, runs before each statement.
 	gate func()
 }
@@ -67,7 +70,7 @@ func newFake(t *testing.T, r *sharding.Router, dbs int, n int64, s sharding.Sett
 // stmts selects the rows whose IDs are the condition's arguments.
 func (f *fakeStore) stmts() Stmts[fakeDB] {
 	return Stmts[fakeDB]{
-		Select: func(_ context.Context, _ *fakeDB, s sharding.Shard, w Cond, _ string, _ int, dest any) error {
+		Select: func(_ context.Context, _ *fakeDB, s sharding.Shard, w Cond, _ string, limit int, dest any) error {
 			if f.gate != nil {
 				f.gate()
 			}
@@ -78,13 +81,90 @@ func (f *fakeStore) stmts() Stmts[fakeDB] {
 				return err
 			}
 			out := dest.(*[]fakeRow)
+			f.limits = append(f.limits, limit)
+			// The conditions the fake knows: id IN (...), and id > ? of
+			// a page's keyset.
+			in, after := strings.Contains(w.SQL, " IN "), int64(0)
+			if strings.Contains(w.SQL, `"id" > ?`) {
+				after = w.Args[len(w.Args)-1].(int64)
+			}
 			for _, r := range f.rows[s] {
-				if slices.Contains(w.Args, any(r.ID)) {
+				if (!in || slices.Contains(w.Args, any(r.ID))) && r.ID > after {
 					*out = append(*out, r)
 				}
 			}
+			if limit > 0 && len(*out) > limit {
+				*out = (*out)[:limit]
+			}
 			return nil
 		},
+	}
+}
+
+// Page over 16 shards asks each for at most the page's limit, merges the
+// lists in order, and goes on after the last row of a page.
+func TestPageMergesShards(t *testing.T) {
+	b, st := newFake(t, sixteen(t), 2, 1000, sharding.Settings{})
+	var page []fakeRow
+	q := sharding.Query{Limit: 50}
+	for want := int64(1); want < 200; want += 50 {
+		st.limits = nil
+		if err := b.Page(context.Background(), q, &page, fakeModel(), nil, st.stmts()); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 50 || page[0].ID != want || page[49].ID != want+49 {
+			t.Fatalf("page from %d: %d rows, %v ... %v", want, len(page), page[0], page[len(page)-1])
+		}
+		for i := 1; i < len(page); i++ {
+			if page[i].ID != page[i-1].ID+1 {
+				t.Fatalf("page from %d out of order at %d: %v", want, i, page)
+			}
+		}
+		if len(st.limits) != 16 || slices.ContainsFunc(st.limits, func(l int) bool { return l != 50 }) {
+			t.Errorf("the shards were asked for %v rows, want 50 each of 16", st.limits)
+		}
+		q.After = page[49]
+	}
+}
+
+// merge is a k-way merge: random sorted lists come out as one sorted
+// list, cut at the limit.
+func TestMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for round := range 200 {
+		desc := round%2 == 1
+		var lists []reflect.Value
+		var keys [][]sortKey
+		var all []sortKey
+		for range 1 + rng.IntN(20) {
+			var ks []sortKey
+			for range rng.IntN(30) {
+				ks = append(ks, sortKey{n: rng.Int64N(10), id: rng.Int64()})
+			}
+			slices.SortFunc(ks, func(a, b sortKey) int {
+				if desc {
+					return b.compare(a)
+				}
+				return a.compare(b)
+			})
+			lists = append(lists, reflect.ValueOf(ks))
+			keys = append(keys, ks)
+			all = append(all, ks...)
+		}
+		slices.SortFunc(all, func(a, b sortKey) int {
+			if desc {
+				return b.compare(a)
+			}
+			return a.compare(b)
+		})
+		limit := rng.IntN(len(all) + 2)
+		got := merge(reflect.TypeFor[[]sortKey](), lists, keys, desc, limit).Interface().([]sortKey)
+		if limit == 0 || limit > len(all) {
+			limit = len(all)
+		}
+		if !slices.Equal(got, all[:limit]) {
+			t.Fatalf("round %d: merged %v, want %v", round, got, all[:limit])
+		}
 	}
 }
 

@@ -27,6 +27,8 @@ type Repository[DB any] interface {
 	Get(ctx context.Context, ids []int64, dest any) error
 	Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error)
 	Delete(ctx context.Context, q sharding.Query, model any) (int64, error)
+	Page(ctx context.Context, q sharding.Query, dest any) error
+	Count(ctx context.Context, q sharding.Query, model any) (int64, error)
 	DB(key int64) (*DB, sharding.Shard, error)
 	ForEach(ctx context.Context, fn func(s sharding.Shard, db *DB) error) error
 	Exec(ctx context.Context, query string, args ...any) error
@@ -41,6 +43,8 @@ type TxRepository interface {
 	Get(ctx context.Context, ids []int64, dest any) error
 	Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error)
 	Delete(ctx context.Context, q sharding.Query, model any) (int64, error)
+	Page(ctx context.Context, q sharding.Query, dest any) error
+	Count(ctx context.Context, q sharding.Query, model any) (int64, error)
 }
 
 // Harness is what the contract needs from one ORM's tests. Row is that
@@ -171,6 +175,8 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("OwnerIDs", func(t *testing.T) { h.ownerIDs(t, b) })
 			t.Run("UpdateDelete", func(t *testing.T) { h.updateDelete(t, b) })
 			t.Run("UpdateOwners", func(t *testing.T) { h.updateOwners(t, b) })
+			t.Run("Page", func(t *testing.T) { h.page(t, b) })
+			t.Run("Concurrent", func(t *testing.T) { h.concurrent(t, b) })
 		})
 	}
 }
@@ -535,6 +541,12 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 	}
 	if _, err := tx.Update(ctx, sharding.Query{IDs: []int64{out[0]}}, new(Row), map[string]any{"name": "x"}); !errors.Is(err, sharding.ErrWrongShard) {
 		t.Errorf("Update of an ID of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if n, err := tx.Count(ctx, sharding.Query{}, new(Row)); err != nil || n != 2 {
+		t.Errorf("Count in the transaction: %d, %v; want its shard's 2 rows", n, err)
+	}
+	if err := tx.Page(ctx, sharding.Query{Order: "id DESC"}, &many); err != nil || len(many) != 2 || !h.Same(many[0], h.WithID(rows[1], in[1])) {
+		t.Errorf("Page in the transaction = %+v, %v; want its shard's 2 rows, b first", many, err)
 	}
 	if n, err := tx.Delete(ctx, sharding.Query{IDs: []int64{in[1]}}, new(Row)); err != nil || n != 1 {
 		t.Errorf("Delete in the transaction: %d rows, %v", n, err)

@@ -1,0 +1,276 @@
+package repo
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/sharding"
+)
+
+// order is a page's order: a column (the ID when nil) and its direction;
+// the ID breaks ties in the same direction.
+type order struct {
+	col  *Col
+	desc bool
+}
+
+// orderOf parses Query.Order: a column and an optional ASC or DESC.
+func orderOf(src string, m *Model) (order, error) {
+	if m.ID == nil {
+		return order{}, fmt.Errorf("%w: sharding: Page: model %s has no integer primary key to order ties and page by", engine.ErrInvalidConfig, m.Name)
+	}
+	f := strings.Fields(src)
+	var o order
+	switch {
+	case len(f) == 0:
+		return o, nil
+	case len(f) == 2 && strings.EqualFold(f[1], "DESC"):
+		o.desc = true
+	case len(f) == 2 && strings.EqualFold(f[1], "ASC"):
+	case len(f) != 1:
+		return o, fmt.Errorf("%w: sharding: Query.Order %q: want a column, optionally followed by ASC or DESC", engine.ErrInvalidConfig, src)
+	}
+	c := m.Column(f[0])
+	if c == nil {
+		return o, fmt.Errorf("%w: sharding: Query.Order %q: model %s has no column %q", engine.ErrInvalidConfig, src, m.Name, f[0])
+	}
+	if !orderable(c.Type) {
+		return o, fmt.Errorf("%w: sharding: Query.Order %q: column %s is a %s; pages are merged by integer or time columns "+
+			"(text would be compared in Go, not in the database's collation)", engine.ErrInvalidConfig, src, c.Name, c.Type)
+	}
+	if c.Name != m.ID.Name {
+		o.col = c
+	}
+	return o, nil
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// orderable reports whether the merge can compare values of t as the
+// database orders them: integers and times, not NULL.
+func orderable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return t == timeType
+}
+
+// sortKey is a row's place in a page: its order value and its ID.
+type sortKey struct {
+	n  int64
+	u  uint64
+	t  time.Time
+	id int64
+}
+
+func (k sortKey) compare(o sortKey) int {
+	return cmp.Or(cmp.Compare(k.n, o.n), cmp.Compare(k.u, o.u), k.t.Compare(o.t), cmp.Compare(k.id, o.id))
+}
+
+// key reads row's sortKey, and the order value as the database gets it.
+func (o order) key(m *Model, row reflect.Value) (sortKey, any, error) {
+	row = reflect.Indirect(row)
+	id, err := KeyValue(m.ID.Get(row))
+	if err != nil {
+		return sortKey{}, nil, err
+	}
+	k := sortKey{id: id}
+	if o.col == nil {
+		return k, id, nil
+	}
+	v := o.col.Get(row)
+	switch {
+	case v.Type() == timeType:
+		k.t = v.Interface().(time.Time)
+	case v.CanInt():
+		k.n = v.Int()
+	default:
+		k.u = v.Uint()
+	}
+	return k, v.Interface(), nil
+}
+
+// sql writes the ORDER BY clause.
+func (o order) sql(dialect string, m *Model) string {
+	dir := ""
+	if o.desc {
+		dir = " DESC"
+	}
+	id := Quote(dialect, m.ID.Name) + dir
+	if o.col == nil {
+		return id
+	}
+	return Quote(dialect, o.col.Name) + dir + ", " + id
+}
+
+// after adds the keyset condition: rows past (v, id) in the order.
+func (o order) after(w *where, m *Model, v any, id int64) {
+	op := " > ?"
+	if o.desc {
+		op = " < ?"
+	}
+	if o.col == nil {
+		w.add(w.col(m.ID.Name)+op, id)
+		return
+	}
+	c := w.col(o.col.Name)
+	w.add(c+op+" OR ("+c+" = ? AND "+w.col(m.ID.Name)+op+")", v, v, id)
+}
+
+// Page reads into dest (a pointer to a slice of m's rows or of pointers)
+// the rows q selects over the shards it reaches, ordered by q.Order and
+// the ID, after q.After, at most q.Limit: each shard returns at most
+// Limit rows in order, Settings.Parallel shards at once, and their lists
+// are merged (k-way, by a heap) until the page is full.
+func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Model, only *sharding.Shard, st Stmts[DB]) error {
+	out, _, err := SliceOf("Page", dest)
+	if err != nil {
+		return err
+	}
+	if q.Limit < 0 {
+		return fmt.Errorf("%w: sharding: Query.Limit is %d (want 0 for no limit, or more)", engine.ErrInvalidConfig, q.Limit)
+	}
+	o, err := orderOf(q.Order, m)
+	if err != nil {
+		return err
+	}
+	var keyset func(w *where)
+	if q.After != nil {
+		row := reflect.ValueOf(q.After)
+		if row.Kind() == reflect.Pointer && !row.IsNil() {
+			row = row.Elem()
+		}
+		if row.Type() != m.Elem {
+			return fmt.Errorf("%w: sharding: Query.After is a %T; want the last row of the previous page, a %s", engine.ErrInvalidConfig, q.After, m.Elem)
+		}
+		k, v, err := o.key(m, row)
+		if err != nil {
+			return err
+		}
+		keyset = func(w *where) { o.after(w, m, v, k.id) }
+	}
+	ts, err := b.targets(&q, m, only)
+	if err != nil {
+		return err
+	}
+	conds := make([]Cond, len(ts))
+	for i, t := range ts {
+		if conds[i], err = b.cond(&q, m, t, keyset); err != nil {
+			return err
+		}
+	}
+	lists := make([]reflect.Value, len(ts))
+	keys := make([][]sortKey, len(ts))
+	err = b.fan(ctx, ts, func(ctx context.Context, i int, db *DB) error {
+		rows := reflect.New(out.Type())
+		if err := st.Select(ctx, db, ts[i].shard, conds[i], o.sql(b.dialect(ts[i].shard), m), q.Limit, rows.Interface()); err != nil {
+			return err
+		}
+		lists[i] = rows.Elem()
+		keys[i] = make([]sortKey, lists[i].Len())
+		for j := range keys[i] {
+			k, _, err := o.key(m, lists[i].Index(j))
+			if err != nil {
+				return err
+			}
+			keys[i][j] = k
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Set(merge(out.Type(), lists, keys, o.desc, q.Limit))
+	return nil
+}
+
+// merge takes the first limit rows (all with 0) of lists, each ordered by
+// its keys, in order: a k-way merge.
+func merge(t reflect.Type, lists []reflect.Value, keys [][]sortKey, desc bool, limit int) reflect.Value {
+	total := 0
+	h := &cursors{keys: keys, desc: desc}
+	for i, ks := range keys {
+		total += len(ks)
+		if len(ks) > 0 {
+			h.at = append(h.at, cursor{list: i})
+		}
+	}
+	if limit == 0 || limit > total {
+		limit = total
+	}
+	heap.Init(h)
+	out := reflect.MakeSlice(t, 0, limit)
+	for out.Len() < limit {
+		c := &h.at[0]
+		out = reflect.Append(out, lists[c.list].Index(c.pos))
+		if c.pos++; c.pos == len(keys[c.list]) {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return out
+}
+
+// cursor is the next row of one shard's list.
+type cursor struct{ list, pos int }
+
+// cursors is a heap of the shards' next rows, the first in order on top.
+type cursors struct {
+	at   []cursor
+	keys [][]sortKey
+	desc bool
+}
+
+func (h *cursors) Len() int { return len(h.at) }
+func (h *cursors) Less(i, j int) bool {
+	c := h.keys[h.at[i].list][h.at[i].pos].compare(h.keys[h.at[j].list][h.at[j].pos])
+	if h.desc {
+		return c > 0
+	}
+	return c < 0
+}
+func (h *cursors) Swap(i, j int) { h.at[i], h.at[j] = h.at[j], h.at[i] }
+func (h *cursors) Push(x any)    { h.at = append(h.at, x.(cursor)) }
+func (h *cursors) Pop() any {
+	c := h.at[len(h.at)-1]
+	h.at = h.at[:len(h.at)-1]
+	return c
+}
+
+// Count counts the rows q selects over the shards it reaches,
+// Settings.Parallel shards at once. Order, Limit and After are refused.
+func (b *Base[DB]) Count(ctx context.Context, q sharding.Query, m *Model, only *sharding.Shard, st Stmts[DB]) (int64, error) {
+	if q.Order != "" || q.Limit != 0 || q.After != nil {
+		return 0, fmt.Errorf("%w: sharding: Count takes Query.Key, IDs, Where and Args; Order, Limit and After are for Page", engine.ErrInvalidConfig)
+	}
+	ts, err := b.targets(&q, m, only)
+	if err != nil {
+		return 0, err
+	}
+	conds := make([]Cond, len(ts))
+	for i, t := range ts {
+		if conds[i], err = b.cond(&q, m, t, nil); err != nil {
+			return 0, err
+		}
+	}
+	var total atomic.Int64
+	err = b.fan(ctx, ts, func(ctx context.Context, i int, db *DB) error {
+		n, err := st.Count(ctx, db, ts[i].shard, conds[i])
+		total.Add(n)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return total.Load(), nil
+}
