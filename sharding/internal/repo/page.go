@@ -5,7 +5,9 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"math"
 	"reflect"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -112,25 +114,34 @@ func (o order) sql(dialect string, m *Model) string {
 	return Quote(dialect, o.col.Name) + dir + ", " + id
 }
 
-// after adds the keyset condition: rows past (v, id) in the order.
+// after adds the keyset condition: rows past (v, id) in the order,
+// written c >= v AND (c > v OR id > id) so that the databases seek an
+// index on (c, id) to v instead of scanning it from the start.
 func (o order) after(w *where, m *Model, v any, id int64) {
-	op := " > ?"
+	op, eq := " > ?", " >= ?"
 	if o.desc {
-		op = " < ?"
+		op, eq = " < ?", " <= ?"
 	}
 	if o.col == nil {
 		w.add(w.col(m.ID.Name)+op, id)
 		return
 	}
 	c := w.col(o.col.Name)
-	w.add(c+op+" OR ("+c+" = ? AND "+w.col(m.ID.Name)+op+")", v, v, id)
+	w.add(c+eq, v)
+	w.add(c+op+" OR "+w.col(m.ID.Name)+op, v, id)
 }
 
 // Page reads into dest (a pointer to a slice of m's rows or of pointers)
 // the rows q selects over the shards it reaches, ordered by q.Order and
-// the ID, after q.After, at most q.Limit: each shard returns at most
-// Limit rows in order, Settings.Parallel shards at once, and their lists
-// are merged (k-way, by a heap) until the page is full.
+// the ID, after q.After, at most q.Limit, Settings.Parallel shards at
+// once, their lists merged in order (k-way, by a heap) until the page is
+// full. Over several shards with a limit, each shard is first asked for
+// its share of the page and a margin ([share]); a shard that returned all
+// it was asked for and whose last row lies before the page's last may hold
+// more of the page, and is asked again, after its last row, for as many
+// rows as the page may still need of it: every row read up to that last
+// row is in the page. At most two rounds, and every row of the page is
+// read.
 func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Model, only *sharding.Shard, st Stmts[DB]) error {
 	out, _, err := SliceOf("Page", dest)
 	if err != nil {
@@ -168,34 +179,99 @@ func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Mode
 			return err
 		}
 	}
+	asked := q.Limit
+	if q.Limit > 0 {
+		asked = share(q.Limit, len(ts))
+	}
 	lists := make([]reflect.Value, len(ts))
 	keys := make([][]sortKey, len(ts))
-	err = b.fan(ctx, ts, func(ctx context.Context, i int, db *DB) error {
+	lasts := make([]any, len(ts)) // each list's last order value
+	read := func(ctx context.Context, i int, db *DB, limit int) error {
 		rows := reflect.New(out.Type())
-		if err := st.Select(ctx, db, ts[i].shard, conds[i], o.sql(b.dialect(ts[i].shard), m), q.Limit, rows.Interface()); err != nil {
+		if err := st.Select(ctx, db, ts[i].shard, conds[i], o.sql(b.dialect(ts[i].shard), m), limit, rows.Interface()); err != nil {
 			return err
 		}
-		lists[i] = rows.Elem()
-		keys[i] = make([]sortKey, lists[i].Len())
-		for j := range keys[i] {
-			k, _, err := o.key(m, lists[i].Index(j))
+		list := rows.Elem()
+		for j := range list.Len() {
+			k, v, err := o.key(m, list.Index(j))
 			if err != nil {
 				return err
 			}
-			keys[i][j] = k
+			keys[i], lasts[i] = append(keys[i], k), v
 		}
+		if lists[i].IsValid() {
+			list = reflect.AppendSlice(lists[i], list)
+		}
+		lists[i] = list
 		return nil
-	})
+	}
+	err = b.fan(ctx, ts, func(ctx context.Context, i int, db *DB) error { return read(ctx, i, db, asked) })
 	if err != nil {
 		return err
 	}
-	out.Set(merge(out.Type(), lists, keys, o.desc, q.Limit))
+	page, last := merge(out.Type(), lists, keys, o.desc, q.Limit)
+	if asked < q.Limit {
+		// Shards that may hold more of the page: all they were asked for
+		// came back, and their last row lies before the page's last.
+		var again []target
+		var which, more []int
+		for i, ks := range keys {
+			if len(ks) == asked && (page.Len() < q.Limit || o.before(ks[len(ks)-1], last)) {
+				k, v := ks[len(ks)-1], lasts[i]
+				if conds[i], err = b.cond(&q, m, ts[i], func(w *where) { o.after(w, m, v, k.id) }); err != nil {
+					return err
+				}
+				// Every row read up to k is in the page: the shard's
+				// rows after k fill at most what is left of it.
+				again, which = append(again, ts[i]), append(which, i)
+				more = append(more, q.Limit-o.upTo(keys, k))
+			}
+		}
+		if len(again) > 0 {
+			err = b.fan(ctx, again, func(ctx context.Context, j int, db *DB) error { return read(ctx, which[j], db, more[j]) })
+			if err != nil {
+				return err
+			}
+			page, _ = merge(out.Type(), lists, keys, o.desc, q.Limit)
+		}
+	}
+	out.Set(page)
 	return nil
 }
 
+// share is how many rows each of n shards is first asked for, for a page
+// of limit rows: its even share and a margin of about one standard
+// deviation of the count a random spread would give it, plus one.
+func share(limit, n int) int {
+	if n <= 1 {
+		return limit
+	}
+	even := float64(limit) / float64(n)
+	return min(limit, int(math.Ceil(even+math.Sqrt(even)))+1)
+}
+
+// upTo counts the rows of keys (lists in order) up to k, k included.
+func (o order) upTo(keys [][]sortKey, k sortKey) int {
+	n := 0
+	for _, ks := range keys {
+		n += sort.Search(len(ks), func(j int) bool { return o.before(k, ks[j]) })
+	}
+	return n
+}
+
+// before reports whether a comes before b in the order.
+func (o order) before(a, b sortKey) bool {
+	c := a.compare(b)
+	if o.desc {
+		return c > 0
+	}
+	return c < 0
+}
+
 // merge takes the first limit rows (all with 0) of lists, each ordered by
-// its keys, in order: a k-way merge.
-func merge(t reflect.Type, lists []reflect.Value, keys [][]sortKey, desc bool, limit int) reflect.Value {
+// its keys, in order: a k-way merge. It returns them and the last one's
+// key.
+func merge(t reflect.Type, lists []reflect.Value, keys [][]sortKey, desc bool, limit int) (reflect.Value, sortKey) {
 	total := 0
 	h := &cursors{keys: keys, desc: desc}
 	for i, ks := range keys {
@@ -209,16 +285,18 @@ func merge(t reflect.Type, lists []reflect.Value, keys [][]sortKey, desc bool, l
 	}
 	heap.Init(h)
 	out := reflect.MakeSlice(t, 0, limit)
+	var last sortKey
 	for out.Len() < limit {
 		c := &h.at[0]
 		out = reflect.Append(out, lists[c.list].Index(c.pos))
+		last = keys[c.list][c.pos]
 		if c.pos++; c.pos == len(keys[c.list]) {
 			heap.Pop(h)
 		} else {
 			heap.Fix(h, 0)
 		}
 	}
-	return out
+	return out, last
 }
 
 // cursor is the next row of one shard's list.

@@ -101,8 +101,9 @@ func (f *fakeStore) stmts() Stmts[fakeDB] {
 	}
 }
 
-// Page over 16 shards asks each for at most the page's limit, merges the
-// lists in order, and goes on after the last row of a page.
+// Page over 16 shards asks each for its share of the page and a margin
+// (6 rows of 50), merges the lists in order, and goes on after the last
+// row of a page.
 func TestPageMergesShards(t *testing.T) {
 	b, st := newFake(t, sixteen(t), 2, 1000, sharding.Settings{})
 	var page []fakeRow
@@ -120,10 +121,79 @@ func TestPageMergesShards(t *testing.T) {
 				t.Fatalf("page from %d out of order at %d: %v", want, i, page)
 			}
 		}
-		if len(st.limits) != 16 || slices.ContainsFunc(st.limits, func(l int) bool { return l != 50 }) {
-			t.Errorf("the shards were asked for %v rows, want 50 each of 16", st.limits)
+		if len(st.limits) != 16 || slices.ContainsFunc(st.limits, func(l int) bool { return l != 6 }) {
+			t.Errorf("the shards were asked for %v rows, want 6 each of 16", st.limits)
 		}
 		q.After = page[49]
+	}
+}
+
+// A shard holding the whole page is asked again, after the rows it gave,
+// for what the page still needs: the page is complete in two rounds.
+func TestPageSecondRound(t *testing.T) {
+	r := sixteen(t)
+	b, st := newFake(t, r, 2, 0, sharding.Settings{})
+	shards, _ := r.Shards()
+	for id := int64(1); id <= 200; id++ {
+		st.rows[shards[5]] = append(st.rows[shards[5]], fakeRow{ID: id})
+	}
+	for i, s := range shards {
+		if i != 5 {
+			st.rows[s] = append(st.rows[s], fakeRow{ID: 10000 + int64(i)})
+		}
+	}
+	var page []fakeRow
+	if err := b.Page(context.Background(), sharding.Query{Limit: 50}, &page, fakeModel(), nil, st.stmts()); err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 50 || page[0].ID != 1 || page[49].ID != 50 {
+		t.Fatalf("page = %d rows, %v ... %v; want 1 ... 50", len(page), page[0], page[len(page)-1])
+	}
+	if want := append(slices.Repeat([]int{6}, 16), 44); !slices.Equal(st.limits, want) {
+		t.Errorf("the shards were asked for %v rows, want 6 each and 44 more of the full one", st.limits)
+	}
+}
+
+// Pages over shards holding random rows are the rows sorted, whatever the
+// spread and the limit.
+func TestPageRandomSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	r := sixteen(t)
+	shards, _ := r.Shards()
+	for round := range 300 {
+		b, st := newFake(t, r, 2, 0, sharding.Settings{Parallel: 1 + round%8})
+		var all []int64
+		hot := rng.IntN(16)
+		for id := int64(1); id <= int64(rng.IntN(400)); id++ {
+			s := shards[rng.IntN(16)]
+			if rng.IntN(3) == 0 {
+				s = shards[hot] // a third of the rows in one shard
+			}
+			st.rows[s] = append(st.rows[s], fakeRow{ID: id})
+			all = append(all, id)
+		}
+		limit := 1 + rng.IntN(80)
+		q := sharding.Query{Limit: limit}
+		var got []int64
+		for {
+			var page []fakeRow
+			if err := b.Page(context.Background(), q, &page, fakeModel(), nil, st.stmts()); err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			if len(page) > limit {
+				t.Fatalf("round %d: a page of %d rows, limit %d", round, len(page), limit)
+			}
+			for _, p := range page {
+				got = append(got, p.ID)
+			}
+			q.After = &page[len(page)-1]
+		}
+		if !slices.Equal(got, all) {
+			t.Fatalf("round %d (limit %d): paged %v, want %v", round, limit, got, all)
+		}
 	}
 }
 
@@ -158,7 +228,8 @@ func TestMerge(t *testing.T) {
 			return a.compare(b)
 		})
 		limit := rng.IntN(len(all) + 2)
-		got := merge(reflect.TypeFor[[]sortKey](), lists, keys, desc, limit).Interface().([]sortKey)
+		merged, _ := merge(reflect.TypeFor[[]sortKey](), lists, keys, desc, limit)
+		got := merged.Interface().([]sortKey)
 		if limit == 0 || limit > len(all) {
 			limit = len(all)
 		}
