@@ -293,9 +293,9 @@ func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
 
 // In returns the repository inside tx, a transaction the caller began on
 // the database of key's shard (db.Begin(), or the tx of db.Transaction, db
-// from [Repository.DB]), bound to that shard: its Create, Find, DB,
-// ForEach, Exec and Migrate run in tx on that one shard, so they commit or
-// roll back with it. A tx of another database, or a *gorm.DB that is no
+// from [Repository.DB]), bound to that shard: its Create, Get, Find,
+// Page, Count, Update, Delete, DB, ForEach, Exec and Migrate run in tx on
+// that one shard, so they commit or roll back with it. A tx of another database, or a *gorm.DB that is no
 // transaction, is an error wrapping [sharding.ErrWrongShard] or
 // engine.ErrInvalidConfig, and so is In on a repository of In.
 // There is no transaction across shards: see "Transactions" in package

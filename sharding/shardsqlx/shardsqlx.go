@@ -396,9 +396,9 @@ func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 
 // In returns the repository inside tx, a transaction the caller began on
 // the database of key's shard (db.BeginTxx, db from [Repository.DB]),
-// bound to that shard: its Create, Find and Exec run in tx on that one
-// shard, so they commit or roll back with it, and its DB and ForEach know
-// that shard alone. A *sqlx.Tx does not tell its database, so the caller
+// bound to that shard: its Create, Get, Find, Page, Count, Update, Delete
+// and Exec run in tx on that one shard, so they commit or roll back with
+// it, and its DB and ForEach know that shard alone. A *sqlx.Tx does not tell its database, so the caller
 // answers for tx being on key's database; a nil tx, or In on a repository
 // of In, wraps engine.ErrInvalidConfig.
 // There is no transaction across shards: see "Transactions" in package
