@@ -2,7 +2,9 @@ package shardgorm
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -52,6 +54,13 @@ func (g *Repository) stmts(elem reflect.Type) repo.Stmts[gorm.DB] {
 		return q
 	}
 	return repo.Stmts[gorm.DB]{
+		SelectShards: func(ctx context.Context, db *gorm.DB, parts []repo.Part, dest any) error {
+			sql, args, err := g.union(db, elem, parts)
+			if err != nil {
+				return err
+			}
+			return db.Session(&gorm.Session{NewDB: true, Context: ctx}).Raw(sql, args...).Find(dest).Error
+		},
 		Select: func(ctx context.Context, db *gorm.DB, s sharding.Shard, w repo.Cond, order string, limit int, dest any) error {
 			q := on(ctx, db, s, w)
 			if order != "" {
@@ -79,6 +88,52 @@ func (g *Repository) stmts(elem reflect.Type) repo.Stmts[gorm.DB] {
 			return res.RowsAffected, res.Error
 		},
 	}
+}
+
+// union writes the statement reading the parts, shards of db, as GORM's
+// Find reads one: the model's columns, without soft-deleted rows.
+func (g *Repository) union(db *gorm.DB, elem reflect.Type, parts []repo.Part) (string, []any, error) {
+	s, err := g.schema(reflect.New(elem).Interface())
+	if err != nil {
+		return "", nil, err
+	}
+	dialect := db.Dialector.Name()
+	var cols []string
+	deleted := ""
+	for _, f := range s.Fields {
+		if f.DBName == "" || !f.Readable {
+			continue
+		}
+		cols = append(cols, repo.Quote(dialect, f.DBName))
+		if f.FieldType == reflect.TypeFor[gorm.DeletedAt]() {
+			deleted = repo.Quote(dialect, f.DBName) + " IS NULL"
+		}
+	}
+	var b strings.Builder
+	var args []any
+	for j, p := range parts {
+		if j > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&b, "SELECT * FROM (SELECT %s FROM %s", strings.Join(cols, ", "), repo.Quote(dialect, p.Shard.TableName))
+		switch {
+		case p.Where.SQL != "" && deleted != "":
+			fmt.Fprintf(&b, " WHERE %s AND %s", p.Where.SQL, deleted)
+		case p.Where.SQL != "":
+			b.WriteString(" WHERE " + p.Where.SQL)
+		case deleted != "":
+			b.WriteString(" WHERE " + deleted)
+		}
+		if p.Order != "" {
+			b.WriteString(" ORDER BY " + p.Order)
+		}
+		if p.Limit > 0 {
+			fmt.Fprintf(&b, " LIMIT %d", p.Limit)
+		}
+		fmt.Fprintf(&b, ") AS p%d", j)
+		args = append(args, p.Where.Args...)
+	}
+	return b.String(), args, nil
 }
 
 // Get reads the rows whose IDs (integer primary keys) are ids into dest, a

@@ -73,6 +73,22 @@ func (x *Repository) stmts(rt *rowType) repo.Stmts[sqlx.DB] {
 		return res.RowsAffected()
 	}
 	return repo.Stmts[sqlx.DB]{
+		SelectShards: func(ctx context.Context, db *sqlx.DB, parts []repo.Part, dest any) error {
+			var b strings.Builder
+			var args []any
+			for j, p := range parts {
+				if j > 0 {
+					b.WriteString(" UNION ALL ")
+				}
+				fmt.Fprintf(&b, "SELECT * FROM (%s) AS p%d", selectSQL(withTable(db, p.Shard, rt.sel), p.Where, p.Order, p.Limit), j)
+				args = append(args, p.Where.Args...)
+			}
+			q, args, err := sqlx.In(b.String(), args...)
+			if err != nil {
+				return err
+			}
+			return sqlx.SelectContext(ctx, on(db), dest, db.Rebind(q), args...)
+		},
 		Select: func(ctx context.Context, db *sqlx.DB, s sharding.Shard, w repo.Cond, order string, limit int, dest any) error {
 			var tail string
 			if order != "" {
@@ -253,4 +269,19 @@ func (x *Repository) Count(ctx context.Context, q sharding.Query, model any) (in
 		return 0, err
 	}
 	return x.base.Count(ctx, q, m, x.only, x.stmts(rt))
+}
+
+// selectSQL completes a SELECT of one table with its condition, order and
+// limit (0: none).
+func selectSQL(sel string, w repo.Cond, order string, limit int) string {
+	if w.SQL != "" {
+		sel += " WHERE " + w.SQL
+	}
+	if order != "" {
+		sel += " ORDER BY " + order
+	}
+	if limit > 0 {
+		sel += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	return sel
 }

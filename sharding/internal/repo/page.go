@@ -186,12 +186,7 @@ func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Mode
 	lists := make([]reflect.Value, len(ts))
 	keys := make([][]sortKey, len(ts))
 	lasts := make([]any, len(ts)) // each list's last order value
-	read := func(ctx context.Context, i int, db *DB, limit int) error {
-		rows := reflect.New(out.Type())
-		if err := st.Select(ctx, db, ts[i].shard, conds[i], o.sql(b.dialect(ts[i].shard), m), limit, rows.Interface()); err != nil {
-			return err
-		}
-		list := rows.Elem()
+	got := func(i int, list reflect.Value) error {
 		for j := range list.Len() {
 			k, v, err := o.key(m, list.Index(j))
 			if err != nil {
@@ -205,16 +200,19 @@ func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Mode
 		lists[i] = list
 		return nil
 	}
-	err = b.fan(ctx, ts, func(ctx context.Context, i int, db *DB) error { return read(ctx, i, db, asked) })
-	if err != nil {
+	all := make([]int, len(ts))
+	limits := make([]int, len(ts))
+	for i := range ts {
+		all[i], limits[i] = i, asked
+	}
+	if err := b.fetch(ctx, ts, all, conds, limits, o, m, only, st, out.Type(), got); err != nil {
 		return err
 	}
 	page, last := merge(out.Type(), lists, keys, o.desc, q.Limit)
 	if asked < q.Limit {
 		// Shards that may hold more of the page: all they were asked for
 		// came back, and their last row lies before the page's last.
-		var again []target
-		var which, more []int
+		var again []int
 		for i, ks := range keys {
 			if len(ks) == asked && (page.Len() < q.Limit || o.before(ks[len(ks)-1], last)) {
 				k, v := ks[len(ks)-1], lasts[i]
@@ -223,19 +221,147 @@ func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Mode
 				}
 				// Every row read up to k is in the page: the shard's
 				// rows after k fill at most what is left of it.
-				again, which = append(again, ts[i]), append(which, i)
-				more = append(more, q.Limit-o.upTo(keys, k))
+				again, limits[i] = append(again, i), q.Limit-o.upTo(keys, k)
 			}
 		}
 		if len(again) > 0 {
-			err = b.fan(ctx, again, func(ctx context.Context, j int, db *DB) error { return read(ctx, which[j], db, more[j]) })
-			if err != nil {
+			if err := b.fetch(ctx, ts, again, conds, limits, o, m, only, st, out.Type(), got); err != nil {
 				return err
 			}
 			page, _ = merge(out.Type(), lists, keys, o.desc, q.Limit)
 		}
 	}
 	out.Set(page)
+	return nil
+}
+
+// fetch reads, for each target i of idx, the rows matching conds[i] in
+// the order o, at most limits[i] of them, and hands them to got(i, rows)
+// in that order; calls to got for different targets may run at once.
+// Over MySQL and PostgreSQL, with the ORM's SelectShards, the targets of
+// one database are read in one statement (UNION ALL): one round trip per
+// database instead of one per shard, the databases Settings.Parallel at a
+// time, each row given to the shard its key routes to. A database whose
+// statement fails is read again shard by shard, so that the error names
+// the shards that failed and the others answer.
+func (b *Base[DB]) fetch(ctx context.Context, ts []target, idx []int, conds []Cond, limits []int, o order, m *Model,
+	only *sharding.Shard, st Stmts[DB], slice reflect.Type, got func(i int, rows reflect.Value) error) error {
+	errs := make([]error, len(ts))
+	one := func(ctx context.Context, i int) error {
+		rows := reflect.New(slice)
+		s := ts[i].shard
+		if err := st.Select(ctx, b.DBs[s.Database], s, conds[i], o.sql(b.dialect(s), m), limits[i], rows.Interface()); err != nil {
+			return err
+		}
+		return got(i, rows.Elem())
+	}
+	var groups [][]int // targets by database, for one statement each
+	var single []int
+	byDB := map[int]int{}
+	for _, i := range idx {
+		s := ts[i].shard
+		if d := b.dialect(s); st.SelectShards == nil || only != nil || d != "mysql" && d != "postgres" {
+			single = append(single, i)
+			continue
+		}
+		g, ok := byDB[s.Database]
+		if !ok {
+			g = len(groups)
+			byDB[s.Database] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for g, is := range groups {
+		if len(is) == 1 {
+			single = append(single, is[0])
+			groups[g] = nil
+		}
+	}
+	gerrs := b.run(ctx, len(groups), func(ctx context.Context, g int) error {
+		if groups[g] == nil {
+			return nil
+		}
+		return b.fetchUnion(ctx, ts, groups[g], conds, limits, o, m, st, slice, got)
+	})
+	for g, err := range gerrs {
+		if err != nil {
+			single = append(single, groups[g]...)
+		}
+	}
+	if len(single) == 1 && len(idx) == 1 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := one(ctx, single[0]); err != nil {
+			return fmt.Errorf("sharding: shard %s: %w", ts[single[0]].shard, err)
+		}
+		return nil
+	}
+	serrs := b.run(ctx, len(single), func(ctx context.Context, j int) error { return one(ctx, single[j]) })
+	for j, err := range serrs {
+		errs[single[j]] = err
+	}
+	sub := make([]target, len(idx))
+	subErrs := make([]error, len(idx))
+	for j, i := range idx {
+		sub[j], subErrs[j] = ts[i], errs[i]
+	}
+	return fanoutError(sub, subErrs)
+}
+
+// fetchUnion reads the targets is, all of one database, in one statement,
+// and gives each row to the target its key routes to, in order.
+func (b *Base[DB]) fetchUnion(ctx context.Context, ts []target, is []int, conds []Cond, limits []int, o order, m *Model,
+	st Stmts[DB], slice reflect.Type, got func(i int, rows reflect.Value) error) error {
+	s0 := ts[is[0]].shard
+	parts := make([]Part, len(is))
+	at := make(map[sharding.Shard]int, len(is))
+	for j, i := range is {
+		parts[j] = Part{Shard: ts[i].shard, Where: conds[i], Order: o.sql(b.dialect(s0), m), Limit: limits[i]}
+		at[ts[i].shard] = i
+	}
+	rows := reflect.New(slice)
+	if err := st.SelectShards(ctx, b.DBs[s0.Database], parts, rows.Interface()); err != nil {
+		return err
+	}
+	lists := make(map[int]reflect.Value, len(is))
+	for j := range rows.Elem().Len() {
+		row := rows.Elem().Index(j)
+		key, err := KeyValue(m.Key.Get(reflect.Indirect(row)))
+		if err != nil {
+			return err
+		}
+		s, err := b.Router.Route(key)
+		if err != nil {
+			return err
+		}
+		i, ok := at[s]
+		if !ok {
+			continue // a row stored where it does not route: no page has it
+		}
+		l, ok := lists[i]
+		if !ok {
+			l = reflect.MakeSlice(slice, 0, limits[i])
+		}
+		lists[i] = reflect.Append(l, row)
+	}
+	for _, i := range is {
+		l, ok := lists[i]
+		if !ok {
+			l = reflect.MakeSlice(slice, 0, 0)
+		}
+		// UNION ALL keeps no order: each shard's rows are sorted again,
+		// at most its limit of them.
+		sort.SliceStable(l.Interface(), func(a, c int) bool {
+			ka, _, _ := o.key(m, l.Index(a))
+			kc, _, _ := o.key(m, l.Index(c))
+			return o.before(ka, kc)
+		})
+		if err := got(i, l); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -71,6 +71,19 @@ type Stmts[DB any] struct {
 	Update func(ctx context.Context, db *DB, s sharding.Shard, w Cond, set []Set) (int64, error)
 	// Delete deletes the rows of s matching w and returns how many.
 	Delete func(ctx context.Context, db *DB, s sharding.Shard, w Cond) (int64, error)
+	// SelectShards, when set, reads several shards of db in one statement
+	// (UNION ALL): into dest, as Select, the rows of each part, in any
+	// order.
+	SelectShards func(ctx context.Context, db *DB, parts []Part, dest any) error
+}
+
+// Part is one shard's share of a statement reading several: its
+// condition, order and limit (0: all), as Select takes them.
+type Part struct {
+	Shard sharding.Shard
+	Where Cond
+	Order string
+	Limit int
 }
 
 // target is one shard a call reaches, with the IDs asked of it.
@@ -204,23 +217,38 @@ func (b *Base[DB]) fan(ctx context.Context, ts []target, fn func(ctx context.Con
 		}
 		return nil
 	}
-	errs := make([]error, len(ts))
+	return fanoutError(ts, b.run(ctx, len(ts), func(ctx context.Context, i int) error {
+		return fn(ctx, i, b.DBs[ts[i].shard.Database])
+	}))
+}
+
+// run calls fn for 0 ≤ i < n, at most Settings.Parallel at once, and
+// returns their errors by i; calls not started when ctx ends fail with its
+// error.
+func (b *Base[DB]) run(ctx context.Context, n int, fn func(ctx context.Context, i int) error) []error {
+	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(b.Settings.Parallel, len(ts)) {
+	for range min(b.Settings.Parallel, n) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(ts) {
+				if i >= n {
 					return
 				}
 				if errs[i] = ctx.Err(); errs[i] == nil {
-					errs[i] = fn(ctx, i, b.DBs[ts[i].shard.Database])
+					errs[i] = fn(ctx, i)
 				}
 			}
 		})
 	}
 	wg.Wait()
+	return errs
+}
+
+// fanoutError is nil when no target failed, else a *[sharding.FanoutError]
+// over ts, errs[i] being target i's error.
+func fanoutError(ts []target, errs []error) error {
 	var fe *sharding.FanoutError
 	for i, err := range errs {
 		if err == nil {

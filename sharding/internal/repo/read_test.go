@@ -31,6 +31,7 @@ type fakeStore struct {
 	rows   map[sharding.Shard][]fakeRow
 	calls  map[sharding.Shard]int
 	limits []int // the limit of each Select
+	unions []int // the parts of each SelectShards
 	fail   map[sharding.Shard]error
 	// gate, when set, runs before each statement.
 	gate func()
@@ -45,13 +46,19 @@ func fakeModel() *Model {
 // database of r, holding rows 1..n where they route.
 func newFake(t *testing.T, r *sharding.Router, dbs int, n int64, s sharding.Settings) (*Base[fakeDB], *fakeStore) {
 	t.Helper()
+	return newFakeOn(t, "sqlite", r, dbs, n, s)
+}
+
+// newFakeOn is newFake whose databases speak dialect.
+func newFakeOn(t *testing.T, dialect string, r *sharding.Router, dbs int, n int64, s sharding.Settings) (*Base[fakeDB], *fakeStore) {
+	t.Helper()
 	var list []*fakeDB
 	for i := range dbs {
 		list = append(list, &fakeDB{name: string(rune('a' + i))})
 	}
 	b, err := New("fake", list, r, []sharding.Settings{s}, ORM[fakeDB]{
 		Same:    func(db *fakeDB) any { return db },
-		Dialect: func(*fakeDB) string { return "sqlite" },
+		Dialect: func(*fakeDB) string { return dialect },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +74,29 @@ func newFake(t *testing.T, r *sharding.Router, dbs int, n int64, s sharding.Sett
 	return b, st
 }
 
+// unionStmts is stmts that also reads several shards of a database in one
+// call, returning their rows shuffled (UNION ALL keeps no order); a
+// database in failUnion fails such calls.
+func (f *fakeStore) unionStmts(failUnion map[*fakeDB]bool) Stmts[fakeDB] {
+	st := f.stmts()
+	rng := rand.New(rand.NewPCG(3, 3)) // used under f.mu
+	st.SelectShards = func(ctx context.Context, db *fakeDB, parts []Part, dest any) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.unions = append(f.unions, len(parts))
+		if failUnion[db] {
+			return errors.New("no such table")
+		}
+		out := dest.(*[]fakeRow)
+		for _, p := range parts {
+			*out = append(*out, f.selectRows(p.Shard, p.Where, p.Limit)...)
+		}
+		rng.Shuffle(len(*out), func(i, j int) { (*out)[i], (*out)[j] = (*out)[j], (*out)[i] })
+		return nil
+	}
+	return st
+}
+
 // stmts selects the rows whose IDs are the condition's arguments.
 func (f *fakeStore) stmts() Stmts[fakeDB] {
 	return Stmts[fakeDB]{
@@ -80,25 +110,31 @@ func (f *fakeStore) stmts() Stmts[fakeDB] {
 			if err := f.fail[s]; err != nil {
 				return err
 			}
-			out := dest.(*[]fakeRow)
 			f.limits = append(f.limits, limit)
-			// The conditions the fake knows: id IN (...), and id > ? of
-			// a page's keyset.
-			in, after := strings.Contains(w.SQL, " IN "), int64(0)
-			if strings.Contains(w.SQL, `"id" > ?`) {
-				after = w.Args[len(w.Args)-1].(int64)
-			}
-			for _, r := range f.rows[s] {
-				if (!in || slices.Contains(w.Args, any(r.ID))) && r.ID > after {
-					*out = append(*out, r)
-				}
-			}
-			if limit > 0 && len(*out) > limit {
-				*out = (*out)[:limit]
-			}
+			*dest.(*[]fakeRow) = f.selectRows(s, w, limit)
 			return nil
 		},
 	}
+}
+
+// selectRows returns the rows of s matching w, at most limit; the caller
+// holds f.mu. The conditions the fake knows: id IN (...), and id > ? of a
+// page's keyset.
+func (f *fakeStore) selectRows(s sharding.Shard, w Cond, limit int) []fakeRow {
+	var out []fakeRow
+	in, after := strings.Contains(w.SQL, " IN "), int64(0)
+	if strings.Contains(w.SQL, `"id" > ?`) || strings.Contains(w.SQL, "`id` > ?") {
+		after = w.Args[len(w.Args)-1].(int64)
+	}
+	for _, r := range f.rows[s] {
+		if (!in || slices.Contains(w.Args, any(r.ID))) && r.ID > after {
+			out = append(out, r)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // Page over 16 shards asks each for its share of the page and a margin
@@ -193,6 +229,77 @@ func TestPageRandomSpread(t *testing.T) {
 		}
 		if !slices.Equal(got, all) {
 			t.Fatalf("round %d (limit %d): paged %v, want %v", round, limit, got, all)
+		}
+	}
+}
+
+// On MySQL and PostgreSQL the shards of a database are read in one
+// statement; a database whose statement fails is read shard by shard.
+// Pages over random spreads come out right either way.
+func TestPageOneStatementPerDatabase(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	r := sixteen(t)
+	shards, _ := r.Shards()
+	for round := range 200 {
+		b, st := newFakeOn(t, "mysql", r, 2, 0, sharding.Settings{})
+		var all []int64
+		for id := int64(1); id <= int64(rng.IntN(300)); id++ {
+			s := shards[rng.IntN(16)]
+			if rng.IntN(3) == 0 {
+				s = shards[3]
+			}
+			st.rows[s] = append(st.rows[s], fakeRow{ID: id, Owner: id})
+			all = append(all, id)
+		}
+		fail := map[*fakeDB]bool{}
+		if round%4 == 3 {
+			fail[b.DBs[1]] = true
+		}
+		stmts := st.unionStmts(fail)
+		m := fakeModel()
+		m.Key = &Col{Name: "owner", Type: reflect.TypeFor[int64](), Get: func(row reflect.Value) reflect.Value { return row.Field(1) }}
+		// Each row is given to the shard its key routes to: here the
+		// fake keeps rows where the test put them, so route by a key
+		// that says so.
+		for s, rows := range st.rows {
+			for i := range rows {
+				rows[i].Owner = keyIn(t, r, s, rows[i].ID)
+			}
+		}
+		limit := 1 + rng.IntN(60)
+		q := sharding.Query{Limit: limit}
+		var got []int64
+		for {
+			var page []fakeRow
+			if err := b.Page(context.Background(), q, &page, m, nil, stmts); err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, p := range page {
+				got = append(got, p.ID)
+			}
+			q.After = &page[len(page)-1]
+		}
+		if !slices.Equal(got, all) {
+			t.Fatalf("round %d (limit %d): paged %v, want %v", round, limit, got, all)
+		}
+		if len(st.unions) == 0 || slices.ContainsFunc(st.unions, func(n int) bool { return n < 2 }) {
+			t.Fatalf("round %d: statements over several shards read %v shards each", round, st.unions)
+		}
+		if fail[b.DBs[1]] && len(st.limits) < 8 {
+			t.Fatalf("round %d: database 1's statement failed, and %d shards were read alone, want its 8 at least", round, len(st.limits))
+		}
+	}
+}
+
+// keyIn returns a key routing to s, distinct for each id.
+func keyIn(t *testing.T, r *sharding.Router, s sharding.Shard, id int64) int64 {
+	t.Helper()
+	for k := id * 64; ; k++ {
+		if got, _ := r.Route(k); got == s {
+			return k
 		}
 	}
 }
