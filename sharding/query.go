@@ -33,7 +33,7 @@ type Query struct {
 	// in Go, which for text would disagree with the database's collation.
 	Order string
 	// Limit is the most rows a page holds; 0 means no limit (every row
-	// selected, merged in order). Page reads at most Limit rows per shard.
+	// selected, merged in order).
 	Limit int
 	// After is the last row of the previous page (a pointer to it, or
 	// the row), as Page returned it: the next page starts after its

@@ -54,8 +54,8 @@ func (g *Repository) stmts(elem reflect.Type) repo.Stmts[gorm.DB] {
 		return q
 	}
 	return repo.Stmts[gorm.DB]{
-		SelectShards: func(ctx context.Context, db *gorm.DB, parts []repo.Part, dest any) error {
-			sql, args, err := g.union(db, elem, parts)
+		SelectShards: func(ctx context.Context, db *gorm.DB, parts []repo.Part, order string, limit int, dest any) error {
+			sql, args, err := g.union(db, elem, parts, order, limit)
 			if err != nil {
 				return err
 			}
@@ -91,8 +91,9 @@ func (g *Repository) stmts(elem reflect.Type) repo.Stmts[gorm.DB] {
 }
 
 // union writes the statement reading the parts, shards of db, as GORM's
-// Find reads one: the model's columns, without soft-deleted rows.
-func (g *Repository) union(db *gorm.DB, elem reflect.Type, parts []repo.Part) (string, []any, error) {
+// Find reads one (the model's columns, without soft-deleted rows),
+// ordered by order and cut at limit.
+func (g *Repository) union(db *gorm.DB, elem reflect.Type, parts []repo.Part, order string, limit int) (string, []any, error) {
 	s, err := g.schema(reflect.New(elem).Interface())
 	if err != nil {
 		return "", nil, err
@@ -132,6 +133,12 @@ func (g *Repository) union(db *gorm.DB, elem reflect.Type, parts []repo.Part) (s
 		}
 		fmt.Fprintf(&b, ") AS p%d", j)
 		args = append(args, p.Where.Args...)
+	}
+	if order != "" {
+		b.WriteString(" ORDER BY " + order)
+	}
+	if limit > 0 {
+		fmt.Fprintf(&b, " LIMIT %d", limit)
 	}
 	return b.String(), args, nil
 }
@@ -219,10 +226,14 @@ func (g *Repository) Delete(ctx context.Context, q sharding.Query, model any) (i
 // it, one page of the rows q selects, over every shard unless q.Key or
 // q.IDs narrow it: ordered by q.Order and then the primary key, starting
 // after q.After (the last row of the previous page), at most q.Limit rows.
-// Each shard reached returns at most Limit rows in that order,
-// [sharding.Settings.Parallel] shards at once, and their lists are merged
-// in order until the page is full, so a page costs Limit rows per shard,
-// whatever page it is (keyset paging: no OFFSET):
+// Each source (a shard; on MySQL, MariaDB and PostgreSQL, all the shards
+// of one database in one UNION ALL statement, ordered and cut by the
+// database) is first asked for its share of the page and a margin,
+// [sharding.Settings.Parallel] at once, and the lists are merged in order
+// (k-way); a source whose rows may still belong to the page is asked
+// again, after its last row, for what is missing. Every row of the page
+// is read, and a page costs about the same however deep it is (keyset
+// paging: no OFFSET):
 //
 //	q := sharding.Query{Where: "status = ?", Args: []any{"paid"}, Order: "CreatedAt DESC", Limit: 50}
 //	for {

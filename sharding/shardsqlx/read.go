@@ -73,7 +73,7 @@ func (x *Repository) stmts(rt *rowType) repo.Stmts[sqlx.DB] {
 		return res.RowsAffected()
 	}
 	return repo.Stmts[sqlx.DB]{
-		SelectShards: func(ctx context.Context, db *sqlx.DB, parts []repo.Part, dest any) error {
+		SelectShards: func(ctx context.Context, db *sqlx.DB, parts []repo.Part, order string, limit int, dest any) error {
 			var b strings.Builder
 			var args []any
 			for j, p := range parts {
@@ -83,7 +83,7 @@ func (x *Repository) stmts(rt *rowType) repo.Stmts[sqlx.DB] {
 				fmt.Fprintf(&b, "SELECT * FROM (%s) AS p%d", selectSQL(withTable(db, p.Shard, rt.sel), p.Where, p.Order, p.Limit), j)
 				args = append(args, p.Where.Args...)
 			}
-			q, args, err := sqlx.In(b.String(), args...)
+			q, args, err := sqlx.In(selectSQL(b.String(), repo.Cond{}, order, limit), args...)
 			if err != nil {
 				return err
 			}
@@ -230,11 +230,15 @@ func (x *Repository) Delete(ctx context.Context, q sharding.Query, model any) (i
 // Page reads into dest, a pointer to a slice of the struct or of pointers
 // to it, one page of the rows q selects, over every shard unless q.Key or
 // q.IDs narrow it: ordered by q.Order and then "id", starting after
-// q.After (the last row of the previous page), at most q.Limit rows. Each
-// shard reached returns at most Limit rows in that order,
-// [sharding.Settings.Parallel] shards at once, and their lists are merged
-// in order until the page is full, so a page costs Limit rows per shard,
-// whatever page it is (keyset paging: no OFFSET):
+// q.After (the last row of the previous page), at most q.Limit rows.
+// Each source (a shard; on MySQL, MariaDB and PostgreSQL, all the shards
+// of one database in one UNION ALL statement, ordered and cut by the
+// database) is first asked for its share of the page and a margin,
+// [sharding.Settings.Parallel] at once, and the lists are merged in order
+// (k-way); a source whose rows may still belong to the page is asked
+// again, after its last row, for what is missing. Every row of the page
+// is read, and a page costs about the same however deep it is (keyset
+// paging: no OFFSET):
 //
 //	q := sharding.Query{Where: "status = ?", Args: []any{"paid"}, Order: "created_at DESC", Limit: 50}
 //	for {

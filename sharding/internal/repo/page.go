@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -179,53 +181,56 @@ func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Mode
 			return err
 		}
 	}
+	srcs := b.sources(ts, only, st)
 	asked := q.Limit
 	if q.Limit > 0 {
-		asked = share(q.Limit, len(ts))
+		asked = share(q.Limit, len(srcs))
 	}
-	lists := make([]reflect.Value, len(ts))
-	keys := make([][]sortKey, len(ts))
-	lasts := make([]any, len(ts)) // each list's last order value
-	got := func(i int, list reflect.Value) error {
+	lists := make([]reflect.Value, len(srcs))
+	keys := make([][]sortKey, len(srcs))
+	lasts := make([]any, len(srcs)) // each list's last order value
+	got := func(si int, list reflect.Value) error {
 		for j := range list.Len() {
 			k, v, err := o.key(m, list.Index(j))
 			if err != nil {
 				return err
 			}
-			keys[i], lasts[i] = append(keys[i], k), v
+			keys[si], lasts[si] = append(keys[si], k), v
 		}
-		if lists[i].IsValid() {
-			list = reflect.AppendSlice(lists[i], list)
+		if lists[si].IsValid() {
+			list = reflect.AppendSlice(lists[si], list)
 		}
-		lists[i] = list
+		lists[si] = list
 		return nil
 	}
-	all := make([]int, len(ts))
-	limits := make([]int, len(ts))
-	for i := range ts {
-		all[i], limits[i] = i, asked
+	all := make([]int, len(srcs))
+	limits := make([]int, len(srcs))
+	for si := range srcs {
+		all[si], limits[si] = si, asked
 	}
-	if err := b.fetch(ctx, ts, all, conds, limits, o, m, only, st, out.Type(), got); err != nil {
+	if err := b.read(ctx, ts, srcs, all, conds, limits, o, m, st, out.Type(), got); err != nil {
 		return err
 	}
 	page, last := merge(out.Type(), lists, keys, o.desc, q.Limit)
 	if asked < q.Limit {
-		// Shards that may hold more of the page: all they were asked for
+		// Sources that may hold more of the page: all they were asked for
 		// came back, and their last row lies before the page's last.
 		var again []int
-		for i, ks := range keys {
+		for si, ks := range keys {
 			if len(ks) == asked && (page.Len() < q.Limit || o.before(ks[len(ks)-1], last)) {
-				k, v := ks[len(ks)-1], lasts[i]
-				if conds[i], err = b.cond(&q, m, ts[i], func(w *where) { o.after(w, m, v, k.id) }); err != nil {
-					return err
+				k, v := ks[len(ks)-1], lasts[si]
+				for _, i := range srcs[si] {
+					if conds[i], err = b.cond(&q, m, ts[i], func(w *where) { o.after(w, m, v, k.id) }); err != nil {
+						return err
+					}
 				}
-				// Every row read up to k is in the page: the shard's
+				// Every row read up to k is in the page: the source's
 				// rows after k fill at most what is left of it.
-				again, limits[i] = append(again, i), q.Limit-o.upTo(keys, k)
+				again, limits[si] = append(again, si), q.Limit-o.upTo(keys, k)
 			}
 		}
 		if len(again) > 0 {
-			if err := b.fetch(ctx, ts, again, conds, limits, o, m, only, st, out.Type(), got); err != nil {
+			if err := b.read(ctx, ts, srcs, again, conds, limits, o, m, st, out.Type(), got); err != nil {
 				return err
 			}
 			page, _ = merge(out.Type(), lists, keys, o.desc, q.Limit)
@@ -235,134 +240,111 @@ func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Mode
 	return nil
 }
 
-// fetch reads, for each target i of idx, the rows matching conds[i] in
-// the order o, at most limits[i] of them, and hands them to got(i, rows)
-// in that order; calls to got for different targets may run at once.
-// Over MySQL and PostgreSQL, with the ORM's SelectShards, the targets of
-// one database are read in one statement (UNION ALL): one round trip per
-// database instead of one per shard, the databases Settings.Parallel at a
-// time, each row given to the shard its key routes to. A database whose
-// statement fails is read again shard by shard, so that the error names
-// the shards that failed and the others answer.
-func (b *Base[DB]) fetch(ctx context.Context, ts []target, idx []int, conds []Cond, limits []int, o order, m *Model,
-	only *sharding.Shard, st Stmts[DB], slice reflect.Type, got func(i int, rows reflect.Value) error) error {
-	errs := make([]error, len(ts))
-	one := func(ctx context.Context, i int) error {
-		rows := reflect.New(slice)
-		s := ts[i].shard
-		if err := st.Select(ctx, b.DBs[s.Database], s, conds[i], o.sql(b.dialect(s), m), limits[i], rows.Interface()); err != nil {
-			return err
-		}
-		return got(i, rows.Elem())
-	}
-	var groups [][]int // targets by database, for one statement each
-	var single []int
+// sources groups the targets into what one statement reads: on MySQL and
+// PostgreSQL, with the ORM's SelectShards, all the shards of one database
+// (UNION ALL, ordered and cut by the database: one round trip per
+// database, the database merging its own tables); elsewhere, one shard
+// each (SQLite's UNION ALL of ordered subqueries is slower than reading
+// them one by one).
+func (b *Base[DB]) sources(ts []target, only *sharding.Shard, st Stmts[DB]) [][]int {
+	var out [][]int
 	byDB := map[int]int{}
-	for _, i := range idx {
-		s := ts[i].shard
-		if d := b.dialect(s); st.SelectShards == nil || only != nil || d != "mysql" && d != "postgres" {
-			single = append(single, i)
+	for i, t := range ts {
+		d := b.dialect(t.shard)
+		if st.SelectShards == nil || only != nil || d != "mysql" && d != "postgres" {
+			out = append(out, []int{i})
 			continue
 		}
-		g, ok := byDB[s.Database]
+		si, ok := byDB[t.shard.Database]
 		if !ok {
-			g = len(groups)
-			byDB[s.Database] = g
-			groups = append(groups, nil)
+			si = len(out)
+			byDB[t.shard.Database] = si
+			out = append(out, nil)
 		}
-		groups[g] = append(groups[g], i)
+		out[si] = append(out[si], i)
 	}
-	for g, is := range groups {
-		if len(is) == 1 {
-			single = append(single, is[0])
-			groups[g] = nil
-		}
-	}
-	gerrs := b.run(ctx, len(groups), func(ctx context.Context, g int) error {
-		if groups[g] == nil {
-			return nil
-		}
-		return b.fetchUnion(ctx, ts, groups[g], conds, limits, o, m, st, slice, got)
-	})
-	for g, err := range gerrs {
-		if err != nil {
-			single = append(single, groups[g]...)
-		}
-	}
-	if len(single) == 1 && len(idx) == 1 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := one(ctx, single[0]); err != nil {
-			return fmt.Errorf("sharding: shard %s: %w", ts[single[0]].shard, err)
-		}
-		return nil
-	}
-	serrs := b.run(ctx, len(single), func(ctx context.Context, j int) error { return one(ctx, single[j]) })
-	for j, err := range serrs {
-		errs[single[j]] = err
-	}
-	sub := make([]target, len(idx))
-	subErrs := make([]error, len(idx))
-	for j, i := range idx {
-		sub[j], subErrs[j] = ts[i], errs[i]
-	}
-	return fanoutError(sub, subErrs)
+	return out
 }
 
-// fetchUnion reads the targets is, all of one database, in one statement,
-// and gives each row to the target its key routes to, in order.
-func (b *Base[DB]) fetchUnion(ctx context.Context, ts []target, is []int, conds []Cond, limits []int, o order, m *Model,
-	st Stmts[DB], slice reflect.Type, got func(i int, rows reflect.Value) error) error {
-	s0 := ts[is[0]].shard
-	parts := make([]Part, len(is))
-	at := make(map[sharding.Shard]int, len(is))
-	for j, i := range is {
-		parts[j] = Part{Shard: ts[i].shard, Where: conds[i], Order: o.sql(b.dialect(s0), m), Limit: limits[i]}
-		at[ts[i].shard] = i
+// read reads the sources which, Settings.Parallel at a time: for each, the
+// rows of its shards matching their conds, in the order o, at most
+// limits[si] of them, handed to got(si, rows) in that order (calls for
+// different sources may run at once). A database whose one statement
+// fails is read again shard by shard, so that the error names the shards
+// that failed; the error of one shard names it, and failures over several
+// make a *[sharding.FanoutError].
+func (b *Base[DB]) read(ctx context.Context, ts []target, srcs [][]int, which []int, conds []Cond, limits []int, o order, m *Model,
+	st Stmts[DB], slice reflect.Type, got func(si int, rows reflect.Value) error) error {
+	errs := make([]error, len(ts))
+	one := func(ctx context.Context, i, limit int) (reflect.Value, error) {
+		rows := reflect.New(slice)
+		s := ts[i].shard
+		err := st.Select(ctx, b.DBs[s.Database], s, conds[i], o.sql(b.dialect(s), m), limit, rows.Interface())
+		return rows.Elem(), err
 	}
-	rows := reflect.New(slice)
-	if err := st.SelectShards(ctx, b.DBs[s0.Database], parts, rows.Interface()); err != nil {
-		return err
+	serrs := b.run(ctx, len(which), func(ctx context.Context, j int) error {
+		si := which[j]
+		is, limit := srcs[si], limits[si]
+		if len(is) == 1 {
+			rows, err := one(ctx, is[0], limit)
+			if err != nil {
+				errs[is[0]] = err
+				return err
+			}
+			return got(si, rows)
+		}
+		s0 := ts[is[0]].shard
+		parts := make([]Part, len(is))
+		for k, i := range is {
+			parts[k] = Part{Shard: ts[i].shard, Where: conds[i], Order: o.sql(b.dialect(s0), m), Limit: limit}
+		}
+		rows := reflect.New(slice)
+		if err := st.SelectShards(ctx, b.DBs[s0.Database], parts, parts[0].Order, limit, rows.Interface()); err == nil {
+			return got(si, rows.Elem())
+		}
+		// Shard by shard: which failed, and the page of those that did not.
+		lists := make([]reflect.Value, len(is))
+		keys := make([][]sortKey, len(is))
+		failed := false
+		for k, i := range is {
+			if lists[k], errs[i] = one(ctx, i, limit); errs[i] != nil {
+				failed = true
+				continue
+			}
+			for r := range lists[k].Len() {
+				key, _, err := o.key(m, lists[k].Index(r))
+				if err != nil {
+					return err
+				}
+				keys[k] = append(keys[k], key)
+			}
+		}
+		if failed {
+			return errors.New("failed") // errs names the shards
+		}
+		merged, _ := merge(slice, lists, keys, o.desc, limit)
+		return got(si, merged)
+	})
+	n := 0
+	for j, si := range which {
+		n += len(srcs[si])
+		if serrs[j] != nil && !slices.ContainsFunc(srcs[si], func(i int) bool { return errs[i] != nil }) {
+			for _, i := range srcs[si] {
+				errs[i] = serrs[j] // not a statement's: got's, or ctx's
+			}
+		}
 	}
-	lists := make(map[int]reflect.Value, len(is))
-	for j := range rows.Elem().Len() {
-		row := rows.Elem().Index(j)
-		key, err := KeyValue(m.Key.Get(reflect.Indirect(row)))
-		if err != nil {
-			return err
-		}
-		s, err := b.Router.Route(key)
-		if err != nil {
-			return err
-		}
-		i, ok := at[s]
-		if !ok {
-			continue // a row stored where it does not route: no page has it
-		}
-		l, ok := lists[i]
-		if !ok {
-			l = reflect.MakeSlice(slice, 0, limits[i])
-		}
-		lists[i] = reflect.Append(l, row)
-	}
-	for _, i := range is {
-		l, ok := lists[i]
-		if !ok {
-			l = reflect.MakeSlice(slice, 0, 0)
-		}
-		// UNION ALL keeps no order: each shard's rows are sorted again,
-		// at most its limit of them.
-		sort.SliceStable(l.Interface(), func(a, c int) bool {
-			ka, _, _ := o.key(m, l.Index(a))
-			kc, _, _ := o.key(m, l.Index(c))
-			return o.before(ka, kc)
-		})
-		if err := got(i, l); err != nil {
-			return err
+	var sub []target
+	var subErrs []error
+	for _, si := range which {
+		for _, i := range srcs[si] {
+			sub, subErrs = append(sub, ts[i]), append(subErrs, errs[i])
 		}
 	}
-	return nil
+	if n == 1 && subErrs[0] != nil {
+		return fmt.Errorf("sharding: shard %s: %w", sub[0].shard, subErrs[0])
+	}
+	return fanoutError(sub, subErrs)
 }
 
 // share is how many rows each of n shards is first asked for, for a page

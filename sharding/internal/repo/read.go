@@ -72,9 +72,10 @@ type Stmts[DB any] struct {
 	// Delete deletes the rows of s matching w and returns how many.
 	Delete func(ctx context.Context, db *DB, s sharding.Shard, w Cond) (int64, error)
 	// SelectShards, when set, reads several shards of db in one statement
-	// (UNION ALL): into dest, as Select, the rows of each part, in any
-	// order.
-	SelectShards func(ctx context.Context, db *DB, parts []Part, dest any) error
+	// (UNION ALL): into dest, as Select, the rows of every part, ordered
+	// by order (SQL over the parts' columns), at most limit of them (0:
+	// all).
+	SelectShards func(ctx context.Context, db *DB, parts []Part, order string, limit int, dest any) error
 }
 
 // Part is one shard's share of a statement reading several: its
