@@ -135,15 +135,16 @@ func (o order) after(w *where, m *Model, v any, id int64) {
 
 // Page reads into dest (a pointer to a slice of m's rows or of pointers)
 // the rows q selects over the shards it reaches, ordered by q.Order and
-// the ID, after q.After, at most q.Limit, Settings.Parallel shards at
-// once, their lists merged in order (k-way, by a heap) until the page is
-// full. Over several shards with a limit, each shard is first asked for
-// its share of the page and a margin ([share]); a shard that returned all
-// it was asked for and whose last row lies before the page's last may hold
-// more of the page, and is asked again, after its last row, for as many
-// rows as the page may still need of it: every row read up to that last
-// row is in the page. At most two rounds, and every row of the page is
-// read.
+// the ID, after q.After, at most q.Limit. The shards are read by sources
+// ([Base.sources]: a shard, or a database's shards in one statement),
+// Settings.Parallel at once, and the sources' ordered lists are merged
+// (k-way, by a heap) until the page is full. With a limit, each source is
+// first asked for its share of the page and a margin ([share]); a source
+// that returned all it was asked for and whose last row lies before the
+// page's last may hold more of the page, and is asked again, after its
+// last row, for as many rows as the page may still need of it: every row
+// read up to that last row is in the page. At most two rounds, and every
+// row of the page is read.
 func (b *Base[DB]) Page(ctx context.Context, q sharding.Query, dest any, m *Model, only *sharding.Shard, st Stmts[DB]) error {
 	out, _, err := SliceOf("Page", dest)
 	if err != nil {
