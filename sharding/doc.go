@@ -27,11 +27,36 @@
 // only the ORM it uses: [github.com/idforge/idforge/sharding/shardgorm] and
 // [github.com/idforge/idforge/sharding/shardsqlx]. Both fill IDs first,
 // route every row, split a batch by shard and insert each part into its
-// database and table (Create), read one shard (Find), and fan out over
-// every shard (ForEach, Exec), with the same verbs and the same [Settings];
-// this package holds what they share and imports neither ORM: only the
-// standard library, the engine (its contracts, clock and snowflake
-// layouts) and internal/snowlayout (a layout's description).
+// database and table (Create), read rows by ID (Get) and by shard key
+// (Find), read pages and counts over every shard (Page, Count), update
+// and delete routed rows (Update, Delete), and fan out over every shard
+// (ForEach, Exec), with the same verbs, the same [Settings] and the same
+// [Query]; this package holds what they share and imports neither ORM:
+// only the standard library, the engine (its contracts, clock and
+// snowflake layouts) and internal/snowlayout (a layout's description).
+//
+// # Reads and writes over several shards
+//
+// A [Query] selects rows by shard key (Key: one shard), by ID (IDs: their
+// shards) or by a condition of yours (Where: every shard). A call reaching
+// several shards runs [Settings.Parallel] of them at a time; when some
+// fail, its error is a [FanoutError] listing those that answered. Page
+// merges the shards' ordered lists (a k-way merge), asking each for its
+// share of the page first and again only for what may be missing, and
+// pages by keyset: the last row of a page is the next one's After.
+//
+// # Owner-keyed IDs
+//
+// Rows routed by an owner ([Settings.ShardKey] names e.g. CustomerID) live
+// in their owner's shard, but a plain ID does not tell which.
+// [Settings.OwnerResidues] makes Create compose each ID as value ×
+// residues + owner mod residues ([Router.OwnerID]), so that the ID routes
+// like its owner: a row is found by its own ID and by its owner with no
+// lookup table. The owner's residue is a field of the layout below the
+// value drawn, so IDs are as unique as the values; residues must be a
+// multiple of the shard count (of every count to grow to, so that stored
+// IDs keep routing with their owners when shards are added), and the
+// value must leave room for them in 63 bits.
 //
 // # Writing a batch
 //
@@ -54,8 +79,8 @@
 //
 // A database transaction holds one database, so a repository offers none
 // across shards, and no distributed transaction. The repositories' In(key,
-// tx) joins a transaction the caller began on key's database: Create and
-// Find run in it, bound to key's shard (rows of another shard are refused
+// tx) joins a transaction the caller began on key's database: Create, Get,
+// Find, Page, Count, Update and Delete run in it, bound to key's shard (rows of another shard are refused
 // with [ErrWrongShard] before anything is written), and commit or roll
 // back with it; a repository's own Create inside the caller's transaction
 // would not. GORM's DB(key) and ForEach hand out sessions

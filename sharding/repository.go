@@ -24,6 +24,23 @@ type Settings struct {
 	// the "id" column for sqlx. Rows that must change together in one
 	// transaction share a shard when they share a shard key.
 	ShardKey string
+	// Parallel is how many shards a call over several shards (Get, Page,
+	// Count, Update, Delete) reaches at once; each holds one connection
+	// of its database while it runs. 0 means 8; a negative number is an
+	// error.
+	Parallel int
+	// OwnerResidues, when above 0, makes Create compose the ID of every
+	// row it fills so that the ID routes like the row's ShardKey, its
+	// owner: id = value × OwnerResidues + owner mod OwnerResidues, value
+	// being the number drawn for the ID column ([Router.OwnerID]). A row
+	// is then found by its ID (Get, Query.IDs) and by its owner (Find,
+	// Query.Key) with no lookup table. It needs ShardKey, a Mod router and
+	// an integer primary key, and must be a multiple of the router's
+	// databases × tables (and, to add shards later, of the counts you may
+	// grow to: see [Router.OwnerID]). The values drawn must leave room:
+	// draw from a snowflake layout of fewer bits (snowflake.JSSafe leaves
+	// room for 1,024) or a chain. 0 draws plain IDs.
+	OwnerResidues int
 }
 
 // ErrNotFound is what a repository's Find returns, wrapped together with the

@@ -1,8 +1,10 @@
 // Package shardgorm is the sharded repository over GORM: it fills IDs
 // through the idforge GORM plugin, routes every row with a
 // [sharding.Router], splits a batch by shard and inserts each part into its
-// database and table; Find reads one shard, ForEach and Exec fan out over
-// every shard, Migrate creates every physical table.
+// database and table; Get reads rows by ID and Find by shard key, Page and
+// Count read every shard merged in order, Update and Delete change routed
+// rows, ForEach and Exec fan out over every shard, Migrate creates every
+// physical table.
 //
 // Package [github.com/idforge/idforge/sharding/shardsqlx] is the same
 // repository over sqlx, with the same verbs: moving from one to the other

@@ -150,9 +150,10 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 	read := func(f *schema.Field) func(reflect.Value) (int64, error) {
 		return func(row reflect.Value) (int64, error) { return repo.KeyValue(f.ReflectValueOf(ctx, row)) }
 	}
-	p := repo.Plan{Key: read(key), Columns: cols}
+	p := repo.Plan{Key: read(key), Columns: cols, KeyIsID: id != nil && id == key}
 	if id != nil {
 		p.ID = read(id)
+		p.SetID = func(row reflect.Value, v int64) error { return repo.SetKeyValue(id.ReflectValueOf(ctx, row), v) }
 	}
 	return p, id, nil
 }
@@ -227,11 +228,14 @@ func anys(ids []int64) []any {
 	return out
 }
 
-// Find reads the row whose shard key is key (its ID, unless
-// [sharding.Settings.ShardKey] named another field) into dest, a pointer
-// to a struct, from the one shard key routes to. A missing row is an error
-// matching both [sharding.ErrNotFound] and gorm.ErrRecordNotFound; key 0
-// wraps engine.ErrInvalidID. In a Repository of In, it reads in the
+// Find reads the rows whose shard key is key (its ID, unless
+// [sharding.Settings.ShardKey] named another field), from the one shard
+// key routes to, into dest: a pointer to a slice gets all of them, ordered
+// by primary key (none is no error): all the rows of an owner when rows
+// are routed by one; a pointer to a struct gets the first of them by
+// primary key, and a missing row is an error matching both
+// [sharding.ErrNotFound] and gorm.ErrRecordNotFound. Key 0 wraps
+// engine.ErrInvalidID. In a Repository of In, it reads in the
 // transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 	tx, only := g.tx, g.only
@@ -243,12 +247,22 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if err != nil {
 		return err
 	}
+	t := reflect.TypeOf(dest)
+	many := t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Slice
+	pk := s.PrioritizedPrimaryField
 	return g.base.Find(key, only, func(db *gorm.DB, s sharding.Shard) error {
 		if tx != nil {
 			db = tx
 		}
 		cond := clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: key}
-		return db.Session(&gorm.Session{NewDB: true}).WithContext(ctx).Table(s.TableName).Where(cond).Take(dest).Error
+		q := db.Session(&gorm.Session{NewDB: true}).WithContext(ctx).Table(s.TableName).Where(cond)
+		if pk != nil && (many || pk != f) {
+			q = q.Order(clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: pk.DBName}})
+		}
+		if many {
+			return q.Find(dest).Error
+		}
+		return q.Take(dest).Error
 	}, func(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) })
 }
 
@@ -283,9 +297,9 @@ func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
 
 // In returns the repository inside tx, a transaction the caller began on
 // the database of key's shard (db.Begin(), or the tx of db.Transaction, db
-// from [Repository.DB]), bound to that shard: its Create, Find, DB,
-// ForEach, Exec and Migrate run in tx on that one shard, so they commit or
-// roll back with it. A tx of another database, or a *gorm.DB that is no
+// from [Repository.DB]), bound to that shard: its Create, Get, Find,
+// Page, Count, Update, Delete, DB, ForEach, Exec and Migrate run in tx on
+// that one shard, so they commit or roll back with it. A tx of another database, or a *gorm.DB that is no
 // transaction, is an error wrapping [sharding.ErrWrongShard] or
 // engine.ErrInvalidConfig, and so is In on a repository of In.
 // There is no transaction across shards: see "Transactions" in package

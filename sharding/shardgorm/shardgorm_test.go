@@ -110,6 +110,7 @@ func TestGormContract(t *testing.T) {
 		WithID: func(c Course, id int64) Course { c.ID = id; return c },
 		ID:     func(c *Course) int64 { return c.ID },
 		User:   func(c *Course) int64 { return c.UserID },
+		Name:   func(c *Course) string { return c.Name },
 		Same: func(got, want Course) bool {
 			return got.ID == want.ID && got.Name == want.Name && got.UserID == want.UserID && got.Status == want.Status &&
 				!want.CreatedAt.IsZero() // written back by GORM
@@ -503,6 +504,74 @@ func TestGormInPreparedStatements(t *testing.T) {
 			var got Course
 			if err := repo.Find(ctx, 8, &got); err != nil || got.Name != "b" {
 				t.Errorf("Find(8) after the commit = %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+type Note struct {
+	ID        int64 `gorm:"primaryKey" idgen:"snowflake"`
+	Body      string
+	WrittenAt time.Time `gorm:"index"`
+	DeletedAt gorm.DeletedAt
+}
+
+// Page and Count leave soft-deleted rows out, as GORM's Find does (on
+// MariaDB and PostgreSQL a database's shards are read in one statement the
+// repository writes); a page ordered by a time column is merged in order.
+func TestGormPageSoftDeleteAndTime(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo, _ := gormRepo(t, b)
+			if err := repo.Migrate(ctx, &Note{}); err != nil {
+				t.Fatal(err)
+			}
+			base := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+			notes := make([]Note, 40)
+			for i := range notes {
+				// Times out of ID order, with ties.
+				notes[i] = Note{Body: fmt.Sprint("note ", i), WrittenAt: base.Add(time.Duration((i*7)%13) * time.Second)}
+			}
+			if err := repo.Create(ctx, notes); err != nil {
+				t.Fatal(err)
+			}
+			var gone []int64
+			for i := 0; i < len(notes); i += 5 {
+				gone = append(gone, notes[i].ID)
+			}
+			if n, err := repo.Delete(ctx, sharding.Query{IDs: gone}, &Note{}); err != nil || n != int64(len(gone)) {
+				t.Fatalf("Delete: %d, %v", n, err)
+			}
+			if n, err := repo.Count(ctx, sharding.Query{}, &Note{}); err != nil || n != 32 {
+				t.Errorf("Count after soft-deleting 8 of 40 = %d, %v", n, err)
+			}
+			var all []Note
+			q := sharding.Query{Order: "WrittenAt DESC", Limit: 7}
+			for {
+				var page []Note
+				if err := repo.Page(ctx, q, &page); err != nil {
+					t.Fatal(err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				all = append(all, page...)
+				q.After = &page[len(page)-1]
+			}
+			if len(all) != 32 {
+				t.Fatalf("paged %d notes, want the 32 not deleted", len(all))
+			}
+			for i, n := range all {
+				if n.DeletedAt.Valid {
+					t.Errorf("paged a deleted note %d", n.ID)
+				}
+				if i > 0 {
+					p := all[i-1]
+					if n.WrittenAt.After(p.WrittenAt) || n.WrittenAt.Equal(p.WrittenAt) && n.ID > p.ID {
+						t.Errorf("note %d (%v) after note %d (%v)", n.ID, n.WrittenAt, p.ID, p.WrittenAt)
+					}
+				}
 			}
 		})
 	}

@@ -1,8 +1,9 @@
 // Package shardsqlx is the sharded repository over sqlx: it fills IDs from
 // the `idgen` struct tags the GORM plugin reads, routes every row with a
 // [sharding.Router], splits a batch by shard and inserts each part into its
-// database and table; Find reads one shard, ForEach and Exec fan out over
-// every shard.
+// database and table; Get reads rows by ID and Find by shard key, Page and
+// Count read every shard merged in order, Update and Delete change routed
+// rows, ForEach and Exec fan out over every shard.
 //
 // Package [github.com/idforge/idforge/sharding/shardgorm] is the same
 // repository over GORM, with the same verbs: moving from one to the other
@@ -13,7 +14,7 @@
 //     [sqlhook.Helper];
 //   - sqlx has no model, so there is no Migrate: create the tables with
 //     [Repository.Exec] ("CREATE TABLE IF NOT EXISTS {table} (...)"), and
-//     the statements of Create and Find are written from the struct's `db`
+//     the repository's statements are written from the struct's `db`
 //     columns (see [Repository.Create]);
 //   - [Repository.DB] and [Repository.ForEach] hand out the *sqlx.DB: fill
 //     the table into statements of yours with [Query], quoted as the

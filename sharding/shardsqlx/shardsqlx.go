@@ -84,6 +84,7 @@ type rowType struct {
 	id     *reflectx.FieldInfo // the integer "id" column, nil without one
 	insert string              // with {table}
 	find   string              // with {table} and one '?'
+	sel    string              // SELECT of every column, with {table}
 	stored string              // with {table}, selecting id IN (?)
 }
 
@@ -134,8 +135,8 @@ func (x *shared) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	}
 	rt.insert = "INSERT INTO " + repo.Table + " (" + strings.Join(cols, ", ") +
 		") VALUES (:" + strings.Join(cols, ", :") + ")"
-	rt.find = "SELECT " + strings.Join(cols, ", ") + " FROM " + repo.Table +
-		" WHERE " + rt.key.Path + " = ?"
+	rt.sel = "SELECT " + strings.Join(cols, ", ") + " FROM " + repo.Table
+	rt.find = rt.sel + " WHERE " + rt.key.Path + " = ?"
 	cached, _ := x.types.LoadOrStore(elem, rt)
 	return cached.(*rowType), nil
 }
@@ -267,9 +268,12 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 					return repo.KeyValue(reflectx.FieldByIndexesReadOnly(row, fi.Index))
 				}
 			}
-			p := repo.Plan{Key: read(rt.key), Columns: len(rt.cols)}
+			p := repo.Plan{Key: read(rt.key), Columns: len(rt.cols), KeyIsID: rt.id != nil && rt.id == rt.key}
 			if rt.id != nil {
 				p.ID = read(rt.id)
+				p.SetID = func(row reflect.Value, v int64) error {
+					return repo.SetKeyValue(reflectx.FieldByIndexes(row, rt.id.Index), v)
+				}
 			}
 			return p, nil
 		},
@@ -321,29 +325,52 @@ func Query(db *sqlx.DB, s sharding.Shard, query string) string {
 	return db.Rebind(withTable(db, s, query))
 }
 
-// Find reads the row whose shard key is key (its "id" column, unless
-// [sharding.Settings.ShardKey] named another) into dest, a pointer to a
-// struct, from the one shard key routes to, selecting the struct's
-// columns. A missing row is an error matching both [sharding.ErrNotFound]
-// and sql.ErrNoRows; key 0 wraps engine.ErrInvalidID. In a Repository of
-// In, it reads in the transaction, and a key of another shard wraps
-// [sharding.ErrWrongShard].
+// Find reads the rows whose shard key is key (its "id" column, unless
+// [sharding.Settings.ShardKey] named another), from the one shard key
+// routes to, selecting the struct's columns, into dest: a pointer to a
+// slice gets all of them, ordered by "id" (none is no error): all the rows
+// of an owner when rows are routed by one; a pointer to a struct gets the
+// first of them by "id", and a missing row is an error matching both
+// [sharding.ErrNotFound] and sql.ErrNoRows. Key 0 wraps
+// engine.ErrInvalidID. In a Repository of In, it reads in the
+// transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 	tx, only := x.tx, x.only
 	t := reflect.TypeOf(dest)
-	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct, got %T", engine.ErrInvalidConfig, dest)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct or a slice, got %T", engine.ErrInvalidConfig, dest)
 	}
-	rt, err := x.rowTypeOf(t.Elem())
+	elem, many := t.Elem(), t.Elem().Kind() == reflect.Slice
+	if many {
+		_, e, err := repo.SliceOf("Find", dest)
+		if err != nil {
+			return err
+		}
+		elem = e
+	}
+	if elem.Kind() != reflect.Struct {
+		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct or a slice, got %T", engine.ErrInvalidConfig, dest)
+	}
+	rt, err := x.rowTypeOf(elem)
 	if err != nil {
 		return err
+	}
+	find := rt.find
+	if rt.id != nil && (many || rt.id != rt.key) {
+		find += " ORDER BY id"
 	}
 	return x.base.Find(key, only, func(db *sqlx.DB, s sharding.Shard) error {
 		var q sqlx.QueryerContext = db
 		if tx != nil {
 			q = tx
 		}
-		return sqlx.GetContext(ctx, q, dest, Query(db, s, rt.find), key)
+		if many {
+			return sqlx.SelectContext(ctx, q, dest, Query(db, s, find), key)
+		}
+		if rt.id != nil && rt.id != rt.key {
+			return sqlx.GetContext(ctx, q, dest, Query(db, s, find+" LIMIT 1"), key)
+		}
+		return sqlx.GetContext(ctx, q, dest, Query(db, s, find), key)
 	}, func(err error) bool { return errors.Is(err, sql.ErrNoRows) })
 }
 
@@ -369,9 +396,9 @@ func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 
 // In returns the repository inside tx, a transaction the caller began on
 // the database of key's shard (db.BeginTxx, db from [Repository.DB]),
-// bound to that shard: its Create, Find and Exec run in tx on that one
-// shard, so they commit or roll back with it, and its DB and ForEach know
-// that shard alone. A *sqlx.Tx does not tell its database, so the caller
+// bound to that shard: its Create, Get, Find, Page, Count, Update, Delete
+// and Exec run in tx on that one shard, so they commit or roll back with
+// it, and its DB and ForEach know that shard alone. A *sqlx.Tx does not tell its database, so the caller
 // answers for tx being on key's database; a nil tx, or In on a repository
 // of In, wraps engine.ErrInvalidConfig.
 // There is no transaction across shards: see "Transactions" in package

@@ -87,6 +87,7 @@ func TestSqlxContract(t *testing.T) {
 		WithID: func(c course, id int64) course { c.ID = id; return c },
 		ID:     func(c *course) int64 { return c.ID },
 		User:   func(c *course) int64 { return c.UserID },
+		Name:   func(c *course) string { return c.Name },
 		Same:   func(got, want course) bool { return got == want },
 		Rows: func(ctx context.Context, s sharding.Shard, db *sqlx.DB) ([]course, error) {
 			var got []course

@@ -79,6 +79,12 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	if s.BatchSize == 0 {
 		s.BatchSize = idgen.DefaultBatchSize
 	}
+	if s.Parallel < 0 {
+		return nil, bad("Settings.Parallel is %d (want at least 1, or 0 for %d)", s.Parallel, DefaultParallel)
+	}
+	if s.Parallel == 0 {
+		s.Parallel = DefaultParallel
+	}
 	if r == nil {
 		return nil, bad("the router is nil")
 	}
@@ -101,6 +107,9 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	}
 	if err := usesAll(r, len(dbs)); err != nil {
 		return nil, bad("%w", err)
+	}
+	if err := ownerResidues(r, s); err != nil {
+		return nil, bad("Settings.OwnerResidues: %w", err)
 	}
 	b := &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm}
 	if shards, err := r.Shards(); err == nil {
@@ -126,6 +135,36 @@ func usesAll(r *sharding.Router, n int) error {
 		return nil
 	}
 	return coversAll(shards, n)
+}
+
+// ownerResidues checks s.OwnerResidues against the router: owner-keyed IDs
+// need a shard key, and rules under which an ID routes like its owner,
+// which a sample of owners (every residue, up to 4,096) shows.
+func ownerResidues(r *sharding.Router, s sharding.Settings) error {
+	m := s.OwnerResidues
+	switch {
+	case m == 0:
+		return nil
+	case m < 0:
+		return fmt.Errorf("%d (want at least 1, or 0 for plain IDs)", m)
+	case s.ShardKey == "":
+		return fmt.Errorf("owner-keyed IDs route like the row's owner: set Settings.ShardKey to the owner's field")
+	}
+	shards, err := r.Shards()
+	if err != nil {
+		return fmt.Errorf("owner-keyed IDs need a Mod router: %w", err)
+	}
+	if m%len(shards) != 0 {
+		return fmt.Errorf("%d is not a multiple of the router's %d shards, so IDs would not route like their owners", m, len(shards))
+	}
+	for owner := int64(1); owner <= int64(min(m, 4096)); owner++ {
+		for _, value := range []int64{1, 7} {
+			if _, err := r.OwnerID(owner, value, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // coversAll checks that shards lie in every one of n databases and in no
@@ -397,6 +436,11 @@ type Plan struct {
 	// rows already stored are found; ID is nil for a row type without one
 	// (a shard key need not be unique), whose rows are never skipped.
 	Key, ID func(row reflect.Value) (int64, error)
+	// SetID writes a row's integer primary key: the owner-keyed ID
+	// composed from the value drawn ([sharding.Settings.OwnerResidues]).
+	SetID func(row reflect.Value, id int64) error
+	// KeyIsID reports that the shard key is the primary key.
+	KeyIsID bool
 	// Columns counts the columns one row binds in an INSERT.
 	Columns int
 }
@@ -460,6 +504,11 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	if err != nil {
 		return err
 	}
+	residues := b.Settings.OwnerResidues
+	if residues > 0 && (plan.ID == nil || plan.KeyIsID) {
+		return fmt.Errorf("%w: sharding: %s: Settings.OwnerResidues composes the integer primary key from the shard key %s; "+
+			"the rows need an integer primary key that is not the shard key", engine.ErrInvalidConfig, elem, b.Settings.ShardKey)
+	}
 	if err := b.AddFloors(elem); err != nil {
 		return err
 	}
@@ -477,7 +526,14 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	if err := orm.Fill(value); err != nil {
 		return err
 	}
-	groups, err := b.split(rows, plan.Key, orm.Only)
+	var id func(reflect.Value) (int64, error)
+	if residues > 0 {
+		if err := b.compose(rows, held, plan); err != nil {
+			return err
+		}
+		id = plan.ID
+	}
+	groups, err := b.split(rows, plan.Key, id, orm.Only)
 	if err != nil {
 		return err
 	}
@@ -488,6 +544,37 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 			return &sharding.ShardError{Rows: g.Rows, Written: written, Err: fmt.Errorf("%s: %w", g.Shard, err)}
 		}
 		written = append(written, g.Rows...)
+	}
+	return nil
+}
+
+// compose turns the value drawn for each row's ID into its owner-keyed
+// ID ([sharding.Router.OwnerID]); rows whose ID was held before the call
+// keep it (split checks that it routes like its owner).
+func (b *Base[DB]) compose(rows []reflect.Value, held []bool, plan Plan) error {
+	for i, row := range rows {
+		if held[i] {
+			continue
+		}
+		owner, err := plan.Key(row)
+		if err != nil || owner == 0 {
+			continue // split names the row
+		}
+		value, err := plan.ID(row)
+		if err != nil {
+			return fmt.Errorf("sharding: row %d: %w", i, err)
+		}
+		if value == 0 {
+			return fmt.Errorf("%w: sharding: row %d: no ID was drawn to compose its owner-keyed ID from: tag the ID field (`idgen:\"snowflake\"`)",
+				engine.ErrInvalidID, i)
+		}
+		id, err := b.Router.OwnerID(owner, value, b.Settings.OwnerResidues)
+		if err != nil {
+			return fmt.Errorf("sharding: row %d: %w", i, err)
+		}
+		if err := plan.SetID(row, id); err != nil {
+			return fmt.Errorf("sharding: row %d: %w", i, err)
+		}
 	}
 	return nil
 }
@@ -566,8 +653,9 @@ type group struct {
 
 // split routes every row by key and groups the rows by shard, ordered by
 // database then table (as the router lists them, else by name), so a failure leaves a predictable set of
-// shards written.
-func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int64, error), only *sharding.Shard) ([]*group, error) {
+// shards written. With ownerID set (owner-keyed IDs), every row's ID must
+// route to its key's shard.
+func (b *Base[DB]) split(rows []reflect.Value, key, ownerID func(row reflect.Value) (int64, error), only *sharding.Shard) ([]*group, error) {
 	byShard := map[sharding.Shard]*group{}
 	var out []*group
 	for i, row := range rows {
@@ -587,6 +675,11 @@ func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int6
 		if err != nil {
 			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
 		}
+		if ownerID != nil {
+			if err := b.routesLike(i, row, ownerID, id, s); err != nil {
+				return nil, err
+			}
+		}
 		if err := Within(only, s, fmt.Sprintf("row %d with key", i), id); err != nil {
 			return nil, err
 		}
@@ -604,6 +697,23 @@ func (b *Base[DB]) split(rows []reflect.Value, key func(row reflect.Value) (int6
 			cmp.Compare(b.order[x.Shard], b.order[y.Shard]), cmp.Compare(x.Shard.TableName, y.Shard.TableName))
 	})
 	return out, nil
+}
+
+// routesLike checks that row i's ID routes to s, its owner's shard.
+func (b *Base[DB]) routesLike(i int, row reflect.Value, ownerID func(reflect.Value) (int64, error), owner int64, s sharding.Shard) error {
+	id, err := ownerID(row)
+	if err != nil {
+		return fmt.Errorf("sharding: row %d: %w", i, err)
+	}
+	_, at, err := b.Route(id)
+	if err != nil {
+		return fmt.Errorf("sharding: row %d: %w", i, err)
+	}
+	if at != s {
+		return fmt.Errorf("%w: sharding: row %d: id %d routes to %s, its owner %d to %s: "+
+			"leave the ID 0 and Create composes an owner-keyed one", engine.ErrInvalidID, i, id, at, owner, s)
+	}
+	return nil
 }
 
 // pointers returns a []*T of the rows' addresses, for the drivers to insert
@@ -670,4 +780,30 @@ func KeyValue(v reflect.Value) (int64, error) {
 		return int64(u), nil
 	}
 	return v.Int(), nil
+}
+
+// SetKeyValue writes id into v, an integer field or a pointer to one (a
+// nil pointer gets a new integer).
+func SetKeyValue(v reflect.Value, id int64) error {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if v.OverflowInt(id) {
+			return fmt.Errorf("%w: id %d does not fit a %s", engine.ErrInvalidID, id, v.Type())
+		}
+		v.SetInt(id)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if id < 0 || v.OverflowUint(uint64(id)) {
+			return fmt.Errorf("%w: id %d does not fit a %s", engine.ErrInvalidID, id, v.Type())
+		}
+		v.SetUint(uint64(id))
+	default:
+		return fmt.Errorf("%w: an ID cannot be written into a %s", engine.ErrInvalidConfig, v.Type())
+	}
+	return nil
 }

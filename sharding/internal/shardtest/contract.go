@@ -24,6 +24,11 @@ import (
 type Repository[DB any] interface {
 	Create(ctx context.Context, value any) error
 	Find(ctx context.Context, key int64, dest any) error
+	Get(ctx context.Context, ids []int64, dest any) error
+	Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error)
+	Delete(ctx context.Context, q sharding.Query, model any) (int64, error)
+	Page(ctx context.Context, q sharding.Query, dest any) error
+	Count(ctx context.Context, q sharding.Query, model any) (int64, error)
 	DB(key int64) (*DB, sharding.Shard, error)
 	ForEach(ctx context.Context, fn func(s sharding.Shard, db *DB) error) error
 	Exec(ctx context.Context, query string, args ...any) error
@@ -35,6 +40,11 @@ type Repository[DB any] interface {
 type TxRepository interface {
 	Create(ctx context.Context, value any) error
 	Find(ctx context.Context, key int64, dest any) error
+	Get(ctx context.Context, ids []int64, dest any) error
+	Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error)
+	Delete(ctx context.Context, q sharding.Query, model any) (int64, error)
+	Page(ctx context.Context, q sharding.Query, dest any) error
+	Count(ctx context.Context, q sharding.Query, model any) (int64, error)
 }
 
 // Harness is what the contract needs from one ORM's tests. Row is that
@@ -56,8 +66,9 @@ type Harness[DB any, Row any] struct {
 	Row func(name string, user int64) Row
 	// WithID returns r with its ID set.
 	WithID func(r Row, id int64) Row
-	// ID and User read a row's ID and user.
+	// ID and User read a row's ID and user, Name its name.
 	ID, User func(r *Row) int64
+	Name     func(r *Row) string
 	// Same reports whether a row read back matches the one inserted.
 	Same func(got, want Row) bool
 	// Rows reads all rows of shard s.
@@ -78,8 +89,13 @@ func Dialect(b Backend) string {
 // of b, its tables created, and the databases.
 func (h Harness[DB, Row]) course(t *testing.T, b Backend, s ...sharding.Settings) (Repository[DB], [2]testdb.DB) {
 	t.Helper()
+	return h.courseOn(t, b, Registry(t), s...)
+}
+
+// courseOn is course drawing IDs from reg.
+func (h Harness[DB, Row]) courseOn(t *testing.T, b Backend, reg engine.Provider, s ...sharding.Settings) (Repository[DB], [2]testdb.DB) {
+	t.Helper()
 	dbs := b.Open(t)
-	reg := Registry(t)
 	repo, err := h.New(CourseRouter(t), reg, []*DB{h.Open(t, dbs[0], reg), h.Open(t, dbs[1], reg)}, s...)
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +170,13 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("Quoting", func(t *testing.T) { h.quoting(t, b) })
 			t.Run("BatchCap", func(t *testing.T) { h.batchCap(t, b) })
 			t.Run("Config", func(t *testing.T) { h.config(t, b) })
+			t.Run("Get", func(t *testing.T) { h.get(t, b) })
+			t.Run("FindOwner", func(t *testing.T) { h.findOwner(t, b) })
+			t.Run("OwnerIDs", func(t *testing.T) { h.ownerIDs(t, b) })
+			t.Run("UpdateDelete", func(t *testing.T) { h.updateDelete(t, b) })
+			t.Run("UpdateOwners", func(t *testing.T) { h.updateOwners(t, b) })
+			t.Run("Page", func(t *testing.T) { h.page(t, b) })
+			t.Run("Concurrent", func(t *testing.T) { h.concurrent(t, b) })
 		})
 	}
 }
@@ -505,6 +528,28 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 	}
 	if err := tx.Find(ctx, out[0], &got); !errors.Is(err, sharding.ErrWrongShard) {
 		t.Errorf("Find of a key of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	var many []Row
+	if err := tx.Get(ctx, []int64{in[1], in[0]}, &many); err != nil || len(many) != 2 || !h.Same(many[0], rows[1]) {
+		t.Errorf("Get in the transaction = %+v, %v; want rows b and a", many, err)
+	}
+	if err := tx.Get(ctx, []int64{in[0], out[0]}, &many); !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("Get of an ID of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if n, err := tx.Update(ctx, sharding.Query{IDs: []int64{in[0]}}, new(Row), map[string]any{"name": "a2"}); err != nil || n != 1 {
+		t.Errorf("Update in the transaction: %d rows, %v", n, err)
+	}
+	if _, err := tx.Update(ctx, sharding.Query{IDs: []int64{out[0]}}, new(Row), map[string]any{"name": "x"}); !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("Update of an ID of another shard in the transaction: err = %v, want sharding.ErrWrongShard", err)
+	}
+	if n, err := tx.Count(ctx, sharding.Query{}, new(Row)); err != nil || n != 2 {
+		t.Errorf("Count in the transaction: %d, %v; want its shard's 2 rows", n, err)
+	}
+	if err := tx.Page(ctx, sharding.Query{Order: "id DESC"}, &many); err != nil || len(many) != 2 || !h.Same(many[0], h.WithID(rows[1], in[1])) {
+		t.Errorf("Page in the transaction = %+v, %v; want its shard's 2 rows, b first", many, err)
+	}
+	if n, err := tx.Delete(ctx, sharding.Query{IDs: []int64{in[1]}}, new(Row)); err != nil || n != 1 {
+		t.Errorf("Delete in the transaction: %d rows, %v", n, err)
 	}
 	if err := end(false); err != nil {
 		t.Fatal(err)

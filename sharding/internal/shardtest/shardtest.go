@@ -50,6 +50,22 @@ func Registry(t testing.TB) *genreg.Registry {
 	return reg
 }
 
+// OwnerRegistry is [Registry] with snowflake.JSSafe's 53-bit layout, whose
+// values leave room for owner-keyed IDs of up to 1,024 residues.
+func OwnerRegistry(t testing.TB) *genreg.Registry {
+	t.Helper()
+	g, err := snowflake.New(5, snowflake.Settings{Layout: snowflake.JSSafe, Clock: clocktest.NewFake(Start)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := genreg.New()
+	if err := reg.Register("snowflake", "", g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
+}
+
 // CourseRouter is ShardingSphere's course rule: m{id%2}.course_{(id+1)%4/2+1}.
 func CourseRouter(t testing.TB) *sharding.Router {
 	t.Helper()
