@@ -42,9 +42,11 @@ var start = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // nonce makes namespaces unique across runs and cases, so a store may be
 // shared between cases and between runs without cleaning it.
-var nonce atomic.Int64
-
-func init() { nonce.Store(time.Now().UnixNano()) }
+var nonce = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(time.Now().UnixNano())
+	return &n
+}()
 
 // Run checks the distributor newDistributor builds against the contract of
 // machine.Distributor, one subtest per rule: arguments validated (Validate);
