@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
+
+	"github.com/idforge/idforge/engine/internal/distcheck"
 )
 
 // Instance identifies one running copy of a service inside a namespace.
@@ -168,4 +170,24 @@ type Assignment struct {
 	Held bool
 	// LastTimestamp is the newest Unix millisecond timestamp stored for it.
 	LastTimestamp int64
+}
+
+// MaxSafeGuard is the longest safe-guard duration a distribution accepts
+// (Settings.SafeGuard): a week of silence before a machine ID may be
+// reclaimed is beyond any outage worth riding out, and keeps every sum of
+// it with a clock reading or a window far from overflowing.
+const MaxSafeGuard = distcheck.MaxSafeGuard
+
+// Validate reports what every distributor refuses in an instance: an empty
+// namespace or instance ID, or one that is not printable UTF-8 text, with
+// an error wrapping engine.ErrInvalidConfig. A wrapper checks with it
+// before asking its store.
+func (i Instance) Validate() error { return distcheck.Instance(i.Namespace, i.ID) }
+
+// ValidateDistribute reports what every distributor refuses in the
+// arguments of Distribute: an invalid instance, machineBits outside
+// [1, 31] or a safe-guard outside (0, MaxSafeGuard], with an error wrapping
+// engine.ErrInvalidConfig.
+func ValidateDistribute(inst Instance, machineBits int, safeGuard time.Duration) error {
+	return distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard)
 }

@@ -9,51 +9,19 @@ import (
 	"github.com/idforge/idforge/engine/clock"
 )
 
-// The lease words an instance and checks its arguments as the
-// machine.Distributor contract does, and waits out a clock as the snowflake
-// generator does (the engine shares those in engine/internal/distcheck and
+// The lease words an instance and waits out a clock as the distributors
+// and the snowflake generator do (engine/internal/distcheck and
 // engine/internal/timebase, which this package, outside engine/, cannot
-// import): a store's refusal, a generator's and the lease's read alike.
+// import); it checks its arguments with machine.ValidateDistribute, the
+// distributors' own check.
 
-// maxMachineBits is the widest machine ID a distributor hands out.
-const maxMachineBits = 31
-
-// maxSafeGuard bounds the safe-guard duration, as the distributors do.
-const maxSafeGuard = 7 * 24 * time.Hour
-
-// instanceName describes an instance in errors and logs: "namespace/id",
-// marked "(stable)" for a stable instance.
+// instanceName describes an instance in errors and logs as the
+// distributors do: "namespace/id", marked "(stable)" for a stable instance.
 func instanceName(namespace, id string, stable bool) string {
 	if stable {
 		return namespace + "/" + id + " (stable)"
 	}
 	return namespace + "/" + id
-}
-
-// checkInstance refuses an instance without a namespace or an ID.
-func checkInstance(namespace, id string) error {
-	switch {
-	case namespace == "":
-		return fmt.Errorf("%w: machine: instance %q has an empty namespace", engine.ErrInvalidConfig, id)
-	case id == "":
-		return fmt.Errorf("%w: machine: empty instance ID in namespace %q", engine.ErrInvalidConfig, namespace)
-	}
-	return nil
-}
-
-// checkDistribute refuses what a distributor would refuse in Distribute's
-// arguments, before the lease asks it anything.
-func checkDistribute(namespace, id string, machineBits int, safeGuard time.Duration) error {
-	if err := checkInstance(namespace, id); err != nil {
-		return err
-	}
-	if machineBits < 1 || machineBits > maxMachineBits {
-		return fmt.Errorf("%w: machine: machineBits %d outside [1, %d]", engine.ErrInvalidConfig, machineBits, maxMachineBits)
-	}
-	if safeGuard <= 0 || safeGuard > maxSafeGuard {
-		return fmt.Errorf("%w: machine: safe-guard duration %v outside (0, %v]", engine.ErrInvalidConfig, safeGuard, maxSafeGuard)
-	}
-	return nil
 }
 
 // fits refuses a machine ID outside [0, 2^machineBits), naming the source

@@ -38,7 +38,7 @@ func FuzzLeaseSettings(f *testing.F) {
 			return
 		}
 		switch {
-		case c.safeGuard <= 0 || c.safeGuard > maxSafeGuard:
+		case c.safeGuard <= 0 || c.safeGuard > machine.MaxSafeGuard:
 			t.Fatalf("resolve(%+v) accepted SafeGuard %v", s, c.safeGuard)
 		case c.heartbeat < MinHeartbeat || c.heartbeat >= c.safeGuard-c.margin:
 			t.Fatalf("resolve(%+v) accepted Heartbeat %v", s, c.heartbeat)
@@ -47,7 +47,7 @@ func FuzzLeaseSettings(f *testing.F) {
 		case c.reserve < 0 || c.reserve > c.safeGuard-c.margin:
 			t.Fatalf("resolve(%+v) accepted a reservation of %v", s, c.reserve)
 		}
-		if alone, _ := c.alone(); alone <= 0 || alone > maxSafeGuard {
+		if alone, _ := c.alone(); alone <= 0 || alone > machine.MaxSafeGuard {
 			t.Fatalf("resolve(%+v): issues alone for %v", s, alone)
 		}
 	})

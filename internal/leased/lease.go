@@ -123,8 +123,8 @@ func (s LeaseSettings) resolve() (config, error) {
 		c.logger = slog.Default()
 	}
 	switch {
-	case c.safeGuard < 0 || c.safeGuard > maxSafeGuard:
-		return c, fmt.Errorf("%w: machine: SafeGuard %v outside (0, %v]", engine.ErrInvalidConfig, c.safeGuard, maxSafeGuard)
+	case c.safeGuard < 0 || c.safeGuard > machine.MaxSafeGuard:
+		return c, fmt.Errorf("%w: machine: SafeGuard %v outside (0, %v]", engine.ErrInvalidConfig, c.safeGuard, machine.MaxSafeGuard)
 	case c.heartbeat < MinHeartbeat:
 		return c, fmt.Errorf("%w: machine: Heartbeat %v is below the floor %v: every heartbeat is a store round trip", engine.ErrInvalidConfig, c.heartbeat, MinHeartbeat)
 	case c.margin >= c.safeGuard:
@@ -354,7 +354,7 @@ func Acquire(ctx context.Context, d machine.Distributor, inst machine.Instance, 
 	if err := cfg.checkGrace(d); err != nil {
 		return nil, err
 	}
-	if err := checkDistribute(inst.Namespace, inst.ID, cfg.machineBits, cfg.safeGuard); err != nil {
+	if err := machine.ValidateDistribute(inst, cfg.machineBits, cfg.safeGuard); err != nil {
 		return nil, err
 	}
 	if err := cfg.checkClock(ctx, d, inst); err != nil {

@@ -120,7 +120,7 @@ func (s *Settings) resolve() error {
 		return bad("leased: Settings.Distributor is nil")
 	}
 	s.Snowflake.Clock = clock.Steady(s.Snowflake.Clock)
-	return checkInstance(s.Instance.Namespace, s.Instance.ID)
+	return s.Instance.Validate()
 }
 
 // acquire leases a machine ID and builds a generator on it that issues only

@@ -162,7 +162,7 @@ func (s localState) Distribute(ctx context.Context, inst machine.Instance, machi
 // or instance holds, for a distributor with no machine ID configured (why
 // says why), and logs it.
 func (s localState) lowestFree(inst machine.Instance, machineBits int, safeGuard time.Duration, why string) (machine.State, bool, error) {
-	if err := checkDistribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
+	if err := machine.ValidateDistribute(inst, machineBits, safeGuard); err != nil {
 		return machine.State{}, false, err
 	}
 	n := int64(1) << machineBits
@@ -250,7 +250,7 @@ func (s localState) check(inst machine.Instance) error {
 	case s.inner == nil:
 		return fmt.Errorf("%w: machine: LocalState needs an inner distributor", engine.ErrInvalidConfig)
 	}
-	return checkInstance(inst.Namespace, inst.ID)
+	return inst.Validate()
 }
 
 // path names the state file "<namespace>#<machine ID>.state", the namespace
@@ -408,5 +408,5 @@ func HostInstance(namespace string, port int) (machine.Instance, error) {
 		port = os.Getpid()
 	}
 	inst := machine.Instance{Namespace: namespace, ID: host + ":" + strconv.Itoa(port)}
-	return inst, checkInstance(inst.Namespace, inst.ID)
+	return inst, inst.Validate()
 }
