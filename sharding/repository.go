@@ -73,7 +73,8 @@ var ErrOutcomeUnknown = errors.New("sharding: outcome unknown, the part may have
 // primary key and writes the rest, so it finishes the batch without duplicates.
 type ShardError struct {
 	// Rows are the positions, in the value given to Create (0 for a single
-	// struct), of the failed part's rows, ascending.
+	// struct), of the failed part's rows, ascending, but those an earlier
+	// Create stored, which are in Written.
 	Rows []int
 	// Written are the positions of the rows stored before the failure, by
 	// this Create or (found stored) by an earlier one. Rows in neither

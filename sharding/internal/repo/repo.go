@@ -539,9 +539,14 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	}
 	var written []int
 	for _, g := range groups {
-		if err := b.write(g, elem, plan, orm, held); err != nil {
+		stored, err := b.write(g, elem, plan, orm, held)
+		if err != nil {
+			// The rows of the part an earlier Create stored are written
+			// all the same: the rollback took back only this call's.
+			written = append(written, stored...)
 			slices.Sort(written)
-			return &sharding.ShardError{Rows: g.Rows, Written: written, Err: fmt.Errorf("%s: %w", g.Shard, err)}
+			rest := slices.DeleteFunc(slices.Clone(g.Rows), func(i int) bool { return slices.Contains(stored, i) })
+			return &sharding.ShardError{Rows: rest, Written: written, Err: fmt.Errorf("%s: %w", g.Shard, err)}
 		}
 		written = append(written, g.Rows...)
 	}
@@ -579,39 +584,41 @@ func (b *Base[DB]) compose(rows []reflect.Value, held []bool, plan Plan) error {
 	return nil
 }
 
-// write stores one shard's part: all of it, or none.
-func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], held []bool) error {
+// write stores one shard's part: all of it, or none. It returns the
+// positions of the part's rows found stored by an earlier Create, which
+// stay stored whatever becomes of the part.
+func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], held []bool) ([]int, error) {
 	db := b.DBs[g.Shard.Database]
 	limit := Placeholders(b.orm.Dialect(db))
 	conn, err := orm.Begin(db, g.Shard)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rows, err := unstored(conn, g, plan, held, limit)
+	rows, stored, err := unstored(conn, g, plan, held, limit)
 	if err != nil {
 		_ = conn.Rollback()
-		return err
+		return nil, err
 	}
 	per := PerStatement(b.Settings.BatchSize, plan.Columns, limit)
 	for i := 0; i < len(rows); i += per {
 		part := rows[i:min(i+per, len(rows))]
 		if err := conn.Insert(pointers(elem, part)); err != nil {
 			_ = conn.Rollback()
-			return fmt.Errorf("statement %d of %d (%d rows): %w", i/per+1, (len(rows)+per-1)/per, len(part), err)
+			return stored, fmt.Errorf("statement %d of %d (%d rows): %w", i/per+1, (len(rows)+per-1)/per, len(part), err)
 		}
 	}
 	if err := conn.Commit(); err != nil {
 		if orm.Only != nil {
-			return err // the caller's transaction decides
+			return stored, err // the caller's transaction decides
 		}
-		return fmt.Errorf("%w: commit: %w", sharding.ErrOutcomeUnknown, err)
+		return stored, fmt.Errorf("%w: commit: %w", sharding.ErrOutcomeUnknown, err)
 	}
-	return nil
+	return stored, nil
 }
 
 // unstored returns the part's rows but those whose ID was held before the
-// call and is stored in the shard already.
-func unstored(conn Conn, g *group, plan Plan, held []bool, limit int) ([]reflect.Value, error) {
+// call and is stored in the shard already, and the positions of those.
+func unstored(conn Conn, g *group, plan Plan, held []bool, limit int) ([]reflect.Value, []int, error) {
 	var ids []int64
 	for i, row := range g.rows {
 		if held[g.Rows[i]] {
@@ -620,28 +627,31 @@ func unstored(conn Conn, g *group, plan Plan, held []bool, limit int) ([]reflect
 		}
 	}
 	if len(ids) == 0 {
-		return g.rows, nil
+		return g.rows, nil, nil
 	}
 	stored := map[int64]bool{}
 	for i := 0; i < len(ids); i += limit {
 		found, err := conn.Stored(ids[i:min(i+limit, len(ids))])
 		if err != nil {
-			return nil, fmt.Errorf("reading which rows are stored: %w", err)
+			return nil, nil, fmt.Errorf("reading which rows are stored: %w", err)
 		}
 		for _, id := range found {
 			stored[id] = true
 		}
 	}
 	if len(stored) == 0 {
-		return g.rows, nil
+		return g.rows, nil, nil
 	}
 	var out []reflect.Value
+	var skipped []int
 	for i, row := range g.rows {
 		if id, _ := plan.ID(row); !held[g.Rows[i]] || !stored[id] {
 			out = append(out, row)
+		} else {
+			skipped = append(skipped, g.Rows[i])
 		}
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 // group is the rows of one shard, in input order.

@@ -410,6 +410,37 @@ func (h Harness[DB, Row]) partAtomic(t *testing.T, b Backend) {
 		t.Fatalf("Create again: %v", err)
 	}
 	h.allOnce(t, repo, append(rows, probe))
+
+	// A retry whose failed part holds rows an earlier Create stored lists
+	// them as written, not as failed.
+	var next int64 // the clock stands still: the next ID follows the largest drawn
+	for i := range rows {
+		next = max(next, h.ID(&rows[i])+1)
+	}
+	more := slices.Clone(rows)
+	for i := range int64(4) {
+		name := "new"
+		if s, _ := CourseRouter(t).Route(next + i); s == s0 {
+			name = "bad"
+		}
+		more = append(more, h.Row(name, 1))
+	}
+	err = repo.Create(ctx, more)
+	var stored []int
+	for i := range rows {
+		if s, _ := CourseRouter(t).Route(h.ID(&rows[i])); s == s0 {
+			stored = append(stored, i)
+		}
+	}
+	var failed []int
+	for i := len(rows); i < len(more); i++ {
+		if s, _ := CourseRouter(t).Route(h.ID(&more[i])); s == s0 {
+			failed = append(failed, i)
+		}
+	}
+	if se = nil; !errors.As(err, &se) || !slices.Equal(se.Written, stored) || !slices.Equal(se.Rows, failed) {
+		t.Fatalf("a retry failing in %s, whose rows %v were stored: err = %v, want Written %v and Rows %v", s0, stored, err, stored, failed)
+	}
 }
 
 // killedMidBatch kills the connection writing m1.course_1's part while it
