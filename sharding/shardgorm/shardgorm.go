@@ -207,8 +207,11 @@ func (g *Repository) Create(ctx context.Context, value any) error {
 			in = in.Session(&gorm.Session{NewDB: true, Context: ctx})
 			c.Stored = func(ids []int64) ([]int64, error) {
 				var found []int64
-				cond := clause.IN{Column: clause.Column{Name: idCol}, Values: anys(ids)}
-				return found, on(in).Where(cond).Pluck(idCol, &found).Error
+				col := clause.Column{Name: idCol}
+				// Selected as a column, quoted: Pluck alone writes a name
+				// with a space ("row id") raw.
+				sel := clause.Select{Columns: []clause.Column{col}}
+				return found, on(in).Clauses(sel).Where(clause.IN{Column: col, Values: anys(ids)}).Pluck(idCol, &found).Error
 			}
 			c.Insert = func(rows any) error { return on(in).Create(rows).Error }
 			if only == nil {

@@ -80,7 +80,7 @@ func (x *Repository) stmts(rt *rowType) repo.Stmts[sqlx.DB] {
 				if j > 0 {
 					b.WriteString(" UNION ALL ")
 				}
-				fmt.Fprintf(&b, "SELECT * FROM (%s) AS p%d", selectSQL(withTable(db, p.Shard, rt.sel), p.Where, p.Order, p.Limit), j)
+				fmt.Fprintf(&b, "SELECT * FROM (%s) AS p%d", selectSQL(withTable(db, p.Shard, rt.sel(dialectOf(db.DriverName()))), p.Where, p.Order, p.Limit), j)
 				args = append(args, p.Where.Args...)
 			}
 			q, args, err := sqlx.In(selectSQL(b.String(), repo.Cond{}, order, limit), args...)
@@ -97,7 +97,7 @@ func (x *Repository) stmts(rt *rowType) repo.Stmts[sqlx.DB] {
 			if limit > 0 {
 				tail += fmt.Sprintf(" LIMIT %d", limit)
 			}
-			q, args, err := build(db, s, rt.sel, w, tail, nil)
+			q, args, err := build(db, s, rt.sel(dialectOf(db.DriverName())), w, tail, nil)
 			if err != nil {
 				return err
 			}

@@ -79,13 +79,43 @@ func New(dbs []*sqlx.DB, r *sharding.Router, p engine.Provider, s ...sharding.Se
 // rowType is what the repository knows of one struct type: its columns, the
 // shard key and its statements.
 type rowType struct {
-	cols   []*reflectx.FieldInfo
-	key    *reflectx.FieldInfo
-	id     *reflectx.FieldInfo // the integer "id" column, nil without one
-	insert string              // with {table}
-	find   string              // with {table} and one '?'
-	sel    string              // SELECT of every column, with {table}
-	stored string              // with {table}, selecting id IN (?)
+	cols  []*reflectx.FieldInfo
+	names []string // the columns' names, unquoted
+	key   *reflectx.FieldInfo
+	id    *reflectx.FieldInfo // the integer "id" column, nil without one
+}
+
+// quoted lists the columns quoted for dialect, joined by ", ". The
+// statements of a row type quote every column, so one may be named by a
+// keyword ("order") or in upper case ("Group", which PostgreSQL folds
+// unquoted).
+func (rt *rowType) quoted(dialect string) string {
+	q := make([]string, len(rt.names))
+	for i, n := range rt.names {
+		q[i] = repo.Quote(dialect, n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// insert is the INSERT of named values (:name) of every column.
+func (rt *rowType) insert(dialect string) string {
+	return "INSERT INTO " + repo.Table + " (" + rt.quoted(dialect) + ") VALUES (:" + strings.Join(rt.names, ", :") + ")"
+}
+
+// sel is the SELECT of every column.
+func (rt *rowType) sel(dialect string) string {
+	return "SELECT " + rt.quoted(dialect) + " FROM " + repo.Table
+}
+
+// find is sel of the rows whose shard key is '?'.
+func (rt *rowType) find(dialect string) string {
+	return rt.sel(dialect) + " WHERE " + repo.Quote(dialect, rt.key.Path) + " = ?"
+}
+
+// stored selects the IDs among '?' (expanded by sqlx.In) that are stored.
+func (rt *rowType) stored(dialect string) string {
+	id := repo.Quote(dialect, rt.id.Path)
+	return "SELECT " + id + " FROM " + repo.Table + " WHERE " + id + " IN (?)"
 }
 
 // rowTypeOf builds, or returns the cached, rowType of elem.
@@ -95,7 +125,6 @@ func (x *shared) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	}
 	sm := x.base.DBs[0].Mapper.TypeMap(elem)
 	rt := &rowType{}
-	var cols []string
 	for _, fi := range sm.Index {
 		// Columns are the fields sqlx maps at the top level, directly or
 		// through embedded structs: a path with a dot is a nested struct's.
@@ -107,7 +136,7 @@ func (x *shared) rowTypeOf(elem reflect.Type) (*rowType, error) {
 				engine.ErrInvalidConfig, elem, fi.Path, fi.Field.Name)
 		}
 		rt.cols = append(rt.cols, fi)
-		cols = append(cols, fi.Path)
+		rt.names = append(rt.names, fi.Path)
 	}
 	keyName := x.base.Settings.ShardKey
 	if keyName == "" {
@@ -125,18 +154,12 @@ func (x *shared) rowTypeOf(elem reflect.Type) (*rowType, error) {
 	if err := repo.KeyKind(elem.String(), rt.key.Path, rt.key.Field.Type); err != nil {
 		return nil, err
 	}
-	if len(cols) == 0 {
+	if len(rt.cols) == 0 {
 		return nil, fmt.Errorf("%w: %s has no columns", engine.ErrInvalidConfig, elem)
 	}
-	if rt.id = sm.GetByPath("id"); rt.id != nil && repo.KeyKind(elem.String(), "id", rt.id.Field.Type) == nil {
-		rt.stored = "SELECT id FROM " + repo.Table + " WHERE id IN (?)"
-	} else {
+	if rt.id = sm.GetByPath("id"); rt.id != nil && repo.KeyKind(elem.String(), "id", rt.id.Field.Type) != nil {
 		rt.id = nil
 	}
-	rt.insert = "INSERT INTO " + repo.Table + " (" + strings.Join(cols, ", ") +
-		") VALUES (:" + strings.Join(cols, ", :") + ")"
-	rt.sel = "SELECT " + strings.Join(cols, ", ") + " FROM " + repo.Table
-	rt.find = rt.sel + " WHERE " + rt.key.Path + " = ?"
 	cached, _ := x.types.LoadOrStore(elem, rt)
 	return cached.(*rowType), nil
 }
@@ -166,12 +189,12 @@ func (x *shared) sequences(elem reflect.Type) (engine.Provider, []idgen.Column, 
 	return x.p, cols, nil
 }
 
-// tableFloor is [repo.ORM.Floor]. The table is quoted and the column not,
-// as the repository's own statements write them, so that the floor reads
+// tableFloor is [repo.ORM.Floor]. The table and the column are quoted as
+// the repository's own statements write them, so that the floor reads
 // the tables the rows went to (a dotted name is schema and table).
 func tableFloor(db *sqlx.DB, s sharding.Shard, c idgen.Column) engine.Floor {
 	dialect := dialectOf(db.DriverName())
-	return c.Field.Floor(dialect, repo.Quote(dialect, s.TableName), c.Name, func(ctx context.Context, q string, dest *sql.NullString) error {
+	return c.Field.Floor(dialect, repo.Quote(dialect, s.TableName), repo.Quote(dialect, c.Name), func(ctx context.Context, q string, dest *sql.NullString) error {
 		if ok, err := hasTable(ctx, db, dialect, s.TableName); err != nil || !ok {
 			return err // nil: no table yet, 0
 		}
@@ -238,9 +261,10 @@ func plainName(s string) bool {
 //
 // The statement is written from the struct: every column sqlx maps at the
 // top level (a `db` tag, or the lower-cased field name; `db:"-"` leaves a
-// field out; embedded structs add their columns), the table quoted:
+// field out; embedded structs add their columns), the table and the
+// columns quoted, so a column may be named by a keyword or in upper case:
 //
-//	INSERT INTO "course_1" (id, name, user_id) VALUES (:id, :name, :user_id), ...
+//	INSERT INTO "course_1" ("id", "name", "user_id") VALUES (:id, :name, :user_id), ...
 //
 // A failed part is a *[sharding.ShardError] naming the shard, the rows
 // written and those pending; the part was rolled back unless the error
@@ -288,9 +312,10 @@ func (x *Repository) Create(ctx context.Context, value any) error {
 				}
 				in, c.Commit, c.Rollback = t, t.Commit, t.Rollback
 			}
-			insert, stored := withTable(db, s, rt.insert), withTable(db, s, rt.stored)
+			d := dialectOf(db.DriverName())
+			insert := withTable(db, s, rt.insert(d))
 			c.Stored = func(ids []int64) ([]int64, error) {
-				q, args, err := sqlx.In(stored, ids)
+				q, args, err := sqlx.In(withTable(db, s, rt.stored(d)), ids)
 				if err != nil {
 					return nil, err
 				}
@@ -355,11 +380,12 @@ func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if err != nil {
 		return err
 	}
-	find := rt.find
-	if rt.id != nil && (many || rt.id != rt.key) {
-		find += " ORDER BY id"
-	}
 	return x.base.Find(key, only, func(db *sqlx.DB, s sharding.Shard) error {
+		d := dialectOf(db.DriverName())
+		find := rt.find(d)
+		if rt.id != nil && (many || rt.id != rt.key) {
+			find += " ORDER BY " + repo.Quote(d, rt.id.Path)
+		}
 		var q sqlx.QueryerContext = db
 		if tx != nil {
 			q = tx

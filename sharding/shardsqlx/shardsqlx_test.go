@@ -20,6 +20,7 @@ import (
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/repo"
 	"github.com/idforge/idforge/sharding/internal/shardtest"
 	"github.com/idforge/idforge/sharding/shardsqlx"
 	"github.com/idforge/idforge/tests/testdb"
@@ -467,5 +468,57 @@ func TestSqlxNoSkipWithoutID(t *testing.T) {
 	var n int
 	if err := db.GetContext(ctx, &n, shardsqlx.Query(db, s, "SELECT COUNT(*) FROM {table} WHERE user_id = ?"), 5); err != nil || n != 2 {
 		t.Errorf("%d visits of user 5 stored, %v; want 2", n, err)
+	}
+}
+
+// Columns named by a keyword and in upper case work in every verb: the
+// repository quotes every column it writes.
+func TestSqlxQuotedColumns(t *testing.T) {
+	type task struct {
+		ID    int64  `db:"id" idgen:"snowflake"`
+		Order int64  `db:"order"`
+		Group string `db:"Group"`
+	}
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			q := func(name string) string { return repo.Quote(shardtest.Dialect(b), name) }
+			repo, err := shardsqlx.New(open(t, b.Open(t)), shardtest.CourseRouter(t), shardtest.Registry(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.Exec(ctx, "CREATE TABLE {table} (id BIGINT PRIMARY KEY, "+q("order")+" BIGINT NOT NULL, "+q("Group")+" VARCHAR(16) NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			rows := make([]task, 8)
+			for i := range rows {
+				rows[i] = task{Order: int64(i), Group: "g"}
+			}
+			for range 2 { // the second reads back which rows are stored
+				if err := repo.Create(ctx, rows); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got task
+			if err := repo.Find(ctx, rows[3].ID, &got); err != nil || got != rows[3] {
+				t.Errorf("Find = %+v, %v; want %+v", got, err, rows[3])
+			}
+			var many []task
+			if err := repo.Get(ctx, []int64{rows[1].ID, rows[6].ID}, &many); err != nil || len(many) != 2 {
+				t.Errorf("Get = %+v, %v", many, err)
+			}
+			if err := repo.Page(ctx, sharding.Query{Order: "order DESC", Limit: 3}, &many); err != nil || len(many) != 3 || many[0].Order != 7 {
+				t.Errorf("Page by order = %+v, %v", many, err)
+			}
+			if n, err := repo.Update(ctx, sharding.Query{IDs: []int64{rows[2].ID}}, &task{}, map[string]any{"order": 20, "Group": "h"}); err != nil || n != 1 {
+				t.Errorf("Update = %d, %v", n, err)
+			}
+			if n, err := repo.Count(ctx, sharding.Query{Where: q("Group") + " = ?", Args: []any{"h"}}, &task{}); err != nil || n != 1 {
+				t.Errorf("Count = %d, %v", n, err)
+			}
+			if n, err := repo.Delete(ctx, sharding.Query{IDs: []int64{rows[2].ID}}, &task{}); err != nil || n != 1 {
+				t.Errorf("Delete = %d, %v", n, err)
+			}
+		})
 	}
 }
