@@ -277,11 +277,18 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 //
 // The session starts every chain afresh (conditions never pile up from one
 // use to the next) and is safe to share between goroutines. It is bound to
-// the shard: a create whose rows route to another shard, or a create,
-// update or delete on another table (db.Table("...")), fails with an error
+// the shard: a create whose rows route to another shard; a create, update
+// or delete on another table (db.Table("..."), another table aliased as
+// this one, "course_2 AS course_1", this name in another schema or
+// database, "m1.course_1", or an INSERT or UPDATE clause naming a table,
+// or a DELETE's FROM clause naming one); or an update setting a column
+// that routes rows (the shard key, and the ID when IDs route) to
+// anything but an integer routing to this shard, fails with an error
 // wrapping [sharding.ErrWrongShard] and writes nothing, in its
 // transactions too (db.Transaction(func(tx *gorm.DB) error { ... })).
-// Statements written by hand (db.Exec) are not checked. In a Repository
+// Statements written by hand (db.Exec, db.Raw) are not checked: write
+// through [Repository.Update], [Repository.Delete] and [Repository.Exec]
+// to have the repository route them. In a Repository
 // of In, the session is of the transaction, and a key of another shard
 // wraps [sharding.ErrWrongShard].
 func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {

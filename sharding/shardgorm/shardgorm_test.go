@@ -13,6 +13,7 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
@@ -610,6 +611,69 @@ func TestGormQuotedKey(t *testing.T) {
 			})
 			if err != nil || n != int64(len(rows)) {
 				t.Errorf("%d rows stored, %v; want %d", n, err, len(rows))
+			}
+		})
+	}
+}
+
+// A bound session refuses writes reaching another table through an alias,
+// another schema or database, a clause naming the table, or a routing
+// column set to a key of another shard; a key of its own shard is taken.
+func TestGormBoundEscapes(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo, dbs := gormRepo(t, b)
+			rows := make([]Course, 8)
+			if err := repo.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			db, s, err := repo.DB(4) // id 4 → m0.course_1
+			if err != nil {
+				t.Fatal(err)
+			}
+			var here, there int64 // a row of m0.course_1, and one of m0.course_2
+			for _, c := range rows {
+				switch got, _ := shardtest.CourseRouter(t).Route(c.ID); {
+				case got == s:
+					here = c.ID
+				case got.Database == 0:
+					there = c.ID
+				}
+			}
+			other := dbs[1].Migrator().CurrentDatabase() + ".course_1"
+			if b.Name == "postgres" {
+				other = "public.course_1" // another schema's name of the table: refused all the same
+			}
+			for name, w := range map[string]func() *gorm.DB{
+				"an alias":         func() *gorm.DB { return db.Table("course_2 AS course_1").Where("1 = 1").Update("name", "x") },
+				"another database": func() *gorm.DB { return db.Table(other).Where("1 = 1").Update("name", "x") },
+				"an INSERT clause": func() *gorm.DB {
+					return db.Clauses(clause.Insert{Table: clause.Table{Name: "course_2"}}).Create(&Course{ID: here + 4})
+				},
+				"an UPDATE clause": func() *gorm.DB {
+					return db.Clauses(clause.Update{Table: clause.Table{Name: "course_2"}}).Where("1 = 1").Update("name", "x")
+				},
+				"a FROM of a delete": func() *gorm.DB {
+					return db.Clauses(clause.From{Tables: []clause.Table{{Name: "course_2"}}}).Where("1 = 1").Delete(&Course{})
+				},
+				"id to another shard": func() *gorm.DB { return db.Where("id = ?", here).Update("id", there) },
+				"ID by map":           func() *gorm.DB { return db.Model(&Course{}).Where("id = ?", here).Updates(map[string]any{"ID": there}) },
+				"ID by struct":        func() *gorm.DB { return db.Model(&Course{}).Where("id = ?", here).Updates(Course{ID: there + 8}) },
+				"id to an expression": func() *gorm.DB { return db.Where("id = ?", here).Update("id", gorm.Expr("id + 1")) },
+			} {
+				if err := w().Error; !errors.Is(err, sharding.ErrWrongShard) {
+					t.Errorf("%s: err = %v, want sharding.ErrWrongShard", name, err)
+				}
+			}
+			for _, c := range rows {
+				var got Course
+				if err := repo.Find(ctx, c.ID, &got); err != nil || got.Name != "" {
+					t.Errorf("row %d after the refused writes: %+v, %v", c.ID, got, err)
+				}
+			}
+			if res := db.Where("id = ?", here).Update("id", here+4); res.Error != nil || res.RowsAffected != 1 {
+				t.Errorf("moving id %d within its shard: %d rows, %v", here, res.RowsAffected, res.Error)
 			}
 		})
 	}
