@@ -32,9 +32,13 @@ type Repository struct {
 // router, configured by at most one [sharding.Settings]. Every database needs the idforge plugin registered
 // (db.Use(idplugin.New(...))), so rows get their IDs before they are routed,
 // each database filling the ID columns alike. A missing plugin, a nil or
-// typed-nil router, a database given twice (or two sessions of one), a
+// typed-nil router, a database given twice (two sessions of one, or two
+// pools reaching one database: New asks each database its server and
+// name, or SQLite its file), a
 // count of databases other than the router uses, or settings out of range
 // is an error wrapping engine.ErrInvalidConfig.
+// A database that does not answer New's question fails New with its
+// error.
 //
 // New registers callbacks on each database (once per database, whatever
 // the number of repositories) that refuse a write through a handle of
@@ -56,8 +60,10 @@ func New(dbs []*gorm.DB, r *sharding.Router, s ...sharding.Settings) (*Repositor
 	b, err := repo.New("shardgorm.New", dbs, r, s, repo.ORM[gorm.DB]{
 		Sequences: g.sequences,
 		Floor:     tableFloor,
-		// Sessions of one *gorm.DB share its callbacks, as they share its pool.
-		Same:    func(db *gorm.DB) any { return db.Callback() },
+		Database: func(db *gorm.DB) (any, string, error) {
+			pool, err := db.DB()
+			return repo.PoolIdentity(pool, err, db.Dialector.Name())
+		},
 		Dialect: func(db *gorm.DB) string { return db.Dialector.Name() },
 	})
 	if err != nil {

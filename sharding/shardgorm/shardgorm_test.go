@@ -90,11 +90,7 @@ func TestGormContract(t *testing.T) {
 		Migrate: func(ctx context.Context, repo shardtest.Repository[gorm.DB]) error {
 			return repo.(*shardgorm.Repository).Migrate(ctx, &Course{})
 		},
-		In: func(ctx context.Context, repo shardtest.Repository[gorm.DB], key int64) (shardtest.TxRepository, func(bool) error, error) {
-			db, _, err := repo.DB(key)
-			if err != nil {
-				return nil, nil, err
-			}
+		In: func(ctx context.Context, repo shardtest.Repository[gorm.DB], key int64, db *gorm.DB) (shardtest.TxRepository, func(bool) error, error) {
 			tx := db.WithContext(ctx).Begin()
 			if tx.Error != nil {
 				return nil, nil, tx.Error

@@ -43,8 +43,11 @@ type shared struct {
 // one [sharding.Settings]. A nil or typed-nil
 // provider or router (a nil *idforge.Registry would otherwise fall back on
 // the default registry, machine 0 on every instance), a database given
-// twice, a count of databases other than the router uses, or settings out
+// twice (two pools reaching one database too: New asks each database its
+// server and name, or SQLite its file), a count of databases other than the router uses, or settings out
 // of range is an error wrapping engine.ErrInvalidConfig.
+// A database that does not answer New's question fails New with its
+// error.
 //
 // Before a struct type's first Create, the repository gives p (when it
 // takes floors, as an idforge registry does) the Floor of every sequence
@@ -66,8 +69,10 @@ func New(dbs []*sqlx.DB, r *sharding.Router, p engine.Provider, s ...sharding.Se
 	b, err := repo.New("shardsqlx.New", dbs, r, s, repo.ORM[sqlx.DB]{
 		Sequences: x.sequences,
 		Floor:     tableFloor,
-		Same:      func(db *sqlx.DB) any { return db.DB },
-		Dialect:   func(db *sqlx.DB) string { return dialectOf(db.DriverName()) },
+		Database: func(db *sqlx.DB) (any, string, error) {
+			return repo.PoolIdentity(db.DB, nil, dialectOf(db.DriverName()))
+		},
+		Dialect: func(db *sqlx.DB) string { return dialectOf(db.DriverName()) },
 	})
 	if err != nil {
 		return nil, err
@@ -406,9 +411,13 @@ func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 //	db, s, err := repo.DB(id)
 //	_, err = db.ExecContext(ctx, shardsqlx.Query(db, s, "UPDATE {table} SET name = ? WHERE id = ?"), "go", id)
 //
-// The statements are yours: nothing checks that they stay in the shard.
-// In a Repository of In, a key of another shard wraps
-// [sharding.ErrWrongShard].
+// The statements are yours: nothing checks that they stay in the shard
+// (a *sqlx.DB runs any SQL; database/sql gives no hook to see it). Write
+// through [Repository.Update], [Repository.Delete] and [Repository.Exec]
+// to have the repository route and check them. In a Repository of In, a
+// key of another shard wraps [sharding.ErrWrongShard], and the database
+// returned is the pool, outside the transaction: run your statements on
+// the transaction, with [Query] filling in the table.
 func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 	db, s, err := x.base.Route(key)
 	if err == nil {
@@ -424,9 +433,11 @@ func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 // the database of key's shard (db.BeginTxx, db from [Repository.DB]),
 // bound to that shard: its Create, Get, Find, Page, Count, Update, Delete
 // and Exec run in tx on that one shard, so they commit or roll back with
-// it, and its DB and ForEach know that shard alone. A *sqlx.Tx does not tell its database, so the caller
-// answers for tx being on key's database; a nil tx, or In on a repository
-// of In, wraps engine.ErrInvalidConfig.
+// it; its DB knows that shard alone, and its ForEach, whose fn would get
+// the pool outside tx, is refused. In asks tx which database it is on (the
+// server and the database name, as [New] asks each database): a
+// transaction of another database wraps [sharding.ErrWrongShard]; a nil
+// tx, or In on a repository of In, wraps engine.ErrInvalidConfig.
 // There is no transaction across shards: see "Transactions" in package
 // [sharding].
 func (x *Repository) In(key int64, tx *sqlx.Tx) (*Repository, error) {
@@ -440,16 +451,22 @@ func (x *Repository) In(key int64, tx *sqlx.Tx) (*Repository, error) {
 	case tx == nil:
 		return nil, fmt.Errorf("%w: shardsqlx: In(%d, nil)", engine.ErrInvalidConfig, key)
 	}
+	if err := x.base.InDatabase(context.Background(), key, s, tx); err != nil {
+		return nil, err
+	}
 	return &Repository{shared: x.shared, tx: tx, only: &s}, nil
 }
 
 // ForEach calls fn for every shard, in the router's order, with its
 // database: the fan-out for counts, scans and maintenance (fill the table
 // in with [Query]). It stops at the first error, naming the shard, or when
-// ctx ends. In a Repository of In, fn gets the one shard.
+// ctx ends. The statements fn runs are its own: nothing checks that they
+// stay in the shard. In a Repository of In, ForEach is refused with an
+// error wrapping engine.ErrInvalidConfig: fn would get the pool, and run
+// outside the transaction.
 func (x *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *sqlx.DB) error) error {
 	if x.only != nil {
-		return x.base.ForOne(ctx, *x.only, x.base.DBs[x.only.Database], fn)
+		return fmt.Errorf("%w: shardsqlx: ForEach of a repository inside a transaction would run outside it: run the statements on the transaction, with Query", engine.ErrInvalidConfig)
 	}
 	return x.base.ForEach(ctx, fn)
 }

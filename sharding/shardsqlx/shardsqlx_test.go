@@ -67,11 +67,7 @@ func TestSqlxContract(t *testing.T) {
 		Migrate: func(ctx context.Context, repo shardtest.Repository[sqlx.DB]) error {
 			return repo.Exec(ctx, createCourse)
 		},
-		In: func(ctx context.Context, repo shardtest.Repository[sqlx.DB], key int64) (shardtest.TxRepository, func(bool) error, error) {
-			db, _, err := repo.DB(key)
-			if err != nil {
-				return nil, nil, err
-			}
+		In: func(ctx context.Context, repo shardtest.Repository[sqlx.DB], key int64, db *sqlx.DB) (shardtest.TxRepository, func(bool) error, error) {
 			tx, err := db.BeginTxx(ctx, nil)
 			if err != nil {
 				return nil, nil, err
@@ -518,6 +514,35 @@ func TestSqlxQuotedColumns(t *testing.T) {
 			}
 			if n, err := repo.Delete(ctx, sharding.Query{IDs: []int64{rows[2].ID}}, &task{}); err != nil || n != 1 {
 				t.Errorf("Delete = %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// ForEach of a repository inside a transaction is refused: its fn would
+// get the pool and run outside the transaction.
+func TestSqlxInForEach(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := sqlxRepo(t, b)
+			db, _, err := repo.DB(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx, err := db.BeginTxx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			in, err := repo.In(4, tx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := false
+			err = in.ForEach(ctx, func(sharding.Shard, *sqlx.DB) error { ran = true; return nil })
+			if !errors.Is(err, engine.ErrInvalidConfig) || ran {
+				t.Errorf("ForEach inside a transaction: err = %v, fn ran: %v; want engine.ErrInvalidConfig, fn not run", err, ran)
 			}
 		})
 	}

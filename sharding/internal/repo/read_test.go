@@ -58,8 +58,8 @@ func newFakeOn(t *testing.T, dialect string, r *sharding.Router, dbs int, n int6
 		list = append(list, &fakeDB{name: string(rune('a' + i))})
 	}
 	b, err := New("fake", list, r, []sharding.Settings{s}, ORM[fakeDB]{
-		Same:    func(db *fakeDB) any { return db },
-		Dialect: func(*fakeDB) string { return dialect },
+		Database: func(db *fakeDB) (any, string, error) { return db, "", nil },
+		Dialect:  func(*fakeDB) string { return dialect },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,8 @@ type Base[DB any] struct {
 	DBs      []*DB
 	Settings sharding.Settings
 
-	order map[sharding.Shard]int // position in Router.Shards, when it lists them
+	order  map[sharding.Shard]int // position in Router.Shards, when it lists them
+	idents []string               // Identity of each database, "" when unknown
 
 	orm     ORM[DB]
 	floorMu sync.Mutex // held while a row type's floors are added
@@ -47,9 +48,9 @@ type ORM[DB any] struct {
 	// through db: the largest ID in c's column, 0 while the table does not
 	// exist.
 	Floor func(db *DB, s sharding.Shard, c idgen.Column) engine.Floor
-	// Same returns what tells db's connection pool apart: two databases
-	// with the same value are one.
-	Same func(db *DB) any
+	// Database returns db's connection pool and the [Identity] of the
+	// database it reaches ([PoolIdentity]).
+	Database func(db *DB) (pool any, ident string, err error)
 	// Dialect names db's SQL dialect: "mysql", "postgres", "sqlite" or
 	// another driver's name.
 	Dialect func(db *DB) string
@@ -94,14 +95,29 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	if len(dbs) == 0 {
 		return nil, bad("needs at least one database")
 	}
+	idents := make([]string, len(dbs))
 	seen := map[any]int{}
 	for i, db := range dbs {
 		if db == nil {
 			return nil, bad("database %d is nil", i)
 		}
-		id := orm.Same(db)
+		// One database reached through two pools is one all the same:
+		// its shards' tables would be one table each.
+		pool, ident, err := orm.Database(db)
+		if err != nil {
+			return nil, fmt.Errorf("%s: database %d: asking which database it is: %w", pkg, i, err)
+		}
+		idents[i] = ident
+		id := pool // a database without an identity is its pool's
+		if idents[i] != "" {
+			id = idents[i]
+		}
 		if j, ok := seen[id]; ok {
-			return nil, bad("databases %d and %d are one connection pool: give each database once", j, i)
+			what := "one connection pool"
+			if idents[i] != "" {
+				what = "one database, " + idents[i]
+			}
+			return nil, bad("databases %d and %d are %s: give each database once", j, i, what)
 		}
 		seen[id] = i
 	}
@@ -111,7 +127,7 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	if err := ownerResidues(r, s); err != nil {
 		return nil, bad("Settings.OwnerResidues: %w", err)
 	}
-	b := &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm}
+	b := &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm, idents: idents}
 	if shards, err := r.Shards(); err == nil {
 		b.order = make(map[sharding.Shard]int, len(shards))
 		for i, s := range shards {
@@ -210,6 +226,24 @@ func (b *Base[DB]) Route(id int64) (*DB, sharding.Shard, error) {
 			engine.ErrInvalidConfig, id, s.Database, s, len(b.DBs))
 	}
 	return b.DBs[s.Database], s, nil
+}
+
+// InDatabase checks that tx, a caller's transaction given for key's
+// shard s, is on s's database: its [Identity] is the database's. A
+// database whose identity is unknown is taken on trust.
+func (b *Base[DB]) InDatabase(ctx context.Context, key int64, s sharding.Shard, tx Querier) error {
+	want := b.idents[s.Database]
+	if want == "" {
+		return nil
+	}
+	got, err := Identity(ctx, tx, b.orm.Dialect(b.DBs[s.Database]))
+	if err != nil {
+		return fmt.Errorf("sharding: In(%d, tx): asking which database tx is on: %w", key, err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: In(%d, tx): tx is a transaction of %s, not of %s's %s", sharding.ErrWrongShard, key, got, s, want)
+	}
+	return nil
 }
 
 // ForEach calls fn for every shard, in the router's order, with its

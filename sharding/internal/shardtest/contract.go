@@ -58,10 +58,10 @@ type Harness[DB any, Row any] struct {
 	New func(r *sharding.Router, reg engine.Provider, dbs []*DB, s ...sharding.Settings) (Repository[DB], error)
 	// Migrate creates the course table of every shard that lacks one.
 	Migrate func(ctx context.Context, repo Repository[DB]) error
-	// In begins a transaction on the database of key's shard and returns
-	// the repository inside it and the end of the transaction: commit or
-	// roll back.
-	In func(ctx context.Context, repo Repository[DB], key int64) (TxRepository, func(commit bool) error, error)
+	// In begins a transaction on db (the database of key's shard, or
+	// another to see it refused) and returns the repository inside it
+	// for key and the end of the transaction: commit or roll back.
+	In func(ctx context.Context, repo Repository[DB], key int64, db *DB) (TxRepository, func(commit bool) error, error)
 	// Row makes a course row without an ID.
 	Row func(name string, user int64) Row
 	// WithID returns r with its ID set.
@@ -543,7 +543,7 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 	rows := []Row{h.WithID(h.Row("a", 1), in[0]), h.WithID(h.Row("b", 1), in[1])}
 	var got Row
 
-	tx, end, err := h.In(ctx, repo, in[0])
+	tx, end, err := h.in(ctx, t, repo, in[0], in[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,8 +588,18 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 	if err := repo.Find(ctx, in[0], &got); !errors.Is(err, sharding.ErrNotFound) {
 		t.Errorf("Find after the rollback: err = %v, want sharding.ErrNotFound", err)
 	}
+	h.allOnce(t, repo, nil) // Create joined the transaction: nothing survives its rollback
 
-	tx, end, err = h.In(ctx, repo, in[0])
+	// A transaction of m0 given for a key of m1 is refused.
+	_, end, err = h.in(ctx, t, repo, in[0], out[0])
+	if end != nil {
+		_ = end(false)
+	}
+	if !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("In(key of m1, transaction of m0): err = %v, want sharding.ErrWrongShard", err)
+	}
+
+	tx, end, err = h.in(ctx, t, repo, in[0], in[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,6 +618,17 @@ func (h Harness[DB, Row]) transaction(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	h.allOnce(t, repo, append(rows, last))
+}
+
+// in is h.In for key with a transaction begun on the database of on's
+// shard.
+func (h Harness[DB, Row]) in(ctx context.Context, t *testing.T, repo Repository[DB], key, on int64) (TxRepository, func(bool) error, error) {
+	t.Helper()
+	db, _, err := repo.DB(on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.In(ctx, repo, key, db)
 }
 
 // quoting runs the verbs over tables whose names need quoting: digits
@@ -695,7 +716,8 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 		"zero router":       {&sharding.Router{}, []*DB{m0}, nil, "zero Router"},
 		"nil router":        {nil, []*DB{m0, m1}, nil, "router is nil"},
 		"two settings":      {CourseRouter(t), []*DB{m0, m1}, []sharding.Settings{{}, {}}, "at most one"},
-		"a database twice":  {CourseRouter(t), []*DB{m0, m0}, nil, "one connection pool"},
+		"a database twice":  {CourseRouter(t), []*DB{m0, m0}, nil, "give each database once"},
+		"two pools of one":  {CourseRouter(t), []*DB{m0, h.Open(t, dbs[0], reg)}, nil, "are one database"},
 		"one db for two":    {CourseRouter(t), []*DB{m0}, nil, "uses 2 databases, 1 were given"},
 		"nil db":            {CourseRouter(t), []*DB{m0, nil}, nil, "database 1 is nil"},
 		"interval over two": {open, []*DB{m0, m1}, nil, "interval router uses 1 database"},

@@ -1,0 +1,57 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/idforge/idforge/engine"
+)
+
+// Querier runs a query returning one row: a pool (*sql.DB) or a
+// transaction (*sql.Tx, *sqlx.Tx).
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Identity names the database q reaches on dialect's server, so that two
+// pools (or a pool and a transaction) reaching one database are told
+// apart from two databases: MySQL's host name, port and database;
+// PostgreSQL's server address, port, start time and database; SQLite's
+// main file. It is "" when q cannot tell (an SQLite database in memory,
+// which no other pool reaches, or another driver). Its queries cannot
+// fail in a transaction of a database that answers, so asking one leaves
+// it usable.
+func Identity(ctx context.Context, q Querier, dialect string) (string, error) {
+	var a, b, c, d string
+	var err error
+	switch dialect {
+	case "mysql":
+		err = q.QueryRowContext(ctx, "SELECT @@hostname, CAST(@@port AS CHAR), COALESCE(DATABASE(), '')").Scan(&a, &b, &c)
+	case "postgres":
+		err = q.QueryRowContext(ctx, "SELECT COALESCE(host(inet_server_addr()), ''), COALESCE(inet_server_port(), 0)::text, "+
+			"pg_postmaster_start_time()::text, current_database()").Scan(&a, &b, &d, &c)
+	case "sqlite":
+		err = q.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&c)
+		if c == "" {
+			return "", err
+		}
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s database %q on %s:%s %s", dialect, c, a, b, d), nil
+}
+
+// PoolIdentity is [ORM.Database] of a database/sql pool: the pool and the
+// Identity of its database. An error getting the pool wraps
+// engine.ErrInvalidConfig.
+func PoolIdentity(pool *sql.DB, err error, dialect string) (any, string, error) {
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", engine.ErrInvalidConfig, err)
+	}
+	ident, err := Identity(context.Background(), pool, dialect)
+	return pool, ident, err
+}
