@@ -57,7 +57,9 @@ var ErrWrongShard = errors.New("sharding: row or statement of another shard")
 
 // ErrOutcomeUnknown is wrapped by a [ShardError] whose shard's part may or
 // may not have been committed: the connection failed while COMMIT was on
-// its way, so only the database knows. Read one of the part's rows back by
+// its way, so only the database knows. A COMMIT the server answered with
+// an error (a deferred constraint, a serialization failure) is no such
+// case: the part was rolled back, and the ShardError wraps that error. Read one of the part's rows back by
 // the ID it holds (Find), or call Create again with the same rows, which
 // skips those already stored.
 var ErrOutcomeUnknown = errors.New("sharding: outcome unknown, the part may have been committed")

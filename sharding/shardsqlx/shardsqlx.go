@@ -273,7 +273,10 @@ func plainName(s string) bool {
 //
 // A failed part is a *[sharding.ShardError] naming the shard, the rows
 // written and those pending; the part was rolled back unless the error
-// wraps [sharding.ErrOutcomeUnknown] (COMMIT was cut off). Create is
+// wraps [sharding.ErrOutcomeUnknown] (COMMIT was cut off; a COMMIT the
+// server refused is its error, the part rolled back). A BEGIN on a pooled
+// connection the server has ended, where nothing ran, is tried again on
+// another, a fresh one once the idle ones are tried. Create is
 // idempotent: a row whose integer "id" column was set before the call and
 // is stored in its shard is skipped, so calling Create again with the same
 // rows after any error finishes the batch without duplicates (a struct

@@ -11,6 +11,7 @@ package repo
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -32,6 +33,7 @@ type Base[DB any] struct {
 
 	order  map[sharding.Shard]int // position in Router.Shards, when it lists them
 	idents []string               // Identity of each database, "" when unknown
+	pools  []any                  // each database's pool
 
 	orm     ORM[DB]
 	floorMu sync.Mutex // held while a row type's floors are added
@@ -95,7 +97,7 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	if len(dbs) == 0 {
 		return nil, bad("needs at least one database")
 	}
-	idents := make([]string, len(dbs))
+	idents, pools := make([]string, len(dbs)), make([]any, len(dbs))
 	seen := map[any]int{}
 	for i, db := range dbs {
 		if db == nil {
@@ -107,7 +109,7 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 		if err != nil {
 			return nil, fmt.Errorf("%s: database %d: asking which database it is: %w", pkg, i, err)
 		}
-		idents[i] = ident
+		idents[i], pools[i] = ident, pool
 		id := pool // a database without an identity is its pool's
 		if idents[i] != "" {
 			id = idents[i]
@@ -127,7 +129,7 @@ func New[DB any](pkg string, dbs []*DB, r *sharding.Router, settings []sharding.
 	if err := ownerResidues(r, s); err != nil {
 		return nil, bad("Settings.OwnerResidues: %w", err)
 	}
-	b := &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm, idents: idents}
+	b := &Base[DB]{Router: r, DBs: dbs, Settings: s, orm: orm, idents: idents, pools: pools}
 	if shards, err := r.Shards(); err == nil {
 		b.order = make(map[sharding.Shard]int, len(shards))
 		for i, s := range shards {
@@ -244,6 +246,15 @@ func (b *Base[DB]) InDatabase(ctx context.Context, key int64, s sharding.Shard, 
 		return fmt.Errorf("%w: In(%d, tx): tx is a transaction of %s, not of %s's %s", sharding.ErrWrongShard, key, got, s, want)
 	}
 	return nil
+}
+
+// idle is how many idle connections database i's pool holds, plus one:
+// how many times a BEGIN that lost its connection is tried again.
+func (b *Base[DB]) idle(i int) int {
+	if p, ok := b.pools[i].(*sql.DB); ok {
+		return p.Stats().Idle + 1
+	}
+	return 1
 }
 
 // ForEach calls fn for every shard, in the router's order, with its
@@ -625,6 +636,12 @@ func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], h
 	db := b.DBs[g.Shard.Database]
 	limit := Placeholders(b.orm.Dialect(db))
 	conn, err := orm.Begin(db, g.Shard)
+	// A pooled connection the server ended fails at BEGIN, where nothing
+	// ran: begin again. Each failure discards one dead connection, so
+	// once the idle ones are tried the pool opens a fresh one.
+	for tries := b.idle(g.Shard.Database); err != nil && orm.Only == nil && ConnLost(err) && tries > 0; tries-- {
+		conn, err = orm.Begin(db, g.Shard)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -642,8 +659,10 @@ func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], h
 		}
 	}
 	if err := conn.Commit(); err != nil {
-		if orm.Only != nil {
-			return stored, err // the caller's transaction decides
+		if orm.Only != nil || Refused(err) {
+			// The caller's transaction decides; or the server refused
+			// the COMMIT, and rolled the part back.
+			return stored, fmt.Errorf("commit: %w", err)
 		}
 		return stored, fmt.Errorf("%w: commit: %w", sharding.ErrOutcomeUnknown, err)
 	}

@@ -156,3 +156,45 @@ func (b *Blocker) until(t *testing.T, what string, cond func() (bool, error)) {
 		}
 	}
 }
+
+// KillOthers ends every other session of the database, as a server
+// restart or an operator would, and waits until they are gone: the
+// connections pooled for it are dead, and their pools do not know yet.
+func KillOthers(t *testing.T, d testdb.DB) {
+	t.Helper()
+	b := holder(t, d)
+	ctx := context.Background()
+	others := "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+	if d.Name == "postgres" {
+		others = "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+		if _, err := b.conn.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		rows, err := b.conn.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := b.conn.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b.until(t, "the killed sessions to end", func() (bool, error) {
+		var n int
+		err := b.conn.QueryRowContext(ctx, others).Scan(&n)
+		return n == 0, err
+	})
+}

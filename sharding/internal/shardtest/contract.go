@@ -166,6 +166,8 @@ func (h Harness[DB, Row]) Run(t *testing.T) {
 			t.Run("KilledMidBatch", func(t *testing.T) { h.killedMidBatch(t, b) })
 			t.Run("CancelledRow", func(t *testing.T) { h.cancelledRow(t, b) })
 			t.Run("CutAtCommit", func(t *testing.T) { h.cutAtCommit(t, b) })
+			t.Run("RefusedAtCommit", func(t *testing.T) { h.refusedAtCommit(t, b) })
+			t.Run("KilledPool", func(t *testing.T) { h.killedPool(t, b) })
 			t.Run("Transaction", func(t *testing.T) { h.transaction(t, b) })
 			t.Run("Quoting", func(t *testing.T) { h.quoting(t, b) })
 			t.Run("BatchCap", func(t *testing.T) { h.batchCap(t, b) })
@@ -799,4 +801,59 @@ func (h Harness[DB, Row]) retry(t *testing.T, repo Repository[DB], rows []Row, l
 		t.Fatalf("Create again with the same rows: %v", err)
 	}
 	h.allOnce(t, repo, rows)
+}
+
+// killedPool ends every pooled connection of both databases from the
+// server's side: the next Create finds its connections dead at BEGIN,
+// where nothing ran, begins again on a fresh one and succeeds.
+func (h Harness[DB, Row]) killedPool(t *testing.T, b Backend) {
+	if b.Name == "sqlite" {
+		t.Skip("SQLite has no connection to kill")
+	}
+	ctx := context.Background()
+	repo, dbs := h.course(t, b)
+	rows := h.rows(8)
+	if err := repo.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dbs {
+		KillOthers(t, d)
+	}
+	more := h.rows(8)
+	if err := repo.Create(ctx, more); err != nil {
+		t.Fatalf("Create after the server ended the pooled connections: %v", err)
+	}
+	h.allOnce(t, repo, append(rows, more...))
+}
+
+// refusedAtCommit makes the COMMIT of m1.course_1's part fail on a
+// deferred unique constraint: the server refused it, so the part was
+// rolled back and the error says so, not that the outcome is unknown.
+func (h Harness[DB, Row]) refusedAtCommit(t *testing.T, b Backend) {
+	if b.Name != "postgres" {
+		t.Skip("a constraint checked at COMMIT is PostgreSQL's")
+	}
+	ctx := context.Background()
+	repo, _ := h.course(t, b)
+	db3, s3, err := repo.DB(3) // id 3 → m1.course_1
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Exec(db3, "ALTER TABLE "+quote(b, s3)+" ADD CONSTRAINT one_name UNIQUE (name) DEFERRABLE INITIALLY DEFERRED"); err != nil {
+		t.Fatal(err)
+	}
+	rows := h.rows(16)
+	for i := range rows {
+		rows[i] = h.Row("same", 1)
+	}
+	err = repo.Create(ctx, rows)
+	var se *sharding.ShardError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), s3.String()+":") || errors.Is(err, sharding.ErrOutcomeUnknown) ||
+		!strings.Contains(err.Error(), "23505") {
+		t.Fatalf("Create refused at COMMIT by a deferred unique constraint: err = %v, want a ShardError for %s with SQLSTATE 23505, not sharding.ErrOutcomeUnknown", err, s3)
+	}
+	want := map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 0, "m1.course_2": 0}
+	if _, counts := h.ReadBack(t, CourseRouter(t), repo); !maps.Equal(counts, want) {
+		t.Errorf("rows per shard after the refused COMMIT = %v, want %v", counts, want)
+	}
 }
