@@ -143,8 +143,9 @@ func (h Harness[DB, Row]) page(t *testing.T, b Backend) {
 }
 
 // concurrent runs 32 goroutines on one repository of owner-keyed rows:
-// each writes, reads, pages, counts, updates and deletes its own user's
-// rows while others page and count over every shard.
+// each writes (Create, Exec, Update), reads (Get, Find, Page, Count) and
+// deletes its own user's rows while others page, count and scan
+// (ForEach) over every shard.
 func (h Harness[DB, Row]) concurrent(t *testing.T, b Backend) {
 	ctx := context.Background()
 	const workers, each = 32, 6
@@ -169,6 +170,16 @@ func (h Harness[DB, Row]) concurrent(t *testing.T, b Backend) {
 			var got []Row
 			if err := repo.Get(ctx, ids, &got); err != nil || len(got) != each {
 				t.Errorf("user %d: Get = %d rows, %v", user, len(got), err)
+			}
+			var found []Row
+			if err := repo.Find(ctx, user, &found); err != nil || len(found) != each {
+				t.Errorf("user %d: Find = %d rows, %v", user, len(found), err)
+			}
+			if err := repo.Exec(ctx, "UPDATE {table} SET name = ? WHERE user_id = ?", fmt.Sprint("exec ", user), user); err != nil {
+				t.Errorf("user %d: Exec: %v", user, err)
+			}
+			if err := repo.Find(ctx, user, &found); err != nil || len(found) != each || h.Name(&found[0]) != fmt.Sprint("exec ", user) {
+				t.Errorf("user %d: Find after Exec = %+v, %v", user, found, err)
 			}
 			if n, err := repo.Update(ctx, sharding.Query{Key: user}, model, map[string]any{"name": fmt.Sprint("done ", user)}); err != nil || n != each {
 				t.Errorf("user %d: Update = %d, %v", user, n, err)
@@ -203,6 +214,19 @@ func (h Harness[DB, Row]) concurrent(t *testing.T, b Backend) {
 				}
 				if _, err := repo.Count(ctx, sharding.Query{}, model); err != nil {
 					t.Errorf("Count over every shard: %v", err)
+				}
+				mine := 0
+				err := repo.ForEach(ctx, func(s sharding.Shard, db *DB) error {
+					got, err := h.Rows(ctx, s, db)
+					for i := range got {
+						if h.User(&got[i]) == user {
+							mine++
+						}
+					}
+					return err
+				})
+				if err != nil || mine != each-2 {
+					t.Errorf("user %d: ForEach found %d rows, %v; want %d", user, mine, err, each-2)
 				}
 			}
 		})
