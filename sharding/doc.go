@@ -65,7 +65,7 @@
 // limit on bind parameters: a part is all-or-nothing, whatever the ORM's
 // settings (GORM's SkipDefaultTransaction included), a single row too. A
 // batch spanning shards is not atomic: a failed part is a [ShardError]
-// that lists its rows and the rows written before it, and says
+// that lists its rows and every row stored, and says
 // whether the failed part was rolled back or, when the connection failed
 // during COMMIT, may be stored ([ErrOutcomeUnknown]). Create is
 // idempotent: a row whose ID (its integer primary key; the "id" column on
@@ -93,8 +93,9 @@
 //
 // # Table names
 //
-// Both repositories quote every table name in the statements they write,
-// {table} in Exec included, as GORM quotes names: a table named by a
+// Both repositories quote every table and column name in the statements
+// they write, {table} in Exec included, as GORM quotes names: a table or
+// column named by a
 // keyword ("order"), by digits, or in upper case on PostgreSQL, which folds
 // unquoted names, is the same table to both. Statements of yours through
 // shardsqlx's DB and ForEach fill {table} quoted with shardsqlx.Query.

@@ -18,8 +18,11 @@
 //     columns (see [Repository.Create]);
 //   - [Repository.DB] and [Repository.ForEach] hand out the *sqlx.DB: fill
 //     the table into statements of yours with [Query], quoted as the
-//     repository quotes it. A *sqlx.Tx does not tell its database, so
-//     [Repository.In] trusts the caller to have begun it on key's.
+//     repository quotes it. Nothing checks that those statements stay in
+//     the shard (database/sql gives no hook to see them); in a
+//     repository of [Repository.In], ForEach is refused, as it would run
+//     outside the transaction, and In asks the transaction which database
+//     it is on.
 //
 // Columns filled from a store's sequence ("chain", "segment") get a Floor
 // over every shard, as with GORM: see [New].
