@@ -232,7 +232,7 @@ func (b *binding) sets(st *gorm.Statement) error {
 // that route st's rows: the shard key's, and the primary key's when IDs
 // route (rows are routed by ID, or their IDs are owner-keyed). Without
 // a model (Table(...).Updates(map)), the key is Settings.ShardKey's
-// column by the naming strategy, or "id".
+// column by the naming strategy, and the ID is "id".
 func (b *binding) routing(st *gorm.Statement) func(name string) bool {
 	var names []string
 	if st.Schema != nil {
@@ -244,6 +244,9 @@ func (b *binding) routing(st *gorm.Statement) func(name string) bool {
 		}
 	} else if key := b.g.base.Settings.ShardKey; key != "" {
 		names = append(names, key, st.DB.NamingStrategy.ColumnName("", key))
+		if b.g.base.Settings.OwnerResidues > 0 {
+			names = append(names, "id")
+		}
 	} else {
 		names = append(names, "id")
 	}

@@ -295,7 +295,9 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 // anything but an integer routing to this shard, fails with an error
 // wrapping [sharding.ErrWrongShard] and writes nothing, in its
 // transactions too (db.Transaction(func(tx *gorm.DB) error { ... })).
-// Statements written by hand (db.Exec, db.Raw) are not checked: write
+// A chain restarted with db.Session(&gorm.Session{NewDB: true}) leaves
+// the binding behind, as it leaves the table, and statements written by
+// hand (db.Exec, db.Raw) are not checked: write
 // through [Repository.Update], [Repository.Delete] and [Repository.Exec]
 // to have the repository route them. In a Repository
 // of In, the session is of the transaction, and a key of another shard
