@@ -40,7 +40,11 @@ func machineEnv(t *testing.T) (*redisstore.Store, *clocktest.Fake, env) {
 
 func distribute(t *testing.T, d machine.Distributor, in machine.Instance, bits int) machine.State {
 	t.Helper()
-	return machinetest.MustDistribute(t, d, in, bits, safeGuard)
+	st, err := d.Distribute(t.Context(), in, bits, safeGuard)
+	if err != nil {
+		t.Fatalf("Distribute(%s): %v", in.ID, err)
+	}
+	return st
 }
 
 func TestMachine64InstancesRaceFor6Bits(t *testing.T) {
