@@ -64,7 +64,7 @@ func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { r
 // answers again, the last outage's.
 func TestCollectorReportsOutages(t *testing.T) {
 	ctx := context.Background()
-	seg := segmenttest.NewFake()
+	seg := segmenttest.NewFake(0)
 	reg, err := idforge.New(ctx, idforge.Settings{Store: store{Memory: machinetest.NewMemory(nil), seg: seg},
 		Machine: machine.Manual(3), StateDir: "off", Chain: segment.Settings{Step: 1}})
 	if err != nil {

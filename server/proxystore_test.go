@@ -56,7 +56,7 @@ func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distribut
 	}
 	f, ok := m.seqs[name]
 	if !ok {
-		f = segmenttest.NewFake()
+		f = segmenttest.NewFake(0)
 		m.seqs[name] = f
 	}
 	return f, nil
@@ -122,7 +122,7 @@ func TestSegmentContractMemory(t *testing.T) {
 		}
 		return d
 	}
-	segmenttest.Run(t, segments)
+	segmenttest.Run(t, segmenttest.Suite{Segments: segments})
 	chaintest.Run(t, segments, 0)
 }
 
@@ -172,7 +172,7 @@ func TestSegmentContractSQLite(t *testing.T) {
 		}
 		return d
 	}
-	segmenttest.Run(t, segments)
+	segmenttest.Run(t, segmenttest.Suite{Segments: segments})
 	chaintest.Run(t, segments, 0)
 }
 

@@ -46,7 +46,7 @@ func testRegistry(t testing.TB) *genreg.Registry {
 		mu.Lock()
 		f, ok := seqs[name]
 		if !ok {
-			f = segmenttest.NewFake()
+			f = segmenttest.NewFake(0)
 			seqs[name] = f
 		}
 		mu.Unlock()

@@ -39,8 +39,7 @@ const defaultStoreFile = "idforge.db"
 // operator's commands, it holds no store but their admin.
 type openedStore struct {
 	store    idforge.Store
-	admin    operatorCommands
-	brandNew func() bool // whether the store's epoch was declared brand-new
+	admin    machine.Admin
 	describe string
 	public   string
 	ping     func(ctx context.Context) error
@@ -109,10 +108,7 @@ func openStoreFor(ctx context.Context, spec, src, dir string, log *slog.Logger, 
 		if admin {
 			opened.admin, err = redisstore.OpenAdmin(octx, client, rs)
 		} else {
-			var st *redisstore.Store
-			if st, err = redisstore.Open(octx, client, rs); err == nil {
-				opened.store, opened.brandNew = st, st.BrandNew
-			}
+			opened.store, err = redisstore.Open(octx, client, rs)
 		}
 		if err != nil {
 			client.Close()
@@ -197,28 +193,10 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, 
 		db.Close()
 		return nil, err
 	}
-	opened.store, opened.brandNew = st, st.BrandNew
+	opened.store = st
 	opened.close = func() error { return errors.Join(st.Close(), db.Close()) }
 	return opened, nil
 }
-
-// operatorCommands are what `idforge store` asks of a store beside init:
-// the stores' Admin types answer them.
-type operatorCommands interface {
-	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
-	Release(ctx context.Context, namespace string, machineID int64, force bool) error
-	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
-	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
-	SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error)
-	BrandNew() bool
-	EpochCreated() time.Time
-	Restored(ctx context.Context) error
-}
-
-var (
-	_ operatorCommands = (*sqlstore.Admin)(nil)
-	_ operatorCommands = (*redisstore.Admin)(nil)
-)
 
 // storeActions are the actions of `idforge store` and the argument each
 // takes ("" for none), in the order usage lists them. A new action is one
@@ -323,7 +301,7 @@ func setupStore(fs *flag.FlagSet) runFunc {
 
 // storeInit reports what `idforge store init` found: a store it declared
 // brand-new, or one that already had an epoch (an error unless existsOK).
-func storeInit(ad operatorCommands, store string, began time.Time, existsOK, window bool, stdout io.Writer) error {
+func storeInit(ad machine.Admin, store string, began time.Time, existsOK, window bool, stdout io.Writer) error {
 	created := ad.EpochCreated()
 	if ad.BrandNew() && !created.Before(began) {
 		_, err := fmt.Fprintf(stdout, "%s: brand-new: sequences missing from it start at the store's Start\n", store)
@@ -349,7 +327,7 @@ func storeInit(ad operatorCommands, store string, began time.Time, existsOK, win
 
 // storeAction runs machines, release, chain, ride-through or restored on an
 // opened store.
-func storeAction(ctx context.Context, ad operatorCommands, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
+func storeAction(ctx context.Context, ad machine.Admin, action string, args []string, namespace string, force bool, raise int64, stdout io.Writer) error {
 	switch action {
 	case "machines":
 		as, err := ad.Machines(ctx, namespace)

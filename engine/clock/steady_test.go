@@ -13,7 +13,7 @@ var start = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // A Steady time base follows the monotonic reading: a wall step back of any
 // size is not seen, a wall step forward is followed, and a step of the
-// whole fake clock (StepBack) is seen as it is.
+// whole fake clock (Advance with a negative duration) is seen as it is.
 func TestSteadyFollowsWallForwardOnly(t *testing.T) {
 	f := clocktest.NewFake(start)
 	s := clock.Steady(f)
@@ -38,7 +38,7 @@ func TestSteadyFollowsWallForwardOnly(t *testing.T) {
 	f.StepWall(3 * time.Hour)
 	want = f.Now()
 	check("wall stepped past the time base")
-	f.StepBack(time.Second)
+	f.Advance(-time.Second)
 	want = want.Add(-time.Second)
 	check("whole clock stepped back")
 	if err := s.Sleep(context.Background(), time.Second); err != nil || !s.Now().Equal(want.Add(time.Second)) {

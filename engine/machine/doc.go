@@ -15,7 +15,8 @@
 // Kubernetes pod ordinal) and [Default] (zero configuration). The SQL and
 // Redis distributors live in engine/sqlstore and engine/redisstore;
 // engine/machine/machinetest checks any implementation against the contract
-// below.
+// below. Those two stores also answer the operator's commands (`idforge
+// store`) as an [Admin], which their OpenAdmin returns.
 //
 // It imports engine and engine/internal/distcheck (the argument checks it shares
 // with the stores).

@@ -159,8 +159,8 @@ type Terms struct {
 }
 
 // Assignment is one machine ID of a namespace as a store holds it: what
-// the operator's commands list (sqlstore.Admin, redisstore.Admin,
-// `idforge store machines`).
+// the operator's commands list ([Admin].Machines, `idforge store
+// machines`).
 type Assignment struct {
 	MachineID int64
 	// Instance is the instance the ID is assigned to, its ID empty when
@@ -170,6 +170,53 @@ type Assignment struct {
 	Held bool
 	// LastTimestamp is the newest Unix millisecond timestamp stored for it.
 	LastTimestamp int64
+}
+
+// Admin is the operator's commands on a shared store (`idforge store
+// machines|release|chain|ride-through|restored`), declared once for every
+// store: engine/sqlstore's and engine/redisstore's OpenAdmin return one. It
+// hands out no IDs and holds no machine ID.
+type Admin interface {
+	// Machines lists the machine IDs of namespace, in order: every ID ever
+	// handed out, with its instance (none once free), whether a holding of
+	// it is live and its last timestamp.
+	Machines(ctx context.Context, namespace string) ([]Assignment, error)
+	// Release gives machineID of namespace back, keeping its last timestamp
+	// for the next holder to wait out. A live holding (one that stored a
+	// timestamp recently enough to be issuing) is refused with an error
+	// wrapping engine.ErrInstanceInUse unless force is set; an ID never
+	// handed out, with one wrapping engine.ErrInvalidConfig.
+	Release(ctx context.Context, namespace string, machineID int64, force bool) error
+	// Counter returns the counter of the sequence name (the largest ID
+	// handed out ranges up to) and whether the sequence exists.
+	Counter(ctx context.Context, name string) (counter int64, found bool, err error)
+	// RaiseCounter raises the counter of name to at least to (never lowers
+	// it), creating the sequence if it is missing (the operator vouches no
+	// ID above to was handed out), and returns the counter.
+	RaiseCounter(ctx context.Context, name string, to int64) (int64, error)
+	// SetRideThrough rewrites the ride-through window the store records
+	// and returns the one it replaced (0 when there was none). While a
+	// machine ID was heartbeated within the old window plus the reset
+	// grace its holder may be issuing under the old window, so that is
+	// refused with an error wrapping engine.ErrInstanceInUse unless force
+	// is set.
+	SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error)
+	// BrandNew reports whether the store's epoch is brand-new: declared so
+	// by the store's Settings.Init (or `idforge store init`) on a store
+	// that never handed out an ID.
+	BrandNew() bool
+	// EpochCreated returns when the store's epoch was created, by the
+	// clock of the process that created it.
+	EpochCreated() time.Time
+	// Restored declares the store restored from a backup: a new epoch, and
+	// every sequence counter untrusted until a Floor, a re-seed by a
+	// process that ran across the restore, or RaiseCounter puts it above
+	// what was handed out.
+	Restored(ctx context.Context) error
+	// Close releases what the Admin holds of its own (prepared
+	// statements); the *sql.DB or Redis client it was opened on stays
+	// open.
+	Close() error
 }
 
 // MaxSafeGuard is the longest safe-guard duration a distribution accepts

@@ -85,7 +85,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Segment", func(t *testing.T) {
 		s := open(t, redisstore.Settings{Start: 100})
 		segments := func(t *testing.T, name string) segment.Distributor { return segmentOf(t, s, name) }
-		segmenttest.Run(t, segments, segmenttest.ExpectStart(100))
+		segmenttest.Run(t, segmenttest.Suite{Segments: segments, Start: 100})
 		chaintest.Run(t, segments, 100)
 	})
 	t.Run("Admin", func(t *testing.T) {
@@ -110,23 +110,20 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	t.Run("Floor", func(t *testing.T) {
-		prefix := prefix + "floor:" // RunFloor wants an empty store
-		segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-			s, err := redisstore.Open(t.Context(), client, redisstore.Settings{Prefix: prefix, ResetGrace: -1, Floor: floor})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return func(name string) segment.Distributor { return segmentOf(t, s, name) }
-		}, func(t *testing.T) {
-			var deleted atomic.Int64
-			err := client.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error {
-				n, err := testdb.DeleteRedisKeys(ctx, node, prefix)
-				deleted.Add(n)
-				return err
-			})
-			if err != nil || deleted.Load() == 0 {
-				t.Fatalf("wipe: %d keys deleted, %v", deleted.Load(), err)
-			}
+		prefix := prefix + "floor:" // the Floor part wants an empty store
+		segmenttest.Run(t, segmenttest.Suite{
+			Open: openWithFloor(client, redisstore.Settings{Prefix: prefix, ResetGrace: -1}),
+			Wipe: func(t *testing.T, _ bool) { // the Floor part wipes whole stores only
+				var deleted atomic.Int64
+				err := client.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error {
+					n, err := testdb.DeleteRedisKeys(ctx, node, prefix)
+					deleted.Add(n)
+					return err
+				})
+				if err != nil || deleted.Load() == 0 {
+					t.Fatalf("wipe: %d keys deleted, %v", deleted.Load(), err)
+				}
+			},
 		})
 	})
 }

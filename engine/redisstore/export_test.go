@@ -1,6 +1,9 @@
 package redisstore
 
-import "github.com/idforge/idforge/engine/internal/storeepoch"
+import (
+	"github.com/idforge/idforge/engine/internal/storeepoch"
+	"github.com/idforge/idforge/engine/machine"
+)
 
 // Key names and defaults the tests read or write behind the store's back.
 const (
@@ -19,4 +22,4 @@ func (s *Store) SegmentKey(name string) string { return s.segmentKey(name) }
 func (s *Store) Epoch() string { return s.epoch.Token() }
 
 // AdminOf is the operator's commands on a store already open.
-func AdminOf(s *Store) *Admin { return &Admin{admin{s}} }
+func AdminOf(s *Store) machine.Admin { return admin{s} }

@@ -40,7 +40,11 @@ func machineEnv(t *testing.T) (*redisstore.Store, *clocktest.Fake, env) {
 
 func distribute(t *testing.T, d machine.Distributor, in machine.Instance, bits int) machine.State {
 	t.Helper()
-	return machinetest.MustDistribute(t, d, in, bits, safeGuard)
+	st, err := d.Distribute(t.Context(), in, bits, safeGuard)
+	if err != nil {
+		t.Fatalf("Distribute(%s): %v", in.ID, err)
+	}
+	return st
 }
 
 func TestMachine64InstancesRaceFor6Bits(t *testing.T) {
@@ -113,12 +117,12 @@ func TestMachineReclaimsExpiredAndOwnerLosesIt(t *testing.T) {
 	}
 
 	// One millisecond short of the safe guard, a's ID is not up for grabs.
-	fake.Set(fakeStart.Add(safeGuard - time.Millisecond))
+	fake.Advance(fakeStart.Add(safeGuard - time.Millisecond).Sub(fake.Now()))
 	if st := distribute(t, d, inst("c"), 6); st.MachineID != 2 {
 		t.Fatalf("before expiry c got %d, want the new number 2", st.MachineID)
 	}
 
-	fake.Set(fakeStart.Add(safeGuard))
+	fake.Advance(fakeStart.Add(safeGuard).Sub(fake.Now()))
 	st := distribute(t, d, inst("d"), 6)
 	if st.MachineID != stA.MachineID || st.LastTimestamp != fakeStart.UnixMilli() {
 		t.Fatalf("at expiry d got %+v, want a's machine ID %d with a's last timestamp %d",
@@ -212,11 +216,11 @@ func TestMachineRevertAsStableKeepsUnstableIDHeld(t *testing.T) {
 	if err := d.Revert(ctx, stable, machine.State{MachineID: stA.MachineID, LastTimestamp: last.UnixMilli(), Holder: stA.Holder}); err != nil {
 		t.Fatal(err)
 	}
-	fake.Set(last.Add(safeGuard - time.Millisecond))
+	fake.Advance(last.Add(safeGuard - time.Millisecond).Sub(fake.Now()))
 	if st := distribute(t, d, inst("b"), 6); st.MachineID == stA.MachineID {
 		t.Fatalf("b took a's ID %d before a safe guard passed since a's saved timestamp", st.MachineID)
 	}
-	fake.Set(last.Add(safeGuard))
+	fake.Advance(last.Add(safeGuard).Sub(fake.Now()))
 	if st := distribute(t, d, inst("c"), 6); st.MachineID != stA.MachineID {
 		t.Fatalf("c got %d, want a's expired ID %d", st.MachineID, stA.MachineID)
 	}

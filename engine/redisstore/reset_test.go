@@ -61,8 +61,8 @@ func TestVolatileRestartIsAReset(t *testing.T) {
 	clkA := clocktest.NewFake(time.Now())
 	a := openOn(t, srv, clkA, redisstore.Settings{Init: true})
 	// Declared brand-new: nothing to wait for.
-	if clkA.Sleeps() != 0 || !a.BrandNew() {
-		t.Fatalf("Open with Init on an empty Redis: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), a.BrandNew())
+	if clkA.Sleeps() != 0 || !redisstore.AdminOf(a).BrandNew() {
+		t.Fatalf("Open with Init on an empty Redis: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), redisstore.AdminOf(a).BrandNew())
 	}
 	oldEpoch := a.Epoch()
 

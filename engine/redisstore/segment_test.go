@@ -108,7 +108,7 @@ func TestSegmentConformance(t *testing.T) {
 		t.Run(fmt.Sprintf("start=%d", start), func(t *testing.T) {
 			s := newEnv(t, redisstore.Settings{Start: start}).store
 			segments := func(t *testing.T, name string) segment.Distributor { return segmentOf(t, s, name) }
-			segmenttest.Run(t, segments, segmenttest.ExpectStart(start))
+			segmenttest.Run(t, segmenttest.Suite{Segments: segments, Start: start})
 			chaintest.Run(t, segments, start)
 		})
 	}
@@ -124,67 +124,58 @@ func segmentOf(t testing.TB, s *redisstore.Store, name string) segment.Distribut
 	return d
 }
 
-// TestFloorConformance runs the Settings.Floor suite on the shared Redis
-// under a prefix of its own; a wipe deletes the prefix's keys, as a restart
-// without persistence would.
-func TestFloorConformance(t *testing.T) {
+// TestFloorAndRestoreConformance runs the Settings.Floor and restore parts
+// of the suite on the shared Redis under a prefix of its own: a wipe
+// deletes the prefix's keys, as a restart without persistence would; a
+// snapshot DUMPs them and puts them back with RESTORE (what an old RDB or
+// AOF file brings back); the Admin is the operator's commands on a store
+// value opened for them, as `idforge store` opens one.
+func TestFloorAndRestoreConformance(t *testing.T) {
 	client, prefix := testdb.Redis(t)
-	segmenttest.RunFloor(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-		s, err := redisstore.Open(t.Context(), client, with(testOptions(prefix), redisstore.Settings{Floor: floor}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
-	}, func(t *testing.T) {
-		if n, err := testdb.DeleteRedisKeys(t.Context(), client, prefix); err != nil || n == 0 {
-			t.Fatalf("wipe: %d keys deleted, %v", n, err)
-		}
-	})
-}
-
-// TestRestoreConformance runs the restore suite on the shared Redis under
-// a prefix of its own: a snapshot DUMPs the prefix's keys and puts them back
-// with RESTORE (what an old RDB or AOF file brings back), and Declare and
-// Raise are the store's Admin commands, each on a store value opened for
-// it, as `idforge store` opens one.
-func TestRestoreConformance(t *testing.T) {
-	client, prefix := testdb.Redis(t)
-	keys, err := redisstore.Open(t.Context(), client, testOptions(prefix)) // for the key names
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := func(t *testing.T) *redisstore.Store {
+	store := func(t *testing.T) *redisstore.Store {
 		s, err := redisstore.Open(t.Context(), client, testOptions(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	segmenttest.RunRestore(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-		s, err := redisstore.Open(t.Context(), client, with(testOptions(prefix), redisstore.Settings{Floor: floor}))
+	segmenttest.Run(t, segmenttest.Suite{
+		Open:     openWithFloor(client, testOptions(prefix)),
+		Wipe:     wipeKeys(client, prefix, store(t).EpochKey(), true),
+		Snapshot: func(t *testing.T) func(t *testing.T) { return snapshotKeys(t, client, prefix) },
+		Admin:    func(t *testing.T) machine.Admin { return redisstore.AdminOf(store(t)) },
+		Machines: func(t *testing.T) machine.Distributor { return store(t) },
+	})
+}
+
+// openWithFloor opens, for each call, a Store on client with set and the
+// given Floor, as a new process would.
+func openWithFloor(client redis.Cmdable, set redisstore.Settings) func(*testing.T, func(context.Context, string) (int64, error)) func(string) segment.Distributor {
+	return func(t *testing.T, floor func(context.Context, string) (int64, error)) func(string) segment.Distributor {
+		s, err := redisstore.Open(t.Context(), client, with(set, redisstore.Settings{Floor: floor}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
-	}, segmenttest.Restore{
-		Snapshot: func(t *testing.T) func(t *testing.T) { return snapshotKeys(t, client, prefix) },
-		DropEpoch: func(t *testing.T) {
-			if err := client.Del(t.Context(), keys.EpochKey()).Err(); err != nil {
+	}
+}
+
+// wipeKeys deletes the keys under prefix, or with epochOnly the epoch key
+// alone. With mustDelete a wipe that finds no key fails the test: the
+// suite wipes a store it wrote to.
+func wipeKeys(client *redis.Client, prefix, epochKey string, mustDelete bool) func(t *testing.T, epochOnly bool) {
+	return func(t *testing.T, epochOnly bool) {
+		if epochOnly {
+			if err := client.Del(t.Context(), epochKey).Err(); err != nil {
 				t.Fatal(err)
 			}
-		},
-		Declare: func(t *testing.T) {
-			if err := redisstore.AdminOf(admin(t)).Restored(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Raise: func(t *testing.T, name string, to int64) {
-			if _, err := redisstore.AdminOf(admin(t)).RaiseCounter(t.Context(), name, to); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Machines: func(t *testing.T) machine.Distributor { return admin(t) },
-	})
+			return
+		}
+		n, err := testdb.DeleteRedisKeys(t.Context(), client, prefix)
+		if err != nil || mustDelete && n == 0 {
+			t.Fatalf("wipe: %d keys deleted, %v", n, err)
+		}
+	}
 }
 
 // snapshotKeys DUMPs every key under prefix and returns a function that
@@ -217,7 +208,7 @@ func snapshotKeys(t *testing.T, c *redis.Client, prefix string) func(t *testing.
 	}
 }
 
-// TestFloorRace runs segmenttest.RunFloorRace on the shared Redis under a
+// TestFloorRace runs the suite's wipe race on the shared Redis under a
 // prefix of its own.
 func TestFloorRace(t *testing.T) {
 	client, prefix := testdb.Redis(t)
@@ -225,22 +216,8 @@ func TestFloorRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	segmenttest.RunFloorRace(t, func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
-		s, err := redisstore.Open(t.Context(), client,
-			with(testOptions(prefix), redisstore.Settings{ResetGrace: 300 * time.Millisecond, Floor: floor}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
-	}, func(t *testing.T, epochOnly bool) {
-		if epochOnly {
-			if err := client.Del(t.Context(), keys.EpochKey()).Err(); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if _, err := testdb.DeleteRedisKeys(t.Context(), client, prefix); err != nil {
-			t.Fatal(err)
-		}
+	segmenttest.Run(t, segmenttest.Suite{
+		RaceOpen: openWithFloor(client, with(testOptions(prefix), redisstore.Settings{ResetGrace: 300 * time.Millisecond})),
+		Wipe:     wipeKeys(client, prefix, keys.EpochKey(), false),
 	})
 }

@@ -320,7 +320,11 @@ func (s *Store) raise(ctx context.Context, token, name string, floor int64) erro
 // BrandNew reports whether the store's epoch was declared brand-new
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
-func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+
+// Close is a no-op: the operator's commands hold nothing of their own, and
+// the caller keeps the client.
+func (admin) Close() error { return nil }
 
 // EpochCreated returns when the store's epoch was created.
 func (s admin) EpochCreated() time.Time {

@@ -57,13 +57,13 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	defer leaseA.Close()
 	genA := newGen(leaseA) // acquired at x+0.5s: valid until x+10.5s
 
-	clk.Set(x.Add(10400 * time.Millisecond)) // within A's lease, but not the whole second x+10
+	clk.Advance(x.Add(10400 * time.Millisecond).Sub(clk.Now())) // within A's lease, but not the whole second x+10
 	idA, errA := genA.NextID(ctx)
 	if errA != nil && !errors.Is(errA, engine.ErrMachineIDLost) {
 		t.Fatal(errA)
 	}
 
-	clk.Set(x.Add(10500 * time.Millisecond)) // A silent for the safe-guard: reclaimable
+	clk.Advance(x.Add(10500 * time.Millisecond).Sub(clk.Now())) // A silent for the safe-guard: reclaimable
 	leaseB, err := leased.Acquire(ctx, store, machine.Instance{Namespace: "ns", ID: "b"}, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func TestShortStepBackIsWaitedOut(t *testing.T) {
 	if n := g.waits(); n != 0 {
 		t.Fatalf("BackwardsWaits = %d before any step back", n)
 	}
-	clk.StepBack(2 * time.Millisecond)
+	clk.Advance(-2 * time.Millisecond)
 	sleeps := clk.Sleeps()
 	for range 50 {
 		ids = append(ids, next(t, g))
@@ -185,7 +185,7 @@ func TestLongStepBackErrors(t *testing.T) {
 	clk := clocktest.NewFake(start)
 	g := newGen(t, 1, Settings{Clock: clk})
 	last := next(t, g)
-	clk.StepBack(5 * time.Second)
+	clk.Advance(-5 * time.Second)
 	_, err := g.NextID(context.Background())
 	if !errors.Is(err, engine.ErrClockBackwards) {
 		t.Fatalf("err = %v, want ErrClockBackwards", err)
@@ -206,7 +206,7 @@ func TestMaxBackwardsZeroFailsAtOnce(t *testing.T) {
 	clk := clocktest.NewFake(start)
 	g := newGen(t, 1, Settings{Clock: clk, MaxBackwards: -1})
 	next(t, g)
-	clk.StepBack(time.Millisecond)
+	clk.Advance(-time.Millisecond)
 	if _, err := g.NextID(context.Background()); !errors.Is(err, engine.ErrClockBackwards) || !strings.Contains(err.Error(), "1ms") {
 		t.Fatalf("err = %v, want ErrClockBackwards by 1ms", err)
 	}
@@ -344,7 +344,7 @@ func TestContextCancelWhileWaiting(t *testing.T) {
 	}{
 		"step back": {Default, func(clk *clocktest.Fake, g *Generator) {
 			next(t, g)
-			clk.StepBack(5 * time.Millisecond)
+			clk.Advance(-5 * time.Millisecond)
 		}},
 		"sequence overflow": {small, func(clk *clocktest.Fake, g *Generator) {
 			next(t, g)

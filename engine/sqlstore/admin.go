@@ -12,85 +12,30 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 )
 
-// Admin answers the operator's commands on a store (`idforge store
-// machines|release|chain|ride-through`): list machine IDs, give one back,
-// show or raise a sequence's counter, rewrite the ride-through window. Open
-// it with [OpenAdmin]; it hands out no IDs. Close it when done.
-type Admin struct{ a admin }
-
 // OpenAdmin opens the store on db for the operator's commands, as [Open]
 // does, but does not refuse a ride-through window the store records that
 // differs from Settings.RideThrough: the commands hold no machine ID, and
-// SetRideThrough rewrites the window. It does not close the *sql.DB.
-func OpenAdmin(ctx context.Context, db *sql.DB, settings ...Settings) (*Admin, error) {
+// SetRideThrough rewrites the window. Close the Admin when done; it does
+// not close the *sql.DB.
+func OpenAdmin(ctx context.Context, db *sql.DB, settings ...Settings) (machine.Admin, error) {
 	s, err := open(ctx, db, true, settings)
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{admin{s}}, nil
+	return admin{s}, nil
 }
 
-// Machines lists the machine IDs of namespace, in order.
-func (a *Admin) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
-	return a.a.Machines(ctx, namespace)
-}
-
-// Release gives machineID of namespace back, keeping its last timestamp for
-// the next holder to wait out. A live holding (one that stored a timestamp
-// recently enough to be issuing) is refused with an error wrapping
-// engine.ErrInstanceInUse unless force is set.
-func (a *Admin) Release(ctx context.Context, namespace string, machineID int64, force bool) error {
-	return a.a.Release(ctx, namespace, machineID, force)
-}
-
-// Counter returns the counter of the sequence name (the last ID handed
-// out) and whether the sequence exists.
-func (a *Admin) Counter(ctx context.Context, name string) (counter int64, found bool, err error) {
-	return a.a.Counter(ctx, name)
-}
-
-// RaiseCounter raises the counter of name to at least to (never lowers it)
-// and returns the counter.
-func (a *Admin) RaiseCounter(ctx context.Context, name string, to int64) (int64, error) {
-	return a.a.RaiseCounter(ctx, name, to)
-}
-
-// SetRideThrough rewrites the ride-through window the store records and
-// returns the one it replaced (0 when there was none). While a machine ID
-// was heartbeated within the old window plus the reset grace its holder may
-// be issuing under the old window, so that is refused with an error
-// wrapping engine.ErrInstanceInUse unless force is set.
-func (a *Admin) SetRideThrough(ctx context.Context, w time.Duration, force bool) (old time.Duration, err error) {
-	return a.a.SetRideThrough(ctx, w, force)
-}
-
-// Close releases the store's prepared statements, as [Store.Close].
-func (a *Admin) Close() error { return a.a.Close() }
-
-// BrandNew reports whether the store's epoch is brand-new: declared so by
-// Settings.Init (or `idforge store init`) on a store that never handed out
-// an ID.
-func (a *Admin) BrandNew() bool { return a.a.BrandNew() }
-
-// EpochCreated returns when the store's epoch was created, by the clock of
-// the process that created it.
-func (a *Admin) EpochCreated() time.Time { return a.a.EpochCreated() }
-
-// Restored declares the store restored from a backup: a new epoch, and
-// every sequence counter untrusted until a Floor, a re-seed by a process
-// that ran across the restore, or RaiseCounter puts it above what was
-// handed out.
-func (a *Admin) Restored(ctx context.Context) error { return a.a.Restored(ctx) }
-
-// Machines lists the machine IDs of namespace, in order, as
-// [Admin.Machines]: a read, which changes nothing, for a server that counts
+// Machines lists the machine IDs of namespace, in order, as the
+// machine.Admin of [OpenAdmin] does: a read, which changes nothing, for a server that counts
 // the stable instances a store holds.
 func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
 	return admin{s}.Machines(ctx, namespace)
 }
 
-// admin implements the operator's commands on a store.
+// admin implements the operator's commands on a store: [machine.Admin].
 type admin struct{ *Store }
+
+var _ machine.Admin = admin{}
 
 // adminStmts serve the operator's commands (`idforge store`), not the
 // generators: they ignore the epoch, which an operator reads as it is.

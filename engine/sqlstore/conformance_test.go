@@ -1,6 +1,8 @@
 package sqlstore_test
 
 import (
+	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -37,69 +39,61 @@ func TestSegmentConformance(t *testing.T) {
 		segments := func(t *testing.T, name string) segment.Distributor {
 			return segmentOf(t, storeOn(t, d.Open(t), sqlstore.Settings{Start: start}), name)
 		}
-		segmenttest.Run(t, segments, segmenttest.ExpectStart(start))
+		segmenttest.Run(t, segmenttest.Suite{Segments: segments, Start: start})
 		chaintest.Run(t, segments, start)
 	})
 }
 
-// TestFloorConformance runs the Settings.Floor suite on every database; a
-// wipe empties the three tables, as a restore of an empty backup would.
-func TestFloorConformance(t *testing.T) {
+// TestFloorAndRestoreConformance runs the Settings.Floor and restore parts
+// of the suite on every database: a wipe empties the three tables, as a
+// restore of an empty backup would; a snapshot copies them into tables of
+// their own and copies them back; the Admin is the operator's commands on
+// a store value opened for them, as `idforge store` opens one.
+func TestFloorAndRestoreConformance(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		admin := d.Open(t)
-		segmenttest.RunFloor(t, openWithFloor(d, sqlstore.Settings{}), func(t *testing.T) { emptyTables(t, admin) })
+		segmenttest.Run(t, segmenttest.Suite{
+			Open:     openWithFloor(d, sqlstore.Settings{}),
+			Wipe:     wipeTables(admin),
+			Snapshot: func(t *testing.T) func(t *testing.T) { return snapshotTables(t, admin) },
+			Admin:    func(t *testing.T) machine.Admin { return sqlstore.AdminOf(openStore(t, d)) },
+			Machines: func(t *testing.T) machine.Distributor { return openStore(t, d) },
+		})
 	})
 }
 
-// TestFloorRace runs segmenttest.RunFloorRace on the networked databases
-// (a SQLite file takes one Store per process).
+// TestFloorRace runs the suite's wipe race on the networked databases (a
+// SQLite file takes one Store per process).
 func TestFloorRace(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testdb.DB) {
 		if d.Name == "sqlite" {
 			t.Skip("one Store per SQLite file")
 		}
-		admin := d.Open(t)
-		segmenttest.RunFloorRace(t, openWithFloor(d, sqlstore.Settings{ResetGrace: 300 * time.Millisecond}), func(t *testing.T, epochOnly bool) {
-			if epochOnly {
-				emptyTables(t, admin, "idforge_meta")
-				return
-			}
-			emptyTables(t, admin)
+		segmenttest.Run(t, segmenttest.Suite{
+			RaceOpen: openWithFloor(d, sqlstore.Settings{ResetGrace: 300 * time.Millisecond}),
+			Wipe:     wipeTables(d.Open(t)),
 		})
 	})
 }
 
 // openWithFloor opens, for each call, a Store on a pool of its own on d with
 // the given Floor and settings, as a new process would.
-func openWithFloor(d testdb.DB, set sqlstore.Settings) segmenttest.OpenWithFloor {
-	return func(t *testing.T, floor segmenttest.FloorFunc) func(string) segment.Distributor {
+func openWithFloor(d testdb.DB, set sqlstore.Settings) func(*testing.T, func(context.Context, string) (int64, error)) func(string) segment.Distributor {
+	return func(t *testing.T, floor func(context.Context, string) (int64, error)) func(string) segment.Distributor {
 		set.Floor = floor
 		s := storeOn(t, d.Open(t), set)
 		return func(name string) segment.Distributor { return segmentOf(t, s, name) }
 	}
 }
 
-// TestRestoreConformance runs the restore suite on every database: a
-// snapshot copies the three tables into tables of its own and copies them
-// back, and Declare and Raise are the store's Admin commands, each on a
-// store value opened for it, as `idforge store` opens one.
-func TestRestoreConformance(t *testing.T) {
-	forEachDB(t, func(t *testing.T, d testdb.DB) {
-		admin := d.Open(t)
-		segmenttest.RunRestore(t, openWithFloor(d, sqlstore.Settings{}), segmenttest.Restore{
-			Snapshot:  func(t *testing.T) func(t *testing.T) { return snapshotTables(t, admin) },
-			DropEpoch: func(t *testing.T) { emptyTables(t, admin, "idforge_meta") },
-			Declare: func(t *testing.T) {
-				if err := sqlstore.AdminOf(openStore(t, d)).Restored(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Raise: func(t *testing.T, name string, to int64) {
-				if _, err := sqlstore.AdminOf(openStore(t, d)).RaiseCounter(t.Context(), name, to); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Machines: func(t *testing.T) machine.Distributor { return openStore(t, d) },
-		})
-	})
+// wipeTables empties the store's tables on admin, or with epochOnly its
+// epoch table alone.
+func wipeTables(admin *sql.DB) func(t *testing.T, epochOnly bool) {
+	return func(t *testing.T, epochOnly bool) {
+		if epochOnly {
+			emptyTables(t, admin, "idforge_meta")
+			return
+		}
+		emptyTables(t, admin)
+	}
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"github.com/idforge/idforge/engine/internal/storeepoch"
+	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/schema"
 )
 
@@ -16,4 +17,4 @@ func (s *Store) Epoch() string { return s.epoch.Token() }
 const DefaultResetGrace = storeepoch.DefaultGrace
 
 // AdminOf is the operator's commands on a store already open.
-func AdminOf(s *Store) *Admin { return &Admin{admin{s}} }
+func AdminOf(s *Store) machine.Admin { return admin{s} }

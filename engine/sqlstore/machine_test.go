@@ -12,7 +12,6 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/machine"
-	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -31,7 +30,11 @@ func unstable(id string) machine.Instance { return machine.Instance{Namespace: "
 
 func distribute(t *testing.T, m machine.Distributor, inst machine.Instance, bits int) machine.State {
 	t.Helper()
-	return machinetest.MustDistribute(t, m, inst, bits, safeGuard)
+	st, err := m.Distribute(t.Context(), inst, bits, safeGuard)
+	if err != nil {
+		t.Fatalf("Distribute(%s): %v", inst.ID, err)
+	}
+	return st
 }
 
 // TestMachineRace has 64 instances on 8 pools race for 6 machine bits three

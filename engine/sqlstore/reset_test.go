@@ -48,8 +48,8 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { a.Close() })
-			if clkA.Sleeps() != 0 || !a.BrandNew() {
-				t.Fatalf("Open with Init on new tables: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), a.BrandNew())
+			if clkA.Sleeps() != 0 || !sqlstore.AdminOf(a).BrandNew() {
+				t.Fatalf("Open with Init on new tables: %d sleeps, brand-new %v; want no wait, brand-new", clkA.Sleeps(), sqlstore.AdminOf(a).BrandNew())
 			}
 
 			for round, wipe := range []func() error{
@@ -84,7 +84,7 @@ func TestTablesEmptiedIsAReset(t *testing.T) {
 				}
 				t.Cleanup(func() { b.Close() })
 				waitedGrace(t, "Open after the wipe", b, clkB)
-				if b.BrandNew() {
+				if sqlstore.AdminOf(b).BrandNew() {
 					t.Fatalf("round %d: a store found wiped counts as brand-new", round)
 				}
 

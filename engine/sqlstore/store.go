@@ -300,7 +300,7 @@ func sqliteBusy(err error) bool {
 // BrandNew reports whether the store's epoch was declared brand-new
 // ([Settings.Init], `idforge store init`): no sequence of it was handed out
 // before the epoch, so a missing one may start at Start.
-func (s *Store) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
+func (s admin) BrandNew() bool { return storeepoch.BrandNew(s.epoch.Token()) }
 
 // EpochCreated returns when the store's epoch was created.
 func (s admin) EpochCreated() time.Time {

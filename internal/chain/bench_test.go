@@ -55,7 +55,7 @@ func BenchmarkNextID(b *testing.B) {
 		a := new(atomicGen)
 		b.Run("atomic"+suffix, func(b *testing.B) { benchNextID(b, goroutines, a, nil) })
 
-		store := segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
+		store := slowFake(storeLatency)
 		c, err := chain.New(store, segment.Settings{}, chain.Owned{Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
@@ -69,19 +69,19 @@ func BenchmarkNextID(b *testing.B) {
 		})
 		c.Close()
 
-		store = segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
+		store = slowFake(storeLatency)
 		g, err := chain.NewPlainSingle(store)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run("segment"+suffix, func(b *testing.B) { benchNextID(b, goroutines, g, store) })
 
-		store = segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
+		store = slowFake(storeLatency)
 		db := newDoubleBuffer(store, 1000)
 		b.Run("doublebuffer"+suffix, func(b *testing.B) { benchNextID(b, goroutines, db, store) })
 		db.Close()
 	}
-	store := segmenttest.NewFake(segmenttest.FakeLatency(storeLatency))
+	store := slowFake(storeLatency)
 	c, err := chain.New(store, segment.Settings{}, chain.Owned{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)

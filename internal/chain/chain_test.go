@@ -24,6 +24,14 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// slowFake is a fake store whose every call takes d, like one at the
+// other end of a network.
+func slowFake(d time.Duration) *segmenttest.Fake {
+	f := segmenttest.NewFake(0)
+	f.SetLatency(d)
+	return f
+}
+
 // newChain builds a chain with s and o, logging nowhere unless o says where.
 func newChain(t *testing.T, d segment.Distributor, s segment.Settings, o ...chain.Owned) *chain.Chain {
 	t.Helper()
@@ -103,7 +111,7 @@ func distinct(t *testing.T, ids ...[]int64) []int64 {
 
 func TestChainConcurrentDistinct(t *testing.T) {
 	const goroutines, n = 16, 100_000
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 100})
 	all := distinct(t, draw(t, c, goroutines, n)...)
 	if len(all) != goroutines*n {
@@ -120,7 +128,7 @@ func TestChainConcurrentDistinct(t *testing.T) {
 // A slow store with tiny segments makes callers wait for the worker all the
 // time: the waiting path must not hand out duplicates either.
 func TestChainConcurrentSlowStore(t *testing.T) {
-	f := segmenttest.NewFake(segmenttest.FakeLatency(200 * time.Microsecond))
+	f := slowFake(200 * time.Microsecond)
 	c := newChain(t, f, segment.Settings{Step: 3, SafeDistance: 1}, chain.Owned{MaxPrefetchDistance: 8})
 	distinct(t, draw(t, c, 8, 1000)...)
 	if s := c.Stats(); s.Hungry == 0 {
@@ -129,7 +137,7 @@ func TestChainConcurrentSlowStore(t *testing.T) {
 }
 
 func TestTwoChainsOneStore(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	a := newChain(t, f, segment.Settings{Step: 10})
 	b := newChain(t, f, segment.Settings{Step: 7})
 	var ids [][]int64
@@ -148,7 +156,7 @@ func TestTwoChainsOneStore(t *testing.T) {
 }
 
 func TestChainStoreDown(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3}, chain.Owned{Name: "order", PrefetchPeriod: 5 * time.Millisecond})
 	ctx := context.Background()
 	var ids []int64
@@ -240,7 +248,7 @@ func TestChainStoreDown(t *testing.T) {
 // hazard, however fast or slow the machine.
 func TestChainOutagesUnderLoad(t *testing.T) {
 	const callers, rounds = 4, 5
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 5}, chain.Owned{PrefetchPeriod: time.Millisecond})
 	stop := make(chan struct{})
 	ids := make([][]int64, callers)
@@ -377,7 +385,7 @@ func (l *logCounter) lines() []string {
 // failed retry: the counts do not hang on the machine's speed.
 func TestChainOutageLogging(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	logs := &logCounter{}
 	c := newChain(t, f, segment.Settings{Step: 10}, chain.Owned{Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
 	if _, err := c.NextID(context.Background()); err != nil {
@@ -427,7 +435,7 @@ func TestChainOutageLogging(t *testing.T) {
 }
 
 func TestChainMaxWait(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	f.SetDown(true)
 	c := newChain(t, f, segment.Settings{MaxWait: 20 * time.Millisecond})
 	_, err := c.NextID(context.Background())
@@ -439,7 +447,7 @@ func TestChainMaxWait(t *testing.T) {
 
 func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	f := segmenttest.NewFake(segmenttest.FakeLatency(2 * time.Millisecond))
+	f := slowFake(2 * time.Millisecond)
 	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 1}, chain.Owned{Clock: clk, MaxPrefetchDistance: 64, PrefetchPeriod: time.Millisecond, HungerWindow: time.Minute})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
@@ -484,7 +492,7 @@ func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 
 func TestChainTTL(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, TTL: time.Hour}, chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	ctx := context.Background()
 	for want := int64(1); want <= 2; want++ {
@@ -551,7 +559,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx := context.Background()
 	for range 8 {
-		c, err := chain.New(segmenttest.NewFake(segmenttest.FakeLatency(time.Millisecond)), segment.Settings{}, chain.Owned{Logger: quiet})
+		c, err := chain.New(slowFake(time.Millisecond), segment.Settings{}, chain.Owned{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -561,7 +569,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 		c.Close()
 	}
 	// Close wakes a caller waiting on a dry chain, and cancels a fetch in flight.
-	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
+	f := slowFake(time.Hour)
 	c, err := chain.New(f, segment.Settings{MaxWait: -1}, chain.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -598,7 +606,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 }
 
 func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 10})
+	c := newChain(t, segmenttest.NewFake(0), segment.Settings{Step: 10})
 	if _, err := c.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -610,7 +618,7 @@ func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
 }
 
 func TestChainFastPathAllocatesNothing(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(), segment.Settings{Step: 1 << 20}, chain.Owned{PrefetchPeriod: time.Hour})
+	c := newChain(t, segmenttest.NewFake(0), segment.Settings{Step: 1 << 20}, chain.Owned{PrefetchPeriod: time.Hour})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -622,7 +630,7 @@ func TestChainFastPathAllocatesNothing(t *testing.T) {
 }
 
 func TestInvalidSettings(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	for _, tc := range []struct {
 		want string
 		d    segment.Distributor

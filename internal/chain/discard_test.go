@@ -16,7 +16,7 @@ import (
 // fetch, and a caller left waiting (the store slow to answer, as a reset
 // store is during its grace) is told why.
 func TestDiscard(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	c, err := chain.New(f, segment.Settings{}, chain.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 )
 
 func TestGeneratorSequential(t *testing.T) {
-	f := segmenttest.NewFake(segmenttest.FakeStart(500))
+	f := segmenttest.NewFake(500)
 	g, err := chain.NewPlainSingle(f, segment.Settings{Step: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestGeneratorSequential(t *testing.T) {
 // 80,000/step store calls, so no range is fetched and thrown away.
 func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 	const goroutines, n, step = 16, 5000, 100
-	f := segmenttest.NewFake(segmenttest.FakeLatency(50 * time.Microsecond))
+	f := slowFake(50 * time.Microsecond)
 	g, err := chain.NewPlainSingle(f, segment.Settings{Step: step})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 }
 
 func TestGeneratorStoreDown(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	g, err := chain.NewSingle(f, segment.Settings{Step: 2}, chain.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestGeneratorStoreDown(t *testing.T) {
 
 // A caller waiting for another caller's slow refill gives up when its ctx ends.
 func TestGeneratorWaitHonoursContext(t *testing.T) {
-	f := segmenttest.NewFake(segmenttest.FakeLatency(time.Hour))
+	f := slowFake(time.Hour)
 	g, err := chain.NewPlainSingle(f)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestExhaustedErrorMessages(t *testing.T) {
 }
 
 func TestNilContextDoesNotPanic(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	g, err := chain.NewPlainSingle(f, segment.Settings{Step: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestNilContextDoesNotPanic(t *testing.T) {
 // segment, then names the sequence and the store's failure when the refill
 // fails.
 func TestSingleRefillFails(t *testing.T) {
-	store := segmenttest.NewFake(segmenttest.FakeStart(41))
+	store := segmenttest.NewFake(41)
 	gen, err := chain.NewSingle(store, segment.Settings{Step: 2}, chain.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 // outside what the store handed out, NextID fails only with ErrClosed or an
 // ExhaustedError honouring its deadline, and Close stops the worker.
 func TestStressTTLOutagesClose(t *testing.T) {
-	f := segmenttest.NewFake()
+	f := segmenttest.NewFake(0)
 	c, err := chain.New(f, segment.Settings{Step: 16, SafeDistance: 2, TTL: time.Millisecond, MaxWait: 50 * time.Millisecond}, chain.Owned{Logger: slog.New(slog.DiscardHandler), PrefetchPeriod: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

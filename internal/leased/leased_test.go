@@ -162,7 +162,7 @@ func TestResetCarriesLastTick(t *testing.T) {
 	// clock moves back only once the generator waits on it: the heartbeat
 	// goroutine is asleep 1 s ahead first, so the next Sleep is the wait.
 	eventually(t, "heartbeat goroutine asleep", func() bool { return clk.Sleeps() > 0 })
-	clk.StepBack(time.Millisecond)
+	clk.Advance(-time.Millisecond)
 	stop := advanceOnSleep(clk, time.Millisecond)
 	last = next(t, sf)
 	stop()

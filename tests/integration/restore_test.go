@@ -167,7 +167,7 @@ func runRestoreWorker(cfg workerConfig) int {
 // refused them. Arms:
 //
 //   - procedure: the documented one, the store declared restored
-//     (`idforge store restored`, Admin().Restored). The bare chain is
+//     (`idforge store restored`, machine.Admin.Restored). The bare chain is
 //     refused with engine.ErrNoFloor; no ID is stored twice.
 //   - epoch-deleted: idforge_meta emptied (the Redis epoch key deleted)
 //     instead, the procedure these docs gave before. The store marks its

@@ -14,9 +14,9 @@ import (
 // waits out a clock step finishes at once and deterministically.
 //
 // Its monotonic reading (Elapsed) moves with the wall time under Advance,
-// Set and StepBack, so code on a steady time base sees those moves as
-// they are, backwards too, as on a clock without a monotonic reading. Only
-// StepWall moves the wall time alone, as an NTP step does.
+// forwards and backwards (a negative duration), so code on a steady time
+// base sees those moves as they are, as on a clock without a monotonic
+// reading. Only StepWall moves the wall time alone, as an NTP step does.
 type Fake struct {
 	mu   sync.Mutex
 	now  time.Time
@@ -50,18 +50,9 @@ func (f *Fake) Elapsed() time.Duration {
 	return f.mono
 }
 
-// Set moves the clock to t, forwards or backwards, the monotonic reading
-// with it.
-func (f *Fake) Set(t time.Time) {
-	f.mu.Lock()
-	f.mono += t.Sub(f.now)
-	f.now = t
-	f.mu.Unlock()
-	f.cond.Broadcast()
-}
-
 // Advance moves the clock forward by d (backward if d is negative), the
-// monotonic reading with it.
+// monotonic reading with it: a step back that a steady time base sees. To
+// move it to a time t, Advance(t.Sub(f.Now())).
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
@@ -69,10 +60,6 @@ func (f *Fake) Advance(d time.Duration) {
 	f.mu.Unlock()
 	f.cond.Broadcast()
 }
-
-// StepBack moves the clock backward by d, the monotonic reading with it:
-// a step back that a steady time base sees.
-func (f *Fake) StepBack(d time.Duration) { f.Advance(-d) }
 
 // StepWall moves the wall time alone by d (back if d is negative), as an
 // NTP step does: the monotonic reading, and so a steady time base already

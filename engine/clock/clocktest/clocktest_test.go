@@ -18,7 +18,7 @@ func TestFakeMovesOnlyWhenTold(t *testing.T) {
 		t.Fatalf("Now = %v", f.Now())
 	}
 	f.Advance(time.Second)
-	f.StepBack(3 * time.Second)
+	f.Advance(-3 * time.Second)
 	if want := start.Add(-2 * time.Second); !f.Now().Equal(want) {
 		t.Fatalf("after +1s -3s: %v, want %v", f.Now(), want)
 	}

@@ -18,7 +18,7 @@ var start = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 func TestSynchronizerWaitsOutShortSteps(t *testing.T) {
 	f := clocktest.NewFake(start)
 	s := timebase.Synchronizer{Clock: f, MaxWait: 10 * time.Millisecond}
-	f.StepBack(4 * time.Millisecond)
+	f.Advance(-4 * time.Millisecond)
 	if err := s.WaitUntil(context.Background(), start); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestSynchronizerWaitsOutShortSteps(t *testing.T) {
 
 func TestSynchronizerRefusesLongSteps(t *testing.T) {
 	f := clocktest.NewFake(start)
-	f.StepBack(5 * time.Second)
+	f.Advance(-5 * time.Second)
 	err := timebase.Synchronizer{Clock: f}.WaitUntil(context.Background(), start)
 	var be *timebase.BackwardsError
 	if !errors.Is(err, engine.ErrClockBackwards) || !errors.As(err, &be) {
@@ -46,7 +46,7 @@ func TestSynchronizerRefusesLongSteps(t *testing.T) {
 func TestSynchronizerHonoursContext(t *testing.T) {
 	f := clocktest.NewFake(start)
 	f.ManualSleep = true
-	f.StepBack(time.Millisecond)
+	f.Advance(-time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := (timebase.Synchronizer{Clock: f}).WaitUntil(ctx, start); !errors.Is(err, context.Canceled) {
@@ -81,10 +81,10 @@ func ExampleSynchronizer() {
 	f := clocktest.NewFake(start)
 	sync := timebase.Synchronizer{Clock: f, MaxWait: 10 * time.Millisecond}
 
-	f.StepBack(3 * time.Millisecond)
+	f.Advance(-3 * time.Millisecond)
 	fmt.Println(sync.WaitUntil(context.Background(), start))
 
-	f.StepBack(2 * time.Second)
+	f.Advance(-2 * time.Second)
 	fmt.Println(sync.WaitUntil(context.Background(), start))
 	// Output:
 	// <nil>

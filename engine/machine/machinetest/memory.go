@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/idforge/idforge/engine"
@@ -164,15 +163,4 @@ func (m *Memory) held(inst machine.Instance, st machine.State, op string) (*row,
 		return nil, fmt.Errorf("%w: machinetest: %s machine ID %d of %s: %s", engine.ErrMachineIDLost, op, st.MachineID, distcheck.Name(inst.Namespace, inst.ID, inst.Stable), holding.Taken(r.secret, st.Holder))
 	}
 	return r, nil
-}
-
-// MustDistribute distributes a machine ID to inst from d, failing the test
-// on an error: the common first step of store tests.
-func MustDistribute(t testing.TB, d machine.Distributor, inst machine.Instance, bits int, safeGuard time.Duration) machine.State {
-	t.Helper()
-	st, err := d.Distribute(context.Background(), inst, bits, safeGuard)
-	if err != nil {
-		t.Fatalf("Distribute(%s): %v", inst.ID, err)
-	}
-	return st
 }

@@ -1,8 +1,9 @@
 // Package segmenttest helps test segment distributors and the code that uses
-// them: [Run] is the conformance suite every [segment.Distributor] must pass
-// (the SQL and Redis stores run it against the real servers), and [Fake] is
-// an in-memory distributor with a configurable latency and an outage switch
-// for unit tests and benchmarks.
+// them: [Run] is the conformance suite every [segment.Distributor] must pass,
+// and a store's Floor, epoch and restore handling with it, given the parts
+// of a [Suite] (the SQL and Redis stores run it against the real servers);
+// [Fake] is an in-memory distributor with a configurable latency and an
+// outage switch for unit tests and benchmarks.
 package segmenttest
 
 import (
@@ -30,26 +31,10 @@ type Fake struct {
 
 var _ segment.Distributor = (*Fake)(nil)
 
-// FakeOption configures a [Fake].
-type FakeOption func(*Fake)
-
-// FakeStart makes the sequence start after n: the first range of step s is
-// (n, n+s]. The default is 0.
-func FakeStart(n int64) FakeOption { return func(f *Fake) { f.max = n } }
-
-// FakeLatency makes every call sleep d before answering, like a store at
-// the other end of a network (see [Fake.SetLatency]).
-func FakeLatency(d time.Duration) FakeOption { return func(f *Fake) { f.latency.Store(int64(d)) } }
-
-// NewFake returns an in-memory distributor, up and answering at once unless
-// configured otherwise.
-func NewFake(opts ...FakeOption) *Fake {
-	f := &Fake{}
-	for _, o := range opts {
-		o(f)
-	}
-	return f
-}
+// NewFake returns an in-memory distributor whose sequence starts after
+// start (the first range of step s is (start, start+s]), up and answering
+// at once; [Fake.SetLatency] and [Fake.SetDown] change that.
+func NewFake(start int64) *Fake { return &Fake{max: start} }
 
 // Confirmed is the zero time: the fake confirms nothing beyond the answers
 // of NextMaxID.
@@ -91,7 +76,8 @@ func (f *Fake) NextMaxID(ctx context.Context, step int64) (int64, error) {
 // SetDown switches the outage on or off; calls made while it is on fail.
 func (f *Fake) SetDown(down bool) { f.down.Store(down) }
 
-// SetLatency changes how long each call sleeps before answering.
+// SetLatency changes how long each call sleeps before answering, like a
+// store at the other end of a network.
 func (f *Fake) SetLatency(d time.Duration) { f.latency.Store(int64(d)) }
 
 // Calls reports how many times NextMaxID was called, failed calls included.

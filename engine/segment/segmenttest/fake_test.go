@@ -17,29 +17,30 @@ import (
 )
 
 // fakes hands out one Fake per name, shared by every caller of that name.
-func fakes(opts ...segmenttest.FakeOption) func(t *testing.T, name string) segment.Distributor {
+func fakes(start int64) func(t *testing.T, name string) segment.Distributor {
 	var mu sync.Mutex
 	m := map[string]*segmenttest.Fake{}
 	return func(t *testing.T, name string) segment.Distributor {
 		mu.Lock()
 		defer mu.Unlock()
 		if m[name] == nil {
-			m[name] = segmenttest.NewFake(opts...)
+			m[name] = segmenttest.NewFake(start)
 		}
 		return m[name]
 	}
 }
 
 func TestRunFake(t *testing.T) {
-	segmenttest.Run(t, fakes())
+	segmenttest.Run(t, segmenttest.Suite{Segments: fakes(0)})
 }
 
 func TestRunFakeStart(t *testing.T) {
-	segmenttest.Run(t, fakes(segmenttest.FakeStart(1_000_000)), segmenttest.ExpectStart(1_000_000))
+	segmenttest.Run(t, segmenttest.Suite{Segments: fakes(1_000_000), Start: 1_000_000})
 }
 
 func TestFakeDownAndLatency(t *testing.T) {
-	f := segmenttest.NewFake(segmenttest.FakeStart(10), segmenttest.FakeLatency(time.Millisecond))
+	f := segmenttest.NewFake(10)
+	f.SetLatency(time.Millisecond)
 	ctx := context.Background()
 	f.SetDown(true)
 	if _, err := f.NextMaxID(ctx, 5); !errors.Is(err, engine.ErrStoreUnavailable) {
@@ -75,7 +76,7 @@ func TestRunCatchesBrokenDistributors(t *testing.T) {
 		next := broken[kind]
 		var mu sync.Mutex
 		seqs := map[string]*int64{}
-		segmenttest.Run(t, func(t *testing.T, name string) segment.Distributor {
+		segmenttest.Run(t, segmenttest.Suite{Segments: func(t *testing.T, name string) segment.Distributor {
 			mu.Lock()
 			defer mu.Unlock()
 			if seqs[name] == nil {
@@ -87,7 +88,7 @@ func TestRunCatchesBrokenDistributors(t *testing.T) {
 				defer mu.Unlock()
 				return next(cur, step)
 			})
-		})
+		}})
 		return
 	}
 	for kind, want := range map[string]string{
@@ -106,7 +107,7 @@ func TestRunCatchesBrokenDistributors(t *testing.T) {
 }
 
 func ExampleFake() {
-	f := segmenttest.NewFake(segmenttest.FakeStart(100))
+	f := segmenttest.NewFake(100)
 	ctx := context.Background()
 	max, _ := f.NextMaxID(ctx, 10)
 	fmt.Println("first range:", max-10, max)

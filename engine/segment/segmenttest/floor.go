@@ -17,40 +17,12 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 )
 
-// FloorFunc is a store's Settings.Floor: where the named sequence must
-// start, read from the data holding its IDs.
-type FloorFunc = func(ctx context.Context, name string) (int64, error)
+// opener is [Suite].Open and [Suite].RaceOpen.
+type opener = func(t *testing.T, floor func(ctx context.Context, name string) (int64, error)) func(name string) segment.Distributor
 
-// OpenWithFloor opens a new store value, as a newly started process would,
-// with Settings.Floor set to floor and Start 0, and returns its distributor
-// of the named sequence.
-type OpenWithFloor func(t *testing.T, floor FloorFunc) func(name string) segment.Distributor
-
-// RunFloor checks a store's Settings.Floor against the real store, empty
-// when RunFloor starts: open makes new store values on it, wipe empties it as a lost or recreated store
-// would be (every counter and the epoch gone), with the store values open.
-// Stores under test wait no reset grace.
-//
-// The contract checked:
-//   - A new sequence starts at the floor (rows written before idforge, a
-//     table moved from AUTO_INCREMENT), and the floor is read once per store
-//     value and name, not on every fetch.
-//   - After a wipe, a process that never used the sequence (every process
-//     that did is gone, so no one can report what was handed out) starts it
-//     above the IDs the data holds, not at Start.
-//   - After a wipe, a live process lifts the counter to the data's floor
-//     too, when other processes wrote IDs it never saw.
-//   - Store values whose floors answer differently, the lower first: the
-//     counter ends above the larger answer.
-//   - A floor that fails while a live process re-seeds after a wipe does
-//     not keep that process's own floor from the store: a new process then
-//     starts above what the live one handed out, committed or not.
-//   - A floor near the largest int64 ends in engine.ErrIDOverflow.
-//   - A failing or panicking floor fails the fetch with
-//     engine.ErrStoreUnavailable, a negative one with
-//     engine.ErrInvalidConfig, each naming the Floor.
-func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
-	t.Helper()
+// checkFloor checks the Floor part of [Run] (see there) on a store empty when
+// it starts.
+func checkFloor(t *testing.T, open opener, wipe func(t *testing.T, epochOnly bool)) {
 	ctx := testContext(t)
 	var mu sync.Mutex
 	data := map[string]int64{"order": 41_000} // MAX(id) of each sequence's table
@@ -82,7 +54,7 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	expect(t, ctx, a("empty"), 100, 100)
 	write("order", 41_150) // rows up to 41,150 reached the table; A then stops
 
-	wipe(t)
+	wipe(t, false)
 	b := open(t, floor)("order")
 	got, err := b.NextMaxID(ctx, 100)
 	if err != nil {
@@ -93,7 +65,7 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	}
 
 	write("order", 90_000) // other processes wrote IDs A never saw
-	wipe(t)
+	wipe(t, false)
 	// A is still live: its next fetch sees the reset and re-seeds.
 	ExpectAbove(t, order, 100, 90_000, "a live process after the wipe, whose re-seed must read the data's floor")
 
@@ -122,7 +94,7 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	failing.Lock()
 	fail = true
 	failing.Unlock()
-	wipe(t)
+	wipe(t, false)
 	for range 3 { // the reset, its re-seed, and the fetch whose floor fails
 		if _, err := live.NextMaxID(ctx, 100); err == nil {
 			t.Fatal("a fetch whose floor fails succeeded")
@@ -154,23 +126,15 @@ func RunFloor(t *testing.T, open OpenWithFloor, wipe func(t *testing.T)) {
 	}
 }
 
-// RunFloorRace races first fetches against wipes: three store values from
-// open, three goroutines each with steps of their own, fetch one name while
-// wipe empties the store four times (with epochOnly, only its epoch, as a
-// restored backup without idforge_meta would), 0.7 s apart. Floor answers
-// the largest maximum handed out so far, as a table holding every ID would.
-// No two ranges handed out may overlap; fetches may fail with
-// engine.ErrStoreReset or engine.ErrStoreUnavailable meanwhile, nothing
-// else. open should give the store values a
-// short reset grace (300 ms) so that they fetch between wipes.
-func RunFloorRace(t *testing.T, open OpenWithFloor, wipe func(t *testing.T, epochOnly bool)) {
-	t.Helper()
+// checkFloorRace checks the FloorRace part of [Run] (see there), with
+// wipes of the whole store and of its epoch alone.
+func checkFloorRace(t *testing.T, open opener, wipe func(t *testing.T, epochOnly bool)) {
 	for _, epochOnly := range []bool{false, true} {
-		t.Run(fmt.Sprintf("epochOnly=%v", epochOnly), func(t *testing.T) { floorRace(t, open, wipe, epochOnly) })
+		t.Run(fmt.Sprintf("epochOnly=%v", epochOnly), func(t *testing.T) { race(t, open, wipe, epochOnly) })
 	}
 }
 
-func floorRace(t *testing.T, open OpenWithFloor, wipe func(t *testing.T, epochOnly bool), epochOnly bool) {
+func race(t *testing.T, open opener, wipe func(t *testing.T, epochOnly bool), epochOnly bool) {
 	ctx := testContext(t)
 	var high, asked, resets, unavailable atomic.Int64
 	floor := func(context.Context, string) (int64, error) {

@@ -13,50 +13,9 @@ import (
 	"github.com/idforge/idforge/engine/segment"
 )
 
-// Restore is what [RunRestore] does to a store behind the backs of its
-// store values.
-type Restore struct {
-	// Snapshot copies the store's whole state, its epoch included, and
-	// returns a function that puts the copy back: a backup restored as it
-	// was taken.
-	Snapshot func(t *testing.T) (restore func(t *testing.T))
-	// DropEpoch deletes the epoch alone and keeps the counters, as the
-	// emptied idforge_meta of an older restore procedure did.
-	DropEpoch func(t *testing.T)
-	// Declare declares the store restored: `idforge store restored`, the
-	// store's Admin().Restored.
-	Declare func(t *testing.T)
-	// Raise raises a counter as an operator does: `idforge store chain
-	// NAME -raise N`, the store's Admin().RaiseCounter.
-	Raise func(t *testing.T, name string, to int64)
-	// Machines opens the store's machine.Distributor, as a new process
-	// would.
-	Machines func(t *testing.T) machine.Distributor
-}
-
-// RunRestore checks what a store does when its counters may be older than
-// what was handed out. open makes store values, as new processes would,
-// with the Floor given; they wait no reset grace. The sequences are new
-// to the store. The contract checked:
-//   - After Declare, a counter is served only above a Floor, and then
-//     above both the Floor's answer and the counter (the restored value is
-//     a lower bound, never the answer alone); a sequence no Floor knows is
-//     refused with engine.ErrNoFloor until an operator raises it.
-//   - A live store value of the old epoch sees engine.ErrStoreReset after
-//     Declare, then goes on above what it got.
-//   - A store value that finds the epoch deleted while the counters stay
-//     marks them all untrusted: the same refusal without a Floor, and the
-//     counter still a lower bound when the Floor answers less.
-//   - A store restored with its epoch (no Declare) under a live store value
-//     whose floor is above a counter: that fetch sees engine.ErrStoreReset,
-//     and every other counter of the store becomes untrusted too, so a
-//     sequence used after the snapshot by a process now gone is refused,
-//     not handed out again from the snapshot's counter.
-//   - The same when a live store value's heartbeat finds its machine ID,
-//     claimed after the snapshot, gone from the store (IDs are never
-//     deleted).
-func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
-	t.Helper()
+// checkRestore checks the Restore part of [Run] (see there).
+func checkRestore(t *testing.T, s Suite) {
+	open := s.Open
 	ctx := testContext(t)
 	var mu sync.Mutex
 	data := map[string]int64{} // MAX(id) of each sequence's table; none: no Floor knows it
@@ -79,6 +38,12 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 		defer mu.Unlock()
 		delete(data, name)
 	}
+	declare := func(t *testing.T) {
+		t.Helper()
+		if err := s.Admin(t).Restored(ctx); err != nil {
+			t.Fatalf("declaring the store restored: %v", err)
+		}
+	}
 	refused := func(d segment.Distributor, what string) {
 		t.Helper()
 		got, err := d.NextMaxID(ctx, 100)
@@ -97,18 +62,20 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	orders, bare := a("orders"), a("bare")
 	expect(t, ctx, orders, 100, 100)
 	expect(t, ctx, bare, 100, 100)
-	restore := r.Snapshot(t)
+	restore := s.Snapshot(t)
 	expect(t, ctx, orders, 100, 200)
 	expect(t, ctx, orders, 100, 300)
 	expect(t, ctx, bare, 100, 200)
 	write("orders", 250) // rows up to 250 written; a then stops
 	forget("bare")       // and no Floor knows bare's table
 	restore(t)
-	r.Declare(t)
+	declare(t)
 	b := open(t, floor)
 	ExpectAbove(t, b("orders"), 100, 250, "after Declare, a sequence whose Floor says 250")
 	refused(b("bare"), "after Declare, a sequence no Floor knows")
-	r.Raise(t, "bare", 5_000)
+	if _, err := s.Admin(t).RaiseCounter(ctx, "bare", 5_000); err != nil {
+		t.Fatalf("an operator's raise: %v", err)
+	}
 	ExpectAbove(t, b("bare"), 100, 5_000, "after Declare and an operator's raise to 5,000")
 
 	// The restored counter is a lower bound: a Floor answering less (rows
@@ -119,14 +86,14 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	expect(t, ctx, ahead, 100, 100)
 	expect(t, ctx, ahead, 100, 200)
 	write("ahead", 10)
-	r.Declare(t)
+	declare(t)
 	ExpectAbove(t, open(t, floor)("ahead"), 100, 200, "after Declare, a counter at 200 whose Floor says 10")
 
 	// A live store value across Declare.
 	write("live", 0)
 	live := open(t, floor)("live")
 	expect(t, ctx, live, 100, 100)
-	r.Declare(t)
+	declare(t)
 	if _, err := live.NextMaxID(ctx, 100); !errors.Is(err, engine.ErrStoreReset) {
 		t.Fatalf("a live store value's fetch after Declare: %v; want engine.ErrStoreReset", err)
 	}
@@ -145,7 +112,7 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	expect(t, ctx, e("warm"), 100, 100)
 	forget("kept")
 	write("kept-ahead", 10)
-	r.DropEpoch(t)
+	s.Wipe(t, true)
 	refused(e("kept"), "after the epoch was deleted, a sequence no Floor knows")
 	ExpectAbove(t, e("kept-ahead"), 100, 200, "after the epoch was deleted, a counter at 200 whose Floor says 10")
 
@@ -155,7 +122,7 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	seer, goner := open(t, floor)("seen"), open(t, floor)("gone")
 	expect(t, ctx, seer, 100, 100)
 	expect(t, ctx, goner, 100, 100)
-	restore = r.Snapshot(t)
+	restore = s.Snapshot(t)
 	expect(t, ctx, seer, 100, 200)
 	expect(t, ctx, goner, 100, 200)
 	expect(t, ctx, goner, 100, 300)
@@ -172,8 +139,8 @@ func RunRestore(t *testing.T, open OpenWithFloor, r Restore) {
 	write("late", 0)
 	lateSeg := open(t, floor)("late")
 	expect(t, ctx, lateSeg, 100, 100)
-	m := r.Machines(t)
-	restore = r.Snapshot(t)
+	m := s.Machines(t)
+	restore = s.Snapshot(t)
 	inst := machine.Instance{Namespace: "restore-suite", ID: "late"}
 	st, err := m.Distribute(ctx, inst, 10, time.Minute)
 	if err != nil {

@@ -17,7 +17,7 @@ func TestRunFake(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if m[name] == nil {
-			m[name] = segmenttest.NewFake()
+			m[name] = segmenttest.NewFake(0)
 		}
 		return m[name]
 	}, 0)
