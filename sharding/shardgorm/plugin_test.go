@@ -1,0 +1,305 @@
+package shardgorm_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/shardtest"
+	"github.com/idforge/idforge/sharding/shardgorm"
+	"github.com/idforge/idforge/tests/testdb"
+)
+
+// Order is gorm.io/sharding's example model, sharded by its user.
+type Order struct {
+	ID        int64 `gorm:"primaryKey" idgen:"snowflake"`
+	UserID    int64 `gorm:"index"`
+	ProductID int64
+	Amount    int64
+	CreatedAt time.Time
+	Items     []OrderItem
+}
+
+// OrderItem is kept in its order's shard: sharded by the same user.
+type OrderItem struct {
+	ID      int64 `gorm:"primaryKey" idgen:"snowflake"`
+	OrderID int64 `gorm:"index"`
+	UserID  int64
+	Name    string `gorm:"size:32"`
+}
+
+// pluginEnv is a plugin over two databases × two tables, registered on
+// the first database's *gorm.DB, which the test uses as an application
+// does.
+type pluginEnv struct {
+	db     *gorm.DB
+	dbs    []*gorm.DB
+	dsn    [2]testdb.DB
+	router *sharding.Router
+	plugin *shardgorm.Plugin
+}
+
+func ordersRouter(t testing.TB) *sharding.Router {
+	t.Helper()
+	r, err := sharding.NewMod(sharding.Mod{Databases: "m{0..1}", Tables: "orders_{0..1}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func newPluginEnv(t *testing.T, b shardtest.Backend, s shardgorm.PluginSettings) *pluginEnv {
+	t.Helper()
+	dsn := b.Open(t)
+	reg := shardtest.OwnerRegistry(t)
+	dbs := []*gorm.DB{openGorm(t, dsn[0], reg), openGorm(t, dsn[1], reg)}
+	if s.Settings.ShardKey == "" {
+		s.Settings = sharding.Settings{ShardKey: "UserID", OwnerResidues: 4, Parallel: 2}
+	}
+	r := ordersRouter(t)
+	p, err := shardgorm.NewPlugin(dbs, r, s, &Order{}, &OrderItem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := dbs[0].Use(p); err != nil {
+		t.Fatal(err)
+	}
+	return &pluginEnv{db: dbs[0], dbs: dbs, dsn: dsn, router: r, plugin: p}
+}
+
+// physical reads every order of every shard from its physical table,
+// checking each lies in the shard its router names by user and by ID.
+func (e *pluginEnv) physical(t *testing.T) map[int64]Order {
+	t.Helper()
+	shards, err := e.router.Shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]Order{}
+	for _, s := range shards {
+		table := "orders_" + s.TableName[len("orders_"):]
+		var rows []Order
+		if err := e.dbs[s.Database].Table(table).Order("id").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range rows {
+			for _, key := range []int64{o.UserID, o.ID} {
+				if at, err := e.router.Route(key); err != nil || at != s {
+					t.Errorf("order %d of user %d is in %s, key %d routes to %s (%v)", o.ID, o.UserID, s, key, at, err)
+				}
+			}
+			out[o.ID] = o
+		}
+	}
+	return out
+}
+
+func orders(n int) []Order {
+	out := make([]Order, n)
+	for i := range out {
+		out[i] = Order{UserID: int64(i%5 + 1), ProductID: 100 + int64(i), Amount: int64(i*37%101 + 1),
+			Items: []OrderItem{{UserID: int64(i%5 + 1), Name: "item"}}}
+	}
+	return out
+}
+
+func ids(os []Order) []int64 {
+	out := make([]int64, len(os))
+	for i, o := range os {
+		out[i] = o.ID
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestPluginGORMCode runs GORM code written for one database unchanged
+// over two databases × two tables: every row lands in the shard its
+// router names, and every read answers as one table would.
+func TestPluginGORMCode(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			db := e.db
+
+			one := Order{UserID: 2, ProductID: 1, Amount: 1000}
+			if err := db.Create(&one).Error; err != nil {
+				t.Fatal(err)
+			}
+			if one.ID == 0 {
+				t.Fatal("Create left the ID 0")
+			}
+			batch := orders(20)
+			if err := db.Create(batch[:10]).Error; err != nil {
+				t.Fatal(err)
+			}
+			rest := batch[10:]
+			if err := db.CreateInBatches(&rest, 3).Error; err != nil {
+				t.Fatal(err)
+			}
+			all := append([]Order{one}, batch...)
+			stored := e.physical(t)
+			if len(stored) != len(all) {
+				t.Fatalf("%d rows stored, want %d", len(stored), len(all))
+			}
+
+			// Reads routed by key.
+			var got Order
+			if err := db.First(&got, one.ID).Error; err != nil || got.ID != one.ID || got.Amount != 1000 {
+				t.Fatalf("First(id) = %+v, %v", got, err)
+			}
+			want := ids(batch[:7])
+			var found []Order
+			if err := db.Find(&found, want).Error; err != nil || !slices.Equal(ids(found), want) {
+				t.Fatalf("Find(ids) = %v, %v; want %v", ids(found), err, want)
+			}
+			found = nil
+			if err := db.Where("id IN ?", want).Find(&found).Error; err != nil || !slices.Equal(ids(found), want) {
+				t.Fatalf(`Where("id IN ?") = %v, %v; want %v`, ids(found), err, want)
+			}
+			var mine []Order
+			if err := db.Where("user_id = ?", 2).Order("id").Find(&mine).Error; err != nil {
+				t.Fatal(err)
+			}
+			var wantMine []int64
+			for _, o := range all {
+				if o.UserID == 2 {
+					wantMine = append(wantMine, o.ID)
+				}
+			}
+			slices.Sort(wantMine)
+			if !slices.Equal(ids(mine), wantMine) {
+				t.Fatalf("orders of user 2 = %v, want %v", ids(mine), wantMine)
+			}
+			var taken Order
+			if err := db.Take(&taken, "user_id = ?", 3).Error; err != nil || taken.UserID != 3 {
+				t.Fatalf("Take = %+v, %v", taken, err)
+			}
+			var amounts []int64
+			if err := db.Model(&Order{}).Where("user_id = ?", 2).Order("amount").Pluck("amount", &amounts).Error; err != nil || len(amounts) != len(wantMine) {
+				t.Fatalf("Pluck = %v, %v", amounts, err)
+			}
+			var n int64
+			if err := db.Model(&Order{}).Where("user_id = ?", 2).Count(&n).Error; err != nil || n != int64(len(wantMine)) {
+				t.Fatalf("Count(user 2) = %d, %v; want %d", n, err, len(wantMine))
+			}
+			var withItems []Order
+			if err := db.Preload("Items").Where("user_id = ?", 4).Find(&withItems).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range withItems {
+				if len(o.Items) != 1 || o.Items[0].OrderID != o.ID {
+					t.Fatalf("order %d preloaded items %+v", o.ID, o.Items)
+				}
+			}
+
+			// Reads without a key: every shard, merged.
+			if err := db.Model(&Order{}).Count(&n).Error; err != nil || n != int64(len(all)) {
+				t.Fatalf("Count() = %d, %v; want %d", n, err, len(all))
+			}
+			var sum, wantSum int64
+			for _, o := range all {
+				wantSum += o.Amount
+			}
+			if err := db.Model(&Order{}).Select("SUM(amount)").Find(&sum).Error; err != nil || sum != wantSum {
+				t.Fatalf("SUM(amount) = %d, %v; want %d", sum, err, wantSum)
+			}
+			var page []Order
+			if err := db.Order("amount desc").Limit(5).Offset(3).Find(&page).Error; err != nil {
+				t.Fatal(err)
+			}
+			byAmount := slices.Clone(all)
+			slices.SortFunc(byAmount, func(a, b Order) int { return int(b.Amount - a.Amount) })
+			wantPage := byAmount[3:8]
+			for i := range wantPage {
+				if page[i].ID != wantPage[i].ID {
+					t.Fatalf("page = %v, want %v", ids(page), ids(wantPage))
+				}
+			}
+			var first Order
+			if err := db.First(&first).Error; err != nil || first.ID != slices.Min(ids(all)) {
+				t.Fatalf("First() = %d, %v; want the smallest ID", first.ID, err)
+			}
+
+			// Updates and deletes.
+			if err := db.Model(&one).Updates(map[string]any{"amount": 1001}).Error; err != nil {
+				t.Fatal(err)
+			}
+			if o := e.physical(t)[one.ID]; o.Amount != 1001 {
+				t.Fatalf("updated amount = %d", o.Amount)
+			}
+			other := int64(1) // user 1 routes elsewhere than user 2 under id%2
+			if err := db.Model(&one).Update("user_id", other).Error; !errors.Is(err, sharding.ErrWrongShard) {
+				t.Fatalf("moving update: %v, want ErrWrongShard", err)
+			}
+			if err := db.Where("amount > ?", 0).Delete(&Order{}).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
+				t.Fatalf("unrouted delete: %v, want ErrUnrouted", err)
+			}
+			if err := db.Where("id = ?", one.ID).Delete(&Order{}).Error; err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := e.physical(t)[one.ID]; ok {
+				t.Fatal("deleted order still stored")
+			}
+			if err := db.First(&got, one.ID).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+				t.Fatalf("First(deleted) = %v, want ErrRecordNotFound", err)
+			}
+
+			// A key already stored is a duplicate, as on one table.
+			dup := batch[0]
+			dup.Items = nil
+			var se *sharding.ShardError
+			if err := db.Create(&dup).Error; !errors.As(err, &se) {
+				t.Fatalf("duplicate Create: %v, want a *sharding.ShardError", err)
+			}
+			if len(e.physical(t)) != len(all)-1 {
+				t.Fatal("duplicate Create wrote a row")
+			}
+
+			// Raw SQL on the logical table is never sent as is.
+			if err := db.Exec("UPDATE orders SET amount = 1 WHERE amount > ?", 0).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
+				t.Fatalf("raw unrouted: %v, want ErrUnrouted", err)
+			}
+		})
+	}
+}
+
+// TestPluginRefuseUnrouted refuses reads without a shard key when told to.
+func TestPluginRefuseUnrouted(t *testing.T) {
+	e := newPluginEnv(t, shardtest.Backends[0], shardgorm.PluginSettings{
+		Settings:       sharding.Settings{ShardKey: "UserID", OwnerResidues: 4},
+		RefuseUnrouted: true,
+	})
+	var os []Order
+	err := e.db.Where("amount > ?", 1).Find(&os).Error
+	if !errors.Is(err, shardgorm.ErrUnrouted) {
+		t.Fatalf("unrouted read: %v, want ErrUnrouted", err)
+	}
+	if err := e.db.Where("user_id = ?", 1).Find(&os).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPluginConfig refuses a plugin without models or with a model lacking
+// the shard key.
+func TestPluginConfig(t *testing.T) {
+	d := testdb.SQLite(t)
+	reg := shardtest.OwnerRegistry(t)
+	dbs := []*gorm.DB{openGorm(t, d, reg), openGorm(t, testdb.SQLite(t), reg)}
+	r := ordersRouter(t)
+	if _, err := shardgorm.NewPlugin(dbs, r, shardgorm.PluginSettings{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("no models: %v", err)
+	}
+	type Plain struct{ Name string }
+	if _, err := shardgorm.NewPlugin(dbs, r, shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "UserID"}}, &Plain{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("model without the key: %v", err)
+	}
+}
