@@ -131,6 +131,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		byTable[pm.schema.Table] = pm
 	}
 	p.byTable = byTable
+	wrap(db)
 	// The shards' databases route too: associations saved with a row in
 	// its shard's transaction are the models' statements there.
 	for _, d := range append([]*gorm.DB{db}, p.g.base.DBs...) {

@@ -74,11 +74,25 @@ func ctxOf(db *gorm.DB) context.Context {
 
 // conn is the connection pool a statement of db runs on in shard s: the
 // shard's database, or its prepared-statement pool for a statement of a
-// PrepareStmt session.
-func (p *Plugin) conn(db *gorm.DB, s sharding.Shard) gorm.ConnPool {
+// PrepareStmt session. In a transaction of the plugin it is the
+// transaction, bound to s's database at its first statement; in a
+// transaction begun on one of the databases, that transaction when s is
+// in it. Another database is refused with sharding.ErrWrongShard.
+func (p *Plugin) conn(db *gorm.DB, s sharding.Shard) (gorm.ConnPool, error) {
 	base := p.g.base.DBs[s.Database]
-	if _, prep := db.Statement.ConnPool.(*gorm.PreparedStmtDB); !prep {
-		return base.Statement.ConnPool
+	cur := db.Statement.ConnPool
+	if t := txOf(cur); t != nil {
+		return t.bind(base.Statement.ConnPool, "database "+s.DatabaseName)
+	}
+	if _, ok := cur.(gorm.TxCommitter); ok {
+		in, err := (&gorm.DB{Config: &gorm.Config{ConnPool: cur}, Statement: &gorm.Statement{ConnPool: cur}}).DB()
+		if err != nil || in != identity(base.Statement.ConnPool) {
+			return nil, fmt.Errorf("%w: a statement in a transaction of another database reaches shard %s", sharding.ErrWrongShard, s)
+		}
+		return cur, nil
+	}
+	if _, prep := cur.(*gorm.PreparedStmtDB); !prep {
+		return base.Statement.ConnPool, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,21 +101,25 @@ func (p *Plugin) conn(db *gorm.DB, s sharding.Shard) gorm.ConnPool {
 		c = base.Session(&gorm.Session{PrepareStmt: true}).Statement.ConnPool
 		p.prepared[s.Database] = c
 	}
-	return c
+	return c, nil
 }
 
 // on returns a new statement on shard s's database and table carrying
 // db's clauses, selections and destination: one shard's part of a
 // statement the plugin runs on several.
-func (p *Plugin) on(db *gorm.DB, m *pmodel, s sharding.Shard, clauses map[string]clause.Clause) *gorm.DB {
+func (p *Plugin) on(db *gorm.DB, m *pmodel, s sharding.Shard, clauses map[string]clause.Clause) (*gorm.DB, error) {
 	st := db.Statement
+	c, err := p.conn(db, s)
+	if err != nil {
+		return nil, err
+	}
 	tx := p.g.base.DBs[s.Database].Session(&gorm.Session{NewDB: true, Context: ctxOf(db), SkipHooks: true}).Table(m.table(s))
 	t := tx.Statement
-	t.ConnPool = p.conn(db, s)
+	t.ConnPool = c
 	t.Clauses = clauses
 	t.Model = st.Model
 	t.Selects, t.Omits, t.Distinct, t.Unscoped = st.Selects, st.Omits, st.Distinct, st.Unscoped
-	return tx
+	return tx, nil
 }
 
 // cloneClauses copies a statement's clauses, so each shard's part can
@@ -158,7 +176,9 @@ const inShardKey = "idforge:shardgorm_in"
 // skipped: each part's statement runs the model's hooks and saves its
 // associations in its shard's transaction. A create in a shard's
 // transaction (an association saved with its parent's row) writes there,
-// behind a savepoint, and its rows must route to that shard.
+// behind a savepoint, and its rows must route to that shard; so does a
+// create in a transaction, each part in the database the transaction is
+// bound to.
 func (p *Plugin) create(db *gorm.DB) {
 	m := p.modelOf(db.Statement)
 	if m == nil || db.Error != nil {
@@ -197,8 +217,13 @@ func (p *Plugin) create(db *gorm.DB) {
 		},
 		Fill: func(value any) error { return idplugin.Fill(g.base.DBs[0].WithContext(ctx), value) },
 		Begin: func(base *gorm.DB, s sharding.Shard) (repo.Conn, error) {
-			if only != nil {
+			if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx || only != nil {
+				c, err := p.conn(db, s)
+				if err != nil {
+					return repo.Conn{}, err
+				}
 				tx := db.Session(&gorm.Session{NewDB: true, Context: ctx})
+				tx.Statement.ConnPool = c
 				return repo.Savepoint(func(q string) error { return tx.Exec(q).Error }, repo.Conn{Stored: none, Insert: insert(tx, s)})
 			}
 			tx := base.Session(&gorm.Session{Context: ctx}).Begin()
@@ -249,14 +274,17 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 		}
 	}
 	if len(t.shards) == 1 {
-		p.use(db, m, t.shards[0])
+		_ = db.AddError(p.use(db, m, t.shards[0]))
 		return
 	}
 	done(db)
 	var total int64
 	var mu sync.Mutex
 	err = p.fan(ctxOf(db), t.shards, func(ctx context.Context, i int) error {
-		tx := p.on(db, m, t.shards[i], cloneClauses(db.Statement.Clauses))
+		tx, err := p.on(db, m, t.shards[i], cloneClauses(db.Statement.Clauses))
+		if err != nil {
+			return err
+		}
 		tx.Statement.Dest = db.Statement.Dest
 		proc := tx.Callback().Delete()
 		if update {
@@ -276,9 +304,14 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 
 // use points db's statement at shard s: its database's pool and its
 // physical table.
-func (p *Plugin) use(db *gorm.DB, m *pmodel, s sharding.Shard) {
-	db.Statement.ConnPool = p.conn(db, s)
+func (p *Plugin) use(db *gorm.DB, m *pmodel, s sharding.Shard) error {
+	c, err := p.conn(db, s)
+	if err != nil {
+		return err
+	}
+	db.Statement.ConnPool = c
 	db.Statement.Table = m.table(s)
+	return nil
 }
 
 // staysInShard refuses an update setting a routing column to a value of

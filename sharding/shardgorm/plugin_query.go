@@ -40,7 +40,7 @@ func (p *Plugin) query(db *gorm.DB) {
 		return
 	}
 	if len(t.shards) == 1 {
-		p.use(db, m, t.shards[0])
+		_ = db.AddError(p.use(db, m, t.shards[0]))
 		return
 	}
 	if _, ok := db.Statement.Clauses["GROUP BY"]; ok {
@@ -75,7 +75,7 @@ func (p *Plugin) row(db *gorm.DB) {
 			"route it by %s, or read with Find, Count or Pluck", m.unrouted("Row"), m.schema.Name, len(t.shards), m.keys()))
 		return
 	}
-	p.use(db, m, t.shards[0])
+	_ = db.AddError(p.use(db, m, t.shards[0]))
 }
 
 // fanQuery reads every shard of shards into db's destination.
@@ -113,7 +113,10 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 	parts := make([]reflect.Value, len(shards))
 	err := p.fan(ctxOf(db), shards, func(ctx context.Context, i int) error {
 		part := reflect.New(rowType)
-		tx := p.on(db, m, shards[i], cloneClauses(clauses))
+		tx, err := p.on(db, m, shards[i], cloneClauses(clauses))
+		if err != nil {
+			return err
+		}
 		if err := tx.Find(part.Interface()).Error; err != nil {
 			return err
 		}
@@ -365,7 +368,11 @@ func (p *Plugin) aggregate(db *gorm.DB, m *pmodel, shards []sharding.Shard, clau
 	err := p.fan(ctxOf(db), shards, func(ctx context.Context, i int) error {
 		// As text: MySQL and PostgreSQL answer a SUM as a DECIMAL, and a
 		// shard without rows as NULL.
-		return p.on(db, m, shards[i], cloneClauses(clauses)).Row().Scan(&parts[i])
+		tx, err := p.on(db, m, shards[i], cloneClauses(clauses))
+		if err != nil {
+			return err
+		}
+		return tx.Row().Scan(&parts[i])
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package shardgorm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -301,5 +302,83 @@ func TestPluginConfig(t *testing.T) {
 	type Plain struct{ Name string }
 	if _, err := shardgorm.NewPlugin(dbs, r, shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "UserID"}}, &Plain{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("model without the key: %v", err)
+	}
+}
+
+// Memo is a model the plugin does not shard, in the application's
+// database.
+type Memo struct {
+	ID   int64 `gorm:"primaryKey" idgen:"snowflake"`
+	Text string
+}
+
+// TestPluginTransaction runs a transaction in the one database its
+// statements reach, and refuses a second before writing there.
+func TestPluginTransaction(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			if err := e.db.AutoMigrate(&Memo{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, prepared := range []bool{false, true} {
+				db := e.db.Session(&gorm.Session{PrepareStmt: prepared})
+				before := len(e.physical(t))
+				rollback := errors.New("roll back")
+				err := db.Transaction(func(tx *gorm.DB) error {
+					// Users 2 and 4 are in database m0, in two tables.
+					for _, u := range []int64{2, 4} {
+						if err := tx.Create(&Order{UserID: u, Amount: 7}).Error; err != nil {
+							return err
+						}
+					}
+					if err := tx.Model(&Order{}).Where("user_id = ?", 2).Update("amount", 8).Error; err != nil {
+						return err
+					}
+					if err := tx.Create(&Memo{Text: "in m0 too"}).Error; err != nil {
+						return err
+					}
+					var n int64
+					if err := tx.Model(&Order{}).Where("user_id = ? AND amount = ?", 2, 8).Count(&n).Error; err != nil || n != 1 {
+						return fmt.Errorf("count in the transaction = %d, %v", n, err)
+					}
+					return rollback
+				})
+				if !errors.Is(err, rollback) {
+					t.Fatalf("prepared=%v: %v", prepared, err)
+				}
+				if got := len(e.physical(t)); got != before {
+					t.Fatalf("prepared=%v: rolled back transaction left %d rows, want %d", prepared, got, before)
+				}
+				err = db.Transaction(func(tx *gorm.DB) error {
+					if err := tx.Create(&Order{UserID: 2, Amount: 9}).Error; err != nil {
+						return err
+					}
+					return tx.Create(&Order{UserID: 1, Amount: 9}).Error // database m1
+				})
+				if !errors.Is(err, sharding.ErrWrongShard) {
+					t.Fatalf("prepared=%v: a transaction over two databases: %v, want ErrWrongShard", prepared, err)
+				}
+				if got := len(e.physical(t)); got != before {
+					t.Fatalf("prepared=%v: refused transaction left %d rows, want %d", prepared, got, before)
+				}
+				err = db.Transaction(func(tx *gorm.DB) error {
+					return tx.Create(&Order{UserID: 3, Amount: 10}).Error
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(e.physical(t)); got != before+1 {
+					t.Fatalf("prepared=%v: committed transaction left %d rows, want %d", prepared, got, before+1)
+				}
+				var o Order
+				if err := db.Where("user_id = ?", 3).First(&o).Error; err != nil || o.Amount != 10 {
+					t.Fatalf("prepared=%v: read back %+v, %v", prepared, o, err)
+				}
+				if err := db.Where("user_id = ?", 3).Delete(&Order{}).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
