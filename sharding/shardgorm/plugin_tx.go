@@ -47,10 +47,10 @@ type ptx struct {
 	opts *sql.TxOptions
 
 	mu         sync.Mutex
-	bound      any          // the pool of the database the transaction is bound to
-	boundName  string       // that database, for errors
+	bound      any           // the pool of the database the transaction is bound to
+	boundName  string        // that database, for errors
 	tx         gorm.ConnPool // its transaction: a *sql.Tx, or a prepared-statement one
-	savepoints []string     // SAVEPOINT statements run before the binding, replayed at it
+	savepoints []string      // SAVEPOINT statements run before the binding, replayed at it
 	ended      bool
 }
 
