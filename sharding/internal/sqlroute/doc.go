@@ -1,0 +1,60 @@
+// Package sqlroute reads one SQL statement as GORM (or a user) sends it to
+// the driver and says how to route it over the shards of a logical table:
+// which sharded table it touches, what kind of statement it is, the values
+// its routing columns are bound to, and the same statement with the logical
+// table replaced by a physical one.
+//
+// [Parse] takes the statement, its args and the sharded [Table]s. The
+// statement may be MySQL (backtick identifiers, ? placeholders),
+// PostgreSQL (double-quoted identifiers, $1..$n) or SQLite (either quote,
+// ? or ?NNN). A statement that names no sharded table is returned with
+// [Statement.Sharded] false and is the caller's to pass through unchanged.
+//
+// # Routing values
+//
+// For an INSERT, [Statement.IDs] and [Statement.Owners] hold the ID and
+// owner column of every VALUES row, in row order. For SELECT, UPDATE and
+// DELETE they hold the values the column is bound to by the top level of
+// WHERE: `key = v`, `v = key` or `key IN (v1, ...)`, plain or qualified by
+// the table or its alias, combined with the rest of the condition by AND.
+// When nothing binds the column so (an OR at the top, NOT, a range, a
+// function of the column, a subquery, a value that is an expression) the
+// list is nil: the statement may reach every shard. A value is a
+// placeholder's arg or a literal (int64 or string).
+//
+// [Statement.Assigned] reports the routing columns that an UPDATE or an
+// upsert sets, so that the caller can refuse to move a row to another
+// shard.
+//
+// # What is refused
+//
+// A statement that touches a sharded table and cannot be routed is an
+// error naming the table: [ErrSeveralTables] when a join or subquery
+// reaches two sharded tables or one twice, [ErrMultipleStatements],
+// [ErrDDL] for CREATE, ALTER, DROP, TRUNCATE or RENAME of a logical table,
+// [ErrSyntax] for what the parser does not read, [ErrUnsupported] for a
+// construct whose rewrite could not be checked.
+//
+// # Rewriting
+//
+// [Statement.Rewrite] returns the statement's own text with each reference
+// to the logical table (FROM, JOIN, INSERT INTO, UPDATE, DELETE FROM, and
+// the qualifier of a column such as `orders`.`id`) replaced by the
+// physical name, quoted as the reference was. Nothing else changes:
+// placeholders, RETURNING, ON CONFLICT, ON DUPLICATE KEY UPDATE, ORDER BY,
+// LIMIT and comments stay as sent. The rewrite works on token positions,
+// not on the parser's printer, which drops the dialect's quoting and
+// clauses it does not model; the parse tree is used to read the statement
+// and to check that the tokens replaced are exactly its table references.
+//
+// # Splitting a statement by shard
+//
+// When the routing values of a statement belong to several shards, the
+// caller groups them by shard and calls [Statement.Narrow] once per group:
+// the INSERT keeps only that group's VALUES rows, the WHERE keeps only that
+// group's elements of the IN list, and the args shrink to match
+// (PostgreSQL's $n renumbered). Narrow needs the IN list's elements to be
+// placeholders; for literals, send [Statement.Rewrite]'s text to each
+// shard in the group's list instead, which is correct too since each row
+// lives in one shard.
+package sqlroute
