@@ -14,6 +14,7 @@ import (
 	"github.com/idforge/idforge/gormplugin"
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
+	"github.com/idforge/idforge/sharding/internal/sqlroute"
 )
 
 // ErrUnrouted is wrapped by the error of a statement on a sharded model
@@ -55,6 +56,7 @@ type Plugin struct {
 	models []any
 
 	byTable  map[string]*pmodel // logical table -> model, filled by Initialize
+	tables   []sqlroute.Table   // byTable as sqlroute reads it
 	mu       sync.Mutex
 	prepared map[int]gorm.ConnPool // database -> prepared-statement pool, made on first use
 }
@@ -130,7 +132,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		}
 		byTable[pm.schema.Table] = pm
 	}
-	p.byTable = byTable
+	p.byTable, p.tables = byTable, sqlTables(byTable)
 	wrap(db)
 	// The shards' databases route too: associations saved with a row in
 	// its shard's transaction are the models' statements there.

@@ -50,13 +50,14 @@ func (p *Plugin) register(db *gorm.DB) error {
 	skip(cb.Query(), "gorm:query")
 	skip(cb.Update(), "gorm:begin_transaction", "gorm:save_before_associations", "gorm:update", "gorm:save_after_associations")
 	skip(cb.Delete(), "gorm:begin_transaction", "gorm:delete_before_associations", "gorm:delete")
+	skip(cb.Raw(), "gorm:raw")
 	errs = append(errs,
 		cb.Create().Before("*").Register(createName, p.create),
 		cb.Query().Before("gorm:query").Register("idforge:shardgorm_query", p.query),
 		cb.Row().Before("gorm:row").Register("idforge:shardgorm_row", p.row),
 		cb.Update().Before("*").Register("idforge:shardgorm_update", func(db *gorm.DB) { p.write(db, true) }),
 		cb.Delete().Before("*").Register("idforge:shardgorm_delete", func(db *gorm.DB) { p.write(db, false) }),
-		cb.Raw().Before("gorm:raw").Register("idforge:shardgorm_raw", p.raw),
+		cb.Raw().Before("gorm:raw").Register("idforge:shardgorm_raw", func(db *gorm.DB) { p.raw(db, true) }),
 	)
 	return errors.Join(errs...)
 }

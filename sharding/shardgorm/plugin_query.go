@@ -26,8 +26,16 @@ import (
 // then applies its offset and limit, or combines counts and sums.
 // Preloads and AfterFind hooks then run on the merged rows, as GORM's.
 func (p *Plugin) query(db *gorm.DB) {
+	if p.raw(db, false) || db.Statement.SQL.Len() > 0 {
+		return // db.Raw(...).Find: SQL of the caller's
+	}
 	m := p.modelOf(db.Statement)
 	if m == nil || db.Error != nil {
+		return
+	}
+	if len(db.Statement.Joins) > 0 {
+		_ = db.AddError(fmt.Errorf("%w: query on model %s joins another table: a sharded table's shards are not joined; Preload its associations instead",
+			engine.ErrInvalidConfig, m.schema.Name))
 		return
 	}
 	t, err := p.route(db.Statement, m, true)
@@ -48,10 +56,6 @@ func (p *Plugin) query(db *gorm.DB) {
 			engine.ErrInvalidConfig, m.schema.Name, len(t.shards), m.keys()))
 		return
 	}
-	if len(db.Statement.Joins) > 0 {
-		_ = db.AddError(fmt.Errorf("%w: query on model %s joins over %d shards: route it by %s", engine.ErrInvalidConfig, m.schema.Name, len(t.shards), m.keys()))
-		return
-	}
 	done(db)
 	if err := p.fanQuery(db, m, t.shards); err != nil {
 		_ = db.AddError(err)
@@ -61,6 +65,9 @@ func (p *Plugin) query(db *gorm.DB) {
 // row routes db.Row and db.Rows, and Scan, of a sharded model: one shard
 // only, since their rows cannot be merged.
 func (p *Plugin) row(db *gorm.DB) {
+	if p.raw(db, false) || db.Statement.SQL.Len() > 0 {
+		return
+	}
 	m := p.modelOf(db.Statement)
 	if m == nil || db.Error != nil {
 		return

@@ -382,3 +382,81 @@ func TestPluginTransaction(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginRawSQL routes statements written by hand by the key in their
+// WHERE or VALUES, and refuses those it cannot route.
+func TestPluginRawSQL(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			for _, prepared := range []bool{false, true} {
+				db := e.db.Session(&gorm.Session{PrepareStmt: prepared})
+				base := int64(1000)
+				if prepared {
+					base = 2000
+				}
+				var made []int64
+				for u := int64(1); u <= 4; u++ {
+					id, err := e.router.OwnerID(u, base+u, 4)
+					if err != nil {
+						t.Fatal(err)
+					}
+					made = append(made, id)
+					err = db.Exec("INSERT INTO orders (id, user_id, product_id, amount, created_at) VALUES (?, ?, ?, ?, ?)",
+						id, u, 7, 10*u, time.Now()).Error
+					if err != nil {
+						t.Fatalf("prepared=%v: raw insert: %v", prepared, err)
+					}
+				}
+				stored := e.physical(t)
+				for _, id := range made {
+					if _, ok := stored[id]; !ok {
+						t.Fatalf("prepared=%v: raw insert of %d not stored in its shard", prepared, id)
+					}
+				}
+				var got []Order
+				if err := db.Raw("SELECT * FROM orders WHERE user_id = ? AND product_id = ?", 3, 7).Scan(&got).Error; err != nil || len(got) != 1 || got[0].ID != made[2] {
+					t.Fatalf("prepared=%v: raw select = %+v, %v", prepared, got, err)
+				}
+				res := db.Exec("UPDATE orders SET amount = ? WHERE id IN ?", 99, made)
+				if res.Error != nil || res.RowsAffected != 4 {
+					t.Fatalf("prepared=%v: raw update over 4 shards: %d rows, %v", prepared, res.RowsAffected, res.Error)
+				}
+				for _, id := range made {
+					if e.physical(t)[id].Amount != 99 {
+						t.Fatalf("prepared=%v: order %d not updated", prepared, id)
+					}
+				}
+				if err := db.Exec("UPDATE orders SET user_id = ? WHERE user_id = ?", 1, 2).Error; !errors.Is(err, sharding.ErrWrongShard) {
+					t.Fatalf("prepared=%v: raw update moving rows: %v, want ErrWrongShard", prepared, err)
+				}
+				if err := db.Raw("SELECT * FROM orders WHERE amount = ?", 99).Scan(&got).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
+					t.Fatalf("prepared=%v: raw unrouted select: %v, want ErrUnrouted", prepared, err)
+				}
+				err := db.Raw("SELECT o.id FROM orders o JOIN order_items i ON i.order_id = o.id WHERE o.user_id = ?", 2).Scan(&got).Error
+				if err == nil || errors.Is(err, shardgorm.ErrUnrouted) {
+					t.Fatalf("prepared=%v: raw join of two sharded tables: %v, want a refusal", prepared, err)
+				}
+				if err := db.Exec("DELETE FROM orders WHERE id IN ?", made).Error; err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range made {
+					if _, ok := e.physical(t)[id]; ok {
+						t.Fatalf("prepared=%v: order %d not deleted", prepared, id)
+					}
+				}
+			}
+			// Other tables are untouched.
+			if err := e.db.AutoMigrate(&Memo{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.db.Exec("INSERT INTO memos (id, text) VALUES (?, ?)", 1, "plain").Error; err != nil {
+				t.Fatal(err)
+			}
+			var memo Memo
+			if err := e.db.Raw("SELECT * FROM memos WHERE text = ?", "plain").Scan(&memo).Error; err != nil || memo.ID != 1 {
+				t.Fatalf("plain table: %+v, %v", memo, err)
+			}
+		})
+	}
+}
