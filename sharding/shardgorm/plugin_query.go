@@ -29,8 +29,18 @@ func (p *Plugin) query(db *gorm.DB) {
 	if p.raw(db, false) || db.Statement.SQL.Len() > 0 {
 		return // db.Raw(...).Find: SQL of the caller's
 	}
+	hint, _ := db.Statement.Settings.Load(parentKey)
+	parent, _ := hint.(parentHint)
 	m := p.modelOf(db.Statement)
-	if m == nil || db.Error != nil {
+	if m == nil {
+		// Another model preloaded from a sharded row's statement reads
+		// the pool the row's statement had before it was routed.
+		if parent.pool != nil {
+			db.Statement.ConnPool = parent.pool
+		}
+		return
+	}
+	if db.Error != nil {
 		return
 	}
 	if len(db.Statement.Joins) > 0 {
@@ -38,15 +48,21 @@ func (p *Plugin) query(db *gorm.DB) {
 			engine.ErrInvalidConfig, m.schema.Name))
 		return
 	}
-	t, err := p.route(db.Statement, m, true)
+	t, err := p.route(db.Statement, m, false)
 	if err != nil {
 		_ = db.AddError(err)
 		return
+	}
+	if !t.routed && parent.table != "" && parent.table != m.schema.Table {
+		// Associations preloaded with sharded rows are read in the rows'
+		// shards: keep them there by sharding them by the same key.
+		t = target{shards: parent.shards, routed: true}
 	}
 	if !t.routed && p.set.RefuseUnrouted {
 		_ = db.AddError(m.unrouted("Query"))
 		return
 	}
+	db.Statement.Settings.Store(parentKey, parentHint{table: m.schema.Table, shards: t.shards, pool: db.Statement.ConnPool})
 	if len(t.shards) == 1 {
 		_ = db.AddError(p.use(db, m, t.shards[0]))
 		return
@@ -60,6 +76,19 @@ func (p *Plugin) query(db *gorm.DB) {
 	if err := p.fanQuery(db, m, t.shards); err != nil {
 		_ = db.AddError(err)
 	}
+}
+
+// parentKey holds, in a statement's Settings (which GORM copies into the
+// statements preloading its associations), the parentHint of a read of
+// sharded rows.
+const parentKey = "idforge:shardgorm_parent"
+
+// parentHint is where a read of sharded rows went: the model's table, its
+// shards, and the pool its statement had before it was routed.
+type parentHint struct {
+	table  string
+	shards []sharding.Shard
+	pool   gorm.ConnPool
 }
 
 // row routes db.Row and db.Rows, and Scan, of a sharded model: one shard

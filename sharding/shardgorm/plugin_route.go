@@ -23,8 +23,10 @@ type target struct {
 // route finds the shards stmt on m reaches: the intersection of the shards
 // of every condition on a routing column ANDed into its WHERE, and of the
 // rows given (the struct of First(&o) with its ID set, the model of
-// Model(&o).Updates, the rows of Delete(&rows)) when rows is set.
-func (p *Plugin) route(stmt *gorm.Statement, m *pmodel, rows bool) (target, error) {
+// Model(&o).Updates, the rows of Delete(&rows)): a struct for a read,
+// where GORM writes the conditions of a struct only, and a slice too for a
+// write.
+func (p *Plugin) route(stmt *gorm.Statement, m *pmodel, write bool) (target, error) {
 	var sets [][]sharding.Shard
 	add := func(keys []int64) error {
 		var set []sharding.Shard
@@ -47,15 +49,13 @@ func (p *Plugin) route(stmt *gorm.Statement, m *pmodel, rows bool) (target, erro
 			}
 		}
 	}
-	if rows {
-		keys, err := rowKeys(stmt, m)
-		if err != nil {
+	keys, err := rowKeys(stmt, m, write)
+	if err != nil {
+		return target{}, err
+	}
+	if keys != nil {
+		if err := add(keys); err != nil {
 			return target{}, err
-		}
-		if keys != nil {
-			if err := add(keys); err != nil {
-				return target{}, err
-			}
 		}
 	}
 	if len(sets) == 0 {
@@ -79,8 +79,8 @@ func (p *Plugin) order(a, b sharding.Shard) int {
 }
 
 // rowKeys reads the routing keys of the rows stmt carries, nil when it
-// carries none of m with a key set.
-func rowKeys(stmt *gorm.Statement, m *pmodel) ([]int64, error) {
+// carries none of m with a key set; slices reads slices of rows too.
+func rowKeys(stmt *gorm.Statement, m *pmodel, slices bool) ([]int64, error) {
 	rv := reflect.ValueOf(stmt.Model)
 	if stmt.Model == nil {
 		rv = stmt.ReflectValue
@@ -96,7 +96,7 @@ func rowKeys(stmt *gorm.Statement, m *pmodel) ([]int64, error) {
 	case !rv.IsValid():
 	case rv.Kind() == reflect.Struct && rv.Type() == m.schema.ModelType:
 		rows = append(rows, rv)
-	case rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array:
+	case slices && (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array):
 		for i := range rv.Len() {
 			row := reflect.Indirect(rv.Index(i))
 			if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {

@@ -460,3 +460,143 @@ func TestPluginRawSQL(t *testing.T) {
 		})
 	}
 }
+
+// Customer is not sharded; its orders are, by its ID.
+type Customer struct {
+	ID     int64 `gorm:"primaryKey"`
+	Name   string
+	Orders []Order `gorm:"foreignKey:UserID"`
+}
+
+// TestPluginPreload reads associations in their rows' shards, with
+// unrouted reads refused: a sharded row's sharded items from its shard, a
+// plain row's sharded orders by their key.
+func TestPluginPreload(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{
+				Settings:       sharding.Settings{ShardKey: "UserID", OwnerResidues: 4, Parallel: 2},
+				RefuseUnrouted: true,
+			})
+			db := e.db
+			if err := db.AutoMigrate(&Customer{}); err != nil {
+				t.Fatal(err)
+			}
+			customers := []Customer{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}
+			if err := db.Create(&customers).Error; err != nil {
+				t.Fatal(err)
+			}
+			batch := orders(15)
+			if err := db.Create(&batch).Error; err != nil {
+				t.Fatal(err)
+			}
+			var mine []Order
+			if err := db.Preload("Items").Where("user_id IN ?", []int64{1, 2}).Order("id").Find(&mine).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(mine) != 6 {
+				t.Fatalf("orders of users 1 and 2: %d, want 6", len(mine))
+			}
+			for _, o := range mine {
+				if len(o.Items) != 1 || o.Items[0].OrderID != o.ID || o.Items[0].UserID != o.UserID {
+					t.Fatalf("order %d: items %+v", o.ID, o.Items)
+				}
+			}
+			var got []Customer
+			if err := db.Preload("Orders.Items").Order("id").Find(&got).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range got {
+				if len(c.Orders) != 3 {
+					t.Fatalf("customer %d: %d orders, want 3", c.ID, len(c.Orders))
+				}
+				for _, o := range c.Orders {
+					if o.UserID != c.ID || len(o.Items) != 1 {
+						t.Fatalf("customer %d: order %+v", c.ID, o)
+					}
+				}
+			}
+			if err := db.Preload("Items").Find(&mine).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
+				t.Fatalf("unrouted preload: %v, want ErrUnrouted", err)
+			}
+		})
+	}
+}
+
+// TestPluginUnroutedEqualsOneTable reads without a key (which many
+// sharding plugins refuse) and answers as the same rows in one table do.
+func TestPluginUnroutedEqualsOneTable(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			batch := orders(40)
+			for i := range batch {
+				batch[i].Items = nil
+				batch[i].CreatedAt = time.Date(2026, 1, 1+i%7, 0, 0, 0, 0, time.UTC)
+			}
+			if err := e.db.Create(&batch).Error; err != nil {
+				t.Fatal(err)
+			}
+			// The same rows in one table, through GORM without the plugin.
+			one := openGorm(t, e.dsn[1], shardtest.OwnerRegistry(t))
+			if err := one.AutoMigrate(&Order{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Create(&batch).Error; err != nil {
+				t.Fatal(err)
+			}
+			counts := map[int]int{}
+			for _, o := range e.physical(t) {
+				s, _ := e.router.Route(o.UserID)
+				counts[s.Database]++
+			}
+			if counts[0] == 0 || counts[1] == 0 {
+				t.Fatalf("rows per database: %v, want both databases used", counts)
+			}
+			queries := map[string]func(db *gorm.DB, dest *[]Order) error{
+				"all by id": func(db *gorm.DB, d *[]Order) error { return db.Order("id").Find(d).Error },
+				"page by amount": func(db *gorm.DB, d *[]Order) error {
+					return db.Order("amount desc").Limit(7).Offset(5).Find(d).Error
+				},
+				"page by time then id": func(db *gorm.DB, d *[]Order) error {
+					return db.Order("created_at").Order("id desc").Limit(9).Offset(2).Find(d).Error
+				},
+				"condition on another column": func(db *gorm.DB, d *[]Order) error {
+					return db.Where("amount > ?", 50).Order("product_id").Find(d).Error
+				},
+				"last": func(db *gorm.DB, d *[]Order) error {
+					var o Order
+					err := db.Last(&o).Error
+					*d = []Order{o}
+					return err
+				},
+			}
+			for name, q := range queries {
+				var sharded, plain []Order
+				if err := q(e.db, &sharded); err != nil {
+					t.Fatalf("%s: sharded: %v", name, err)
+				}
+				if err := q(one, &plain); err != nil {
+					t.Fatalf("%s: one table: %v", name, err)
+				}
+				if len(plain) == 0 || !slices.EqualFunc(sharded, plain, func(a, b Order) bool { return a.ID == b.ID }) {
+					t.Fatalf("%s: sharded %v, one table %v", name, ids(sharded), ids(plain))
+				}
+			}
+			var n, m int64
+			if err := e.db.Model(&Order{}).Where("amount < ?", 60).Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Model(&Order{}).Where("amount < ?", 60).Count(&m).Error; err != nil || n != m {
+				t.Fatalf("count: sharded %d, one table %d (%v)", n, m, err)
+			}
+			var hi, hiOne int64
+			if err := e.db.Model(&Order{}).Select("MAX(amount)").Find(&hi).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Model(&Order{}).Select("MAX(amount)").Find(&hiOne).Error; err != nil || hi != hiOne {
+				t.Fatalf("max: sharded %d, one table %d (%v)", hi, hiOne, err)
+			}
+		})
+	}
+}
