@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/sharding"
@@ -39,11 +43,12 @@ type OrderItem struct {
 // the first database's *gorm.DB, which the test uses as an application
 // does.
 type pluginEnv struct {
-	db     *gorm.DB
-	dbs    []*gorm.DB
-	dsn    [2]testdb.DB
-	router *sharding.Router
-	plugin *shardgorm.Plugin
+	db       *gorm.DB
+	dbs      []*gorm.DB
+	dsn      [2]testdb.DB
+	router   *sharding.Router
+	plugin   *shardgorm.Plugin
+	settings shardgorm.PluginSettings
 }
 
 func ordersRouter(t testing.TB) *sharding.Router {
@@ -74,7 +79,7 @@ func newPluginEnv(t *testing.T, b shardtest.Backend, s shardgorm.PluginSettings)
 	if err := dbs[0].Use(p); err != nil {
 		t.Fatal(err)
 	}
-	return &pluginEnv{db: dbs[0], dbs: dbs, dsn: dsn, router: r, plugin: p}
+	return &pluginEnv{db: dbs[0], dbs: dbs, dsn: dsn, router: r, plugin: p, settings: s}
 }
 
 // physical reads every order of every shard from its physical table,
@@ -244,9 +249,35 @@ func TestPluginGORMCode(t *testing.T) {
 			if err := db.Where("amount > ?", 0).Delete(&Order{}).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
 				t.Fatalf("unrouted delete: %v, want ErrUnrouted", err)
 			}
+			saved := batch[1]
+			saved.Amount = 555
+			saved.Items = nil
+			if err := db.Save(&saved).Error; err != nil {
+				t.Fatal(err)
+			}
+			if o := e.physical(t)[saved.ID]; o.Amount != 555 {
+				t.Fatalf("saved amount = %d", o.Amount)
+			}
+			var byStruct []Order
+			if err := db.Where(&Order{UserID: 3}).Find(&byStruct).Error; err != nil || len(byStruct) != 4 {
+				t.Fatalf("Where(struct) = %d rows, %v; want 4", len(byStruct), err)
+			}
+			gone := batch[2]
+			if err := db.Delete(&gone).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Delete(&Order{}, batch[3].ID).Error; err != nil {
+				t.Fatal(err)
+			}
 			if err := db.Where("id = ?", one.ID).Delete(&Order{}).Error; err != nil {
 				t.Fatal(err)
 			}
+			for _, id := range []int64{gone.ID, batch[3].ID} {
+				if _, ok := e.physical(t)[id]; ok {
+					t.Fatalf("deleted order %d still stored", id)
+				}
+			}
+			all = slices.DeleteFunc(all, func(o Order) bool { return o.ID == gone.ID || o.ID == batch[3].ID })
 			if _, ok := e.physical(t)[one.ID]; ok {
 				t.Fatal("deleted order still stored")
 			}
@@ -261,7 +292,7 @@ func TestPluginGORMCode(t *testing.T) {
 			if err := db.Create(&dup).Error; !errors.As(err, &se) {
 				t.Fatalf("duplicate Create: %v, want a *sharding.ShardError", err)
 			}
-			if len(e.physical(t)) != len(all)-1 {
+			if len(e.physical(t)) != len(all)-1 { // one deleted since
 				t.Fatal("duplicate Create wrote a row")
 			}
 
@@ -599,4 +630,66 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPluginApplicationHandle registers the plugin on a handle of the
+// application's own, with GORM's default transactions, apart from the
+// databases it routes to.
+func TestPluginApplicationHandle(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			app, err := gorm.Open(dialector(e.dsn[0]), &gorm.Config{Logger: logger.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if s, err := app.DB(); err == nil {
+					s.Close()
+				}
+			})
+			if err := app.Use(e.plugin); err != nil {
+				t.Fatal(err)
+			}
+			one := Order{UserID: 3, Amount: 4}
+			if err := app.Create(&one).Error; err != nil {
+				t.Fatal(err)
+			}
+			rows := orders(4) // users 1 to 4: both databases
+			for i := range rows {
+				rows[i].Items = nil
+			}
+			err = app.CreateInBatches(&rows, 2).Error
+			if !errors.Is(err, sharding.ErrWrongShard) {
+				t.Fatalf("CreateInBatches over two databases in GORM's transaction: %v, want ErrWrongShard", err)
+			}
+			if err := app.Session(&gorm.Session{SkipDefaultTransaction: true}).CreateInBatches(&rows, 2).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := app.Model(&one).Update("amount", 5).Error; err != nil {
+				t.Fatal(err)
+			}
+			var got Order
+			if err := app.First(&got, one.ID).Error; err != nil || got.Amount != 5 {
+				t.Fatalf("First = %+v, %v", got, err)
+			}
+			if err := app.Delete(&got).Error; err != nil {
+				t.Fatal(err)
+			}
+			if n := len(e.physical(t)); n != len(rows) {
+				t.Fatalf("%d rows stored, want %d", n, len(rows))
+			}
+		})
+	}
+}
+
+// dialector opens d with GORM's driver for its server.
+func dialector(d testdb.DB) gorm.Dialector {
+	switch d.Name {
+	case "sqlite":
+		return sqlite.Open(d.DSN)
+	case "mariadb":
+		return mysql.Open(d.DSN)
+	}
+	return postgres.Open(d.DSN)
 }
