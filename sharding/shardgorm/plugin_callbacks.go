@@ -282,11 +282,14 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 	var total int64
 	var mu sync.Mutex
 	err = p.fan(ctxOf(db), t.shards, func(ctx context.Context, i int) error {
-		tx, err := p.on(db, m, t.shards[i], cloneClauses(db.Statement.Clauses))
+		tx, err := p.on(db, m, t.shards[i], p.onlyShard(m, db.Statement.Clauses, t.shards[i]))
 		if err != nil {
 			return err
 		}
-		tx.Statement.Dest = db.Statement.Dest
+		tx.Statement.Dest = p.rowsIn(ctx, m, db.Statement.Dest, t.shards[i])
+		if a, b := reflect.ValueOf(db.Statement.Model), reflect.ValueOf(db.Statement.Dest); a.Kind() == reflect.Pointer && b.Kind() == reflect.Pointer && a.Pointer() == b.Pointer() {
+			tx.Statement.Model = tx.Statement.Dest // GORM reads keys from both
+		}
 		proc := tx.Callback().Delete()
 		if update {
 			proc = tx.Callback().Update()
@@ -301,6 +304,34 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 	if err != nil {
 		_ = db.AddError(err)
 	}
+}
+
+// rowsIn returns dest, cut down to the rows of shard s when it holds
+// rows of m (Delete(&rows)): GORM asks for their keys, each shard for its
+// own.
+func (p *Plugin) rowsIn(ctx context.Context, m *pmodel, dest any, s sharding.Shard) any {
+	rv := reflect.Indirect(reflect.ValueOf(dest))
+	if rv.Kind() != reflect.Slice || reflect.Indirect(reflect.New(rv.Type().Elem()).Elem()).Type() != m.schema.ModelType &&
+		rv.Type().Elem() != m.schema.ModelType {
+		return dest
+	}
+	f := m.key
+	if m.idsRoute {
+		f = m.id
+	}
+	out := reflect.MakeSlice(rv.Type(), 0, rv.Len())
+	for i := range rv.Len() {
+		k, err := repo.KeyValue(f.ReflectValueOf(ctx, reflect.Indirect(rv.Index(i))))
+		if err != nil {
+			return dest
+		}
+		if _, at, err := p.g.base.Route(k); err == nil && at == s {
+			out = reflect.Append(out, rv.Index(i))
+		}
+	}
+	ptr := reflect.New(rv.Type())
+	ptr.Elem().Set(out)
+	return ptr.Interface()
 }
 
 // use points db's statement at shard s: its database's pool and its

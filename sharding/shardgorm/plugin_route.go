@@ -215,25 +215,107 @@ var exprCond = regexp.MustCompile("^\\s*(?:[`\"]?(\\w+)[`\"]?\\.)?[`\"]?(\\w+)[`
 
 // exprKeys reads the routing conditions of a string Where: "id = ?",
 // "customer_id IN ?", "orders.id = ? AND status = ?". A condition holding
-// OR, parentheses beyond "IN (?)" or named arguments routes nothing: only
-// conditions that hold whatever the rest says are read.
+// OR, NOT, parentheses beyond "IN (?)" or named arguments routes nothing:
+// only conditions that hold whatever the rest says are read.
 func (m *pmodel) exprKeys(sql string, vars []any) [][]int64 {
-	lower := strings.ToLower(sql)
-	if strings.Contains(lower, " or ") || strings.Contains(lower, "@") || strings.Contains(lower, " not ") {
+	var out [][]int64
+	for _, at := range m.exprConds(sql, vars) {
+		keys, _ := m.routes(at.col, vars[at.arg])
+		out = append(out, keys)
+	}
+	return out
+}
+
+// exprArg is a routing condition of a string Where: its column, and the
+// index of its value in the vars.
+type exprArg struct {
+	col string
+	arg int
+}
+
+// orNot finds the words that make a condition's parts optional.
+var orNot = regexp.MustCompile(`(?i)\b(or|not)\b|@`)
+
+// exprConds lists the routing conditions of a string Where.
+func (m *pmodel) exprConds(sql string, vars []any) []exprArg {
+	if orNot.MatchString(sql) {
 		return nil
 	}
-	var out [][]int64
+	var out []exprArg
 	at := 0 // index of the next var
 	for _, part := range splitAnd(sql) {
 		n := strings.Count(part, "?")
-		if g := exprCond.FindStringSubmatch(part); g != nil && n == 1 && at < len(vars) {
-			if g[1] == "" || g[1] == m.schema.Table {
-				if keys, ok := m.routes(g[2], vars[at]); ok {
-					out = append(out, keys)
-				}
+		if g := exprCond.FindStringSubmatch(part); g != nil && n == 1 && at < len(vars) && (g[1] == "" || g[1] == m.schema.Table) {
+			if _, ok := m.routes(g[2], vars[at]); ok {
+				out = append(out, exprArg{col: g[2], arg: at})
 			}
 		}
 		at += n
+	}
+	return out
+}
+
+// narrow cuts the IN lists on routing columns in exprs down to the values
+// of shard s: each shard's part of a statement over several asks for its
+// own keys only.
+func (p *Plugin) narrow(m *pmodel, exprs []clause.Expression, s sharding.Shard) []clause.Expression {
+	keep := func(v any) (any, bool) {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() == reflect.Uint8 {
+			return v, false
+		}
+		out := reflect.MakeSlice(rv.Type(), 0, rv.Len())
+		for i := range rv.Len() {
+			keys, ok := ints(rv.Index(i).Interface())
+			if !ok || len(keys) != 1 {
+				return v, false
+			}
+			if _, at, err := p.g.base.Route(keys[0]); err == nil && at == s {
+				out = reflect.Append(out, rv.Index(i))
+			}
+		}
+		return out.Interface(), true
+	}
+	out := make([]clause.Expression, len(exprs))
+	for i, e := range exprs {
+		out[i] = e
+		switch e := e.(type) {
+		case clause.IN:
+			if _, ok := m.routes(e.Column, e.Values); ok {
+				if v, ok := keep(e.Values); ok {
+					e.Values = v.([]any)
+					out[i] = e
+				}
+			}
+		case clause.Expr:
+			conds := m.exprConds(e.SQL, e.Vars)
+			if len(conds) == 0 {
+				continue
+			}
+			e.Vars = slices.Clone(e.Vars)
+			for _, c := range conds {
+				if v, ok := keep(e.Vars[c.arg]); ok {
+					e.Vars[c.arg] = v
+				}
+			}
+			out[i] = e
+		case clause.AndConditions:
+			e.Exprs = p.narrow(m, e.Exprs, s)
+			out[i] = e
+		}
+	}
+	return out
+}
+
+// onlyShard returns clauses with the WHERE narrowed to shard s.
+func (p *Plugin) onlyShard(m *pmodel, clauses map[string]clause.Clause, s sharding.Shard) map[string]clause.Clause {
+	out := cloneClauses(clauses)
+	if c, ok := out["WHERE"]; ok {
+		if w, ok := c.Expression.(clause.Where); ok {
+			w.Exprs = p.narrow(m, w.Exprs, s)
+			c.Expression = w
+			out["WHERE"] = c
+		}
 	}
 	return out
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -692,4 +695,66 @@ func dialector(d testdb.DB) gorm.Dialector {
 		return mysql.Open(d.DSN)
 	}
 	return postgres.Open(d.DSN)
+}
+
+// sqlLog records the statements a database runs.
+type sqlLog struct {
+	logger.Interface
+	mu  sync.Mutex
+	sql []string
+}
+
+func (l *sqlLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	s, _ := fc()
+	l.mu.Lock()
+	l.sql = append(l.sql, s)
+	l.mu.Unlock()
+}
+
+// TestPluginINGroupedByShard reads and writes an IN over keys of several
+// shards with each shard asked for its own keys only.
+func TestPluginINGroupedByShard(t *testing.T) {
+	e := newPluginEnv(t, shardtest.Backends[0], shardgorm.PluginSettings{})
+	batch := orders(12)
+	for i := range batch {
+		batch[i].Items = nil
+	}
+	if err := e.db.Create(&batch).Error; err != nil {
+		t.Fatal(err)
+	}
+	logs := make([]*sqlLog, len(e.dbs))
+	for i, db := range e.dbs {
+		logs[i] = &sqlLog{Interface: logger.Discard}
+		db.Config.Logger = logs[i]
+	}
+	want := ids(batch)
+	var got []Order
+	if err := e.db.Where("id IN ?", want).Find(&got).Error; err != nil || !slices.Equal(ids(got), want) {
+		t.Fatalf("Where id IN = %v, %v", ids(got), err)
+	}
+	if res := e.db.Model(&Order{}).Where("id IN ?", want).Update("amount", 3); res.Error != nil || res.RowsAffected != int64(len(want)) {
+		t.Fatalf("update over shards: %d rows, %v", res.RowsAffected, res.Error)
+	}
+	if res := e.db.Delete(&batch); res.Error != nil || res.RowsAffected != int64(len(batch)) {
+		t.Fatalf("delete of rows over shards: %d rows, %v", res.RowsAffected, res.Error)
+	}
+	statements := 0
+	for db, l := range logs {
+		for _, q := range l.sql {
+			statements++
+			for _, o := range batch {
+				s, _ := e.router.Route(o.UserID)
+				in := strings.Contains(q, strconv.FormatInt(o.ID, 10))
+				if mine := s.Database == db && strings.Contains(q, "orders_"+s.TableName[len("orders_"):]+"`"); in && !mine {
+					t.Errorf("database m%d was asked for %d of %s: %s", db, o.ID, s, q)
+				}
+			}
+		}
+	}
+	if statements < 3*4 {
+		t.Fatalf("%d statements recorded, want one per shard for each of 3 calls", statements)
+	}
+	if len(e.physical(t)) != 0 {
+		t.Fatal("rows left after the delete")
+	}
 }
