@@ -3,6 +3,7 @@ package shardgorm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"gorm.io/gorm"
@@ -36,8 +37,12 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 	if db.Error != nil || db.Statement.SQL.Len() == 0 {
 		return false
 	}
-	st, err := sqlroute.Parse(db.Statement.SQL.String(), db.Statement.Vars, p.tables)
+	sql := db.Statement.SQL.String()
+	st, err := sqlroute.Parse(sql, db.Statement.Vars, p.tables)
 	if err != nil {
+		if !p.mentions(sql) {
+			return false // what sqlroute cannot read, on other tables: not the plugin's
+		}
 		_ = db.AddError(fmt.Errorf("shardgorm: %w", err))
 		return true
 	}
@@ -154,4 +159,28 @@ func (p *Plugin) rawAssigned(m *pmodel, st *sqlroute.Statement, s sharding.Shard
 		}
 	}
 	return nil
+}
+
+// mentions reports whether sql holds a sharded model's table as a word.
+func (p *Plugin) mentions(sql string) bool {
+	for _, t := range p.tables {
+		for i := 0; ; {
+			j := indexFold(sql[i:], t.Name)
+			if j < 0 {
+				break
+			}
+			at, end := i+j, i+j+len(t.Name)
+			if (at == 0 || !wordByte(sql[at-1])) && (end == len(sql) || !wordByte(sql[end])) {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
+}
+
+func indexFold(s, sub string) int { return strings.Index(strings.ToLower(s), strings.ToLower(sub)) }
+
+func wordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

@@ -491,6 +491,15 @@ func TestPluginRawSQL(t *testing.T) {
 			if err := e.db.Raw("SELECT * FROM memos WHERE text = ?", "plain").Scan(&memo).Error; err != nil || memo.ID != 1 {
 				t.Fatalf("plain table: %+v, %v", memo, err)
 			}
+			// What the SQL reader cannot read passes on other tables only.
+			if b.Name == "sqlite" {
+				if err := e.db.Exec("UPDATE memos SET text = 'x' /* to the end").Error; err != nil {
+					t.Fatalf("unread statement on another table: %v", err)
+				}
+			}
+			if err := e.db.Exec("DELETE FROM orders /* to the end").Error; err == nil {
+				t.Fatal("an unread statement on orders was sent")
+			}
 		})
 	}
 }
