@@ -46,7 +46,7 @@ func (p *Plugin) register(db *gorm.DB) error {
 		}
 	}
 	skip(cb.Create(), "gorm:begin_transaction", "gorm:save_before_associations", "gorm:create", "gorm:save_after_associations",
-		"idforge:fill_ids", "idforge:upserted", fillName)
+		fillName)
 	skip(cb.Query(), "gorm:query")
 	skip(cb.Update(), "gorm:begin_transaction", "gorm:save_before_associations", "gorm:update", "gorm:save_after_associations")
 	skip(cb.Delete(), "gorm:begin_transaction", "gorm:delete_before_associations", "gorm:delete")
@@ -311,8 +311,10 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 // own.
 func (p *Plugin) rowsIn(ctx context.Context, m *pmodel, dest any, s sharding.Shard) any {
 	rv := reflect.Indirect(reflect.ValueOf(dest))
-	if rv.Kind() != reflect.Slice || reflect.Indirect(reflect.New(rv.Type().Elem()).Elem()).Type() != m.schema.ModelType &&
-		rv.Type().Elem() != m.schema.ModelType {
+	if rv.Kind() != reflect.Slice {
+		return dest
+	}
+	if et := rv.Type().Elem(); et != m.schema.ModelType && (et.Kind() != reflect.Pointer || et.Elem() != m.schema.ModelType) {
 		return dest
 	}
 	f := m.key
@@ -352,8 +354,8 @@ func (p *Plugin) staysInShard(db *gorm.DB, m *pmodel, shards []sharding.Shard) e
 	check := func(f string, v any) error {
 		keys, ok := ints(v)
 		if !ok || len(keys) != 1 {
-			return fmt.Errorf("%w: %s on model %s sets %s, which routes rows, to %v (%T): only an integer can be checked to stay in its shard",
-				sharding.ErrWrongShard, "Update", m.schema.Name, f, v, v)
+			return fmt.Errorf("%w: Update on model %s sets %s, which routes rows, to %v (%T): only an integer can be checked to stay in its shard",
+				sharding.ErrWrongShard, m.schema.Name, f, v, v)
 		}
 		_, s, err := p.g.base.Route(keys[0])
 		if err != nil {
