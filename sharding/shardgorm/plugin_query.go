@@ -137,6 +137,23 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 			clauses["LIMIT"] = c
 		}
 	}
+	if out.Kind() == reflect.Struct && out.Type() == m.schema.ModelType {
+		// GORM reads a struct's primary key as a condition; the parts
+		// read into slices, so they are given it.
+		var conds []clause.Expression
+		for _, f := range m.schema.PrimaryFields {
+			if v, zero := f.ValueOf(ctxOf(db), out); !zero {
+				conds = append(conds, clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: v})
+			}
+		}
+		if len(conds) > 0 {
+			c := clauses["WHERE"]
+			w, _ := c.Expression.(clause.Where)
+			w.Exprs = append(slices.Clone(w.Exprs), conds...)
+			c.Name, c.Expression = "WHERE", w
+			clauses["WHERE"] = c
+		}
+	}
 	switch {
 	case out.Kind() == reflect.Slice && out.Type().Elem().Kind() != reflect.Uint8 || out.Kind() == reflect.Struct:
 	default:

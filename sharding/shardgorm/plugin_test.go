@@ -767,3 +767,28 @@ func TestPluginINGroupedByShard(t *testing.T) {
 		t.Fatal("rows left after the delete")
 	}
 }
+
+// TestPluginKeyNotID routes by the owner when IDs do not route, and reads
+// a row by its ID over every shard.
+func TestPluginKeyNotID(t *testing.T) {
+	e := newPluginEnv(t, shardtest.Backends[0], shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "UserID"}})
+	batch := orders(10)
+	if err := e.db.Create(&batch).Error; err != nil {
+		t.Fatal(err)
+	}
+	got := Order{ID: batch[6].ID}
+	if err := e.db.First(&got).Error; err != nil || got.UserID != batch[6].UserID || got.Amount != batch[6].Amount {
+		t.Fatalf("First(&Order{ID}) = %+v, %v; want %+v", got, err, batch[6])
+	}
+	var os []Order
+	if err := e.db.Where("id IN ?", []int64{batch[1].ID, batch[8].ID}).Find(&os).Error; err != nil || len(os) != 2 {
+		t.Fatalf("IDs over every shard: %d rows, %v", len(os), err)
+	}
+	if err := e.db.Model(&batch[2]).Update("amount", 77).Error; err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := e.db.Model(&Order{}).Where("user_id = ? AND amount = ?", batch[2].UserID, 77).Count(&n).Error; err != nil || n != 1 {
+		t.Fatalf("count after update = %d, %v", n, err)
+	}
+}
