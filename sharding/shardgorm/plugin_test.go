@@ -645,13 +645,13 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 }
 
 // TestPluginApplicationHandle registers the plugin on a handle of the
-// application's own, with GORM's default transactions, apart from the
-// databases it routes to.
+// application's own, with GORM's default transactions and prepared
+// statements, apart from the databases it routes to.
 func TestPluginApplicationHandle(t *testing.T) {
 	for _, b := range shardtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
-			app, err := gorm.Open(dialector(e.dsn[0]), &gorm.Config{Logger: logger.Discard})
+			app, err := gorm.Open(dialector(e.dsn[0]), &gorm.Config{Logger: logger.Discard, PrepareStmt: true})
 			if err != nil {
 				t.Fatal(err)
 			}
