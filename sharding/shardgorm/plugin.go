@@ -55,7 +55,7 @@ type Plugin struct {
 	set    PluginSettings
 	models []any
 
-	byTable  map[string]*pmodel // logical table -> model, filled by Initialize
+	byTable  map[string]*pmodel // logical table (as dbs[0] names it) -> model
 	tables   []sqlroute.Table   // byTable as sqlroute reads it
 	mu       sync.Mutex
 	prepared map[int]gorm.ConnPool // database -> prepared-statement pool, made on first use
@@ -101,19 +101,27 @@ func NewPlugin(dbs []*gorm.DB, r *sharding.Router, s PluginSettings, models ...a
 		seen[name] = sh
 	}
 	for _, m := range models {
-		if _, err := p.parse(dbs[0], m); err != nil {
+		pm, err := p.parse(dbs[0], m)
+		if err != nil {
 			return nil, err
 		}
+		if _, dup := p.byTable[pm.schema.Table]; dup {
+			return nil, fmt.Errorf("%w: shardgorm.NewPlugin: model %s given twice (table %s)", engine.ErrInvalidConfig, pm.schema.Name, pm.schema.Table)
+		}
+		p.byTable[pm.schema.Table] = pm
 	}
+	p.tables = sqlTables(p.byTable)
 	return p, nil
 }
 
 // Name implements gorm.Plugin.
 func (p *Plugin) Name() string { return pluginName }
 
-// Initialize implements gorm.Plugin: it learns the models' tables under
-// db's naming, checks that db speaks the databases' dialect, and registers
-// the callbacks that route the models' statements.
+// Initialize implements gorm.Plugin: it checks that db speaks the
+// databases' dialect, makes db's transactions the plugin's, and registers
+// the callbacks that route the models' statements on db and on the
+// databases (associations saved with a row in its shard are statements
+// there). The models' tables are named as the first database names them.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	for i, d := range p.g.base.DBs {
 		if d.Dialector.Name() != db.Dialector.Name() {
@@ -121,18 +129,6 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 				engine.ErrInvalidConfig, i, d.Dialector.Name(), db.Dialector.Name())
 		}
 	}
-	byTable := map[string]*pmodel{}
-	for _, m := range p.models {
-		pm, err := p.parse(db, m)
-		if err != nil {
-			return err
-		}
-		if _, dup := byTable[pm.schema.Table]; dup {
-			return fmt.Errorf("%w: shardgorm.NewPlugin: model %s given twice (table %s)", engine.ErrInvalidConfig, pm.schema.Name, pm.schema.Table)
-		}
-		byTable[pm.schema.Table] = pm
-	}
-	p.byTable, p.tables = byTable, sqlTables(byTable)
 	wrap(db)
 	// The shards' databases route too: associations saved with a row in
 	// its shard's transaction are the models' statements there.

@@ -333,6 +333,17 @@ func TestPluginConfig(t *testing.T) {
 	if _, err := shardgorm.NewPlugin(dbs, r, shardgorm.PluginSettings{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("no models: %v", err)
 	}
+	owned := shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "UserID"}}
+	if _, err := shardgorm.NewPlugin(dbs, r, owned, &Order{}, &Order{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("a model twice: %v", err)
+	}
+	unnumbered, err := sharding.NewMod(sharding.Mod{Databases: "m{0..1}", Tables: "t_{1..2}x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shardgorm.NewPlugin(dbs, unnumbered, owned, &Order{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("tables the numbers do not tell apart: %v", err)
+	}
 	type Plain struct{ Name string }
 	if _, err := shardgorm.NewPlugin(dbs, r, shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "UserID"}}, &Plain{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("model without the key: %v", err)
