@@ -408,7 +408,20 @@ func TestPluginTransaction(t *testing.T) {
 					t.Fatalf("prepared=%v: refused transaction left %d rows, want %d", prepared, got, before)
 				}
 				err = db.Transaction(func(tx *gorm.DB) error {
-					return tx.Create(&Order{UserID: 3, Amount: 10}).Error
+					if err := tx.Create(&Order{UserID: 3, Amount: 10}).Error; err != nil {
+						return err
+					}
+					// A nested transaction is a savepoint in the same database.
+					nested := tx.Transaction(func(tx *gorm.DB) error {
+						if err := tx.Create(&Order{UserID: 3, Amount: 12}).Error; err != nil {
+							return err
+						}
+						return rollback
+					})
+					if !errors.Is(nested, rollback) {
+						return fmt.Errorf("nested: %w", nested)
+					}
+					return nil
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -416,8 +429,18 @@ func TestPluginTransaction(t *testing.T) {
 				if got := len(e.physical(t)); got != before+1 {
 					t.Fatalf("prepared=%v: committed transaction left %d rows, want %d", prepared, got, before+1)
 				}
+				// A savepoint before the first statement is kept for it.
+				err = db.Transaction(func(tx *gorm.DB) error {
+					return tx.Transaction(func(tx *gorm.DB) error { return tx.Create(&Order{UserID: 3, Amount: 13}).Error })
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(e.physical(t)); got != before+2 {
+					t.Fatalf("prepared=%v: nested first transaction left %d rows, want %d", prepared, got, before+2)
+				}
 				var o Order
-				if err := db.Where("user_id = ?", 3).First(&o).Error; err != nil || o.Amount != 10 {
+				if err := db.Where("user_id = ?", 3).Order("amount").First(&o).Error; err != nil || o.Amount != 10 {
 					t.Fatalf("prepared=%v: read back %+v, %v", prepared, o, err)
 				}
 				if err := db.Where("user_id = ?", 3).Delete(&Order{}).Error; err != nil {
