@@ -410,7 +410,7 @@ func boolInt(b bool) int {
 // aggregate combines the scalar each shard answers: counts and sums add
 // up, minima and maxima are compared.
 func (p *Plugin) aggregate(db *gorm.DB, m *pmodel, shards []sharding.Shard, clauses map[string]clause.Clause, out reflect.Value) error {
-	fn := aggregateOf(clauses, db.Statement.Selects)
+	fn := aggregateOf(m, clauses, db.Statement.Selects)
 	if fn == "" || !out.CanSet() || !(out.CanInt() || out.CanUint() || out.CanFloat()) {
 		return fmt.Errorf("%w: query on model %s over %d shards into a %s: merge rows into a slice or struct of the model, or count, sum, min or max into a number",
 			engine.ErrInvalidConfig, m.schema.Name, len(shards), out.Type())
@@ -500,9 +500,9 @@ func parseNumber(text string, v reflect.Value) error {
 var aggregateFn = regexp.MustCompile(`(?i)^\s*(count|sum|min|max)\s*\(\s*([^()]*)\)\s*$`)
 
 // aggregateOf names the aggregate the statement selects ("count", "sum",
-// "min", "max"), "" for any other selection (COUNT(DISTINCT ...) does not
-// add up over shards).
-func aggregateOf(clauses map[string]clause.Clause, selects []string) string {
+// "min", "max"), "" for any other selection. COUNT(DISTINCT ...) adds up
+// over shards only for a routing column, whose values no two shards share.
+func aggregateOf(m *pmodel, clauses map[string]clause.Clause, selects []string) string {
 	c, ok := clauses["SELECT"]
 	if !ok || c.Expression == nil {
 		// Select("SUM(amount)") without arguments is a selection of names.
@@ -512,7 +512,18 @@ func aggregateOf(clauses map[string]clause.Clause, selects []string) string {
 	}
 	// clause.Select sets an expression of its own as the clause's.
 	e, ok := c.Expression.(clause.Expr)
-	if !ok || len(e.Vars) > 0 && !strings.Contains(strings.ToLower(e.SQL), "count(?)") {
+	if !ok {
+		return ""
+	}
+	if strings.EqualFold(strings.ReplaceAll(e.SQL, " ", ""), "COUNT(DISTINCT(?))") && len(e.Vars) == 1 {
+		if col, ok := e.Vars[0].(clause.Column); ok {
+			if _, routes := m.routes(col, int64(1)); routes {
+				return "count"
+			}
+		}
+		return ""
+	}
+	if len(e.Vars) > 0 && !strings.Contains(strings.ToLower(e.SQL), "count(?)") {
 		return ""
 	}
 	g := aggregateFn.FindStringSubmatch(strings.ReplaceAll(e.SQL, "?", "x"))

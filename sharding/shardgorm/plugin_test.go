@@ -667,6 +667,22 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 			if err := one.Model(&Order{}).Where("amount < ?", 60).Count(&m).Error; err != nil || n != m {
 				t.Fatalf("count: sharded %d, one table %d (%v)", n, m, err)
 			}
+			var amounts, amountsOne []int64
+			if err := e.db.Model(&Order{}).Order("amount desc").Limit(6).Pluck("amount", &amounts).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Model(&Order{}).Order("amount desc").Limit(6).Pluck("amount", &amountsOne).Error; err != nil || !slices.Equal(amounts, amountsOne) {
+				t.Fatalf("pluck: sharded %v, one table %v (%v)", amounts, amountsOne, err)
+			}
+			if err := e.db.Model(&Order{}).Distinct("product_id").Count(&n).Error; err == nil {
+				t.Fatal("COUNT(DISTINCT) of a column shards share was summed")
+			}
+			if err := e.db.Model(&Order{}).Distinct("user_id").Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Model(&Order{}).Distinct("user_id").Count(&m).Error; err != nil || n != m || n != 5 {
+				t.Fatalf("distinct users: sharded %d, one table %d (%v)", n, m, err)
+			}
 			var hi, hiOne int64
 			if err := e.db.Model(&Order{}).Select("MAX(amount)").Find(&hi).Error; err != nil {
 				t.Fatal(err)

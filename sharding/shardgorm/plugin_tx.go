@@ -132,6 +132,8 @@ func (t *ptx) savepoint(ctx context.Context, query string) (bool, error) {
 	return true, err
 }
 
+// PrepareContext prepares query in the transaction, bound to the
+// application's database.
 func (t *ptx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	c, err := t.onMain()
 	if err != nil {
@@ -140,6 +142,8 @@ func (t *ptx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, erro
 	return c.PrepareContext(ctx, query)
 }
 
+// ExecContext runs query in the transaction, bound to the application's
+// database; a savepoint goes to the bound database, or waits for it.
 func (t *ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if ok, err := t.savepoint(ctx, query); ok {
 		return driverResult{}, err
@@ -151,6 +155,8 @@ func (t *ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	return c.ExecContext(ctx, query, args...)
 }
 
+// QueryContext runs query in the transaction, bound to the application's
+// database.
 func (t *ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	c, err := t.onMain()
 	if err != nil {
@@ -213,7 +219,10 @@ func (t *ptx) end(commit bool) error {
 // driverResult answers a savepoint kept for the binding.
 type driverResult struct{}
 
+// LastInsertId is not known for a savepoint.
 func (driverResult) LastInsertId() (int64, error) { return 0, errors.ErrUnsupported }
+
+// RowsAffected is 0 for a savepoint.
 func (driverResult) RowsAffected() (int64, error) { return 0, nil }
 
 // txOf returns the plugin's transaction a statement runs in, nil outside
