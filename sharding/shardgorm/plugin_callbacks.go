@@ -281,14 +281,28 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 	done(db)
 	var total int64
 	var mu sync.Mutex
+	st := db.Statement
+	same := func(a, b any) bool {
+		x, y := reflect.ValueOf(a), reflect.ValueOf(b)
+		return x.Kind() == reflect.Pointer && y.Kind() == reflect.Pointer && x.Pointer() == y.Pointer()
+	}
+	// GORM writes the values it sets into the model and the struct given,
+	// so each part writes into copies, and the first part's reach them.
+	models, dests := make([]any, len(t.shards)), make([]any, len(t.shards))
 	err = p.fan(ctxOf(db), t.shards, func(ctx context.Context, i int) error {
-		tx, err := p.on(db, m, t.shards[i], p.onlyShard(m, db.Statement.Clauses, t.shards[i]))
+		tx, err := p.on(db, m, t.shards[i], p.onlyShard(m, st.Clauses, t.shards[i]))
 		if err != nil {
 			return err
 		}
-		tx.Statement.Dest = p.rowsIn(ctx, m, db.Statement.Dest, t.shards[i])
-		if a, b := reflect.ValueOf(db.Statement.Model), reflect.ValueOf(db.Statement.Dest); a.Kind() == reflect.Pointer && b.Kind() == reflect.Pointer && a.Pointer() == b.Pointer() {
-			tx.Statement.Model = tx.Statement.Dest // GORM reads keys from both
+		models[i], dests[i] = structCopy(st.Model), structCopy(st.Dest)
+		tx.Statement.Model, tx.Statement.Dest = models[i], dests[i]
+		if rows := p.rowsIn(ctx, m, st.Dest, t.shards[i]); !same(rows, st.Dest) {
+			tx.Statement.Dest = rows
+			if same(st.Model, st.Dest) {
+				tx.Statement.Model = rows // GORM reads keys from both
+			}
+		} else if same(st.Model, st.Dest) {
+			tx.Statement.Dest = models[i]
 		}
 		proc := tx.Callback().Delete()
 		if update {
@@ -303,6 +317,32 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 	db.RowsAffected = total
 	if err != nil {
 		_ = db.AddError(err)
+		return
+	}
+	copyBack(st.Model, models[0])
+	if !same(st.Model, st.Dest) {
+		copyBack(st.Dest, dests[0])
+	}
+}
+
+// structCopy returns a pointer to a copy of the struct v points to, and v
+// itself when it is no pointer to a struct.
+func structCopy(v any) any {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return v
+	}
+	c := reflect.New(rv.Elem().Type())
+	c.Elem().Set(rv.Elem())
+	return c.Interface()
+}
+
+// copyBack sets the struct to points to from the copy from, made by
+// structCopy.
+func copyBack(to, from any) {
+	rt, rf := reflect.ValueOf(to), reflect.ValueOf(from)
+	if rt.Kind() == reflect.Pointer && rf.Kind() == reflect.Pointer && !rt.IsNil() && rt.Elem().Kind() == reflect.Struct && rt.Pointer() != rf.Pointer() {
+		rt.Elem().Set(rf.Elem())
 	}
 }
 
