@@ -842,3 +842,49 @@ func TestPluginKeyNotID(t *testing.T) {
 		t.Fatalf("count after update = %d, %v", n, err)
 	}
 }
+
+// TestPluginByID routes rows by their own ID, the repository's default.
+func TestPluginByID(t *testing.T) {
+	e := newPluginEnv(t, shardtest.Backends[0], shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "ID"}})
+	batch := orders(12)
+	// Items routed by their own IDs do not live with their order: saving
+	// them with it is refused.
+	if err := e.db.Create(&batch).Error; !errors.Is(err, sharding.ErrWrongShard) {
+		t.Fatalf("items of another shard saved with their order: %v, want ErrWrongShard", err)
+	}
+	for i := range batch {
+		batch[i].ID, batch[i].Items = 0, nil
+	}
+	if err := e.db.Create(&batch).Error; err != nil {
+		t.Fatal(err)
+	}
+	shards, _ := e.router.Shards()
+	for _, s := range shards {
+		var rows []Order
+		if err := e.dbs[s.Database].Table("orders_" + s.TableName[len("orders_"):]).Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range rows {
+			if at, _ := e.router.Route(o.ID); at != s {
+				t.Errorf("order %d in %s, routes to %s", o.ID, s, at)
+			}
+		}
+	}
+	var os []Order
+	if err := e.db.Preload("Items").Find(&os, ids(batch[:5])).Error; err != nil || len(os) != 5 {
+		t.Fatalf("Find(ids) = %d rows, %v", len(os), err)
+	}
+	if err := e.db.Where("user_id = ?", 1).Find(&os).Error; err != nil || len(os) != 3 {
+		t.Fatalf("by user over every shard = %d rows, %v", len(os), err)
+	}
+	if err := e.db.Model(&batch[0]).Update("id", batch[1].ID+1).Error; !errors.Is(err, sharding.ErrWrongShard) {
+		t.Fatalf("moving an ID: %v", err)
+	}
+	if err := e.db.Delete(&Order{}, batch[0].ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := e.db.Model(&Order{}).Count(&n).Error; err != nil || n != 11 { // the refused batch left nothing
+		t.Fatalf("count = %d, %v", n, err)
+	}
+}
