@@ -888,3 +888,27 @@ func TestPluginByID(t *testing.T) {
 		t.Fatalf("count = %d, %v", n, err)
 	}
 }
+
+// TestPluginAllowUnroutedWrites runs an update and a delete naming no key
+// on every shard when told to.
+func TestPluginAllowUnroutedWrites(t *testing.T) {
+	e := newPluginEnv(t, shardtest.Backends[0], shardgorm.PluginSettings{
+		Settings:            sharding.Settings{ShardKey: "UserID", OwnerResidues: 4},
+		AllowUnroutedWrites: true,
+	})
+	batch := orders(12)
+	if err := e.db.Create(&batch).Error; err != nil {
+		t.Fatal(err)
+	}
+	res := e.db.Model(&Order{}).Where("product_id < ?", 106).Update("amount", 1)
+	if res.Error != nil || res.RowsAffected != 6 {
+		t.Fatalf("unrouted update: %d rows, %v; want 6", res.RowsAffected, res.Error)
+	}
+	res = e.db.Where("amount = ?", 1).Delete(&Order{})
+	if res.Error != nil || res.RowsAffected != 6 {
+		t.Fatalf("unrouted delete: %d rows, %v; want 6", res.RowsAffected, res.Error)
+	}
+	if n := len(e.physical(t)); n != 6 {
+		t.Fatalf("%d rows left, want 6", n)
+	}
+}
