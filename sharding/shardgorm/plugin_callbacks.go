@@ -133,10 +133,17 @@ func cloneClauses(in map[string]clause.Clause) map[string]clause.Clause {
 	return out
 }
 
-// fan runs part for every shard, Settings.Parallel at once; the shards
-// that failed make a *sharding.FanoutError.
-func (p *Plugin) fan(ctx context.Context, shards []sharding.Shard, part func(ctx context.Context, i int) error) error {
-	sem := make(chan struct{}, p.g.base.Settings.Parallel)
+// fan runs part for every shard of db's statement, Settings.Parallel at
+// once, or one after the other in a transaction, whose one connection
+// serves one statement at a time; the shards that failed make a
+// *sharding.FanoutError.
+func (p *Plugin) fan(db *gorm.DB, shards []sharding.Shard, part func(ctx context.Context, i int) error) error {
+	ctx := ctxOf(db)
+	parallel := p.g.base.Settings.Parallel
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
+		parallel = 1
+	}
+	sem := make(chan struct{}, parallel)
 	errs := make([]error, len(shards))
 	var wg sync.WaitGroup
 	for i := range shards {
@@ -289,7 +296,7 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 	// GORM writes the values it sets into the model and the struct given,
 	// so each part writes into copies, and the first part's reach them.
 	models, dests := make([]any, len(t.shards)), make([]any, len(t.shards))
-	err = p.fan(ctxOf(db), t.shards, func(ctx context.Context, i int) error {
+	err = p.fan(db, t.shards, func(ctx context.Context, i int) error {
 		tx, err := p.on(db, m, t.shards[i], p.onlyShard(m, st.Clauses, t.shards[i]))
 		if err != nil {
 			return err

@@ -164,7 +164,7 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 		rowType = reflect.SliceOf(out.Type())
 	}
 	parts := make([]reflect.Value, len(shards))
-	err := p.fan(ctxOf(db), shards, func(ctx context.Context, i int) error {
+	err := p.fan(db, shards, func(ctx context.Context, i int) error {
 		part := reflect.New(rowType)
 		tx, err := p.on(db, m, shards[i], p.onlyShard(m, clauses, shards[i]))
 		if err != nil {
@@ -418,7 +418,7 @@ func (p *Plugin) aggregate(db *gorm.DB, m *pmodel, shards []sharding.Shard, clau
 	delete(clauses, "ORDER BY")
 	delete(clauses, "LIMIT")
 	parts := make([]sql.NullString, len(shards))
-	err := p.fan(ctxOf(db), shards, func(ctx context.Context, i int) error {
+	err := p.fan(db, shards, func(ctx context.Context, i int) error {
 		// As text: MySQL and PostgreSQL answer a SUM as a DECIMAL, and a
 		// shard without rows as NULL.
 		tx, err := p.on(db, m, shards[i], p.onlyShard(m, clauses, shards[i]))

@@ -92,7 +92,7 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 	}
 	done(db)
 	var total atomic.Int64
-	err = p.fan(ctxOf(db), shards, func(ctx context.Context, i int) error {
+	err = p.fan(db, shards, func(ctx context.Context, i int) error {
 		s := shards[i]
 		q, args, err := st.Narrow(m.table(s), groups[s])
 		if err != nil {

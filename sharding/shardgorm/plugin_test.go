@@ -387,6 +387,10 @@ func TestPluginTransaction(t *testing.T) {
 					if err := tx.Model(&Order{}).Where("user_id = ? AND amount = ?", 2, 8).Count(&n).Error; err != nil || n != 1 {
 						return fmt.Errorf("count in the transaction = %d, %v", n, err)
 					}
+					var both []Order // two tables of m0, one connection
+					if err := tx.Where("user_id IN ?", []int64{2, 4}).Where("amount IN ?", []int64{7, 8}).Order("user_id").Find(&both).Error; err != nil || len(both) != 2 {
+						return fmt.Errorf("read over two shards in the transaction = %d rows, %v", len(both), err)
+					}
 					return rollback
 				})
 				if !errors.Is(err, rollback) {
