@@ -23,6 +23,7 @@ type token struct {
 	kind       tokKind
 	start, end int // byte offsets
 	depth      int // parentheses open before it; ( and ) carry the outer depth
+	match      int // for (, the index of its )
 }
 
 // lexed is a statement cut into tokens.
@@ -63,6 +64,7 @@ func (l *lexed) name(i int) (string, bool) {
 func lex(query string) (*lexed, error) {
 	l := &lexed{query: query}
 	depth := 0
+	var open []int // indexes of the ( not closed yet
 	for i := 0; i < len(query); {
 		c := query[i]
 		start := i
@@ -134,10 +136,13 @@ func lex(query string) (*lexed, error) {
 			if depth < 0 {
 				return nil, tableError(ErrSyntax, "statement", "unbalanced ) at byte %d", i)
 			}
+			l.toks[open[depth]].match = len(l.toks)
+			open = open[:depth]
 		}
 		_, size := utf8.DecodeRuneInString(query[i:])
 		l.toks = append(l.toks, token{kind: tPunct, start: i, end: i + size, depth: depth})
 		if c == '(' {
+			open = append(open, len(l.toks)-1)
 			depth++
 		}
 		i += size

@@ -279,7 +279,7 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 		if !ok || !strings.EqualFold(n, name) || lx.is(i-1, ".") {
 			continue
 		}
-		prevWord := lx.is(i-1, "FROM") || lx.is(i-1, "JOIN") || lx.is(i-1, "INTO") ||
+		prevWord := lx.is(i-1, "FROM") || lx.is(i-1, "JOIN") || lx.is(i-1, "INTO") || lx.is(i-1, "INSERT") ||
 			lx.is(i-1, "UPDATE") || (lx.is(i-1, "ONLY") && lx.is(i-2, "FROM"))
 		switch {
 		case lx.is(i+1, "."):
@@ -435,7 +435,7 @@ func (s *Statement) valuesRows(n int) *group {
 	}
 	var items [][2]int
 	for i++; lx.is(i, "("); i += 2 {
-		end := closing(lx, i)
+		end := lx.toks[i].match
 		items = append(items, [2]int{i, end})
 		i = end
 		if !lx.is(i+1, ",") {
@@ -446,17 +446,6 @@ func (s *Statement) valuesRows(n int) *group {
 		g.items = items
 	}
 	return g
-}
-
-// closing returns the token closing the parenthesis at token i.
-func closing(lx *lexed, i int) int {
-	d := lx.toks[i].depth
-	for j := i + 1; j < len(lx.toks); j++ {
-		if lx.toks[j].depth == d && lx.is(j, ")") {
-			return j
-		}
-	}
-	return len(lx.toks) - 1
 }
 
 // where reads, for each routing column, the first AND term of cond that
@@ -540,7 +529,7 @@ func (s *Statement) listItems(elems []sp.Expr) group {
 		}
 		var items [][2]int
 		start := open + 1
-		end := closing(lx, open)
+		end := lx.toks[open].match
 		for j := start; j <= end; j++ {
 			if j == end || (lx.toks[j].depth == d && lx.is(j, ",")) {
 				items = append(items, [2]int{start, j - 1})
