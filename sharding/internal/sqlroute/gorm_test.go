@@ -3,6 +3,7 @@ package sqlroute
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/mysql"
@@ -17,6 +18,19 @@ type order struct {
 	Amount int
 }
 
+// softOrder is an order with soft delete and a user to join.
+type softOrder struct {
+	ID        int64
+	UserID    int64
+	User      user
+	DeletedAt gorm.DeletedAt
+}
+
+type user struct {
+	ID   int64
+	Name string
+}
+
 type item struct {
 	ID      int64
 	OrderID int64
@@ -26,6 +40,7 @@ type item struct {
 var testTables = []Table{
 	{Name: "orders", ID: "id", Owner: "user_id"},
 	{Name: "items", ID: "id", Owner: "order_id"},
+	{Name: "events", ID: "key", Owner: "user"}, // keywords to the parser
 }
 
 // dryRuns returns a session that only builds statements, per dialect.
@@ -38,7 +53,8 @@ func dryRuns(t *testing.T) map[string]*gorm.DB {
 	}
 	out := map[string]*gorm.DB{}
 	for name, d := range dialectors {
-		db, err := gorm.Open(d, &gorm.Config{DryRun: true, DisableAutomaticPing: true, SkipDefaultTransaction: true})
+		db, err := gorm.Open(d, &gorm.Config{DryRun: true, DisableAutomaticPing: true, SkipDefaultTransaction: true,
+			NowFunc: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -201,6 +217,30 @@ func gormCases() []gormCase {
 				return tx.Clauses(clause.Locking{Strength: "UPDATE"}).Find(&[]order{}, 1)
 			},
 			ids: []any{1}},
+		{name: "soft delete", table: "orders", kind: Update,
+			op:     func(tx *gorm.DB) *gorm.DB { return tx.Delete(&softOrder{}, []int64{4, 5, 6}) },
+			ids:    []any{int64(4), int64(5), int64(6)},
+			narrow: []int{0, 1},
+			narrowOp: func(tx *gorm.DB) *gorm.DB {
+				return tx.Delete(&softOrder{}, []int64{4, 5})
+			}},
+		{name: "soft find", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Where("user_id = ?", 3).Find(&[]softOrder{})
+			},
+			owners: []any{3}},
+		{name: "join unsharded", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Joins("User").Where(&softOrder{UserID: 3}).Find(&[]softOrder{})
+			},
+			owners: []any{int64(3)}},
+		{name: "group", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				var rows []struct{ UserID, Total int64 }
+				return tx.Model(&order{}).Select("user_id, sum(amount) AS total").
+					Where("user_id IN ?", []int64{1, 2}).Group("user_id").Having("sum(amount) > ?", 10).Find(&rows)
+			},
+			owners: []any{int64(1), int64(2)}},
 		{name: "preload second query", table: "items", kind: Select,
 			op: func(tx *gorm.DB) *gorm.DB {
 				return tx.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: "order_id"},

@@ -151,21 +151,77 @@ func parseTree(lx *lexed) (tree sp.Statement, err error) {
 	}
 	repl := map[int]string{}
 	duplicate := false
-	for i := range lx.toks {
+	for i, t := range lx.toks {
 		switch {
 		case lx.is(i, "DUPLICATE"):
 			duplicate = true
 		case duplicate && lx.is(i, "VALUES") && lx.is(i+1, "("):
 			repl[i] = `"VALUES"`
+		case t.kind == tWord && sp.Lookup(lx.text(i)) != sp.IDENT && !grammarWord(lx, i):
+			repl[i] = `"` + lx.text(i) + `"`
 		}
 	}
-	text := lx.render(string(src), 0, len(lx.toks)-1, repl, nil)
+	text := ""
+	if len(lx.toks) > 0 {
+		text = lx.render(string(src), 0, len(lx.toks)-1, repl, nil)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			tree, err = nil, fmt.Errorf("parser failed: %v", r)
 		}
 	}()
 	return sp.NewParser(strings.NewReader(text)).ParseStatement()
+}
+
+// grammarWord reports whether the keyword at token i is one the parser's
+// grammar reads there. Any other keyword of the parser's list (key, value,
+// user, action, index, row...) is a column or alias name to the databases
+// and is quoted for the parser, which takes no keyword as a bare name.
+func grammarWord(lx *lexed, i int) bool {
+	after := func(prev ...string) bool {
+		for _, p := range prev {
+			if lx.is(i-1, p) {
+				return true
+			}
+		}
+		return false
+	}
+	switch strings.ToUpper(lx.text(i)) {
+	case "KEY":
+		return after("DUPLICATE", "NO", "FOR")
+	case "USER", "SYSTEM":
+		return after("OVERRIDING")
+	case "VALUE":
+		return after("USER", "SYSTEM")
+	case "FIRST", "LAST":
+		return after("NULLS")
+	case "NO":
+		return after("FOR")
+	case "SHARE":
+		return after("FOR", "KEY")
+	case "NOWAIT", "SKIP":
+		return after("UPDATE", "SHARE")
+	case "LOCKED":
+		return after("SKIP")
+	case "OF":
+		return after("CURRENT")
+	case "CURRENT":
+		return after("WHERE")
+	case "FILTER":
+		return after(")")
+	case "CONFLICT", "DUPLICATE":
+		return after("ON")
+	case "NOTHING":
+		return after("DO")
+	case "SELECT", "DISTINCT", "ALL", "FROM", "WHERE", "GROUP", "BY", "HAVING", "UNION", "INTERSECT",
+		"EXCEPT", "ORDER", "LIMIT", "OFFSET", "FOR", "UPDATE", "AS", "NATURAL", "LEFT", "OUTER", "INNER",
+		"CROSS", "JOIN", "ON", "USING", "INSERT", "INTO", "DEFAULT", "VALUES", "DO", "SET", "RETURNING",
+		"DELETE", "ONLY", "ASC", "DESC", "NULLS", "NULL", "TRUE", "FALSE", "CASE", "WHEN", "THEN", "ELSE",
+		"END", "NOT", "EXISTS", "IN", "IS", "ISNULL", "NOTNULL", "LIKE", "GLOB", "REGEXP", "MATCH",
+		"BETWEEN", "AND", "OR", "ESCAPE", "OVERRIDING", "CAST", "WITH", "RECURSIVE":
+		return true
+	}
+	return false
 }
 
 // region replaces tokens first..last with text when rendering.
