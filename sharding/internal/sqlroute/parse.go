@@ -473,7 +473,7 @@ func (s *Statement) insertValues(t *sp.InsertStatement, col string, rows *group)
 		if !ok {
 			return nil
 		}
-		v.group, v.item = g, r
+		v.from, v.group, v.item = s, g, r
 		out = append(out, v)
 	}
 	s.groups = append(s.groups, *rows)
@@ -553,7 +553,7 @@ func (s *Statement) binding(term sp.Expr, col string, qualifiers []string) []Val
 		if !ok {
 			return nil
 		}
-		v.group, v.item = g, i
+		v.from, v.group, v.item = s, g, i
 		out = append(out, v)
 	}
 	s.groups = append(s.groups, s.listItems(elems))

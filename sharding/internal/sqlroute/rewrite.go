@@ -31,13 +31,15 @@ func (s *Statement) Narrow(physical string, keep []Value) (string, []any, error)
 		return "", nil, tableError(ErrSelection, s.Table.Name, "nothing to keep")
 	}
 	g := keep[0].group
-	if g < 0 || g >= len(s.groups) {
-		return "", nil, tableError(ErrSelection, s.Table.Name, "value not from this statement")
+	for _, v := range keep {
+		if v.from != s {
+			return "", nil, tableError(ErrSelection, s.Table.Name, "value not from this statement")
+		}
 	}
 	grp := s.groups[g]
 	kept := make([]bool, grp.size)
 	for _, v := range keep {
-		if v.group != g || v.item < 0 || v.item >= grp.size {
+		if v.group != g {
 			return "", nil, tableError(ErrSelection, s.Table.Name, "values from different lists")
 		}
 		kept[v.item] = true

@@ -53,8 +53,9 @@ type Value struct {
 	// an expression.
 	Arg int
 
-	group int // which IN list or VALUES clause; see Statement.Narrow
-	item  int // index in that list or clause
+	from  *Statement // the statement it was read from
+	group int        // which IN list or VALUES clause; see Statement.Narrow
+	item  int        // index in that list or clause
 }
 
 // Assignment is a routing column set by an UPDATE or an upsert.
@@ -66,7 +67,8 @@ type Assignment struct {
 }
 
 // Sentinel errors; every error of the package wraps one and names the
-// table concerned.
+// table concerned, or "statement" and a byte offset when the text cannot
+// be cut into tokens.
 var (
 	// ErrSyntax: the statement could not be read.
 	ErrSyntax = errors.New("sqlroute: statement not understood")
