@@ -35,6 +35,14 @@
 // [ErrSyntax] for what the parser does not read, [ErrUnsupported] for a
 // construct whose rewrite could not be checked.
 //
+// The parser (github.com/longbridgeapp/sqlparser, the one gorm.io/sharding
+// uses) reads the statements GORM writes and plain SELECT, INSERT, UPDATE
+// and DELETE, but not WITH, casts (::), IN (SELECT ...), row values,
+// UPDATE or DELETE with ORDER BY or LIMIT, multi-table UPDATE, REPLACE,
+// INSERT ... SET, schema-qualified tables, INTERVAL or ILIKE: on a
+// sharded table these are [ErrSyntax]. Its keywords used as column names
+// (key, value, user, row...) are read as names.
+//
 // # Rewriting
 //
 // [Statement.Rewrite] returns the statement's own text with each reference

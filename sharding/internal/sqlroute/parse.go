@@ -45,7 +45,8 @@ func (s *Statement) Sharded() bool { return s.Table.Name != "" }
 
 // Parse reads one statement with its args against the sharded tables.
 // A statement that names none of them by an identifier is returned
-// unsharded and unparsed, whatever it is.
+// unsharded and unparsed, whatever it is. The statement keeps args (it
+// does not change them) for its values and Narrow.
 func Parse(query string, args []any, tables []Table) (*Statement, error) {
 	for _, t := range tables {
 		if err := checkTable(t); err != nil {
@@ -67,11 +68,9 @@ func Parse(query string, args []any, tables []Table) (*Statement, error) {
 			return nil, tableError(ErrMultipleStatements, first, "a second statement follows byte %d", t.start)
 		}
 	}
-	if len(lx.toks) > 0 {
-		for _, kw := range []string{"CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME"} {
-			if lx.is(0, kw) {
-				return nil, tableError(ErrDDL, first, "%s is run on each physical table, not through the logical one", kw)
-			}
+	for _, kw := range []string{"CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME"} {
+		if lx.is(0, kw) {
+			return nil, tableError(ErrDDL, first, "%s is run on each physical table, not through the logical one", kw)
 		}
 	}
 	tree, err := parseTree(lx)

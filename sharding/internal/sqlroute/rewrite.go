@@ -27,7 +27,10 @@ func (s *Statement) Rewrite(physical string) (string, error) {
 // list holds no placeholder and keep is not all of it; the caller then
 // sends Rewrite's text to the shard.
 func (s *Statement) Narrow(physical string, keep []Value) (string, []any, error) {
-	if !s.Sharded() || len(keep) == 0 {
+	if !s.Sharded() {
+		return "", nil, tableError(ErrSelection, "statement", "it touches no sharded table")
+	}
+	if len(keep) == 0 {
 		return "", nil, tableError(ErrSelection, s.Table.Name, "nothing to keep")
 	}
 	g := keep[0].group
@@ -52,9 +55,9 @@ func (s *Statement) Narrow(physical string, keep []Value) (string, []any, error)
 		return s.whole(repl, nil), slices.Clone(s.args), nil
 	}
 	if grp.items == nil {
-		return "", nil, tableError(ErrUnsupported, s.Table.Name, "the list's elements are not placeholders; send the whole statement")
+		return "", nil, tableError(ErrUnsupported, s.Table.Name, "the list's elements are not found in the text (none is a placeholder); send the whole statement")
 	}
-	dropped := map[int]bool{} // placeholder tokens cut
+	dropped := map[int]bool{} // tokens of the elements cut
 	for i, it := range grp.items {
 		if kept[i] {
 			continue
