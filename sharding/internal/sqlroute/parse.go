@@ -8,7 +8,8 @@ import (
 	sp "github.com/longbridgeapp/sqlparser"
 )
 
-// Statement is one statement read by [Parse].
+// Statement is one statement read by [Parse]. Its methods do not change
+// it: it may be used by several goroutines at once.
 type Statement struct {
 	// Kind is the statement's kind.
 	Kind Kind
