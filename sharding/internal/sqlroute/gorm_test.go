@@ -108,6 +108,13 @@ func gormCases() []gormCase {
 			owners: []any{int64(1), int64(2), int64(3)},
 			narrow: []int{1}, byOwner: true,
 			narrowOp: func(tx *gorm.DB) *gorm.DB { return tx.Create(&[]order{two[1]}) }},
+		{name: "create batch without ids", table: "orders", kind: Insert,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Create(&[]order{{UserID: 1}, {ID: 12, UserID: 2}})
+			},
+			owners: []any{int64(1), int64(2)},
+			narrow: []int{1}, byOwner: true,
+			narrowOp: func(tx *gorm.DB) *gorm.DB { return tx.Create(&[]order{{ID: 12, UserID: 2}}) }},
 		{name: "upsert all", table: "orders", kind: Insert,
 			op: func(tx *gorm.DB) *gorm.DB {
 				return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&order{ID: 11, UserID: 1})

@@ -17,7 +17,9 @@ type Statement struct {
 	// when it touches none (see [Statement.Sharded]).
 	Table Table
 	// IDs are the values of the table's ID column: one per row of an
-	// INSERT, or those the WHERE binds it to. Nil when unknown.
+	// INSERT, or those the WHERE binds it to. Nil when unknown: the
+	// INSERT names no such column or one of its rows has no plain value
+	// there (DEFAULT, an expression), or nothing in the WHERE binds it.
 	IDs []Value
 	// Owners are the values of the table's Owner column, as IDs.
 	Owners []Value
@@ -213,9 +215,11 @@ func grammarWord(lx *lexed, i int) bool {
 		return after("ON")
 	case "NOTHING":
 		return after("DO")
+	case "DEFAULT": // DEFAULT VALUES; GORM writes VALUES (?,DEFAULT) too
+		return lx.is(i+1, "VALUES")
 	case "SELECT", "DISTINCT", "ALL", "FROM", "WHERE", "GROUP", "BY", "HAVING", "UNION", "INTERSECT",
 		"EXCEPT", "ORDER", "LIMIT", "OFFSET", "FOR", "UPDATE", "AS", "NATURAL", "LEFT", "OUTER", "INNER",
-		"CROSS", "JOIN", "ON", "USING", "INSERT", "INTO", "DEFAULT", "VALUES", "DO", "SET", "RETURNING",
+		"CROSS", "JOIN", "ON", "USING", "INSERT", "INTO", "VALUES", "DO", "SET", "RETURNING",
 		"DELETE", "ONLY", "ASC", "DESC", "NULLS", "NULL", "TRUE", "FALSE", "CASE", "WHEN", "THEN", "ELSE",
 		"END", "NOT", "EXISTS", "IN", "IS", "ISNULL", "NOTNULL", "LIKE", "GLOB", "REGEXP", "MATCH",
 		"BETWEEN", "AND", "OR", "ESCAPE", "OVERRIDING", "CAST", "WITH", "RECURSIVE":

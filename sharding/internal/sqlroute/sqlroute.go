@@ -46,8 +46,9 @@ func (k Kind) String() string {
 
 // Value is one routing value of a statement.
 type Value struct {
-	// Value is the arg of the placeholder, or the literal as int64 or
-	// string; nil when the statement's expression is neither.
+	// Value is the arg of the placeholder as given (not converted: a
+	// driver.Valuer stays one), or the literal as int64 or string; nil when
+	// the statement's expression is neither.
 	Value any
 	// Arg is the index in the args of the placeholder; -1 for a literal or
 	// an expression.
