@@ -51,9 +51,13 @@
 // physical name, quoted as the reference was. Nothing else changes:
 // placeholders, RETURNING, ON CONFLICT, ON DUPLICATE KEY UPDATE, ORDER BY,
 // LIMIT and comments stay as sent. The rewrite works on token positions,
-// not on the parser's printer, which drops the dialect's quoting and
-// clauses it does not model; the parse tree is used to read the statement
-// and to check that the tokens replaced are exactly its table references.
+// not on the parser's printer, which changes what it prints: MySQL's
+// LIMIT 10, 20 (offset 10) comes out as LIMIT 10 OFFSET 20 (offset 20),
+// an optimizer hint /*+ ... */ as /* + ... */ (no longer a hint),
+// comments elsewhere vanish, and what it cannot read (VALUES(col) in ON
+// DUPLICATE KEY UPDATE, DEFAULT in a VALUES row) it cannot print. The
+// parse tree is used to read the statement and to check that the tokens
+// replaced are exactly its table references.
 //
 // # Splitting a statement by shard
 //
@@ -61,8 +65,8 @@
 // caller groups them by shard and calls [Statement.Narrow] once per group:
 // the INSERT keeps only that group's VALUES rows, the WHERE keeps only that
 // group's elements of the IN list, and the args shrink to match
-// (PostgreSQL's $n renumbered). Narrow needs the IN list's elements to be
-// placeholders; for literals, send [Statement.Rewrite]'s text to each
-// shard in the group's list instead, which is correct too since each row
-// lives in one shard.
+// (PostgreSQL's $n renumbered). Narrow finds an IN list's elements in
+// the text from a placeholder among them; for a list of literals only,
+// send [Statement.Rewrite]'s text to each shard of the list instead,
+// which is correct too since each row lives in one shard.
 package sqlroute
