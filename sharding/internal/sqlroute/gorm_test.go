@@ -2,6 +2,7 @@ package sqlroute
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -344,5 +345,65 @@ func checkValues(t *testing.T, query, what string, got []Value, want []any, args
 	}
 	if !reflect.DeepEqual(vals, want) {
 		t.Errorf("%s: %s %v, want %v", query, what, vals, want)
+	}
+}
+
+// orderWithItems has items to preload.
+type orderWithItems struct {
+	ID     int64
+	UserID int64
+	Items  []item `gorm:"foreignKey:OrderID"`
+}
+
+// TestPreloadQuery runs a Preload on SQLite (DryRun does not run the
+// second query) and reads the second query GORM sent.
+func TestPreloadQuery(t *testing.T) {
+	db, err := gorm.Open(sqlite.Open(":memory:"), &gorm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Table("orders").AutoMigrate(&order{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AutoMigrate(&item{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Table("orders").Create(&[]order{{ID: 1, UserID: 1}, {ID: 2, UserID: 1}}).Error; err != nil {
+		t.Fatal(err)
+	}
+	type sent struct {
+		sql  string
+		vars []any
+	}
+	var queries []sent
+	if err := db.Callback().Query().After("gorm:query").Register("capture", func(tx *gorm.DB) {
+		queries = append(queries, sent{tx.Statement.SQL.String(), tx.Statement.Vars})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []orderWithItems
+	if err := db.Table("orders").Preload("Items").Where("user_id = ?", 1).Find(&got).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(queries) != 2 {
+		t.Fatalf("%d queries, want the order's and the preload's: %v", len(queries), queries)
+	}
+	q := queries[0] // the preload's, run from the first query's callbacks
+	t.Logf("preload: %s %v", q.sql, q.vars)
+	st, err := Parse(q.sql, q.vars, testTables)
+	if err != nil {
+		t.Fatalf("%s: %v", q.sql, err)
+	}
+	if st.Table.Name != "items" || st.Kind != Select {
+		t.Fatalf("%s: table %q kind %v", q.sql, st.Table.Name, st.Kind)
+	}
+	checkValues(t, q.sql, "Owners", st.Owners, []any{int64(1), int64(2)}, q.vars)
+	narrowed, args, err := st.Narrow("items_0", st.Owners[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.ReplaceAll(q.sql, "`items`", "`items_0`"); narrowed != strings.Replace(want, "IN (?,?)", "IN (?)", 1) ||
+		!reflect.DeepEqual(args, []any{int64(2)}) {
+		t.Errorf("narrowed to %s %v", narrowed, args)
 	}
 }
