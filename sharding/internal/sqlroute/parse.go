@@ -277,7 +277,7 @@ func (s *Statement) read(tree sp.Statement, tables []Table) error {
 	})
 	switch len(found) {
 	case 0:
-		return nil // named only as a column, a string's neighbour or an alias
+		return nil // named only as a column or an alias
 	case 1:
 	default:
 		if foundTable[0].Name == foundTable[1].Name {
@@ -298,11 +298,13 @@ func (s *Statement) read(tree sp.Statement, tables []Table) error {
 }
 
 // findRefs finds the tokens to replace: the table's name where a table
-// stands and where it qualifies a column. Their count must be the tree's,
-// so that what the text walk replaces is what the parser read.
+// stands and where it qualifies a column. The tables the text walk finds
+// must be the tree's, in the same order, and the qualified columns as
+// many, so that what is replaced is what the parser read.
 func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 	name := s.Table.Name
 	wantQualified := 0
+	var tables []*sp.TableName
 	var shadow string
 	visit(tree, func(n sp.Node) {
 		switch n := n.(type) {
@@ -311,6 +313,7 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 				wantQualified++
 			}
 		case *sp.TableName:
+			tables = append(tables, n)
 			if n != tn && n.Alias != nil && strings.EqualFold(n.Alias.Name, name) {
 				shadow = n.Name.Name
 			}
@@ -324,7 +327,8 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 		return tableError(ErrUnsupported, name, "%s is aliased as the logical table", shadow)
 	}
 	lx := s.lx
-	tablesAt, qualified := 0, 0
+	var at []int // tokens where a table stands
+	qualified := 0
 	from := map[int]bool{} // depths at which a FROM list is open
 	for i, t := range lx.toks {
 		switch {
@@ -336,26 +340,48 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 			from[t.depth] = false
 		}
 		n, ok := lx.name(i)
-		if !ok || !strings.EqualFold(n, name) || lx.is(i-1, ".") {
+		if !ok || lx.is(i-1, ".") {
 			continue
 		}
-		prevWord := lx.is(i-1, "FROM") || lx.is(i-1, "JOIN") || lx.is(i-1, "INTO") || lx.is(i-1, "INSERT") ||
-			lx.is(i-1, "UPDATE") || (lx.is(i-1, "ONLY") && lx.is(i-2, "FROM"))
 		switch {
 		case lx.is(i+1, "."):
-			qualified++
-		case prevWord || (lx.is(i-1, ",") && from[t.depth]):
-			tablesAt++
-		default:
-			continue
+			if strings.EqualFold(n, name) {
+				qualified++
+				s.refs = append(s.refs, i)
+			}
+		case tablePosition(lx, i) || (lx.is(i-1, ",") && from[t.depth]):
+			at = append(at, i)
 		}
-		s.refs = append(s.refs, i)
 	}
-	if tablesAt != 1 || qualified != wantQualified {
-		return tableError(ErrUnsupported, name, "the text names the table %d times and qualifies %d columns with it; the parser reads 1 and %d",
-			tablesAt, qualified, wantQualified)
+	if len(at) != len(tables) || qualified != wantQualified {
+		return tableError(ErrUnsupported, name, "the text shows %d tables and %d columns qualified by the table; the parser reads %d and %d",
+			len(at), qualified, len(tables), wantQualified)
+	}
+	for k, tok := range at {
+		n, _ := lx.name(tok)
+		if !strings.EqualFold(n, tables[k].Name.Name) {
+			return tableError(ErrUnsupported, name, "the text shows table %s where the parser reads %s", n, tables[k].Name.Name)
+		}
+		if tables[k] == tn {
+			s.refs = append(s.refs, tok)
+		}
 	}
 	return nil
+}
+
+// tablePosition reports whether the name at token i follows a keyword
+// that a table name follows: FROM, JOIN, DELETE FROM ONLY, and the
+// statement's own INSERT [INTO] or UPDATE (not ON DUPLICATE KEY UPDATE).
+func tablePosition(lx *lexed, i int) bool {
+	switch {
+	case lx.is(i-1, "FROM"), lx.is(i-1, "JOIN"), lx.is(i-1, "ONLY") && lx.is(i-2, "FROM"):
+		return true
+	case i == 1:
+		return (lx.is(0, "INSERT") && !lx.is(1, "INTO")) || lx.is(0, "UPDATE")
+	case i == 2:
+		return lx.is(0, "INSERT") && lx.is(1, "INTO")
+	}
+	return false
 }
 
 // isClause reports whether token i starts a clause that ends a FROM list.
