@@ -22,6 +22,13 @@
 // list is nil: the statement may reach every shard. A value is a
 // placeholder's arg or a literal (int64 or string).
 //
+// A statement sent to several shards returns the union of their rows,
+// which is its meaning since each row lives in one shard, except where
+// rows of different shards combine: aggregates (COUNT, SUM), DISTINCT,
+// GROUP BY, ORDER BY with LIMIT, and an outer join that keeps an
+// unsharded table's unmatched rows (they come once per shard). Merging
+// or refusing those is the caller's.
+//
 // [Statement.Assigned] reports the routing columns that an UPDATE or an
 // upsert sets, so that the caller can refuse to move a row to another
 // shard.
