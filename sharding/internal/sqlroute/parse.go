@@ -51,9 +51,14 @@ func (s *Statement) Sharded() bool { return s.Table.Name != "" }
 // unsharded and unparsed, whatever it is. The statement keeps args (it
 // does not change them) for its values and Narrow.
 func Parse(query string, args []any, tables []Table) (*Statement, error) {
-	for _, t := range tables {
+	for i, t := range tables {
 		if err := checkTable(t); err != nil {
 			return nil, err
+		}
+		for _, u := range tables[:i] {
+			if strings.EqualFold(t.Name, u.Name) {
+				return nil, tableError(ErrName, t.Name, "listed twice among the sharded tables")
+			}
 		}
 	}
 	lx, err := lex(query)

@@ -218,6 +218,7 @@ func TestBadNames(t *testing.T) {
 		{{Name: "orders", ID: ""}},
 		{{Name: "orders`x", ID: "id"}},
 		{{Name: "orders", ID: "id", Owner: "user id"}},
+		{{Name: "orders", ID: "id"}, {Name: "Orders", ID: "id"}},
 	} {
 		if _, err := Parse("SELECT 1", nil, tables); !errors.Is(err, ErrName) {
 			t.Errorf("%+v: %v, want ErrName", tables, err)

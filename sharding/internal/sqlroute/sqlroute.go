@@ -8,6 +8,7 @@ import (
 // Table describes one sharded logical table.
 type Table struct {
 	// Name is the logical table name as written in SQL, e.g. "orders".
+	// Names in SQL match it whatever their case, quoted or not.
 	Name string
 	// ID is the table's ID column, e.g. "id".
 	ID string
