@@ -108,6 +108,11 @@ func TestRaw(t *testing.T) {
 		{name: "tables in text order", query: "SELECT * FROM users u, orders o WHERE EXISTS (SELECT 1 FROM carts c WHERE c.id = o.id) AND o.id = ?",
 			args: []any{3}, kind: Select, ids: []any{3},
 			rewrite: "SELECT * FROM users u, orders_7 o WHERE EXISTS (SELECT 1 FROM carts c WHERE c.id = o.id) AND o.id = ?"},
+		{name: "non-integer literals", query: "SELECT * FROM orders WHERE id = 1.5 AND user_id IN (2e3, .5) AND amount > 1E-2", kind: Select,
+			rewrite: "SELECT * FROM orders_7 WHERE id = 1.5 AND user_id IN (2e3, .5) AND amount > 1E-2"},
+		{name: "derived table joined", query: "SELECT * FROM (SELECT 1 AS id) AS x JOIN orders ON orders.id = x.id WHERE orders.user_id = ?",
+			args: []any{5}, kind: Select, owners: []any{5},
+			rewrite: "SELECT * FROM (SELECT 1 AS id) AS x JOIN orders_7 ON orders_7.id = x.id WHERE orders_7.user_id = ?"},
 		{name: "delete alias", query: "DELETE FROM orders AS o WHERE o.id = ?", args: []any{1}, kind: Delete,
 			ids: []any{1}, rewrite: "DELETE FROM orders_7 AS o WHERE o.id = ?"},
 		{name: "delete returning", query: `DELETE FROM "orders" WHERE "user_id" = $1 RETURNING *`, args: []any{1}, kind: Delete,
@@ -199,6 +204,7 @@ func TestRefused(t *testing.T) {
 		{query: "SELECT * FROM orders WHERE id = $2", args: []any{1}, want: ErrArgs, table: "orders"},
 		{query: "SELECT orders.id FROM users orders JOIN orders o ON 1 = 1", want: ErrUnsupported, table: "orders"},
 		{query: "SELECT * FROM (orders)", want: ErrUnsupported, table: "orders"},
+		{query: "SELECT * FROM orders WHERE größe = ?", args: []any{1}, want: ErrSyntax, table: "orders"},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.query, c.args, testTables)
