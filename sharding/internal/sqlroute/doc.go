@@ -22,6 +22,13 @@
 // list is nil: the statement may reach every shard. A value is a
 // placeholder's arg or a literal (int64 or string).
 //
+// A statement sent to several shards returns the union of their rows,
+// which is its meaning since each row lives in one shard, except where
+// rows of different shards combine: aggregates (COUNT, SUM), DISTINCT,
+// GROUP BY, ORDER BY with LIMIT, and an outer join that keeps an
+// unsharded table's unmatched rows (they come once per shard). Merging
+// or refusing those is the caller's.
+//
 // [Statement.Assigned] reports the routing columns that an UPDATE or an
 // upsert sets, so that the caller can refuse to move a row to another
 // shard.
@@ -35,6 +42,14 @@
 // [ErrSyntax] for what the parser does not read, [ErrUnsupported] for a
 // construct whose rewrite could not be checked.
 //
+// The parser (github.com/longbridgeapp/sqlparser, the one gorm.io/sharding
+// uses) reads the statements GORM writes and plain SELECT, INSERT, UPDATE
+// and DELETE, but not WITH, casts (::), IN (SELECT ...), row values,
+// UPDATE or DELETE with ORDER BY or LIMIT, multi-table UPDATE, REPLACE,
+// INSERT ... SET, schema-qualified tables, INTERVAL or ILIKE: on a
+// sharded table these are [ErrSyntax]. Its keywords used as column names
+// (key, value, user, row...) are read as names.
+//
 // # Rewriting
 //
 // [Statement.Rewrite] returns the statement's own text with each reference
@@ -43,9 +58,13 @@
 // physical name, quoted as the reference was. Nothing else changes:
 // placeholders, RETURNING, ON CONFLICT, ON DUPLICATE KEY UPDATE, ORDER BY,
 // LIMIT and comments stay as sent. The rewrite works on token positions,
-// not on the parser's printer, which drops the dialect's quoting and
-// clauses it does not model; the parse tree is used to read the statement
-// and to check that the tokens replaced are exactly its table references.
+// not on the parser's printer, which changes what it prints: MySQL's
+// LIMIT 10, 20 (offset 10) comes out as LIMIT 10 OFFSET 20 (offset 20),
+// an optimizer hint /*+ ... */ as /* + ... */ (no longer a hint),
+// comments elsewhere vanish, and what it cannot read (VALUES(col) in ON
+// DUPLICATE KEY UPDATE, DEFAULT in a VALUES row) it cannot print. The
+// parse tree is used to read the statement and to check that the tokens
+// replaced are exactly its table references.
 //
 // # Splitting a statement by shard
 //
@@ -53,8 +72,8 @@
 // caller groups them by shard and calls [Statement.Narrow] once per group:
 // the INSERT keeps only that group's VALUES rows, the WHERE keeps only that
 // group's elements of the IN list, and the args shrink to match
-// (PostgreSQL's $n renumbered). Narrow needs the IN list's elements to be
-// placeholders; for literals, send [Statement.Rewrite]'s text to each
-// shard in the group's list instead, which is correct too since each row
-// lives in one shard.
+// (PostgreSQL's $n renumbered). Narrow finds an IN list's elements in
+// the text from a placeholder among them; for a list of literals only,
+// send [Statement.Rewrite]'s text to each shard of the list instead,
+// which is correct too since each row lives in one shard.
 package sqlroute

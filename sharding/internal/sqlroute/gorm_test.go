@@ -2,7 +2,9 @@ package sqlroute
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/mysql"
@@ -17,6 +19,19 @@ type order struct {
 	Amount int
 }
 
+// softOrder is an order with soft delete and a user to join.
+type softOrder struct {
+	ID        int64
+	UserID    int64
+	User      user
+	DeletedAt gorm.DeletedAt
+}
+
+type user struct {
+	ID   int64
+	Name string
+}
+
 type item struct {
 	ID      int64
 	OrderID int64
@@ -26,6 +41,7 @@ type item struct {
 var testTables = []Table{
 	{Name: "orders", ID: "id", Owner: "user_id"},
 	{Name: "items", ID: "id", Owner: "order_id"},
+	{Name: "events", ID: "key", Owner: "user"}, // keywords to the parser
 }
 
 // dryRuns returns a session that only builds statements, per dialect.
@@ -38,7 +54,8 @@ func dryRuns(t *testing.T) map[string]*gorm.DB {
 	}
 	out := map[string]*gorm.DB{}
 	for name, d := range dialectors {
-		db, err := gorm.Open(d, &gorm.Config{DryRun: true, DisableAutomaticPing: true, SkipDefaultTransaction: true})
+		db, err := gorm.Open(d, &gorm.Config{DryRun: true, DisableAutomaticPing: true, SkipDefaultTransaction: true,
+			NowFunc: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -92,6 +109,13 @@ func gormCases() []gormCase {
 			owners: []any{int64(1), int64(2), int64(3)},
 			narrow: []int{1}, byOwner: true,
 			narrowOp: func(tx *gorm.DB) *gorm.DB { return tx.Create(&[]order{two[1]}) }},
+		{name: "create batch without ids", table: "orders", kind: Insert,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Create(&[]order{{UserID: 1}, {ID: 12, UserID: 2}})
+			},
+			owners: []any{int64(1), int64(2)},
+			narrow: []int{1}, byOwner: true,
+			narrowOp: func(tx *gorm.DB) *gorm.DB { return tx.Create(&[]order{{ID: 12, UserID: 2}}) }},
 		{name: "upsert all", table: "orders", kind: Insert,
 			op: func(tx *gorm.DB) *gorm.DB {
 				return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&order{ID: 11, UserID: 1})
@@ -201,6 +225,30 @@ func gormCases() []gormCase {
 				return tx.Clauses(clause.Locking{Strength: "UPDATE"}).Find(&[]order{}, 1)
 			},
 			ids: []any{1}},
+		{name: "soft delete", table: "orders", kind: Update,
+			op:     func(tx *gorm.DB) *gorm.DB { return tx.Delete(&softOrder{}, []int64{4, 5, 6}) },
+			ids:    []any{int64(4), int64(5), int64(6)},
+			narrow: []int{0, 1},
+			narrowOp: func(tx *gorm.DB) *gorm.DB {
+				return tx.Delete(&softOrder{}, []int64{4, 5})
+			}},
+		{name: "soft find", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Where("user_id = ?", 3).Find(&[]softOrder{})
+			},
+			owners: []any{3}},
+		{name: "join unsharded", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Joins("User").Where(&softOrder{UserID: 3}).Find(&[]softOrder{})
+			},
+			owners: []any{int64(3)}},
+		{name: "group", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				var rows []struct{ UserID, Total int64 }
+				return tx.Model(&order{}).Select("user_id, sum(amount) AS total").
+					Where("user_id IN ?", []int64{1, 2}).Group("user_id").Having("sum(amount) > ?", 10).Find(&rows)
+			},
+			owners: []any{int64(1), int64(2)}},
 		{name: "preload second query", table: "items", kind: Select,
 			op: func(tx *gorm.DB) *gorm.DB {
 				return tx.Where(clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: "order_id"},
@@ -297,5 +345,65 @@ func checkValues(t *testing.T, query, what string, got []Value, want []any, args
 	}
 	if !reflect.DeepEqual(vals, want) {
 		t.Errorf("%s: %s %v, want %v", query, what, vals, want)
+	}
+}
+
+// orderWithItems has items to preload.
+type orderWithItems struct {
+	ID     int64
+	UserID int64
+	Items  []item `gorm:"foreignKey:OrderID"`
+}
+
+// TestPreloadQuery runs a Preload on SQLite (DryRun does not run the
+// second query) and reads the second query GORM sent.
+func TestPreloadQuery(t *testing.T) {
+	db, err := gorm.Open(sqlite.Open(":memory:"), &gorm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Table("orders").AutoMigrate(&order{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AutoMigrate(&item{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Table("orders").Create(&[]order{{ID: 1, UserID: 1}, {ID: 2, UserID: 1}}).Error; err != nil {
+		t.Fatal(err)
+	}
+	type sent struct {
+		sql  string
+		vars []any
+	}
+	var queries []sent
+	if err := db.Callback().Query().After("gorm:query").Register("capture", func(tx *gorm.DB) {
+		queries = append(queries, sent{tx.Statement.SQL.String(), tx.Statement.Vars})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []orderWithItems
+	if err := db.Table("orders").Preload("Items").Where("user_id = ?", 1).Find(&got).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(queries) != 2 {
+		t.Fatalf("%d queries, want the order's and the preload's: %v", len(queries), queries)
+	}
+	q := queries[0] // the preload's, run from the first query's callbacks
+	t.Logf("preload: %s %v", q.sql, q.vars)
+	st, err := Parse(q.sql, q.vars, testTables)
+	if err != nil {
+		t.Fatalf("%s: %v", q.sql, err)
+	}
+	if st.Table.Name != "items" || st.Kind != Select {
+		t.Fatalf("%s: table %q kind %v", q.sql, st.Table.Name, st.Kind)
+	}
+	checkValues(t, q.sql, "Owners", st.Owners, []any{int64(1), int64(2)}, q.vars)
+	narrowed, args, err := st.Narrow("items_0", st.Owners[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.ReplaceAll(q.sql, "`items`", "`items_0`"); narrowed != strings.Replace(want, "IN (?,?)", "IN (?)", 1) ||
+		!reflect.DeepEqual(args, []any{int64(2)}) {
+		t.Errorf("narrowed to %s %v", narrowed, args)
 	}
 }

@@ -23,6 +23,7 @@ type token struct {
 	kind       tokKind
 	start, end int // byte offsets
 	depth      int // parentheses open before it; ( and ) carry the outer depth
+	match      int // for (, the index of its )
 }
 
 // lexed is a statement cut into tokens.
@@ -63,6 +64,7 @@ func (l *lexed) name(i int) (string, bool) {
 func lex(query string) (*lexed, error) {
 	l := &lexed{query: query}
 	depth := 0
+	var open []int // indexes of the ( not closed yet
 	for i := 0; i < len(query); {
 		c := query[i]
 		start := i
@@ -71,6 +73,11 @@ func lex(query string) (*lexed, error) {
 			i++
 			continue
 		case c == '-' && strings.HasPrefix(query[i:], "--"):
+			// MySQL reads "--" as a comment only before a space or a
+			// control character: 5--1 is 6 there and 5 elsewhere.
+			if i+2 < len(query) && query[i+2] > ' ' {
+				return nil, tableError(ErrUnsupported, "statement", "-- at byte %d is a comment in some dialects only", i)
+			}
 			end := strings.IndexByte(query[i:], '\n')
 			if end < 0 {
 				end = len(query) - i
@@ -90,14 +97,22 @@ func lex(query string) (*lexed, error) {
 			l.comments = append(l.comments, [2]int{start, i})
 			continue
 		case c == '\'' || ((c == 'x' || c == 'X') && strings.HasPrefix(query[i+1:], "'")):
-			end, err := stringEnd(query, i)
+			end, err := quoteEnd(query, strings.IndexByte(query[i:], '\'')+i)
 			if err != nil {
 				return nil, err
 			}
 			i = end
 			l.toks = append(l.toks, token{kind: tString, start: start, end: i, depth: depth})
 			continue
-		case c == '"' || c == '`':
+		case c == '"': // an identifier, or a string in MySQL
+			end, err := quoteEnd(query, i)
+			if err != nil {
+				return nil, err
+			}
+			i = end
+			l.toks = append(l.toks, token{kind: tQuoted, start: start, end: i, depth: depth})
+			continue
+		case c == '`':
 			end := quotedEnd(query, i)
 			if end < 0 {
 				return nil, tableError(ErrSyntax, "statement", "unterminated quoted identifier at byte %d", i)
@@ -134,10 +149,13 @@ func lex(query string) (*lexed, error) {
 			if depth < 0 {
 				return nil, tableError(ErrSyntax, "statement", "unbalanced ) at byte %d", i)
 			}
+			l.toks[open[depth]].match = len(l.toks)
+			open = open[:depth]
 		}
 		_, size := utf8.DecodeRuneInString(query[i:])
 		l.toks = append(l.toks, token{kind: tPunct, start: i, end: i + size, depth: depth})
 		if c == '(' {
+			open = append(open, len(l.toks)-1)
 			depth++
 		}
 		i += size
@@ -148,29 +166,24 @@ func lex(query string) (*lexed, error) {
 	return l, nil
 }
 
-// stringEnd returns the end of the string literal at i. A backslash
-// escapes a quote in MySQL but not in standard SQL; a literal that ends in
-// different places under the two rules is refused rather than guessed.
-func stringEnd(q string, i int) (int, error) {
-	open := strings.IndexByte(q[i:], '\'') + i
-	std, esc := -1, -1
-	for j := open + 1; j < len(q); j++ {
-		if q[j] == '\'' {
-			if j+1 < len(q) && q[j+1] == '\'' {
-				j++
-				continue
-			}
-			std = j + 1
-			break
-		}
+// quoteEnd returns the end of the string or identifier whose opening
+// quote is at open. A backslash escapes a quote in MySQL's strings but
+// not in standard SQL; a literal that ends in different places under the
+// two rules is refused rather than guessed.
+func quoteEnd(q string, open int) (int, error) {
+	std := quotedEnd(q, open)
+	if std < 0 {
+		return 0, tableError(ErrSyntax, "statement", "unterminated quote at byte %d", open)
 	}
+	quote := q[open]
+	esc := -1
 	for j := open + 1; j < len(q); j++ {
 		if q[j] == '\\' {
 			j++
 			continue
 		}
-		if q[j] == '\'' {
-			if j+1 < len(q) && q[j+1] == '\'' {
+		if q[j] == quote {
+			if j+1 < len(q) && q[j+1] == quote {
 				j++
 				continue
 			}
@@ -178,11 +191,8 @@ func stringEnd(q string, i int) (int, error) {
 			break
 		}
 	}
-	if std < 0 {
-		return 0, tableError(ErrSyntax, "statement", "unterminated string at byte %d", i)
-	}
 	if std != esc {
-		return 0, tableError(ErrUnsupported, "statement", "string at byte %d reads differently with and without backslash escapes", i)
+		return 0, tableError(ErrUnsupported, "statement", "quote at byte %d reads differently with and without backslash escapes", open)
 	}
 	return std, nil
 }

@@ -8,7 +8,8 @@ import (
 	sp "github.com/longbridgeapp/sqlparser"
 )
 
-// Statement is one statement read by [Parse].
+// Statement is one statement read by [Parse]. Its methods do not change
+// it: it may be used by several goroutines at once.
 type Statement struct {
 	// Kind is the statement's kind.
 	Kind Kind
@@ -16,7 +17,9 @@ type Statement struct {
 	// when it touches none (see [Statement.Sharded]).
 	Table Table
 	// IDs are the values of the table's ID column: one per row of an
-	// INSERT, or those the WHERE binds it to. Nil when unknown.
+	// INSERT, or those the WHERE binds it to. Nil when unknown: the
+	// INSERT names no such column or one of its rows has no plain value
+	// there (DEFAULT, an expression), or nothing in the WHERE binds it.
 	IDs []Value
 	// Owners are the values of the table's Owner column, as IDs.
 	Owners []Value
@@ -45,11 +48,17 @@ func (s *Statement) Sharded() bool { return s.Table.Name != "" }
 
 // Parse reads one statement with its args against the sharded tables.
 // A statement that names none of them by an identifier is returned
-// unsharded and unparsed, whatever it is.
+// unsharded and unparsed, whatever it is. The statement keeps args (it
+// does not change them) for its values and Narrow.
 func Parse(query string, args []any, tables []Table) (*Statement, error) {
-	for _, t := range tables {
+	for i, t := range tables {
 		if err := checkTable(t); err != nil {
 			return nil, err
+		}
+		for _, u := range tables[:i] {
+			if strings.EqualFold(t.Name, u.Name) {
+				return nil, tableError(ErrName, t.Name, "listed twice among the sharded tables")
+			}
 		}
 	}
 	lx, err := lex(query)
@@ -67,11 +76,9 @@ func Parse(query string, args []any, tables []Table) (*Statement, error) {
 			return nil, tableError(ErrMultipleStatements, first, "a second statement follows byte %d", t.start)
 		}
 	}
-	if len(lx.toks) > 0 {
-		for _, kw := range []string{"CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME"} {
-			if lx.is(0, kw) {
-				return nil, tableError(ErrDDL, first, "%s is run on each physical table, not through the logical one", kw)
-			}
+	for _, kw := range []string{"CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME"} {
+		if lx.is(0, kw) {
+			return nil, tableError(ErrDDL, first, "%s is run on each physical table, not through the logical one", kw)
 		}
 	}
 	tree, err := parseTree(lx)
@@ -151,21 +158,79 @@ func parseTree(lx *lexed) (tree sp.Statement, err error) {
 	}
 	repl := map[int]string{}
 	duplicate := false
-	for i := range lx.toks {
+	for i, t := range lx.toks {
 		switch {
 		case lx.is(i, "DUPLICATE"):
 			duplicate = true
 		case duplicate && lx.is(i, "VALUES") && lx.is(i+1, "("):
 			repl[i] = `"VALUES"`
+		case t.kind == tWord && sp.Lookup(lx.text(i)) != sp.IDENT && !grammarWord(lx, i):
+			repl[i] = `"` + lx.text(i) + `"`
 		}
 	}
-	text := lx.render(string(src), 0, len(lx.toks)-1, repl, nil)
+	text := ""
+	if len(lx.toks) > 0 {
+		text = lx.render(string(src), 0, len(lx.toks)-1, repl, nil)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			tree, err = nil, fmt.Errorf("parser failed: %v", r)
 		}
 	}()
 	return sp.NewParser(strings.NewReader(text)).ParseStatement()
+}
+
+// grammarWord reports whether the keyword at token i is one the parser's
+// grammar reads there. Any other keyword of the parser's list (key, value,
+// user, action, index, row...) is a column or alias name to the databases
+// and is quoted for the parser, which takes no keyword as a bare name.
+func grammarWord(lx *lexed, i int) bool {
+	after := func(prev ...string) bool {
+		for _, p := range prev {
+			if lx.is(i-1, p) {
+				return true
+			}
+		}
+		return false
+	}
+	switch strings.ToUpper(lx.text(i)) {
+	case "KEY":
+		return after("DUPLICATE", "NO", "FOR")
+	case "USER", "SYSTEM":
+		return after("OVERRIDING")
+	case "VALUE":
+		return after("USER", "SYSTEM")
+	case "FIRST", "LAST":
+		return after("NULLS")
+	case "NO":
+		return after("FOR")
+	case "SHARE":
+		return after("FOR", "KEY")
+	case "NOWAIT", "SKIP":
+		return after("UPDATE", "SHARE")
+	case "LOCKED":
+		return after("SKIP")
+	case "OF":
+		return after("CURRENT")
+	case "CURRENT":
+		return after("WHERE")
+	case "FILTER":
+		return after(")")
+	case "CONFLICT", "DUPLICATE":
+		return after("ON")
+	case "NOTHING":
+		return after("DO")
+	case "DEFAULT": // DEFAULT VALUES; GORM writes VALUES (?,DEFAULT) too
+		return lx.is(i+1, "VALUES")
+	case "SELECT", "DISTINCT", "ALL", "FROM", "WHERE", "GROUP", "BY", "HAVING", "UNION", "INTERSECT",
+		"EXCEPT", "ORDER", "LIMIT", "OFFSET", "FOR", "UPDATE", "AS", "NATURAL", "LEFT", "OUTER", "INNER",
+		"CROSS", "JOIN", "ON", "USING", "INSERT", "INTO", "VALUES", "DO", "SET", "RETURNING",
+		"DELETE", "ONLY", "ASC", "DESC", "NULLS", "NULL", "TRUE", "FALSE", "CASE", "WHEN", "THEN", "ELSE",
+		"END", "NOT", "EXISTS", "IN", "IS", "ISNULL", "NOTNULL", "LIKE", "GLOB", "REGEXP", "MATCH",
+		"BETWEEN", "AND", "OR", "ESCAPE", "OVERRIDING", "CAST", "WITH", "RECURSIVE":
+		return true
+	}
+	return false
 }
 
 // region replaces tokens first..last with text when rendering.
@@ -217,7 +282,7 @@ func (s *Statement) read(tree sp.Statement, tables []Table) error {
 	})
 	switch len(found) {
 	case 0:
-		return nil // named only as a column, a string's neighbour or an alias
+		return nil // named only as a column or an alias
 	case 1:
 	default:
 		if foundTable[0].Name == foundTable[1].Name {
@@ -238,11 +303,13 @@ func (s *Statement) read(tree sp.Statement, tables []Table) error {
 }
 
 // findRefs finds the tokens to replace: the table's name where a table
-// stands and where it qualifies a column. Their count must be the tree's,
-// so that what the text walk replaces is what the parser read.
+// stands and where it qualifies a column. The tables the text walk finds
+// must be the tree's, in the same order, and the qualified columns as
+// many, so that what is replaced is what the parser read.
 func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 	name := s.Table.Name
 	wantQualified := 0
+	var tables []*sp.TableName
 	var shadow string
 	visit(tree, func(n sp.Node) {
 		switch n := n.(type) {
@@ -251,6 +318,7 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 				wantQualified++
 			}
 		case *sp.TableName:
+			tables = append(tables, n)
 			if n != tn && n.Alias != nil && strings.EqualFold(n.Alias.Name, name) {
 				shadow = n.Name.Name
 			}
@@ -264,7 +332,8 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 		return tableError(ErrUnsupported, name, "%s is aliased as the logical table", shadow)
 	}
 	lx := s.lx
-	tablesAt, qualified := 0, 0
+	var at []int // tokens where a table stands
+	qualified := 0
 	from := map[int]bool{} // depths at which a FROM list is open
 	for i, t := range lx.toks {
 		switch {
@@ -276,26 +345,48 @@ func (s *Statement) findRefs(tree sp.Statement, tn *sp.TableName) error {
 			from[t.depth] = false
 		}
 		n, ok := lx.name(i)
-		if !ok || !strings.EqualFold(n, name) || lx.is(i-1, ".") {
+		if !ok || lx.is(i-1, ".") {
 			continue
 		}
-		prevWord := lx.is(i-1, "FROM") || lx.is(i-1, "JOIN") || lx.is(i-1, "INTO") ||
-			lx.is(i-1, "UPDATE") || (lx.is(i-1, "ONLY") && lx.is(i-2, "FROM"))
 		switch {
 		case lx.is(i+1, "."):
-			qualified++
-		case prevWord || (lx.is(i-1, ",") && from[t.depth]):
-			tablesAt++
-		default:
-			continue
+			if strings.EqualFold(n, name) {
+				qualified++
+				s.refs = append(s.refs, i)
+			}
+		case tablePosition(lx, i) || (lx.is(i-1, ",") && from[t.depth]):
+			at = append(at, i)
 		}
-		s.refs = append(s.refs, i)
 	}
-	if tablesAt != 1 || qualified != wantQualified {
-		return tableError(ErrUnsupported, name, "the text names the table %d times and qualifies %d columns with it; the parser reads 1 and %d",
-			tablesAt, qualified, wantQualified)
+	if len(at) != len(tables) || qualified != wantQualified {
+		return tableError(ErrUnsupported, name, "the text shows %d tables and %d columns qualified by the table; the parser reads %d and %d",
+			len(at), qualified, len(tables), wantQualified)
+	}
+	for k, tok := range at {
+		n, _ := lx.name(tok)
+		if !strings.EqualFold(n, tables[k].Name.Name) {
+			return tableError(ErrUnsupported, name, "the text shows table %s where the parser reads %s", n, tables[k].Name.Name)
+		}
+		if tables[k] == tn {
+			s.refs = append(s.refs, tok)
+		}
 	}
 	return nil
+}
+
+// tablePosition reports whether the name at token i follows a keyword
+// that a table name follows: FROM, JOIN, DELETE FROM ONLY, and the
+// statement's own INSERT [INTO] or UPDATE (not ON DUPLICATE KEY UPDATE).
+func tablePosition(lx *lexed, i int) bool {
+	switch {
+	case lx.is(i-1, "FROM"), lx.is(i-1, "JOIN"), lx.is(i-1, "ONLY") && lx.is(i-2, "FROM"):
+		return true
+	case i == 1:
+		return (lx.is(0, "INSERT") && !lx.is(1, "INTO")) || lx.is(0, "UPDATE")
+	case i == 2:
+		return lx.is(0, "INSERT") && lx.is(1, "INTO")
+	}
+	return false
 }
 
 // isClause reports whether token i starts a clause that ends a FROM list.
@@ -417,7 +508,7 @@ func (s *Statement) insertValues(t *sp.InsertStatement, col string, rows *group)
 		if !ok {
 			return nil
 		}
-		v.group, v.item = g, r
+		v.from, v.group, v.item = s, g, r
 		out = append(out, v)
 	}
 	s.groups = append(s.groups, *rows)
@@ -435,7 +526,7 @@ func (s *Statement) valuesRows(n int) *group {
 	}
 	var items [][2]int
 	for i++; lx.is(i, "("); i += 2 {
-		end := closing(lx, i)
+		end := lx.toks[i].match
 		items = append(items, [2]int{i, end})
 		i = end
 		if !lx.is(i+1, ",") {
@@ -446,17 +537,6 @@ func (s *Statement) valuesRows(n int) *group {
 		g.items = items
 	}
 	return g
-}
-
-// closing returns the token closing the parenthesis at token i.
-func closing(lx *lexed, i int) int {
-	d := lx.toks[i].depth
-	for j := i + 1; j < len(lx.toks); j++ {
-		if lx.toks[j].depth == d && lx.is(j, ")") {
-			return j
-		}
-	}
-	return len(lx.toks) - 1
 }
 
 // where reads, for each routing column, the first AND term of cond that
@@ -508,7 +588,7 @@ func (s *Statement) binding(term sp.Expr, col string, qualifiers []string) []Val
 		if !ok {
 			return nil
 		}
-		v.group, v.item = g, i
+		v.from, v.group, v.item = s, g, i
 		out = append(out, v)
 	}
 	s.groups = append(s.groups, s.listItems(elems))
@@ -540,7 +620,7 @@ func (s *Statement) listItems(elems []sp.Expr) group {
 		}
 		var items [][2]int
 		start := open + 1
-		end := closing(lx, open)
+		end := lx.toks[open].match
 		for j := start; j <= end; j++ {
 			if j == end || (lx.toks[j].depth == d && lx.is(j, ",")) {
 				items = append(items, [2]int{start, j - 1})

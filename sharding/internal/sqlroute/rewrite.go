@@ -27,17 +27,22 @@ func (s *Statement) Rewrite(physical string) (string, error) {
 // list holds no placeholder and keep is not all of it; the caller then
 // sends Rewrite's text to the shard.
 func (s *Statement) Narrow(physical string, keep []Value) (string, []any, error) {
-	if !s.Sharded() || len(keep) == 0 {
+	if !s.Sharded() {
+		return "", nil, tableError(ErrSelection, "statement", "it touches no sharded table")
+	}
+	if len(keep) == 0 {
 		return "", nil, tableError(ErrSelection, s.Table.Name, "nothing to keep")
 	}
 	g := keep[0].group
-	if g < 0 || g >= len(s.groups) {
-		return "", nil, tableError(ErrSelection, s.Table.Name, "value not from this statement")
+	for _, v := range keep {
+		if v.from != s {
+			return "", nil, tableError(ErrSelection, s.Table.Name, "value not from this statement")
+		}
 	}
 	grp := s.groups[g]
 	kept := make([]bool, grp.size)
 	for _, v := range keep {
-		if v.group != g || v.item < 0 || v.item >= grp.size {
+		if v.group != g {
 			return "", nil, tableError(ErrSelection, s.Table.Name, "values from different lists")
 		}
 		kept[v.item] = true
@@ -50,9 +55,9 @@ func (s *Statement) Narrow(physical string, keep []Value) (string, []any, error)
 		return s.whole(repl, nil), slices.Clone(s.args), nil
 	}
 	if grp.items == nil {
-		return "", nil, tableError(ErrUnsupported, s.Table.Name, "the list's elements are not placeholders; send the whole statement")
+		return "", nil, tableError(ErrUnsupported, s.Table.Name, "the list's elements are not found in the text (none is a placeholder); send the whole statement")
 	}
-	dropped := map[int]bool{} // placeholder tokens cut
+	dropped := map[int]bool{} // tokens of the elements cut
 	for i, it := range grp.items {
 		if kept[i] {
 			continue

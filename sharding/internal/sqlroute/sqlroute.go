@@ -8,6 +8,7 @@ import (
 // Table describes one sharded logical table.
 type Table struct {
 	// Name is the logical table name as written in SQL, e.g. "orders".
+	// Names in SQL match it whatever their case, quoted or not.
 	Name string
 	// ID is the table's ID column, e.g. "id".
 	ID string
@@ -46,15 +47,17 @@ func (k Kind) String() string {
 
 // Value is one routing value of a statement.
 type Value struct {
-	// Value is the arg of the placeholder, or the literal as int64 or
-	// string; nil when the statement's expression is neither.
+	// Value is the arg of the placeholder as given (not converted: a
+	// driver.Valuer stays one), or the literal as int64 or string; nil when
+	// the statement's expression is neither.
 	Value any
 	// Arg is the index in the args of the placeholder; -1 for a literal or
 	// an expression.
 	Arg int
 
-	group int // which IN list or VALUES clause; see Statement.Narrow
-	item  int // index in that list or clause
+	from  *Statement // the statement it was read from
+	group int        // which IN list or VALUES clause; see Statement.Narrow
+	item  int        // index in that list or clause
 }
 
 // Assignment is a routing column set by an UPDATE or an upsert.
@@ -66,7 +69,8 @@ type Assignment struct {
 }
 
 // Sentinel errors; every error of the package wraps one and names the
-// table concerned.
+// table concerned, or "statement" and a byte offset when the text cannot
+// be cut into tokens.
 var (
 	// ErrSyntax: the statement could not be read.
 	ErrSyntax = errors.New("sqlroute: statement not understood")
