@@ -299,6 +299,12 @@ func TestPluginGORMCode(t *testing.T) {
 				t.Fatal("duplicate Create wrote a row")
 			}
 
+			// Joins are refused: a shard's table is joined with nothing.
+			var joined []Order
+			if err := db.Joins("JOIN order_items ON order_items.order_id = orders.id").Where("orders.user_id = ?", 2).Find(&joined).Error; err == nil {
+				t.Fatal("a join of a sharded table ran")
+			}
+
 			// Raw SQL on the logical table is never sent as is.
 			if err := db.Exec("UPDATE orders SET amount = 1 WHERE amount > ?", 0).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
 				t.Fatalf("raw unrouted: %v, want ErrUnrouted", err)
