@@ -301,8 +301,8 @@ func TestPluginGORMCode(t *testing.T) {
 
 			// Joins are refused: a shard's table is joined with nothing.
 			var joined []Order
-			if err := db.Joins("JOIN order_items ON order_items.order_id = orders.id").Where("orders.user_id = ?", 2).Find(&joined).Error; err == nil {
-				t.Fatal("a join of a sharded table ran")
+			if err := db.Joins("JOIN order_items ON order_items.order_id = orders.id").Where("orders.user_id = ?", 2).Find(&joined).Error; !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Fatalf("a join of a sharded table: %v, want the plugin's refusal", err)
 			}
 
 			// Raw SQL on the logical table is never sent as is.
