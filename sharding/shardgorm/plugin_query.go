@@ -108,7 +108,7 @@ func (p *Plugin) row(db *gorm.DB) {
 	}
 	if len(t.shards) != 1 {
 		_ = db.AddError(fmt.Errorf("%w: Row, Rows or Scan on model %s reaches %d shards, whose rows cannot be merged into one *sql.Rows: "+
-			"route it by %s, or read with Find, Count or Pluck", m.unrouted("Row"), m.schema.Name, len(t.shards), m.keys()))
+			"give one shard's %s, or read with Find, Count or Pluck", ErrUnrouted, m.schema.Name, len(t.shards), m.keys()))
 		return
 	}
 	_ = db.AddError(p.use(db, m, t.shards[0]))
@@ -294,10 +294,13 @@ func (p *Plugin) sortRows(db *gorm.DB, m *pmodel, rows reflect.Value) error {
 			keys[i] = append(keys[i], g(rows.Index(i)))
 		}
 	}
+	// PostgreSQL sorts NULL as the largest value, the others as the
+	// smallest.
+	nullsLast := db.Dialector.Name() == "postgres"
 	var cmpErr error
 	slices.SortStableFunc(idx, func(a, b int) int {
 		for j, o := range order {
-			c, err := compare(keys[a][j], keys[b][j])
+			c, err := compare(keys[a][j], keys[b][j], nullsLast)
 			if err != nil {
 				cmpErr = err
 				return 0
@@ -336,16 +339,21 @@ func plucks(stmt *gorm.Statement, col string) bool {
 }
 
 // compare orders two values of one column as the databases do for
-// integers, floats, times, booleans and (byte-wise) text; NULL first.
-func compare(a, b any) (int, error) {
+// integers, floats, times, booleans and (byte-wise) text; NULL as the
+// smallest value, or the largest with nullsLast.
+func compare(a, b any, nullsLast bool) (int, error) {
 	a, b = plain(a), plain(b)
+	null := -1
+	if nullsLast {
+		null = 1
+	}
 	switch {
 	case a == nil && b == nil:
 		return 0, nil
 	case a == nil:
-		return -1, nil
+		return null, nil
 	case b == nil:
-		return 1, nil
+		return -null, nil
 	}
 	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
 	switch {
@@ -454,7 +462,7 @@ func (p *Plugin) aggregate(db *gorm.DB, m *pmodel, shards []sharding.Shard, clau
 				acc.SetFloat(acc.Float() + v.Float())
 			}
 		default:
-			c, err := compare(v.Interface(), acc.Interface())
+			c, err := compare(v.Interface(), acc.Interface(), false)
 			if err != nil {
 				return err
 			}

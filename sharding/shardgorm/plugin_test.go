@@ -32,6 +32,7 @@ type Order struct {
 	ProductID int64
 	Amount    int64
 	CreatedAt time.Time
+	ShippedAt *time.Time // NULL until shipped
 	Items     []OrderItem
 }
 
@@ -621,6 +622,10 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 			for i := range batch {
 				batch[i].Items = nil
 				batch[i].CreatedAt = time.Date(2026, 1, 1+i%7, 0, 0, 0, 0, time.UTC)
+				if i%3 == 0 {
+					shipped := time.Date(2026, 2, 1+i%5, 0, 0, 0, 0, time.UTC)
+					batch[i].ShippedAt = &shipped
+				}
 			}
 			if err := e.db.Create(&batch).Error; err != nil {
 				t.Fatal(err)
@@ -648,6 +653,9 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 				},
 				"page by time then id": func(db *gorm.DB, d *[]Order) error {
 					return db.Order("created_at").Order("id desc").Limit(9).Offset(2).Find(d).Error
+				},
+				"page by a column with NULLs": func(db *gorm.DB, d *[]Order) error {
+					return db.Order("shipped_at desc").Order("id").Limit(20).Offset(4).Find(d).Error
 				},
 				"condition on another column": func(db *gorm.DB, d *[]Order) error {
 					return db.Where("amount > ?", 50).Order("product_id").Find(d).Error
