@@ -159,6 +159,10 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 	default:
 		return p.aggregate(db, m, shards, clauses, out)
 	}
+	if st.Distinct && !m.selectsKey(st) {
+		return fmt.Errorf("%w: DISTINCT on model %s over %d shards: two shards may hold the same values, which no merge removes; select %s too, or route it",
+			engine.ErrInvalidConfig, m.schema.Name, len(shards), m.keys())
+	}
 	rowType := out.Type()
 	if out.Kind() == reflect.Struct {
 		rowType = reflect.SliceOf(out.Type())
@@ -205,6 +209,25 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 	}
 	out.Set(all)
 	return nil
+}
+
+// selectsKey reports whether stmt selects a routing column of m, whose
+// values no two shards share.
+func (m *pmodel) selectsKey(stmt *gorm.Statement) bool {
+	names := slices.Clone(stmt.Selects)
+	if c, ok := stmt.Clauses["SELECT"]; ok {
+		if sel, ok := c.Expression.(clause.Select); ok {
+			for _, col := range sel.Columns {
+				names = append(names, col.Name)
+			}
+		}
+	}
+	for _, n := range names {
+		if f := m.schema.LookUpField(strings.TrimSpace(n)); f != nil && (f == m.key || m.idsRoute && f == m.id) {
+			return true
+		}
+	}
+	return false
 }
 
 // orderCol is one column of an ORDER BY.

@@ -702,6 +702,17 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 			if err := one.Model(&Order{}).Distinct("user_id").Count(&m).Error; err != nil || n != m || n != 5 {
 				t.Fatalf("distinct users: sharded %d, one table %d (%v)", n, m, err)
 			}
+			var products []int64
+			if err := e.db.Model(&Order{}).Distinct().Pluck("product_id", &products).Error; !errors.Is(err, engine.ErrInvalidConfig) {
+				t.Fatalf("DISTINCT of a column shards share: %v, want a refusal", err)
+			}
+			var users, usersOne []int64
+			if err := e.db.Model(&Order{}).Distinct().Order("user_id").Pluck("user_id", &users).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Model(&Order{}).Distinct().Order("user_id").Pluck("user_id", &usersOne).Error; err != nil || !slices.Equal(users, usersOne) {
+				t.Fatalf("distinct users: sharded %v, one table %v (%v)", users, usersOne, err)
+			}
 			var hi, hiOne int64
 			if err := e.db.Model(&Order{}).Select("MAX(amount)").Find(&hi).Error; err != nil {
 				t.Fatal(err)
