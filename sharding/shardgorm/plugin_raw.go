@@ -163,14 +163,16 @@ func (p *Plugin) rawAssigned(m *pmodel, st *sqlroute.Statement, s sharding.Shard
 
 // mentions reports whether sql holds a sharded model's table as a word.
 func (p *Plugin) mentions(sql string) bool {
+	lower := strings.ToLower(sql)
 	for _, t := range p.tables {
+		name := strings.ToLower(t.Name)
 		for i := 0; ; {
-			j := indexFold(sql[i:], t.Name)
+			j := strings.Index(lower[i:], name)
 			if j < 0 {
 				break
 			}
-			at, end := i+j, i+j+len(t.Name)
-			if (at == 0 || !wordByte(sql[at-1])) && (end == len(sql) || !wordByte(sql[end])) {
+			at, end := i+j, i+j+len(name)
+			if (at == 0 || !wordByte(lower[at-1])) && (end == len(lower) || !wordByte(lower[end])) {
 				return true
 			}
 			i = end
@@ -179,8 +181,7 @@ func (p *Plugin) mentions(sql string) bool {
 	return false
 }
 
-func indexFold(s, sub string) int { return strings.Index(strings.ToLower(s), strings.ToLower(sub)) }
-
+// wordByte reports whether c may be part of an unquoted identifier.
 func wordByte(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
