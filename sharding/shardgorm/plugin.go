@@ -108,10 +108,32 @@ func NewPlugin(dbs []*gorm.DB, r *sharding.Router, s PluginSettings, models ...a
 		if _, dup := p.byTable[pm.schema.Table]; dup {
 			return nil, fmt.Errorf("%w: shardgorm.NewPlugin: model %s given twice (table %s)", engine.ErrInvalidConfig, pm.schema.Name, pm.schema.Table)
 		}
+		if err := p.floorsRead(pm, shards[0]); err != nil {
+			return nil, err
+		}
 		p.byTable[pm.schema.Table] = pm
 	}
 	p.tables = sqlTables(p.byTable)
 	return p, nil
+}
+
+// floorsRead refuses a model whose IDs draw from a store's sequence
+// ("chain", "segment") when its tables are not the router's: the Floor of
+// a sequence, which restarts it above every shard after a store forgot
+// it, reads the router's tables, as the repository names them.
+func (p *Plugin) floorsRead(m *pmodel, s sharding.Shard) error {
+	if m.table(s) == s.TableName {
+		return nil
+	}
+	_, seqs, err := p.g.sequences(m.schema.ModelType)
+	if err != nil {
+		return err
+	}
+	if len(seqs) > 0 {
+		return fmt.Errorf("%w: shardgorm.NewPlugin: model %s draws column %s from a sequence, whose Floor reads the router's tables (%s), not the model's (%s): "+
+			"give the model a plugin whose router names its tables, or draw its IDs from a snowflake", engine.ErrInvalidConfig, m.schema.Name, seqs[0].Name, s.TableName, m.table(s))
+	}
+	return nil
 }
 
 // Name implements gorm.Plugin.

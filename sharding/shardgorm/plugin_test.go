@@ -352,6 +352,13 @@ func TestPluginConfig(t *testing.T) {
 	if _, err := shardgorm.NewPlugin(dbs, unnumbered, owned, &Order{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("tables the numbers do not tell apart: %v", err)
 	}
+	type Ticket struct {
+		ID     int64 `gorm:"primaryKey" idgen:"chain,name=ticket"`
+		UserID int64
+	}
+	if _, err := shardgorm.NewPlugin(dbs, r, owned, &Order{}, &Ticket{}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Floor") {
+		t.Errorf("a sequence whose Floor would read another model's tables: %v", err)
+	}
 	type Plain struct{ Name string }
 	if _, err := shardgorm.NewPlugin(dbs, r, shardgorm.PluginSettings{Settings: sharding.Settings{ShardKey: "UserID"}}, &Plain{}); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("model without the key: %v", err)
