@@ -1,0 +1,187 @@
+package shardgorm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+
+	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/sqlroute"
+)
+
+// sqlTables lists the models' tables as sqlroute reads them.
+func sqlTables(byTable map[string]*pmodel) []sqlroute.Table {
+	var out []sqlroute.Table
+	for _, m := range byTable {
+		t := sqlroute.Table{Name: m.schema.Table, ID: m.key.DBName}
+		if m.id != nil && m.id != m.key {
+			t.ID, t.Owner = m.id.DBName, m.key.DBName
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// raw routes a statement written by hand (db.Exec, or db.Raw read by
+// Scan, Row or Find) that names a sharded model's table: by the key its
+// WHERE binds or its VALUES carry, with the logical table rewritten to the
+// physical one. An Exec over several shards runs in each, cut down to its
+// rows; a read must reach one. A statement naming no key is refused with
+// [ErrUnrouted], one joining two sharded tables with sqlroute's error:
+// none is sent to a logical table, which no database holds. It reports
+// whether the statement was one of the plugin's.
+func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
+	if db.Error != nil || db.Statement.SQL.Len() == 0 {
+		return false
+	}
+	sql := db.Statement.SQL.String()
+	st, err := sqlroute.Parse(sql, db.Statement.Vars, p.tables)
+	if err != nil {
+		if !p.mentions(sql) {
+			return false // what sqlroute cannot read, on other tables: not the plugin's
+		}
+		_ = db.AddError(fmt.Errorf("shardgorm: %w", err))
+		return true
+	}
+	if !st.Sharded() {
+		return false
+	}
+	m := p.byTable[st.Table.Name]
+	groups, err := p.rawGroups(m, st)
+	if err != nil {
+		_ = db.AddError(err)
+		return true
+	}
+	if len(groups) == 1 {
+		for s := range groups {
+			if err := p.rawAssigned(m, st, s); err != nil {
+				_ = db.AddError(err)
+				return true
+			}
+			q, err := st.Rewrite(m.table(s))
+			if err != nil {
+				_ = db.AddError(fmt.Errorf("shardgorm: %w", err))
+				return true
+			}
+			c, err := p.conn(db, s)
+			if err != nil {
+				_ = db.AddError(err)
+				return true
+			}
+			db.Statement.SQL.Reset()
+			db.Statement.SQL.WriteString(q)
+			db.Statement.ConnPool = c
+		}
+		return true
+	}
+	if !exec {
+		_ = db.AddError(fmt.Errorf("%w: a raw read of %s reaches %d shards: a raw read goes to one; read with Find to merge shards",
+			ErrUnrouted, m.schema.Table, len(groups)))
+		return true
+	}
+	var shards []sharding.Shard
+	for s := range groups {
+		if err := p.rawAssigned(m, st, s); err != nil {
+			_ = db.AddError(err)
+			return true
+		}
+		shards = append(shards, s)
+	}
+	done(db)
+	var total atomic.Int64
+	err = p.fan(db, shards, func(ctx context.Context, i int) error {
+		s := shards[i]
+		q, args, err := st.Narrow(m.table(s), groups[s])
+		if err != nil {
+			return err
+		}
+		c, err := p.conn(db, s)
+		if err != nil {
+			return err
+		}
+		res, err := c.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		total.Add(n)
+		return nil
+	})
+	db.RowsAffected = total.Load()
+	_ = db.AddError(err)
+	return true
+}
+
+// rawGroups groups the routing values of st by shard: an INSERT's rows,
+// or the values its WHERE binds the shard key (or an ID, where IDs route)
+// to.
+func (p *Plugin) rawGroups(m *pmodel, st *sqlroute.Statement) (map[sharding.Shard][]sqlroute.Value, error) {
+	vals := st.Owners
+	if st.Table.Owner == "" || vals == nil && m.idsRoute {
+		vals = st.IDs
+	}
+	if vals == nil {
+		return nil, m.unrouted(st.Kind.String())
+	}
+	out := map[sharding.Shard][]sqlroute.Value{}
+	for _, v := range vals {
+		keys, ok := ints(v.Value)
+		if !ok || len(keys) != 1 {
+			return nil, m.unrouted(st.Kind.String())
+		}
+		_, s, err := p.g.base.Route(keys[0])
+		if err != nil {
+			return nil, err
+		}
+		out[s] = append(out[s], v)
+	}
+	return out, nil
+}
+
+// rawAssigned refuses an UPDATE (or upsert) setting a routing column to a
+// value of another shard than s.
+func (p *Plugin) rawAssigned(m *pmodel, st *sqlroute.Statement, s sharding.Shard) error {
+	for _, a := range st.Assigned {
+		if a.Column != m.key.DBName && !m.idsRoute {
+			continue
+		}
+		keys, ok := ints(a.Value.Value)
+		if !ok || len(keys) != 1 {
+			return fmt.Errorf("%w: %s on %s sets %s, which routes rows, to what cannot be checked to stay in %s",
+				sharding.ErrWrongShard, st.Kind, m.schema.Table, a.Column, s)
+		}
+		if _, at, err := p.g.base.Route(keys[0]); err != nil || at != s {
+			return fmt.Errorf("%w: %s on %s sets %s to %d, which routes to %s: rows of %s would be left in the wrong shard",
+				sharding.ErrWrongShard, st.Kind, m.schema.Table, a.Column, keys[0], at, s)
+		}
+	}
+	return nil
+}
+
+// mentions reports whether sql holds a sharded model's table as a word.
+func (p *Plugin) mentions(sql string) bool {
+	lower := strings.ToLower(sql)
+	for _, t := range p.tables {
+		name := strings.ToLower(t.Name)
+		for i := 0; ; {
+			j := strings.Index(lower[i:], name)
+			if j < 0 {
+				break
+			}
+			at, end := i+j, i+j+len(name)
+			if (at == 0 || !wordByte(lower[at-1])) && (end == len(lower) || !wordByte(lower[end])) {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
+}
+
+// wordByte reports whether c may be part of an unquoted identifier.
+func wordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
