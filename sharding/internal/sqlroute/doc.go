@@ -48,7 +48,10 @@
 // UPDATE or DELETE with ORDER BY or LIMIT, multi-table UPDATE, REPLACE,
 // INSERT ... SET, schema-qualified tables, INTERVAL or ILIKE: on a
 // sharded table these are [ErrSyntax]. Its keywords used as column names
-// (key, value, user, row...) are read as names.
+// (key, value, user, row...) are read as names, and GORM's NOT x (which
+// the parser lacks) as a term that binds nothing. The parser takes every
+// AND term after a BETWEEN into the range: those terms bind nothing
+// either, so put a routing term before a BETWEEN.
 //
 // # Rewriting
 //

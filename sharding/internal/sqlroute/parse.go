@@ -164,6 +164,21 @@ func parseTree(lx *lexed) (tree sp.Statement, err error) {
 			duplicate = true
 		case duplicate && lx.is(i, "VALUES") && lx.is(i+1, "("):
 			repl[i] = `"VALUES"`
+		case lx.is(i, "NOT") && lx.is(i-1, "IS"):
+			// The parser reads IS NOT's right side down to OR: in
+			// a = 1 AND b IS NOT NULL OR c = 1 it would take the OR
+			// inside, and route by a. "NOT" + NULL stops where SQL does.
+			repl[i] = `"NOT" +`
+		case lx.is(i, "NOT") && afterOperand(lx, i) && likeWord(lx, i+1):
+			// NOT LIKE (GLOB, REGEXP, MATCH) has the same flaw: read
+			// it as LIKE "NOT" + pattern.
+			repl[i] = ""
+			repl[i+1] = lx.text(i+1) + ` "NOT" +`
+		case lx.is(i, "NOT") && !lx.is(i+1, "EXISTS") && !afterOperand(lx, i):
+			// The parser has no unary NOT but for NOT EXISTS. Read as
+			// "NOT" + x it keeps its place between AND and OR and makes
+			// x no binding of a routing column, which NOT x never is.
+			repl[i] = `"NOT" +`
 		case t.kind == tWord && sp.Lookup(lx.text(i)) != sp.IDENT && !grammarWord(lx, i):
 			repl[i] = `"` + lx.text(i) + `"`
 		}
@@ -229,6 +244,34 @@ func grammarWord(lx *lexed, i int) bool {
 		"END", "NOT", "EXISTS", "IN", "IS", "ISNULL", "NOTNULL", "LIKE", "GLOB", "REGEXP", "MATCH",
 		"BETWEEN", "AND", "OR", "ESCAPE", "OVERRIDING", "CAST", "WITH", "RECURSIVE":
 		return true
+	}
+	return false
+}
+
+func likeWord(lx *lexed, i int) bool {
+	return lx.is(i, "LIKE") || lx.is(i, "GLOB") || lx.is(i, "REGEXP") || lx.is(i, "MATCH")
+}
+
+// afterOperand reports whether token i follows the end of an operand, as
+// the NOT of NOT IN or IS NOT does.
+func afterOperand(lx *lexed, i int) bool {
+	if i == 0 {
+		return false
+	}
+	switch lx.toks[i-1].kind {
+	case tQuoted, tString, tNumber, tBind:
+		return true
+	case tPunct:
+		return lx.is(i-1, ")")
+	}
+	w := lx.text(i - 1)
+	if sp.Lookup(w) == sp.IDENT {
+		return true
+	}
+	for _, kw := range []string{"NULL", "TRUE", "FALSE", "END", "IS"} {
+		if strings.EqualFold(w, kw) {
+			return true
+		}
 	}
 	return false
 }
