@@ -19,7 +19,9 @@
 // the table or its alias, combined with the rest of the condition by AND.
 // When nothing binds the column so (an OR at the top, NOT, a range, a
 // function of the column, a subquery, a value that is an expression) the
-// list is nil: the statement may reach every shard. A value is a
+// list is nil: the statement may reach every shard. An OR, or MySQL's ||,
+// anywhere in the WHERE outside parentheses and CASE is an OR at the top
+// (whatever the parser makes of it), since OR binds loosest. A value is a
 // placeholder's arg or a literal (int64 or string).
 //
 // A statement sent to several shards returns the union of their rows,

@@ -583,8 +583,13 @@ func (s *Statement) valuesRows(n int) *group {
 }
 
 // where reads, for each routing column, the first AND term of cond that
-// binds it to known values.
+// binds it to known values. A WHERE whose own text holds an OR binds
+// nothing, whatever the parser made of it: OR is the lowest operator of
+// SQL, so the condition is an OR at the top.
 func (s *Statement) where(cond sp.Expr, cols []string, lists []*[]Value, qualifiers []string) {
+	if whereHasOr(s.lx) {
+		return
+	}
 	terms := sp.SplitExprTree(cond)
 	for c, col := range cols {
 		if col == "" {
@@ -597,6 +602,45 @@ func (s *Statement) where(cond sp.Expr, cols []string, lists []*[]Value, qualifi
 			}
 		}
 	}
+}
+
+// whereHasOr reports whether the statement's own WHERE (at depth 0) holds
+// OR, or || (MySQL's OR; a concatenation elsewhere, whose loss is only a
+// fan-out), outside parentheses and CASE.
+func whereHasOr(lx *lexed) bool {
+	in, cases := false, 0
+	for i, t := range lx.toks {
+		if t.depth != 0 {
+			continue
+		}
+		switch {
+		case lx.is(i, "WHERE"):
+			in = true
+		case !in:
+		case lx.is(i, "CASE"):
+			cases++
+		case lx.is(i, "END") && cases > 0:
+			cases--
+		case cases > 0:
+		case lx.is(i, "OR"),
+			lx.is(i, "|") && lx.is(i+1, "|") && lx.toks[i+1].start == t.end:
+			return true
+		case endsWhere(lx, i):
+			in = false
+		}
+	}
+	return false
+}
+
+// endsWhere reports whether token i starts a clause that follows WHERE.
+func endsWhere(lx *lexed, i int) bool {
+	for _, kw := range []string{"GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "OFFSET", "UNION",
+		"INTERSECT", "EXCEPT", "RETURNING", "FOR"} {
+		if lx.is(i, kw) {
+			return true
+		}
+	}
+	return false
 }
 
 // binding returns the values term binds col to: key = v, v = key or

@@ -128,6 +128,11 @@ func TestRaw(t *testing.T) {
 		{name: "and after is not and not like", query: "SELECT * FROM orders WHERE note IS NOT NULL AND note NOT LIKE ? AND user_id = 3",
 			args: []any{"a%"}, kind: Select, owners: []any{int64(3)},
 			rewrite: "SELECT * FROM orders_7 WHERE note IS NOT NULL AND note NOT LIKE ? AND user_id = 3"},
+		{name: "mysql || is or", query: "SELECT * FROM `orders` WHERE `user_id` = 3 AND `a` || `b`", kind: Select,
+			rewrite: "SELECT * FROM `orders_7` WHERE `user_id` = 3 AND `a` || `b`"},
+		{name: "or inside case", query: "SELECT * FROM orders WHERE CASE WHEN a OR b THEN 1 END = 1 AND user_id = 3 ORDER BY a OR b",
+			kind: Select, owners: []any{int64(3)},
+			rewrite: "SELECT * FROM orders_7 WHERE CASE WHEN a OR b THEN 1 END = 1 AND user_id = 3 ORDER BY a OR b"},
 		// The parser's BETWEEN takes every AND term after it into its
 		// range: they bind nothing, which loses routing, never misroutes.
 		{name: "terms after between", query: "SELECT * FROM orders WHERE id BETWEEN 1 AND 2 AND user_id = 3", kind: Select,
