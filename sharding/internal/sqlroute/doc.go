@@ -19,7 +19,9 @@
 // the table or its alias, combined with the rest of the condition by AND.
 // When nothing binds the column so (an OR at the top, NOT, a range, a
 // function of the column, a subquery, a value that is an expression) the
-// list is nil: the statement may reach every shard. A value is a
+// list is nil: the statement may reach every shard. An OR, or MySQL's ||,
+// anywhere in the WHERE outside parentheses and CASE is an OR at the top
+// (whatever the parser makes of it), since OR binds loosest. A value is a
 // placeholder's arg or a literal (int64 or string).
 //
 // A statement sent to several shards returns the union of their rows,
@@ -48,7 +50,10 @@
 // UPDATE or DELETE with ORDER BY or LIMIT, multi-table UPDATE, REPLACE,
 // INSERT ... SET, schema-qualified tables, INTERVAL or ILIKE: on a
 // sharded table these are [ErrSyntax]. Its keywords used as column names
-// (key, value, user, row...) are read as names.
+// (key, value, user, row...) are read as names, and GORM's NOT x (which
+// the parser lacks) as a term that binds nothing. The parser takes every
+// AND term after a BETWEEN into the range: those terms bind nothing
+// either, so put a routing term before a BETWEEN.
 //
 // # Rewriting
 //

@@ -21,6 +21,8 @@ func FuzzParse(f *testing.F) {
 		"SELECT * FROM users WHERE EXISTS (SELECT 1 FROM orders WHERE orders.id = ?2)",
 		"DELETE orders",
 		"SELECT * FROM orders WHERE x = 'it''s' /* c */",
+		"SELECT * FROM orders WHERE NOT user_id = ? AND a IS NOT NULL AND b NOT LIKE ? OR c || d",
+		"SELECT * FROM orders WHERE CASE WHEN a OR b THEN 1 END = 1 AND id BETWEEN 1 AND 2 AND key = value",
 	} {
 		f.Add(s, uint8(strings.Count(s, "?")+strings.Count(s, "$")))
 	}

@@ -182,6 +182,11 @@ func gormCases() []gormCase {
 			op: func(tx *gorm.DB) *gorm.DB {
 				return tx.Where("user_id = ?", 7).Or("user_id = ?", 8).Find(&[]order{})
 			}},
+		{name: "not", table: "orders", kind: Select,
+			op: func(tx *gorm.DB) *gorm.DB {
+				return tx.Where("id = ?", 4).Not("user_id = ?", 1).Not("amount = ? AND user_id = ?", 1, 2).Find(&[]order{})
+			},
+			ids: []any{4}},
 		{name: "where struct", table: "orders", kind: Select,
 			op:     func(tx *gorm.DB) *gorm.DB { return tx.Where(&order{UserID: 3}).Find(&[]order{}) },
 			owners: []any{int64(3)}},

@@ -164,6 +164,21 @@ func parseTree(lx *lexed) (tree sp.Statement, err error) {
 			duplicate = true
 		case duplicate && lx.is(i, "VALUES") && lx.is(i+1, "("):
 			repl[i] = `"VALUES"`
+		case lx.is(i, "NOT") && lx.is(i-1, "IS"):
+			// The parser reads IS NOT's right side down to OR: in
+			// a = 1 AND b IS NOT NULL OR c = 1 it would take the OR
+			// inside, and route by a. "NOT" + NULL stops where SQL does.
+			repl[i] = `"NOT" +`
+		case lx.is(i, "NOT") && afterOperand(lx, i) && likeWord(lx, i+1):
+			// NOT LIKE (GLOB, REGEXP, MATCH) has the same flaw: read
+			// it as LIKE "NOT" + pattern.
+			repl[i] = ""
+			repl[i+1] = lx.text(i+1) + ` "NOT" +`
+		case lx.is(i, "NOT") && !lx.is(i+1, "EXISTS") && !afterOperand(lx, i):
+			// The parser has no unary NOT but for NOT EXISTS. Read as
+			// "NOT" + x it keeps its place between AND and OR and makes
+			// x no binding of a routing column, which NOT x never is.
+			repl[i] = `"NOT" +`
 		case t.kind == tWord && sp.Lookup(lx.text(i)) != sp.IDENT && !grammarWord(lx, i):
 			repl[i] = `"` + lx.text(i) + `"`
 		}
@@ -229,6 +244,34 @@ func grammarWord(lx *lexed, i int) bool {
 		"END", "NOT", "EXISTS", "IN", "IS", "ISNULL", "NOTNULL", "LIKE", "GLOB", "REGEXP", "MATCH",
 		"BETWEEN", "AND", "OR", "ESCAPE", "OVERRIDING", "CAST", "WITH", "RECURSIVE":
 		return true
+	}
+	return false
+}
+
+func likeWord(lx *lexed, i int) bool {
+	return lx.is(i, "LIKE") || lx.is(i, "GLOB") || lx.is(i, "REGEXP") || lx.is(i, "MATCH")
+}
+
+// afterOperand reports whether token i follows the end of an operand, as
+// the NOT of NOT IN or IS NOT does.
+func afterOperand(lx *lexed, i int) bool {
+	if i == 0 {
+		return false
+	}
+	switch lx.toks[i-1].kind {
+	case tQuoted, tString, tNumber, tBind:
+		return true
+	case tPunct:
+		return lx.is(i-1, ")")
+	}
+	w := lx.text(i - 1)
+	if sp.Lookup(w) == sp.IDENT {
+		return true
+	}
+	for _, kw := range []string{"NULL", "TRUE", "FALSE", "END", "IS"} {
+		if strings.EqualFold(w, kw) {
+			return true
+		}
 	}
 	return false
 }
@@ -540,8 +583,13 @@ func (s *Statement) valuesRows(n int) *group {
 }
 
 // where reads, for each routing column, the first AND term of cond that
-// binds it to known values.
+// binds it to known values. A WHERE whose own text holds an OR binds
+// nothing, whatever the parser made of it: OR is the lowest operator of
+// SQL, so the condition is an OR at the top.
 func (s *Statement) where(cond sp.Expr, cols []string, lists []*[]Value, qualifiers []string) {
+	if whereHasOr(s.lx) {
+		return
+	}
 	terms := sp.SplitExprTree(cond)
 	for c, col := range cols {
 		if col == "" {
@@ -554,6 +602,45 @@ func (s *Statement) where(cond sp.Expr, cols []string, lists []*[]Value, qualifi
 			}
 		}
 	}
+}
+
+// whereHasOr reports whether the statement's own WHERE (at depth 0) holds
+// OR, or || (MySQL's OR; a concatenation elsewhere, whose loss is only a
+// fan-out), outside parentheses and CASE.
+func whereHasOr(lx *lexed) bool {
+	in, cases := false, 0
+	for i, t := range lx.toks {
+		if t.depth != 0 {
+			continue
+		}
+		switch {
+		case lx.is(i, "WHERE"):
+			in = true
+		case !in:
+		case lx.is(i, "CASE"):
+			cases++
+		case lx.is(i, "END") && cases > 0:
+			cases--
+		case cases > 0:
+		case lx.is(i, "OR"),
+			lx.is(i, "|") && lx.is(i+1, "|") && lx.toks[i+1].start == t.end:
+			return true
+		case endsWhere(lx, i):
+			in = false
+		}
+	}
+	return false
+}
+
+// endsWhere reports whether token i starts a clause that follows WHERE.
+func endsWhere(lx *lexed, i int) bool {
+	for _, kw := range []string{"GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "OFFSET", "UNION",
+		"INTERSECT", "EXCEPT", "RETURNING", "FOR"} {
+		if lx.is(i, kw) {
+			return true
+		}
+	}
+	return false
 }
 
 // binding returns the values term binds col to: key = v, v = key or
