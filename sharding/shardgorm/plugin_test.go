@@ -65,7 +65,7 @@ func ordersRouter(t testing.TB) *sharding.Router {
 	return r
 }
 
-func newPluginEnv(t *testing.T, b shardtest.Backend, s shardgorm.PluginSettings) *pluginEnv {
+func newPluginEnv(t testing.TB, b shardtest.Backend, s shardgorm.PluginSettings) *pluginEnv {
 	t.Helper()
 	dsn := b.Open(t)
 	reg := shardtest.OwnerRegistry(t)

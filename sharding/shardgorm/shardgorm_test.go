@@ -37,7 +37,7 @@ type Course struct {
 
 // openGorm opens d with the plugin drawing from reg, with GORM's default
 // transactions off: the repository's parts are atomic without them.
-func openGorm(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB {
+func openGorm(t testing.TB, d testdb.DB, reg engine.Provider) *gorm.DB {
 	t.Helper()
 	var dial gorm.Dialector
 	switch d.Name {
@@ -83,7 +83,7 @@ var _ shardtest.Repository[gorm.DB] = (*shardgorm.Repository)(nil)
 // The contract both repositories pass, on every backend.
 func TestGormContract(t *testing.T) {
 	shardtest.Harness[gorm.DB, Course]{
-		Open: openGorm,
+		Open: func(t *testing.T, d testdb.DB, reg engine.Provider) *gorm.DB { return openGorm(t, d, reg) },
 		New: func(r *sharding.Router, _ engine.Provider, dbs []*gorm.DB, s ...sharding.Settings) (shardtest.Repository[gorm.DB], error) {
 			return shardgorm.New(dbs, r, s...)
 		},

@@ -19,15 +19,15 @@ import (
 // Backend opens two throw-away databases of one kind, standing for m0 and m1.
 type Backend struct {
 	Name string
-	Open func(t *testing.T) [2]testdb.DB
+	Open func(t testing.TB) [2]testdb.DB
 }
 
 // Backends are SQLite, MariaDB and PostgreSQL; the servers' tests skip when
 // the server is down (and fail when IDFORGE_REQUIRE_SERVERS=1).
 var Backends = []Backend{
-	{"sqlite", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.SQLite(t), testdb.SQLite(t)} }},
-	{"mariadb", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.MariaDB(t), testdb.MariaDB(t)} }},
-	{"postgres", func(t *testing.T) [2]testdb.DB { return [2]testdb.DB{testdb.Postgres(t), testdb.Postgres(t)} }},
+	{"sqlite", func(t testing.TB) [2]testdb.DB { return [2]testdb.DB{testdb.SQLite(t), testdb.SQLite(t)} }},
+	{"mariadb", func(t testing.TB) [2]testdb.DB { return [2]testdb.DB{testdb.MariaDB(t), testdb.MariaDB(t)} }},
+	{"postgres", func(t testing.TB) [2]testdb.DB { return [2]testdb.DB{testdb.Postgres(t), testdb.Postgres(t)} }},
 }
 
 // Start is the time the registry's fake clock stands still at.
