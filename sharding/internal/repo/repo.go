@@ -739,7 +739,7 @@ func (b *Base[DB]) split(rows []reflect.Value, key, ownerID func(row reflect.Val
 			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
 		}
 		if ownerID != nil {
-			if err := b.routesLike(i, row, ownerID, id, s); err != nil {
+			if err := b.routesLike(i, row, ownerID, id); err != nil {
 				return nil, err
 			}
 		}
@@ -762,21 +762,29 @@ func (b *Base[DB]) split(rows []reflect.Value, key, ownerID func(row reflect.Val
 	return out, nil
 }
 
-// routesLike checks that row i's ID routes to s, its owner's shard.
-func (b *Base[DB]) routesLike(i int, row reflect.Value, ownerID func(reflect.Value) (int64, error), owner int64, s sharding.Shard) error {
+// routesLike checks that row i's ID carries its owner's residue
+// ([Residue]), so that it routes to s, its owner's shard, now and once
+// shards are added.
+func (b *Base[DB]) routesLike(i int, row reflect.Value, ownerID func(reflect.Value) (int64, error), owner int64) error {
 	id, err := ownerID(row)
 	if err != nil {
 		return fmt.Errorf("sharding: row %d: %w", i, err)
 	}
-	_, at, err := b.Route(id)
-	if err != nil {
-		return fmt.Errorf("sharding: row %d: %w", i, err)
+	return Residue(fmt.Sprintf("row %d", i), id, owner, int64(b.Settings.OwnerResidues))
+}
+
+// Residue checks that id, the owner-keyed ID of row what, carries the
+// residue of its owner mod m ([sharding.Settings.OwnerResidues]): one
+// of another residue may route with its owner over today's shards, but
+// not over the counts the residues allow to grow to. The error wraps
+// [sharding.ErrWrongShard] and engine.ErrInvalidID.
+func Residue(what string, id, owner, m int64) error {
+	if id%m == owner%m {
+		return nil
 	}
-	if at != s {
-		return fmt.Errorf("%w: sharding: row %d: id %d routes to %s, its owner %d to %s: "+
-			"leave the ID 0 and Create composes an owner-keyed one", engine.ErrInvalidID, i, id, at, owner, s)
-	}
-	return nil
+	return fmt.Errorf("%w: %w: sharding: %s: id %d has residue %d mod %d, its owner %d has %d, so it does not route with its owner "+
+		"(once shards are added if not now): leave the ID 0 and Create composes an owner-keyed one",
+		sharding.ErrWrongShard, engine.ErrInvalidID, what, id, id%m, m, owner, owner%m)
 }
 
 // pointers returns a []*T of the rows' addresses, for the drivers to insert
