@@ -290,11 +290,19 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 // or delete on another table (db.Table("..."), another table aliased as
 // this one, "course_2 AS course_1", this name in another schema or
 // database, "m1.course_1", or an INSERT or UPDATE clause naming a table,
-// or a DELETE's FROM clause naming one); or an update setting a column
-// that routes rows (the shard key, and the ID when IDs route) to
-// anything but an integer routing to this shard, fails with an error
+// or a DELETE's FROM clause naming one); or an update or upsert
+// (clause.OnConflict's DoUpdates) setting a column that routes rows (the
+// shard key, and the ID when IDs route) to anything but an integer
+// routing to this shard (or, in an upsert, the inserted row's own value),
+// fails with an error
 // wrapping [sharding.ErrWrongShard] and writes nothing, in its
 // transactions too (db.Transaction(func(tx *gorm.DB) error { ... })).
+// With owner-keyed IDs ([sharding.Settings.OwnerResidues]), a row created
+// must hold an ID of its owner's residue, and the new owner or ID must
+// keep the residue of the rows' owner, which the statement has to tell
+// (Where(map[string]any{"customer_id": 4}), Model(&row)); an upsert of
+// every column (UpdateAll), which sets the owner whatever row it meets,
+// is refused.
 // A chain restarted with db.Session(&gorm.Session{NewDB: true}) leaves
 // the binding behind, as it leaves the table, and statements written by
 // hand (db.Exec, db.Raw) are not checked: write
