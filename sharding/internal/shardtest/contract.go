@@ -709,12 +709,13 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]struct {
+	type testCase struct {
 		r    *sharding.Router
 		dbs  []*DB
 		s    []sharding.Settings
 		says string
-	}{
+	}
+	cases := map[string]testCase{
 		"zero router":       {&sharding.Router{}, []*DB{m0}, nil, "zero Router"},
 		"nil router":        {nil, []*DB{m0, m1}, nil, "router is nil"},
 		"two settings":      {CourseRouter(t), []*DB{m0, m1}, []sharding.Settings{{}, {}}, "at most one"},
@@ -724,7 +725,11 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 		"nil db":            {CourseRouter(t), []*DB{m0, nil}, nil, "database 1 is nil"},
 		"interval over two": {open, []*DB{m0, m1}, nil, "interval router uses 1 database"},
 		"batch size -1":     {CourseRouter(t), []*DB{m0, m1}, []sharding.Settings{{BatchSize: -1}}, "BatchSize"},
-	} {
+	}
+	if socket, ok := Socket(t, dbs[0]); ok {
+		cases["over TCP and a socket"] = testCase{CourseRouter(t), []*DB{m0, h.Open(t, socket, reg)}, nil, "are one database"}
+	}
+	for name, c := range cases {
 		if _, err := h.New(c.r, reg, c.dbs, c.s...); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: err = %v, want engine.ErrInvalidConfig saying %q", name, err, c.says)
 		}
