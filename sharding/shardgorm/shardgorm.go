@@ -61,6 +61,9 @@ func New(dbs []*gorm.DB, r *sharding.Router, s ...sharding.Settings) (*Repositor
 		Sequences: g.sequences,
 		Floor:     tableFloor,
 		Database: func(db *gorm.DB) (any, string, error) {
+			if db.Config == nil || db.Statement == nil {
+				return nil, "", fmt.Errorf("%w: a zero gorm.DB: open it with gorm.Open", engine.ErrInvalidConfig)
+			}
 			pool, err := db.DB()
 			return repo.PoolIdentity(pool, err, db.Dialector.Name())
 		},
@@ -190,6 +193,9 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 // An error in the rows given (a nil row) matches both
 // [engine.ErrInvalidData] and gorm.ErrInvalidData, as the plugin's do.
 func (g *Repository) Create(ctx context.Context, value any) error {
+	if err := g.ready(ctx, "Create"); err != nil {
+		return err
+	}
 	tx, only := g.tx, g.only
 	var idCol string
 	return gormids.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
@@ -250,6 +256,9 @@ func anys(ids []int64) []any {
 // engine.ErrInvalidID. In a Repository of In, it reads in the
 // transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
+	if err := g.ready(ctx, "Find"); err != nil {
+		return err
+	}
 	tx, only := g.tx, g.only
 	s, err := g.schema(dest)
 	if err != nil {
@@ -311,6 +320,9 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 // of In, the session is of the transaction, and a key of another shard
 // wraps [sharding.ErrWrongShard].
 func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
+	if err := g.ready(context.Background(), "DB"); err != nil {
+		return nil, sharding.Shard{}, err
+	}
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, sharding.Shard{}, err
@@ -334,6 +346,9 @@ func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
 // There is no transaction across shards: see "Transactions" in package
 // [sharding].
 func (g *Repository) In(key int64, tx *gorm.DB) (*Repository, error) {
+	if err := g.ready(context.Background(), "In"); err != nil {
+		return nil, err
+	}
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, err
@@ -360,6 +375,9 @@ func (g *Repository) In(key int64, tx *gorm.DB) (*Repository, error) {
 // Repository of In, fn gets the one shard, with a session of the
 // transaction.
 func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *gorm.DB) error) error {
+	if err := g.ready(ctx, "ForEach"); err != nil {
+		return err
+	}
 	if g.tx != nil {
 		return g.base.ForOne(ctx, *g.only, g.tx, func(s sharding.Shard, db *gorm.DB) error {
 			return fn(s, g.bind(db.Session(&gorm.Session{NewDB: true, Context: ctx}), s).Session(&gorm.Session{}))
@@ -375,6 +393,9 @@ func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *
 // GORM's '?' placeholders are converted for the database. In a
 // Repository of In, it runs in the transaction, in its one shard.
 func (g *Repository) Exec(ctx context.Context, query string, args ...any) error {
+	if err := g.ready(ctx, "Exec"); err != nil {
+		return err
+	}
 	return g.base.Exec(ctx, query, g.only, g.tx, func(db *gorm.DB, q string) error {
 		return db.WithContext(ctx).Exec(q, args...).Error
 	})
@@ -386,6 +407,9 @@ func (g *Repository) Exec(ctx context.Context, query string, args ...any) error 
 // fills are plain BIGINT, not auto-increment. In a Repository of In, it
 // migrates the one shard in the transaction.
 func (g *Repository) Migrate(ctx context.Context, model any) error {
+	if err := g.ready(ctx, "Migrate"); err != nil {
+		return err
+	}
 	// Preparing binds the model's generators, whose chains fetch at once.
 	if t := reflect.TypeOf(model); t != nil {
 		for t.Kind() == reflect.Pointer {
@@ -401,4 +425,13 @@ func (g *Repository) Migrate(ctx context.Context, model any) error {
 		}
 		return db.AutoMigrate(model)
 	})
+}
+
+// ready checks a call of method verb ([repo.Ready]).
+func (g *Repository) ready(ctx context.Context, verb string) error {
+	var b *repo.Base[gorm.DB]
+	if g != nil {
+		b = g.base
+	}
+	return repo.Ready(ctx, b, "shardgorm.Repository."+verb)
 }

@@ -182,6 +182,7 @@ func TestGormConfigErrors(t *testing.T) {
 	reg := shardtest.Registry(t)
 	db := openGorm(t, testdb.SQLite(t), reg)
 	r := shardtest.CourseRouter(t)
+	ctx := context.Background()
 	repo, err := shardgorm.New([]*gorm.DB{db, openGorm(t, testdb.SQLite(t), reg)}, r)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,22 @@ func TestGormConfigErrors(t *testing.T) {
 	if _, err := shardgorm.New([]*gorm.DB{db, db.Session(&gorm.Session{})}, r); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("a database and a session of it: err = %v, want engine.ErrInvalidConfig", err)
 	}
-	ctx := context.Background()
+	if _, err := shardgorm.New([]*gorm.DB{{}, {}}, r); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "zero gorm.DB") {
+		t.Errorf("zero gorm.DB values: err = %v, want engine.ErrInvalidConfig naming them", err)
+	}
+	for name, zero := range map[string]*shardgorm.Repository{"zero": {}, "nil": nil} {
+		shardtest.Refuses[gorm.DB, Course](t, "a "+name+" Repository", zero, ctx, "make it with New")
+		if _, err := zero.In(1, db.Begin()); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("In on a %s Repository: err = %v, want engine.ErrInvalidConfig", name, err)
+		}
+		if err := zero.Migrate(ctx, &Course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("Migrate on a %s Repository: err = %v, want engine.ErrInvalidConfig", name, err)
+		}
+	}
+	var none context.Context
+	if err := repo.Migrate(none, &Course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("Migrate with a nil context: err = %v, want engine.ErrInvalidConfig", err)
+	}
 	type Untagged struct {
 		ID   int64
 		Name string

@@ -226,7 +226,16 @@ func TestSqlxErrors(t *testing.T) {
 	if err := repo.Create(ctx, &course{ID: -4}); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("negative pinned ID: err = %v", err)
 	}
-
+	for name, zero := range map[string]*shardsqlx.Repository{"zero": {}, "nil": nil} {
+		shardtest.Refuses[sqlx.DB, course](t, "a "+name+" Repository", zero, ctx, "make it with New")
+		if _, err := zero.In(1, nil); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("In on a %s Repository: err = %v, want engine.ErrInvalidConfig", name, err)
+		}
+	}
+	r := shardtest.CourseRouter(t)
+	if _, err := shardsqlx.New([]*sqlx.DB{{}, {}}, r, shardtest.Registry(t)); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("zero sqlx.DB values: err = %v, want engine.ErrInvalidConfig", err)
+	}
 }
 
 // A nil provider, or a nil *genreg.Registry in the interface, is refused:

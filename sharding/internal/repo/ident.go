@@ -56,6 +56,9 @@ func PoolIdentity(pool *sql.DB, err error, dialect string) (any, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", engine.ErrInvalidConfig, err)
 	}
+	if pool == nil {
+		return nil, "", fmt.Errorf("%w: no connection pool: open the database before giving it", engine.ErrInvalidConfig)
+	}
 	ident, err := Identity(context.Background(), pool, dialect)
 	return pool, ident, err
 }

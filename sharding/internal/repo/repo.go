@@ -217,6 +217,20 @@ func IsNil(v any) bool {
 	return false
 }
 
+// Ready checks a call of a repository's method named call
+// ("shardgorm.Repository.Get"): ctx is set, and b, the repository's
+// state, was made by New (a zero Repository has none). Either fault
+// wraps engine.ErrInvalidConfig.
+func Ready[DB any](ctx context.Context, b *Base[DB], call string) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: %s: nil context: pass context.Background() or a context of yours", engine.ErrInvalidConfig, call)
+	case b == nil:
+		return fmt.Errorf("%w: %s on a zero or nil Repository: make it with New", engine.ErrInvalidConfig, call)
+	}
+	return nil
+}
+
 // Route returns the shard of id and its database.
 func (b *Base[DB]) Route(id int64) (*DB, sharding.Shard, error) {
 	s, err := b.Router.Route(id)

@@ -742,6 +742,17 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 	if err := repo.Find(ctx, 0, &got); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Find(0) behind an open interval router: err = %v, want engine.ErrInvalidID", err)
 	}
+
+	// A nil context is refused before it reaches a driver, which would
+	// panic and leave the pool's connection in use.
+	course, _ := h.course(t, b)
+	var none context.Context
+	Refuses[DB, Row](t, "a nil context", course, none, "nil context")
+	rows := h.rows(8)
+	if err := course.Create(ctx, rows); err != nil {
+		t.Fatalf("Create after the nil contexts: %v", err)
+	}
+	h.allOnce(t, course, rows)
 }
 
 // cutAtCommit cuts m1's connections while the COMMIT of m1.course_1's
@@ -860,5 +871,35 @@ func (h Harness[DB, Row]) refusedAtCommit(t *testing.T, b Backend) {
 	want := map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 0, "m1.course_2": 0}
 	if _, counts := h.ReadBack(t, CourseRouter(t), repo); !maps.Equal(counts, want) {
 		t.Errorf("rows per shard after the refused COMMIT = %v, want %v", counts, want)
+	}
+}
+
+// Refuses checks that every method of repo taking a context, called with
+// ctx, returns an error wrapping engine.ErrInvalidConfig that says says,
+// and DB too when ctx is set (repo is then one New did not make): what
+// names the case.
+func Refuses[DB, Row any](t *testing.T, what string, repo Repository[DB], ctx context.Context, says string) {
+	t.Helper()
+	var rows []Row
+	var n int64
+	q := sharding.Query{Key: 1}
+	calls := map[string]func() error{
+		"Create":  func() error { return repo.Create(ctx, &[]Row{*new(Row)}) },
+		"Find":    func() error { return repo.Find(ctx, 1, &rows) },
+		"Get":     func() error { return repo.Get(ctx, []int64{1}, &rows) },
+		"Update":  func() (err error) { n, err = repo.Update(ctx, q, new(Row), map[string]any{"name": "x"}); return err },
+		"Delete":  func() (err error) { n, err = repo.Delete(ctx, q, new(Row)); return err },
+		"Page":    func() error { return repo.Page(ctx, q, &rows) },
+		"Count":   func() (err error) { n, err = repo.Count(ctx, q, new(Row)); return err },
+		"ForEach": func() error { return repo.ForEach(ctx, func(sharding.Shard, *DB) error { return nil }) },
+		"Exec":    func() error { return repo.Exec(ctx, "DELETE FROM {table} WHERE id = 1") },
+	}
+	if ctx != nil {
+		calls["DB"] = func() error { _, _, err := repo.DB(1); return err }
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), says) || n != 0 {
+			t.Errorf("%s: %s: err = %v (%d rows), want engine.ErrInvalidConfig saying %q", what, name, err, n, says)
+		}
 	}
 }
