@@ -260,7 +260,11 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 		return err
 	}
 	tx, only := g.tx, g.only
-	s, err := g.schema(dest)
+	elem, many, err := repo.FindDest(dest)
+	if err != nil {
+		return err
+	}
+	s, err := g.schema(reflect.New(elem).Interface())
 	if err != nil {
 		return err
 	}
@@ -268,8 +272,6 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if err != nil {
 		return err
 	}
-	t := reflect.TypeOf(dest)
-	many := t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Slice
 	pk := s.PrioritizedPrimaryField
 	return g.base.Find(key, only, func(db *gorm.DB, s sharding.Shard) error {
 		if tx != nil {

@@ -174,8 +174,8 @@ func (x *Repository) Get(ctx context.Context, ids []int64, dest any) error {
 	return x.base.Get(ctx, ids, dest, m, x.only, x.stmts(rt))
 }
 
-// modelRows returns the rowType and model of model, a struct or a pointer
-// to one.
+// modelRows returns the rowType and model of model, a pointer
+// to a struct.
 func (x *Repository) modelRows(verb string, model any) (*rowType, *repo.Model, error) {
 	elem, err := repo.ModelOf(verb, model)
 	if err != nil {

@@ -375,20 +375,9 @@ func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 		return err
 	}
 	tx, only := x.tx, x.only
-	t := reflect.TypeOf(dest)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct or a slice, got %T", engine.ErrInvalidConfig, dest)
-	}
-	elem, many := t.Elem(), t.Elem().Kind() == reflect.Slice
-	if many {
-		_, e, err := repo.SliceOf("Find", dest)
-		if err != nil {
-			return err
-		}
-		elem = e
-	}
-	if elem.Kind() != reflect.Struct {
-		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct or a slice, got %T", engine.ErrInvalidConfig, dest)
+	elem, many, err := repo.FindDest(dest)
+	if err != nil {
+		return err
 	}
 	rt, err := x.rowTypeOf(elem)
 	if err != nil {

@@ -753,6 +753,23 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 		t.Fatalf("Create after the nil contexts: %v", err)
 	}
 	h.allOnce(t, course, rows)
+	var page []Row
+	var n int
+	for name, err := range map[string]error{
+		"Find into nil":    course.Find(ctx, 1, nil),
+		"Find into an int": course.Find(ctx, 1, &n),
+		"Find into []int":  course.Find(ctx, 1, &[]int{}),
+		"Count of a value": func() error { _, err := course.Count(ctx, sharding.Query{}, *new(Row)); return err }(),
+		"Update of a value": func() error {
+			_, err := course.Update(ctx, sharding.Query{Key: 1}, *new(Row), map[string]any{"name": "x"})
+			return err
+		}(),
+		"a blank Query.Order": course.Page(ctx, sharding.Query{Order: " "}, &page),
+	} {
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "want") {
+			t.Errorf("%s: err = %v, want engine.ErrInvalidConfig saying what is wanted", name, err)
+		}
+	}
 }
 
 // cutAtCommit cuts m1's connections while the COMMIT of m1.course_1's
