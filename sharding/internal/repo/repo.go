@@ -597,12 +597,16 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 		return err
 	}
 	var written []int
-	for _, g := range groups {
+	for k, g := range groups {
 		stored, err := b.write(g, elem, plan, orm, held)
 		if err != nil {
 			// The rows of the part an earlier Create stored are written
-			// all the same: the rollback took back only this call's.
+			// all the same: the rollback took back only this call's. So
+			// are those of the parts not tried.
 			written = append(written, stored...)
+			for _, rest := range groups[k+1:] {
+				written = append(written, b.storedBefore(rest, plan, orm, held)...)
+			}
 			slices.Sort(written)
 			rest := slices.DeleteFunc(slices.Clone(g.Rows), func(i int) bool { return slices.Contains(stored, i) })
 			return &sharding.ShardError{Rows: rest, Written: written, Err: fmt.Errorf("%s: %w", g.Shard, err)}
@@ -681,6 +685,27 @@ func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], h
 		return stored, fmt.Errorf("%w: commit: %w", sharding.ErrOutcomeUnknown, err)
 	}
 	return stored, nil
+}
+
+// storedBefore returns the positions of g's rows that an earlier Create
+// stored, for the ShardError of a Create that stopped before g: one read
+// of the IDs they held before the call, in a transaction rolled back,
+// and none when that read fails too.
+func (b *Base[DB]) storedBefore(g *group, plan Plan, orm Rows[DB], held []bool) []int {
+	if !slices.ContainsFunc(g.Rows, func(i int) bool { return held[i] }) {
+		return nil
+	}
+	db := b.DBs[g.Shard.Database]
+	conn, err := orm.Begin(db, g.Shard)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = conn.Rollback() }()
+	_, stored, err := unstored(conn, g, plan, held, Placeholders(b.orm.Dialect(db)))
+	if err != nil {
+		return nil
+	}
+	return stored
 }
 
 // unstored returns the part's rows but those whose ID was held before the
