@@ -46,6 +46,9 @@ func Identity(ctx context.Context, q Querier, dialect string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if dialect == "postgres" {
+		return fmt.Sprintf("postgres database %q on port %s (server started %s)", c, b, d), nil
+	}
 	return fmt.Sprintf("%s database %q on %s:%s %s", dialect, c, a, b, d), nil
 }
 
