@@ -78,9 +78,13 @@ type ShardError struct {
 	// struct), of the failed part's rows, ascending, but those an earlier
 	// Create stored, which are in Written.
 	Rows []int
-	// Written are the positions of the rows stored before the failure, by
-	// this Create or (found stored) by an earlier one. Rows in neither
-	// list belong to parts after the failed one, never tried.
+	// Written are the positions of the rows stored, ascending: those this
+	// Create stored before the failure, and those an earlier one stored,
+	// found by the IDs they held before the call, in the failed part and
+	// in the parts after it, which were never tried (one read of each;
+	// a part whose read fails too is left out). Rows in neither list
+	// are not stored, barring such a part and a failed part whose
+	// outcome is unknown.
 	Written []int
 	// Err is the database's error, naming the shard.
 	Err error

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 
 	"github.com/idforge/idforge/sharding"
 	"github.com/idforge/idforge/sharding/internal/repo"
@@ -108,16 +109,66 @@ func (b *binding) check(db *gorm.DB, w write) error {
 	default:
 		return fmt.Errorf("%w: a create bound to %s of a %s: create structs, whose shard keys can be routed", sharding.ErrWrongShard, b.shard, rv.Kind())
 	}
+	m := int64(b.g.base.Settings.OwnerResidues)
+	var id *schema.Field
+	if m > 0 {
+		id = db.Statement.Schema.PrioritizedPrimaryField
+	}
+	var owners []int64
 	for i, row := range rows {
-		id, err := repo.KeyValue(key.ReflectValueOf(db.Statement.Context, row))
+		owner, err := repo.KeyValue(key.ReflectValueOf(db.Statement.Context, row))
 		if err != nil {
 			return err
 		}
-		_, s, err := b.g.base.Route(id)
+		_, s, err := b.g.base.Route(owner)
 		if err != nil {
 			return fmt.Errorf("row %d: %w", i, err)
 		}
-		if err := repo.Within(&b.shard, s, fmt.Sprintf("row %d with key", i), id); err != nil {
+		if err := repo.Within(&b.shard, s, fmt.Sprintf("row %d with key", i), owner); err != nil {
+			return err
+		}
+		if id != nil {
+			n, err := repo.KeyValue(id.ReflectValueOf(db.Statement.Context, row))
+			if err != nil {
+				return err
+			}
+			if err := repo.Residue(fmt.Sprintf("row %d", i), n, owner, m); err != nil {
+				return err
+			}
+		}
+		owners = append(owners, owner)
+	}
+	return b.upsert(db.Statement, owners)
+}
+
+// upsert checks the updates of a bound create's ON CONFLICT clause, run
+// on a stored row that conflicts with one of the rows inserted, whose
+// shard keys are owners: a column that routes rows may only take an
+// integer routing to the bound shard that keeps the owners' residue
+// ([sharding.Settings.OwnerResidues]), or, without owner-keyed IDs, the
+// inserted row's own value (excluded.col, VALUES(col)), which routes here.
+func (b *binding) upsert(st *gorm.Statement, owners []int64) error {
+	c, ok := st.Clauses["ON CONFLICT"]
+	if !ok {
+		return nil
+	}
+	oc, _ := c.Expression.(clause.OnConflict)
+	owned := b.g.base.Settings.OwnerResidues > 0
+	routes := b.routing(st)
+	if oc.UpdateAll && owned {
+		// UpdateAll sets every column but the primary key, the owner among
+		// them, to the inserted row's, whatever row it conflicts with.
+		return fmt.Errorf("%w: an upsert bound to %s updates every column, the owner %s among them, of a row whose owner-keyed ID may carry another owner's residue: "+
+			"list the columns to update (clause.OnConflict.DoUpdates) without it", sharding.ErrWrongShard, b.shard, b.g.base.Settings.ShardKey)
+	}
+	for _, a := range oc.DoUpdates {
+		if !routes(a.Column.Name) {
+			continue
+		}
+		if v, ok := a.Value.(clause.Column); ok && !owned && strings.EqualFold(v.Table, "excluded") && strings.EqualFold(v.Name, a.Column.Name) {
+			continue
+		}
+		if err := b.keeps(st, "an upsert", a.Column.Name, a.Value, owners); err != nil {
 			return err
 		}
 	}
@@ -172,27 +223,15 @@ func (b *binding) table(st *gorm.Statement, w write) error {
 // when IDs route) may only take an integer routing to it.
 func (b *binding) sets(st *gorm.Statement) error {
 	routes := b.routing(st)
+	var owners []int64
+	if b.g.base.Settings.OwnerResidues > 0 {
+		owners = b.owners(st, routes)
+	}
 	check := func(name string, v any) error {
 		if !routes(name) {
 			return nil
 		}
-		rv := reflect.ValueOf(v)
-		for rv.IsValid() && rv.Kind() == reflect.Pointer && !rv.IsNil() {
-			rv = rv.Elem()
-		}
-		if !rv.IsValid() || repo.KeyKind("", "", rv.Type()) != nil {
-			return fmt.Errorf("%w: an update bound to %s sets %s, which routes rows, to %v (%T): only an integer can be checked to stay in the shard",
-				sharding.ErrWrongShard, b.shard, name, v, v)
-		}
-		id, err := repo.KeyValue(rv)
-		if err != nil {
-			return err
-		}
-		_, s, err := b.g.base.Route(id)
-		if err != nil {
-			return err
-		}
-		return repo.Within(&b.shard, s, "an update setting "+name+" to", id)
+		return b.keeps(st, "an update", name, v, owners)
 	}
 	if c, ok := st.Clauses["SET"]; ok {
 		set, _ := c.Expression.(clause.Set)
@@ -226,6 +265,99 @@ func (b *binding) sets(st *gorm.Statement) error {
 		}
 	}
 	return nil
+}
+
+// keeps checks that v, the new value of column name, which routes rows,
+// keeps the rows what writes in the bound shard: an integer routing to it
+// that, with owner-keyed IDs, carries the residue of owners, the owners
+// (or owner-keyed IDs) of the rows written; none known refuses it.
+func (b *binding) keeps(st *gorm.Statement, what, name string, v any, owners []int64) error {
+	rv := reflect.ValueOf(v)
+	for rv.IsValid() && rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() || repo.KeyKind("", "", rv.Type()) != nil {
+		return fmt.Errorf("%w: %s bound to %s sets %s, which routes rows, to %v (%T): only an integer can be checked to stay in the shard",
+			sharding.ErrWrongShard, what, b.shard, name, v, v)
+	}
+	n, err := repo.KeyValue(rv)
+	if err != nil {
+		return err
+	}
+	_, s, err := b.g.base.Route(n)
+	if err != nil {
+		return err
+	}
+	if err := repo.Within(&b.shard, s, what+" setting "+name+" to", n); err != nil {
+		return err
+	}
+	m := int64(b.g.base.Settings.OwnerResidues)
+	if m == 0 {
+		return nil
+	}
+	if len(owners) == 0 {
+		return fmt.Errorf("%w: %s bound to %s sets %s to %d, but an owner-keyed ID carries its owner's residue mod %d and the statement does not tell the rows' owner: "+
+			"narrow it by the owner or the ID (Where(map[string]any{...}), Model(&row)), or use Repository.Update with Query.Key",
+			sharding.ErrWrongShard, what, b.shard, name, n, m)
+	}
+	for _, o := range owners {
+		if n%m != o%m {
+			return fmt.Errorf("%w: %s bound to %s sets %s to %d, of another residue mod %d than the rows' owner-keyed IDs (of owner or ID %d): "+
+				"they would no longer route with their owner", sharding.ErrWrongShard, what, b.shard, name, n, m, o)
+		}
+	}
+	return nil
+}
+
+// owners returns what an update through st tells of its rows' owners:
+// the values its WHERE conditions of equality give a routing column (the
+// shard key or the owner-keyed ID, both carrying the owner's residue),
+// and the ID of the row of st.Model, by which GORM narrows the update.
+// Conditions written as SQL ("user_id = ?") tell nothing.
+func (b *binding) owners(st *gorm.Statement, routes func(string) bool) []int64 {
+	var out []int64
+	add := func(v any) {
+		rv := reflect.ValueOf(v)
+		for rv.IsValid() && rv.Kind() == reflect.Pointer && !rv.IsNil() {
+			rv = rv.Elem()
+		}
+		if rv.IsValid() && repo.KeyKind("", "", rv.Type()) == nil {
+			if n, err := repo.KeyValue(rv); err == nil && n != 0 {
+				out = append(out, n)
+			}
+		}
+	}
+	if c, ok := st.Clauses["WHERE"]; ok {
+		w, _ := c.Expression.(clause.Where)
+		if slices.ContainsFunc(w.Exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or }) {
+			w.Exprs = nil // an equality ORed with another narrows nothing
+		}
+		for _, e := range w.Exprs {
+			eq, ok := e.(clause.Eq)
+			if !ok {
+				continue
+			}
+			switch col := eq.Column.(type) {
+			case string:
+				if routes(col) {
+					add(eq.Value)
+				}
+			case clause.Column:
+				if routes(col.Name) {
+					add(eq.Value)
+				}
+			}
+		}
+	}
+	if st.Schema != nil && st.Schema.PrioritizedPrimaryField != nil {
+		rv := reflect.Indirect(reflect.ValueOf(st.Model))
+		if rv.Kind() == reflect.Struct && rv.Type() == st.Schema.ModelType {
+			if v, zero := st.Schema.PrioritizedPrimaryField.ValueOf(st.Context, rv); !zero {
+				add(v)
+			}
+		}
+	}
+	return out
 }
 
 // routing returns what tells the names (column or field) of the columns

@@ -159,6 +159,9 @@ func (g *Repository) union(db *gorm.DB, elem reflect.Type, parts []repo.Part, or
 // engine.ErrInvalidID. In a Repository of In, Get reads in the
 // transaction, and an ID of another shard wraps [sharding.ErrWrongShard].
 func (g *Repository) Get(ctx context.Context, ids []int64, dest any) error {
+	if err := g.ready(ctx, "Get"); err != nil {
+		return err
+	}
 	_, elem, err := repo.SliceOf("Get", dest)
 	if err != nil {
 		return err
@@ -191,6 +194,9 @@ func (g *Repository) Get(ctx context.Context, ids []int64, dest any) error {
 // answered committed their change. In a Repository of In, Update runs in
 // the transaction, in its one shard.
 func (g *Repository) Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error) {
+	if err := g.ready(ctx, "Update"); err != nil {
+		return 0, err
+	}
 	elem, err := repo.ModelOf("Update", model)
 	if err != nil {
 		return 0, err
@@ -211,6 +217,9 @@ func (g *Repository) Update(ctx context.Context, q sharding.Query, model any, se
 // fails makes a *[sharding.FanoutError]. In a Repository of In, Delete
 // runs in the transaction, in its one shard.
 func (g *Repository) Delete(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	if err := g.ready(ctx, "Delete"); err != nil {
+		return 0, err
+	}
 	elem, err := repo.ModelOf("Delete", model)
 	if err != nil {
 		return 0, err
@@ -250,6 +259,9 @@ func (g *Repository) Delete(ctx context.Context, q sharding.Query, model any) (i
 // rows. In a Repository of In, Page reads in the transaction, its one
 // shard.
 func (g *Repository) Page(ctx context.Context, q sharding.Query, dest any) error {
+	if err := g.ready(ctx, "Page"); err != nil {
+		return err
+	}
 	_, elem, err := repo.SliceOf("Page", dest)
 	if err != nil {
 		return err
@@ -267,6 +279,9 @@ func (g *Repository) Page(ctx context.Context, q sharding.Query, dest any) error
 // once. A shard that fails makes a *[sharding.FanoutError] and 0. In a
 // Repository of In, Count reads in the transaction, its one shard.
 func (g *Repository) Count(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	if err := g.ready(ctx, "Count"); err != nil {
+		return 0, err
+	}
 	elem, err := repo.ModelOf("Count", model)
 	if err != nil {
 		return 0, err

@@ -61,6 +61,9 @@ func New(dbs []*gorm.DB, r *sharding.Router, s ...sharding.Settings) (*Repositor
 		Sequences: g.sequences,
 		Floor:     tableFloor,
 		Database: func(db *gorm.DB) (any, string, error) {
+			if db.Config == nil || db.Statement == nil {
+				return nil, "", fmt.Errorf("%w: a zero gorm.DB: open it with gorm.Open", engine.ErrInvalidConfig)
+			}
 			pool, err := db.DB()
 			return repo.PoolIdentity(pool, err, db.Dialector.Name())
 		},
@@ -190,6 +193,9 @@ func (g *Repository) plan(ctx context.Context, elem reflect.Type) (repo.Plan, *s
 // An error in the rows given (a nil row) matches both
 // [engine.ErrInvalidData] and gorm.ErrInvalidData, as the plugin's do.
 func (g *Repository) Create(ctx context.Context, value any) error {
+	if err := g.ready(ctx, "Create"); err != nil {
+		return err
+	}
 	tx, only := g.tx, g.only
 	var idCol string
 	return gormids.InvalidData(g.base.Create(value, repo.Rows[gorm.DB]{
@@ -250,8 +256,15 @@ func anys(ids []int64) []any {
 // engine.ErrInvalidID. In a Repository of In, it reads in the
 // transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
+	if err := g.ready(ctx, "Find"); err != nil {
+		return err
+	}
 	tx, only := g.tx, g.only
-	s, err := g.schema(dest)
+	elem, many, err := repo.FindDest(dest)
+	if err != nil {
+		return err
+	}
+	s, err := g.schema(reflect.New(elem).Interface())
 	if err != nil {
 		return err
 	}
@@ -259,8 +272,6 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 	if err != nil {
 		return err
 	}
-	t := reflect.TypeOf(dest)
-	many := t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Slice
 	pk := s.PrioritizedPrimaryField
 	return g.base.Find(key, only, func(db *gorm.DB, s sharding.Shard) error {
 		if tx != nil {
@@ -290,11 +301,19 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 // or delete on another table (db.Table("..."), another table aliased as
 // this one, "course_2 AS course_1", this name in another schema or
 // database, "m1.course_1", or an INSERT or UPDATE clause naming a table,
-// or a DELETE's FROM clause naming one); or an update setting a column
-// that routes rows (the shard key, and the ID when IDs route) to
-// anything but an integer routing to this shard, fails with an error
+// or a DELETE's FROM clause naming one); or an update or upsert
+// (clause.OnConflict's DoUpdates) setting a column that routes rows (the
+// shard key, and the ID when IDs route) to anything but an integer
+// routing to this shard (or, in an upsert, the inserted row's own value),
+// fails with an error
 // wrapping [sharding.ErrWrongShard] and writes nothing, in its
 // transactions too (db.Transaction(func(tx *gorm.DB) error { ... })).
+// With owner-keyed IDs ([sharding.Settings.OwnerResidues]), a row created
+// must hold an ID of its owner's residue, and the new owner or ID must
+// keep the residue of the rows' owner, which the statement has to tell
+// (Where(map[string]any{"customer_id": 4}), Model(&row)); an upsert of
+// every column (UpdateAll), which sets the owner whatever row it meets,
+// is refused.
 // A chain restarted with db.Session(&gorm.Session{NewDB: true}) leaves
 // the binding behind, as it leaves the table, and statements written by
 // hand (db.Exec, db.Raw) are not checked: write
@@ -303,6 +322,9 @@ func (g *Repository) Find(ctx context.Context, key int64, dest any) error {
 // of In, the session is of the transaction, and a key of another shard
 // wraps [sharding.ErrWrongShard].
 func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
+	if err := g.ready(context.Background(), "DB"); err != nil {
+		return nil, sharding.Shard{}, err
+	}
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, sharding.Shard{}, err
@@ -326,6 +348,9 @@ func (g *Repository) DB(key int64) (*gorm.DB, sharding.Shard, error) {
 // There is no transaction across shards: see "Transactions" in package
 // [sharding].
 func (g *Repository) In(key int64, tx *gorm.DB) (*Repository, error) {
+	if err := g.ready(context.Background(), "In"); err != nil {
+		return nil, err
+	}
 	db, s, err := g.base.Route(key)
 	if err != nil {
 		return nil, err
@@ -352,6 +377,9 @@ func (g *Repository) In(key int64, tx *gorm.DB) (*Repository, error) {
 // Repository of In, fn gets the one shard, with a session of the
 // transaction.
 func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *gorm.DB) error) error {
+	if err := g.ready(ctx, "ForEach"); err != nil {
+		return err
+	}
 	if g.tx != nil {
 		return g.base.ForOne(ctx, *g.only, g.tx, func(s sharding.Shard, db *gorm.DB) error {
 			return fn(s, g.bind(db.Session(&gorm.Session{NewDB: true, Context: ctx}), s).Session(&gorm.Session{}))
@@ -367,6 +395,9 @@ func (g *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *
 // GORM's '?' placeholders are converted for the database. In a
 // Repository of In, it runs in the transaction, in its one shard.
 func (g *Repository) Exec(ctx context.Context, query string, args ...any) error {
+	if err := g.ready(ctx, "Exec"); err != nil {
+		return err
+	}
 	return g.base.Exec(ctx, query, g.only, g.tx, func(db *gorm.DB, q string) error {
 		return db.WithContext(ctx).Exec(q, args...).Error
 	})
@@ -378,6 +409,9 @@ func (g *Repository) Exec(ctx context.Context, query string, args ...any) error 
 // fills are plain BIGINT, not auto-increment. In a Repository of In, it
 // migrates the one shard in the transaction.
 func (g *Repository) Migrate(ctx context.Context, model any) error {
+	if err := g.ready(ctx, "Migrate"); err != nil {
+		return err
+	}
 	// Preparing binds the model's generators, whose chains fetch at once.
 	if t := reflect.TypeOf(model); t != nil {
 		for t.Kind() == reflect.Pointer {
@@ -393,4 +427,13 @@ func (g *Repository) Migrate(ctx context.Context, model any) error {
 		}
 		return db.AutoMigrate(model)
 	})
+}
+
+// ready checks a call of method verb ([repo.Ready]).
+func (g *Repository) ready(ctx context.Context, verb string) error {
+	var b *repo.Base[gorm.DB]
+	if g != nil {
+		b = g.base
+	}
+	return repo.Ready(ctx, b, "shardgorm.Repository."+verb)
 }

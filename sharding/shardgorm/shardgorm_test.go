@@ -182,6 +182,7 @@ func TestGormConfigErrors(t *testing.T) {
 	reg := shardtest.Registry(t)
 	db := openGorm(t, testdb.SQLite(t), reg)
 	r := shardtest.CourseRouter(t)
+	ctx := context.Background()
 	repo, err := shardgorm.New([]*gorm.DB{db, openGorm(t, testdb.SQLite(t), reg)}, r)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,22 @@ func TestGormConfigErrors(t *testing.T) {
 	if _, err := shardgorm.New([]*gorm.DB{db, db.Session(&gorm.Session{})}, r); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Errorf("a database and a session of it: err = %v, want engine.ErrInvalidConfig", err)
 	}
-	ctx := context.Background()
+	if _, err := shardgorm.New([]*gorm.DB{{}, {}}, r); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "zero gorm.DB") {
+		t.Errorf("zero gorm.DB values: err = %v, want engine.ErrInvalidConfig naming them", err)
+	}
+	for name, zero := range map[string]*shardgorm.Repository{"zero": {}, "nil": nil} {
+		shardtest.Refuses[gorm.DB, Course](t, "a "+name+" Repository", zero, ctx, "make it with New")
+		if _, err := zero.In(1, db.Begin()); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("In on a %s Repository: err = %v, want engine.ErrInvalidConfig", name, err)
+		}
+		if err := zero.Migrate(ctx, &Course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("Migrate on a %s Repository: err = %v, want engine.ErrInvalidConfig", name, err)
+		}
+	}
+	var none context.Context
+	if err := repo.Migrate(none, &Course{}); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("Migrate with a nil context: err = %v, want engine.ErrInvalidConfig", err)
+	}
 	type Untagged struct {
 		ID   int64
 		Name string
@@ -670,6 +686,101 @@ func TestGormBoundEscapes(t *testing.T) {
 			}
 			if res := db.Where("id = ?", here).Update("id", here+4); res.Error != nil || res.RowsAffected != 1 {
 				t.Errorf("moving id %d within its shard: %d rows, %v", here, res.RowsAffected, res.Error)
+			}
+		})
+	}
+}
+
+// A bound session's upsert (ON CONFLICT ... DO UPDATE, ON DUPLICATE KEY
+// UPDATE) and update may set a routing column only to a value that keeps
+// the row in the session's shard and, with owner-keyed IDs, with its
+// owner's residue.
+func TestGormBoundUpserts(t *testing.T) {
+	const residues = 12
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dbs := b.Open(t)
+			reg := shardtest.OwnerRegistry(t)
+			gdbs := []*gorm.DB{openGorm(t, dbs[0], reg), openGorm(t, dbs[1], reg)}
+			r := shardtest.CourseRouter(t)
+			repo, err := shardgorm.New(gdbs, r, sharding.Settings{ShardKey: "UserID", OwnerResidues: residues})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.Migrate(ctx, &Course{}); err != nil {
+				t.Fatal(err)
+			}
+			seed := []Course{{UserID: 4}, {UserID: 4}, {UserID: 4}}
+			if err := repo.Create(ctx, seed); err != nil {
+				t.Fatal(err)
+			}
+			db, s, err := repo.DB(4) // user 4 → m0.course_1; 8 and 16 too, 16 alone with 4's residue mod 12
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, _ := r.OwnerID(5, 999, residues)
+			upsert := func(row Course, oc clause.OnConflict) error {
+				oc.Columns = []clause.Column{{Name: "id"}}
+				return db.Clauses(oc).Create(&row).Error
+			}
+			set := func(v map[string]any) clause.OnConflict { return clause.OnConflict{DoUpdates: clause.Assignments(v)} }
+			for name, err := range map[string]error{
+				"user of another shard":             upsert(seed[0], set(map[string]any{"user_id": 5})),
+				"user of another residue":           upsert(seed[0], set(map[string]any{"user_id": 8})),
+				"an ID of another shard":            upsert(seed[0], set(map[string]any{"id": other})),
+				"user to an expression":             upsert(seed[0], set(map[string]any{"user_id": gorm.Expr("user_id + 1")})),
+				"user to the inserted row's":        upsert(seed[0], clause.OnConflict{DoUpdates: clause.AssignmentColumns([]string{"user_id"})}),
+				"every column":                      upsert(seed[0], clause.OnConflict{UpdateAll: true}),
+				"update of a user by SQL":           db.Where("user_id = ?", 4).Update("user_id", 16).Error,
+				"update to another residue":         db.Where(map[string]any{"user_id": 4}).Update("user_id", 8).Error,
+				"update of the row's residue":       db.Model(&seed[0]).Update("user_id", 8).Error,
+				"a residue ORed away":               db.Where(map[string]any{"user_id": 4}).Or("id = ?", 1).Update("user_id", 16).Error,
+				"a new row's ID of another residue": db.Create(&Course{ID: seed[0].ID + 4, UserID: 4}).Error,
+			} {
+				if !errors.Is(err, sharding.ErrWrongShard) {
+					t.Errorf("%s through %s's session: err = %v, want sharding.ErrWrongShard", name, s, err)
+				}
+			}
+			for _, c := range seed {
+				var got Course
+				if err := repo.Find(ctx, c.ID, &got); err == nil {
+					t.Errorf("row %d after the refused writes: found by its ID as its owner, user %d", c.ID, got.UserID)
+				}
+			}
+			var mine []Course
+			if err := repo.Find(ctx, 4, &mine); err != nil || len(mine) != 3 {
+				t.Errorf("Find(user 4) after the refused writes: %d rows, %v", len(mine), err)
+			}
+			if err := upsert(seed[0], set(map[string]any{"name": "upserted", "user_id": 16})); err != nil {
+				t.Errorf("an upsert keeping the user's residue: %v", err)
+			}
+			if err := db.Model(&seed[1]).Update("user_id", 16).Error; err != nil {
+				t.Errorf("an update of the row's user keeping its residue: %v", err)
+			}
+			if err := db.Where(map[string]any{"user_id": 4}).Update("user_id", 16).Error; err != nil {
+				t.Errorf("an update of user 4's rows keeping its residue: %v", err)
+			}
+			if err := repo.Find(ctx, 16, &mine); err != nil || len(mine) != 3 || mine[0].Name != "upserted" {
+				t.Errorf("Find(user 16) = %+v, %v; want the 3 rows, the first upserted", mine, err)
+			}
+
+			plain, _ := gormRepo(t, b, sharding.Settings{ShardKey: "UserID"})
+			rows := []Course{{UserID: 4}}
+			if err := plain.Create(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			pdb, _, err := plain.DB(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := rows[0]
+			if err := pdb.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).Create(&row).Error; err != nil {
+				t.Errorf("an upsert of every column, the user the inserted row's: %v", err)
+			}
+			err = pdb.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.Assignments(map[string]any{"user_id": 5})}).Create(&row).Error
+			if !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("an upsert moving the row to user 5 of another shard: err = %v, want sharding.ErrWrongShard", err)
 			}
 		})
 	}

@@ -164,6 +164,9 @@ func (x *Repository) rowsOf(verb string, dest any) (*rowType, *repo.Model, error
 // engine.ErrInvalidID. In a Repository of In, Get reads in the
 // transaction, and an ID of another shard wraps [sharding.ErrWrongShard].
 func (x *Repository) Get(ctx context.Context, ids []int64, dest any) error {
+	if err := x.ready(ctx, "Get"); err != nil {
+		return err
+	}
 	rt, m, err := x.rowsOf("Get", dest)
 	if err != nil {
 		return err
@@ -171,8 +174,8 @@ func (x *Repository) Get(ctx context.Context, ids []int64, dest any) error {
 	return x.base.Get(ctx, ids, dest, m, x.only, x.stmts(rt))
 }
 
-// modelRows returns the rowType and model of model, a struct or a pointer
-// to one.
+// modelRows returns the rowType and model of model, a pointer
+// to a struct.
 func (x *Repository) modelRows(verb string, model any) (*rowType, *repo.Model, error) {
 	elem, err := repo.ModelOf(verb, model)
 	if err != nil {
@@ -205,6 +208,9 @@ func (x *Repository) modelRows(verb string, model any) (*rowType, *repo.Model, e
 // answered committed their change. In a Repository of In, Update runs in
 // the transaction, in its one shard.
 func (x *Repository) Update(ctx context.Context, q sharding.Query, model any, set map[string]any) (int64, error) {
+	if err := x.ready(ctx, "Update"); err != nil {
+		return 0, err
+	}
 	rt, m, err := x.modelRows("Update", model)
 	if err != nil {
 		return 0, err
@@ -220,6 +226,9 @@ func (x *Repository) Update(ctx context.Context, q sharding.Query, model any, se
 // fails makes a *[sharding.FanoutError]. In a Repository of In, Delete
 // runs in the transaction, in its one shard.
 func (x *Repository) Delete(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	if err := x.ready(ctx, "Delete"); err != nil {
+		return 0, err
+	}
 	rt, m, err := x.modelRows("Delete", model)
 	if err != nil {
 		return 0, err
@@ -255,6 +264,9 @@ func (x *Repository) Delete(ctx context.Context, q sharding.Query, model any) (i
 // rows. In a Repository of In, Page reads in the transaction, its one
 // shard.
 func (x *Repository) Page(ctx context.Context, q sharding.Query, dest any) error {
+	if err := x.ready(ctx, "Page"); err != nil {
+		return err
+	}
 	rt, m, err := x.rowsOf("Page", dest)
 	if err != nil {
 		return err
@@ -268,6 +280,9 @@ func (x *Repository) Page(ctx context.Context, q sharding.Query, dest any) error
 // once. A shard that fails makes a *[sharding.FanoutError] and 0. In a
 // Repository of In, Count reads in the transaction, its one shard.
 func (x *Repository) Count(ctx context.Context, q sharding.Query, model any) (int64, error) {
+	if err := x.ready(ctx, "Count"); err != nil {
+		return 0, err
+	}
 	rt, m, err := x.modelRows("Count", model)
 	if err != nil {
 		return 0, err

@@ -287,6 +287,9 @@ func plainName(s string) bool {
 // inserted behind a savepoint, so a failure rolls back to it and leaves
 // the transaction usable.
 func (x *Repository) Create(ctx context.Context, value any) error {
+	if err := x.ready(ctx, "Create"); err != nil {
+		return err
+	}
 	tx, only := x.tx, x.only
 	var rt *rowType
 	return x.base.Create(value, repo.Rows[sqlx.DB]{
@@ -368,21 +371,13 @@ func Query(db *sqlx.DB, s sharding.Shard, query string) string {
 // engine.ErrInvalidID. In a Repository of In, it reads in the
 // transaction, and a key of another shard wraps [sharding.ErrWrongShard].
 func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
+	if err := x.ready(ctx, "Find"); err != nil {
+		return err
+	}
 	tx, only := x.tx, x.only
-	t := reflect.TypeOf(dest)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct or a slice, got %T", engine.ErrInvalidConfig, dest)
-	}
-	elem, many := t.Elem(), t.Elem().Kind() == reflect.Slice
-	if many {
-		_, e, err := repo.SliceOf("Find", dest)
-		if err != nil {
-			return err
-		}
-		elem = e
-	}
-	if elem.Kind() != reflect.Struct {
-		return fmt.Errorf("%w: shardsqlx: Find wants a pointer to a struct or a slice, got %T", engine.ErrInvalidConfig, dest)
+	elem, many, err := repo.FindDest(dest)
+	if err != nil {
+		return err
 	}
 	rt, err := x.rowTypeOf(elem)
 	if err != nil {
@@ -422,6 +417,9 @@ func (x *Repository) Find(ctx context.Context, key int64, dest any) error {
 // returned is the pool, outside the transaction: run your statements on
 // the transaction, with [Query] filling in the table.
 func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
+	if err := x.ready(context.Background(), "DB"); err != nil {
+		return nil, sharding.Shard{}, err
+	}
 	db, s, err := x.base.Route(key)
 	if err == nil {
 		err = repo.Within(x.only, s, "key", key)
@@ -444,6 +442,9 @@ func (x *Repository) DB(key int64) (*sqlx.DB, sharding.Shard, error) {
 // There is no transaction across shards: see "Transactions" in package
 // [sharding].
 func (x *Repository) In(key int64, tx *sqlx.Tx) (*Repository, error) {
+	if err := x.ready(context.Background(), "In"); err != nil {
+		return nil, err
+	}
 	_, s, err := x.base.Route(key)
 	if err != nil {
 		return nil, err
@@ -468,6 +469,9 @@ func (x *Repository) In(key int64, tx *sqlx.Tx) (*Repository, error) {
 // error wrapping engine.ErrInvalidConfig: fn would get the pool, and run
 // outside the transaction.
 func (x *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *sqlx.DB) error) error {
+	if err := x.ready(ctx, "ForEach"); err != nil {
+		return err
+	}
 	if x.only != nil {
 		return fmt.Errorf("%w: shardsqlx: ForEach of a repository inside a transaction would run outside it: run the statements on the transaction, with Query", engine.ErrInvalidConfig)
 	}
@@ -479,6 +483,9 @@ func (x *Repository) ForEach(ctx context.Context, fn func(s sharding.Shard, db *
 // driver: "CREATE TABLE IF NOT EXISTS {table} (id BIGINT PRIMARY KEY, ...)".
 // In a Repository of In, it runs in the transaction, in its one shard.
 func (x *Repository) Exec(ctx context.Context, query string, args ...any) error {
+	if err := x.ready(ctx, "Exec"); err != nil {
+		return err
+	}
 	var in *sqlx.DB
 	if x.only != nil {
 		in = x.base.DBs[x.only.Database]
@@ -491,4 +498,13 @@ func (x *Repository) Exec(ctx context.Context, query string, args ...any) error 
 		_, err := e.ExecContext(ctx, db.Rebind(q), args...)
 		return err
 	})
+}
+
+// ready checks a call of method verb ([repo.Ready]).
+func (x *Repository) ready(ctx context.Context, verb string) error {
+	var b *repo.Base[sqlx.DB]
+	if x != nil && x.shared != nil {
+		b = x.base
+	}
+	return repo.Ready(ctx, b, "shardsqlx.Repository."+verb)
 }

@@ -226,7 +226,16 @@ func TestSqlxErrors(t *testing.T) {
 	if err := repo.Create(ctx, &course{ID: -4}); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("negative pinned ID: err = %v", err)
 	}
-
+	for name, zero := range map[string]*shardsqlx.Repository{"zero": {}, "nil": nil} {
+		shardtest.Refuses[sqlx.DB, course](t, "a "+name+" Repository", zero, ctx, "make it with New")
+		if _, err := zero.In(1, nil); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("In on a %s Repository: err = %v, want engine.ErrInvalidConfig", name, err)
+		}
+	}
+	r := shardtest.CourseRouter(t)
+	if _, err := shardsqlx.New([]*sqlx.DB{{}, {}}, r, shardtest.Registry(t)); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Errorf("zero sqlx.DB values: err = %v, want engine.ErrInvalidConfig", err)
+	}
 }
 
 // A nil provider, or a nil *genreg.Registry in the interface, is refused:
@@ -545,5 +554,60 @@ func TestSqlxInForEach(t *testing.T) {
 				t.Errorf("ForEach inside a transaction: err = %v, fn ran: %v; want engine.ErrInvalidConfig, fn not run", err, ran)
 			}
 		})
+	}
+}
+
+// In takes a transaction on the right PostgreSQL database however it was
+// reached: over TCP or the server's Unix socket; two schemas of one
+// database (search_path) are two databases.
+func TestSqlxPostgresIdentity(t *testing.T) {
+	ctx := context.Background()
+	dbs := shardtest.Backends[2].Open(t)
+	socket, ok := shardtest.Socket(t, dbs[0])
+	if !ok {
+		t.Skip("no PostgreSQL Unix socket")
+	}
+	repo, err := shardsqlx.New(open(t, dbs), shardtest.CourseRouter(t), shardtest.Registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		d    testdb.DB
+		want error
+	}{"m0 over the socket": {socket, nil}, "m1 over TCP": {dbs[1], sharding.ErrWrongShard}} {
+		tx, err := openSqlx(t, c.d, nil).BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repo.In(4, tx); !errors.Is(err, c.want) { // key 4 → m0
+			t.Errorf("In(4) with a transaction of %s: err = %v, want %v", name, err, c.want)
+		}
+		_ = tx.Rollback()
+	}
+
+	admin := openSqlx(t, dbs[0], nil)
+	schemas := make([]*sqlx.DB, 2)
+	for i, name := range []string{"m0", "m1"} {
+		if _, err := admin.Exec("CREATE SCHEMA " + name); err != nil {
+			t.Fatal(err)
+		}
+		d := dbs[0]
+		d.DSN += "&search_path=" + name
+		schemas[i] = openSqlx(t, d, nil)
+	}
+	two, err := shardsqlx.New(schemas, shardtest.CourseRouter(t), shardtest.Registry(t))
+	if err != nil {
+		t.Fatalf("two schemas of one database: %v", err)
+	}
+	if err := two.Exec(ctx, createCourse); err != nil {
+		t.Fatal(err)
+	}
+	rows := []course{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
+	if err := two.Create(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := admin.Get(&n, "SELECT count(*) FROM m0.course_1"); err != nil || n != 1 {
+		t.Errorf("m0.course_1 holds %d rows, %v; want 1", n, err)
 	}
 }

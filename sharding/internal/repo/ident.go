@@ -16,12 +16,14 @@ type Querier interface {
 
 // Identity names the database q reaches on dialect's server, so that two
 // pools (or a pool and a transaction) reaching one database are told
-// apart from two databases: MySQL's host name, port and database;
-// PostgreSQL's server address, port, start time and database; SQLite's
-// main file. It is "" when q cannot tell (an SQLite database in memory,
-// which no other pool reaches, or another driver). Its queries cannot
-// fail in a transaction of a database that answers, so asking one leaves
-// it usable.
+// apart from two databases, however each connects (TCP or a Unix socket):
+// MySQL's host name, port and database (DATABASE(), which is the
+// schema); PostgreSQL's port, start time, database and schema (the first
+// of search_path that exists: two schemas of one database hold tables of
+// their own); SQLite's main file. It is "" when q cannot tell (an SQLite
+// database in memory, which no other pool reaches, or another driver).
+// Its queries cannot fail in a transaction of a database that answers,
+// so asking one leaves it usable.
 func Identity(ctx context.Context, q Querier, dialect string) (string, error) {
 	var a, b, c, d string
 	var err error
@@ -29,8 +31,10 @@ func Identity(ctx context.Context, q Querier, dialect string) (string, error) {
 	case "mysql":
 		err = q.QueryRowContext(ctx, "SELECT @@hostname, CAST(@@port AS CHAR), COALESCE(DATABASE(), '')").Scan(&a, &b, &c)
 	case "postgres":
-		err = q.QueryRowContext(ctx, "SELECT COALESCE(host(inet_server_addr()), ''), COALESCE(inet_server_port(), 0)::text, "+
-			"pg_postmaster_start_time()::text, current_database()").Scan(&a, &b, &d, &c)
+		// Not inet_server_addr(), which is empty over a Unix socket: the
+		// postmaster's start time tells servers apart.
+		err = q.QueryRowContext(ctx, "SELECT current_setting('port'), pg_postmaster_start_time()::text, "+
+			"current_database() || COALESCE('.' || current_schema(), '')").Scan(&b, &d, &c)
 	case "sqlite":
 		err = q.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&c)
 		if c == "" {
@@ -42,6 +46,9 @@ func Identity(ctx context.Context, q Querier, dialect string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if dialect == "postgres" {
+		return fmt.Sprintf("postgres database %q on port %s (server started %s)", c, b, d), nil
+	}
 	return fmt.Sprintf("%s database %q on %s:%s %s", dialect, c, a, b, d), nil
 }
 
@@ -51,6 +58,9 @@ func Identity(ctx context.Context, q Querier, dialect string) (string, error) {
 func PoolIdentity(pool *sql.DB, err error, dialect string) (any, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", engine.ErrInvalidConfig, err)
+	}
+	if pool == nil {
+		return nil, "", fmt.Errorf("%w: no connection pool: open the database before giving it", engine.ErrInvalidConfig)
 	}
 	ident, err := Identity(context.Background(), pool, dialect)
 	return pool, ident, err

@@ -33,8 +33,10 @@ func orderOf(src string, m *Model) (order, error) {
 	f := strings.Fields(src)
 	var o order
 	switch {
-	case len(f) == 0:
+	case len(f) == 0 && src == "":
 		return o, nil
+	case len(f) == 0:
+		return o, fmt.Errorf("%w: sharding: Query.Order %q is blank: want it empty (by ID) or a column, optionally followed by ASC or DESC", engine.ErrInvalidConfig, src)
 	case len(f) == 2 && strings.EqualFold(f[1], "DESC"):
 		o.desc = true
 	case len(f) == 2 && strings.EqualFold(f[1], "ASC"):

@@ -110,6 +110,21 @@ func SliceOf(verb string, dest any) (reflect.Value, reflect.Type, error) {
 	return rv.Elem(), elem, nil
 }
 
+// FindDest returns the row type of Find's dest, a pointer to a struct or
+// to a slice of structs or of pointers to them, and whether it is a
+// slice.
+func FindDest(dest any) (elem reflect.Type, many bool, err error) {
+	t := reflect.TypeOf(dest)
+	if t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Slice {
+		_, elem, err := SliceOf("Find", dest)
+		return elem, true, err
+	}
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, false, fmt.Errorf("%w: sharding: Find wants a pointer to a struct or to a slice of structs, got %T", engine.ErrInvalidConfig, dest)
+	}
+	return t.Elem(), false, nil
+}
+
 // idsRoute reports whether the IDs of m's rows route to their shards:
 // rows are routed by their ID, or their IDs are owner-keyed.
 func (b *Base[DB]) idsRoute(m *Model) bool {

@@ -217,6 +217,20 @@ func IsNil(v any) bool {
 	return false
 }
 
+// Ready checks a call of a repository's method named call
+// ("shardgorm.Repository.Get"): ctx is set, and b, the repository's
+// state, was made by New (a zero Repository has none). Either fault
+// wraps engine.ErrInvalidConfig.
+func Ready[DB any](ctx context.Context, b *Base[DB], call string) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: %s: nil context: pass context.Background() or a context of yours", engine.ErrInvalidConfig, call)
+	case b == nil:
+		return fmt.Errorf("%w: %s on a zero or nil Repository: make it with New", engine.ErrInvalidConfig, call)
+	}
+	return nil
+}
+
 // Route returns the shard of id and its database.
 func (b *Base[DB]) Route(id int64) (*DB, sharding.Shard, error) {
 	s, err := b.Router.Route(id)
@@ -583,12 +597,16 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 		return err
 	}
 	var written []int
-	for _, g := range groups {
+	for k, g := range groups {
 		stored, err := b.write(g, elem, plan, orm, held)
 		if err != nil {
 			// The rows of the part an earlier Create stored are written
-			// all the same: the rollback took back only this call's.
+			// all the same: the rollback took back only this call's. So
+			// are those of the parts not tried.
 			written = append(written, stored...)
+			for _, rest := range groups[k+1:] {
+				written = append(written, b.storedBefore(rest, plan, orm, held)...)
+			}
 			slices.Sort(written)
 			rest := slices.DeleteFunc(slices.Clone(g.Rows), func(i int) bool { return slices.Contains(stored, i) })
 			return &sharding.ShardError{Rows: rest, Written: written, Err: fmt.Errorf("%s: %w", g.Shard, err)}
@@ -669,6 +687,27 @@ func (b *Base[DB]) write(g *group, elem reflect.Type, plan Plan, orm Rows[DB], h
 	return stored, nil
 }
 
+// storedBefore returns the positions of g's rows that an earlier Create
+// stored, for the ShardError of a Create that stopped before g: one read
+// of the IDs they held before the call, in a transaction rolled back,
+// and none when that read fails too.
+func (b *Base[DB]) storedBefore(g *group, plan Plan, orm Rows[DB], held []bool) []int {
+	if !slices.ContainsFunc(g.Rows, func(i int) bool { return held[i] }) {
+		return nil
+	}
+	db := b.DBs[g.Shard.Database]
+	conn, err := orm.Begin(db, g.Shard)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = conn.Rollback() }()
+	_, stored, err := unstored(conn, g, plan, held, Placeholders(b.orm.Dialect(db)))
+	if err != nil {
+		return nil
+	}
+	return stored
+}
+
 // unstored returns the part's rows but those whose ID was held before the
 // call and is stored in the shard already, and the positions of those.
 func unstored(conn Conn, g *group, plan Plan, held []bool, limit int) ([]reflect.Value, []int, error) {
@@ -739,7 +778,7 @@ func (b *Base[DB]) split(rows []reflect.Value, key, ownerID func(row reflect.Val
 			return nil, fmt.Errorf("sharding: row %d: %w", i, err)
 		}
 		if ownerID != nil {
-			if err := b.routesLike(i, row, ownerID, id, s); err != nil {
+			if err := b.routesLike(i, row, ownerID, id); err != nil {
 				return nil, err
 			}
 		}
@@ -762,21 +801,29 @@ func (b *Base[DB]) split(rows []reflect.Value, key, ownerID func(row reflect.Val
 	return out, nil
 }
 
-// routesLike checks that row i's ID routes to s, its owner's shard.
-func (b *Base[DB]) routesLike(i int, row reflect.Value, ownerID func(reflect.Value) (int64, error), owner int64, s sharding.Shard) error {
+// routesLike checks that row i's ID carries its owner's residue
+// ([Residue]), so that it routes to s, its owner's shard, now and once
+// shards are added.
+func (b *Base[DB]) routesLike(i int, row reflect.Value, ownerID func(reflect.Value) (int64, error), owner int64) error {
 	id, err := ownerID(row)
 	if err != nil {
 		return fmt.Errorf("sharding: row %d: %w", i, err)
 	}
-	_, at, err := b.Route(id)
-	if err != nil {
-		return fmt.Errorf("sharding: row %d: %w", i, err)
+	return Residue(fmt.Sprintf("row %d", i), id, owner, int64(b.Settings.OwnerResidues))
+}
+
+// Residue checks that id, the owner-keyed ID of row what, carries the
+// residue of its owner mod m ([sharding.Settings.OwnerResidues]): one
+// of another residue may route with its owner over today's shards, but
+// not over the counts the residues allow to grow to. The error wraps
+// [sharding.ErrWrongShard] and engine.ErrInvalidID.
+func Residue(what string, id, owner, m int64) error {
+	if id%m == owner%m {
+		return nil
 	}
-	if at != s {
-		return fmt.Errorf("%w: sharding: row %d: id %d routes to %s, its owner %d to %s: "+
-			"leave the ID 0 and Create composes an owner-keyed one", engine.ErrInvalidID, i, id, at, owner, s)
-	}
-	return nil
+	return fmt.Errorf("%w: %w: sharding: %s: id %d has residue %d mod %d, its owner %d has %d, so it does not route with its owner "+
+		"(once shards are added if not now): leave the ID 0 and Create composes an owner-keyed one",
+		sharding.ErrWrongShard, engine.ErrInvalidID, what, id, id%m, m, owner, owner%m)
 }
 
 // pointers returns a []*T of the rows' addresses, for the drivers to insert

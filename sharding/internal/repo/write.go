@@ -12,16 +12,15 @@ import (
 	"github.com/idforge/idforge/sharding"
 )
 
-// ModelOf returns the row type of model, a struct or a pointer to one.
+// ModelOf returns the row type of model, a pointer to a struct (a
+// struct by value is refused, as GORM refuses one: the verbs take the
+// model as they take a destination).
 func ModelOf(verb string, model any) (reflect.Type, error) {
 	t := reflect.TypeOf(model)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: sharding: %s wants the model, a pointer to a struct (&Order{}), got %T", engine.ErrInvalidConfig, verb, model)
 	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("%w: sharding: %s wants the model, a pointer to a struct, got %T", engine.ErrInvalidConfig, verb, model)
-	}
-	return t, nil
+	return t.Elem(), nil
 }
 
 // cond is q's condition for target t: the shard key, the IDs asked of the

@@ -296,6 +296,25 @@ func (h Harness[DB, Row]) shardErrorRetry(t *testing.T, b Backend) {
 	if !slices.Equal(failed, []string{s3.String()}) || !slices.Equal(written, []string{"m0.course_1", "m0.course_2"}) || !slices.Equal(pending, []string{"m1.course_2"}) {
 		t.Errorf("failed %v, written %v, pending %v; want m1.course_1 failed, m0's two shards written and m1.course_2 pending", failed, written, pending)
 	}
+	// m1.course_2's rows, stored by a Create of their own, are written
+	// though their part comes after the failed one: Written lists them.
+	var later []*Row
+	for i := range rows {
+		if !slices.Contains(se.Rows, i) && !slices.Contains(se.Written, i) {
+			later = append(later, &rows[i])
+		}
+	}
+	if err := repo.Create(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	err = repo.Create(ctx, rows)
+	if !errors.As(err, &se) || len(se.Rows) != 2 {
+		t.Fatalf("Create again with the table missing: err = %v, want a ShardError for m1.course_1's 2 rows", err)
+	}
+	failed, written, pending = h.parts(t, rows, se)
+	if !slices.Equal(failed, []string{s3.String()}) || !slices.Equal(written, []string{"m0.course_1", "m0.course_2", "m1.course_2"}) || len(pending) != 0 {
+		t.Errorf("failed %v, written %v, pending %v; want m1.course_1 failed and the other three shards written", failed, written, pending)
+	}
 	if err := h.Migrate(ctx, repo); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +433,8 @@ func (h Harness[DB, Row]) partAtomic(t *testing.T, b Backend) {
 	h.allOnce(t, repo, append(rows, probe))
 
 	// A retry whose failed part holds rows an earlier Create stored lists
-	// them as written, not as failed.
+	// them as written, not as failed, and so the stored rows of the parts
+	// after it, never tried.
 	var next int64 // the clock stands still: the next ID follows the largest drawn
 	for i := range rows {
 		next = max(next, h.ID(&rows[i])+1)
@@ -428,11 +448,9 @@ func (h Harness[DB, Row]) partAtomic(t *testing.T, b Backend) {
 		more = append(more, h.Row(name, 1))
 	}
 	err = repo.Create(ctx, more)
-	var stored []int
-	for i := range rows {
-		if s, _ := CourseRouter(t).Route(h.ID(&rows[i])); s == s0 {
-			stored = append(stored, i)
-		}
+	stored := make([]int, len(rows)) // in s0, the first part, and after it
+	for i := range stored {
+		stored[i] = i
 	}
 	var failed []int
 	for i := len(rows); i < len(more); i++ {
@@ -441,7 +459,7 @@ func (h Harness[DB, Row]) partAtomic(t *testing.T, b Backend) {
 		}
 	}
 	if se = nil; !errors.As(err, &se) || !slices.Equal(se.Written, stored) || !slices.Equal(se.Rows, failed) {
-		t.Fatalf("a retry failing in %s, whose rows %v were stored: err = %v, want Written %v and Rows %v", s0, stored, err, stored, failed)
+		t.Fatalf("a retry failing in %s, the rows %v stored: err = %v, want Written %v and Rows %v", s0, stored, err, stored, failed)
 	}
 }
 
@@ -709,12 +727,13 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]struct {
+	type testCase struct {
 		r    *sharding.Router
 		dbs  []*DB
 		s    []sharding.Settings
 		says string
-	}{
+	}
+	cases := map[string]testCase{
 		"zero router":       {&sharding.Router{}, []*DB{m0}, nil, "zero Router"},
 		"nil router":        {nil, []*DB{m0, m1}, nil, "router is nil"},
 		"two settings":      {CourseRouter(t), []*DB{m0, m1}, []sharding.Settings{{}, {}}, "at most one"},
@@ -724,7 +743,11 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 		"nil db":            {CourseRouter(t), []*DB{m0, nil}, nil, "database 1 is nil"},
 		"interval over two": {open, []*DB{m0, m1}, nil, "interval router uses 1 database"},
 		"batch size -1":     {CourseRouter(t), []*DB{m0, m1}, []sharding.Settings{{BatchSize: -1}}, "BatchSize"},
-	} {
+	}
+	if socket, ok := Socket(t, dbs[0]); ok {
+		cases["over TCP and a socket"] = testCase{CourseRouter(t), []*DB{m0, h.Open(t, socket, reg)}, nil, "are one database"}
+	}
+	for name, c := range cases {
 		if _, err := h.New(c.r, reg, c.dbs, c.s...); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: err = %v, want engine.ErrInvalidConfig saying %q", name, err, c.says)
 		}
@@ -736,6 +759,34 @@ func (h Harness[DB, Row]) config(t *testing.T, b Backend) {
 	var got Row
 	if err := repo.Find(ctx, 0, &got); !errors.Is(err, engine.ErrInvalidID) {
 		t.Errorf("Find(0) behind an open interval router: err = %v, want engine.ErrInvalidID", err)
+	}
+
+	// A nil context is refused before it reaches a driver, which would
+	// panic and leave the pool's connection in use.
+	course, _ := h.course(t, b)
+	var none context.Context
+	Refuses[DB, Row](t, "a nil context", course, none, "nil context")
+	rows := h.rows(8)
+	if err := course.Create(ctx, rows); err != nil {
+		t.Fatalf("Create after the nil contexts: %v", err)
+	}
+	h.allOnce(t, course, rows)
+	var page []Row
+	var n int
+	for name, err := range map[string]error{
+		"Find into nil":    course.Find(ctx, 1, nil),
+		"Find into an int": course.Find(ctx, 1, &n),
+		"Find into []int":  course.Find(ctx, 1, &[]int{}),
+		"Count of a value": func() error { _, err := course.Count(ctx, sharding.Query{}, *new(Row)); return err }(),
+		"Update of a value": func() error {
+			_, err := course.Update(ctx, sharding.Query{Key: 1}, *new(Row), map[string]any{"name": "x"})
+			return err
+		}(),
+		"a blank Query.Order": course.Page(ctx, sharding.Query{Order: " "}, &page),
+	} {
+		if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "want") {
+			t.Errorf("%s: err = %v, want engine.ErrInvalidConfig saying what is wanted", name, err)
+		}
 	}
 }
 
@@ -855,5 +906,35 @@ func (h Harness[DB, Row]) refusedAtCommit(t *testing.T, b Backend) {
 	want := map[string]int{"m0.course_1": 4, "m0.course_2": 4, "m1.course_1": 0, "m1.course_2": 0}
 	if _, counts := h.ReadBack(t, CourseRouter(t), repo); !maps.Equal(counts, want) {
 		t.Errorf("rows per shard after the refused COMMIT = %v, want %v", counts, want)
+	}
+}
+
+// Refuses checks that every method of repo taking a context, called with
+// ctx, returns an error wrapping engine.ErrInvalidConfig that says says,
+// and DB too when ctx is set (repo is then one New did not make): what
+// names the case.
+func Refuses[DB, Row any](t *testing.T, what string, repo Repository[DB], ctx context.Context, says string) {
+	t.Helper()
+	var rows []Row
+	var n int64
+	q := sharding.Query{Key: 1}
+	calls := map[string]func() error{
+		"Create":  func() error { return repo.Create(ctx, &[]Row{*new(Row)}) },
+		"Find":    func() error { return repo.Find(ctx, 1, &rows) },
+		"Get":     func() error { return repo.Get(ctx, []int64{1}, &rows) },
+		"Update":  func() (err error) { n, err = repo.Update(ctx, q, new(Row), map[string]any{"name": "x"}); return err },
+		"Delete":  func() (err error) { n, err = repo.Delete(ctx, q, new(Row)); return err },
+		"Page":    func() error { return repo.Page(ctx, q, &rows) },
+		"Count":   func() (err error) { n, err = repo.Count(ctx, q, new(Row)); return err },
+		"ForEach": func() error { return repo.ForEach(ctx, func(sharding.Shard, *DB) error { return nil }) },
+		"Exec":    func() error { return repo.Exec(ctx, "DELETE FROM {table} WHERE id = 1") },
+	}
+	if ctx != nil {
+		calls["DB"] = func() error { _, _, err := repo.DB(1); return err }
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), says) || n != 0 {
+			t.Errorf("%s: %s: err = %v (%d rows), want engine.ErrInvalidConfig saying %q", what, name, err, n, says)
+		}
 	}
 }

@@ -194,8 +194,13 @@ func (h Harness[DB, Row]) ownerIDs(t *testing.T, b Backend) {
 	}
 
 	away := h.WithID(h.Row("pinned away", 101), 1000*residues+100%residues) // routes like user 100
-	if err := repo.Create(ctx, &away); !errors.Is(err, engine.ErrInvalidID) {
-		t.Errorf("a set ID routing away from its user: err = %v, want engine.ErrInvalidID", err)
+	if err := repo.Create(ctx, &away); !errors.Is(err, engine.ErrInvalidID) || !errors.Is(err, sharding.ErrWrongShard) {
+		t.Errorf("a set ID routing away from its user: err = %v, want engine.ErrInvalidID and sharding.ErrWrongShard", err)
+	}
+	// Residue 9 routes like 101's 5 over 4 shards, not over 12.
+	residue := h.WithID(h.Row("pinned aside", 101), 1000*residues+101%residues+4)
+	if err := repo.Create(ctx, &residue); !errors.Is(err, sharding.ErrWrongShard) || !strings.Contains(err.Error(), "owner 101") {
+		t.Errorf("a set ID of its user's shard but another residue: err = %v, want sharding.ErrWrongShard naming the owner", err)
 	}
 	kept := h.WithID(h.Row("pinned", 101), 1000*residues+101%residues)
 	if err := repo.Create(ctx, &kept); err != nil || h.ID(&kept) != 1000*residues+101%residues {

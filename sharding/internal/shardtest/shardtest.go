@@ -4,6 +4,10 @@
 package shardtest
 
 import (
+	"cmp"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +114,30 @@ func Placed(t testing.TB, r *sharding.Router, s sharding.Shard, ids []int64, see
 // Table fills shard s's table, unquoted, into query's {table}.
 func Table(s sharding.Shard, query string) string {
 	return strings.ReplaceAll(query, "{table}", s.TableName)
+}
+
+// Socket returns d, a PostgreSQL database reached over TCP, reached over
+// the server's Unix socket in /var/run/postgresql instead, and false when
+// d is of another kind or there is no such socket.
+func Socket(t testing.TB, d testdb.DB) (testdb.DB, bool) {
+	t.Helper()
+	const dir = "/var/run/postgresql"
+	if d.Name != "postgres" {
+		return d, false
+	}
+	u, err := url.Parse(d.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := cmp.Or(u.Port(), "5432")
+	if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL."+port)); err != nil {
+		t.Logf("no PostgreSQL socket: %v", err)
+		return d, false
+	}
+	q := u.Query()
+	q.Set("host", dir)
+	q.Set("port", port)
+	u.Host, u.RawQuery = "", q.Encode()
+	d.DSN = u.String()
+	return d, true
 }
