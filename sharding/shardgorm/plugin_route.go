@@ -43,6 +43,12 @@ func (p *Plugin) route(stmt *gorm.Statement, m *pmodel, write bool) (target, err
 		return nil
 	}
 	if w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		if hasOr(w.Exprs) {
+			// GORM joins the conditions it adds for the rows given to
+			// the last OR too: nothing bounds the rows.
+			all, err := p.g.base.Router.Shards()
+			return target{shards: all}, err
+		}
 		for _, keys := range p.whereKeys(m, w.Exprs) {
 			if err := add(keys); err != nil {
 				return target{}, err
@@ -123,10 +129,23 @@ func rowKeys(stmt *gorm.Statement, m *pmodel, slices bool) ([]int64, error) {
 	return keys, nil
 }
 
+// hasOr reports whether GORM joins exprs with an OR: a clause.Or among
+// them, which Or() and Where(map or struct).Or() build too.
+func hasOr(exprs []clause.Expression) bool {
+	return slices.ContainsFunc(exprs, func(e clause.Expression) bool {
+		_, ok := e.(clause.OrConditions)
+		return ok
+	})
+}
+
 // whereKeys lists, for each condition ANDed in exprs that names a routing
 // column with integer values, those values. Conditions under OR or NOT,
-// on other columns, or with values that are no integers route nothing.
+// on other columns, or with values that are no integers route nothing; a
+// level of exprs holding an OR routes nothing at all.
 func (p *Plugin) whereKeys(m *pmodel, exprs []clause.Expression) [][]int64 {
+	if hasOr(exprs) {
+		return nil
+	}
 	var out [][]int64
 	for _, e := range exprs {
 		switch e := e.(type) {
@@ -233,8 +252,9 @@ type exprArg struct {
 	arg int
 }
 
-// orNot finds the words that make a condition's parts optional.
-var orNot = regexp.MustCompile(`(?i)\b(or|not)\b|@`)
+// orNot finds the words that make a condition's parts optional (MySQL
+// reads || as OR and ! as NOT).
+var orNot = regexp.MustCompile(`(?i)\b(x?or|not)\b|@|\|\||!([^=]|$)`)
 
 // exprConds lists the routing conditions of a string Where.
 func (m *pmodel) exprConds(sql string, vars []any) []exprArg {

@@ -29,6 +29,10 @@ func TestPluginExprKeys(t *testing.T) {
 		{"status = ? OR id = ?", []any{"x", 1}, nil}, // may not hold
 		{"id = ? AND\nNOT deleted", []any{1}, nil},   // NOT: read nothing
 		{"id = ?", []any{"1"}, nil},                  // text is no key
+		{"id = ? || status = ?", []any{1, "x"}, nil}, // MySQL's OR
+		{"id = ? XOR status = ?", []any{1, "x"}, nil},
+		{"id = ? AND !deleted", []any{1}, nil},
+		{"id = ? AND status != ?", []any{1, "x"}, [][]int64{{1}}},
 		{"id = @id", []any{map[string]any{"id": 1}}, nil},
 		{"id > ?", []any{1}, nil},
 		{"product_id = ?", []any{1}, nil},
@@ -43,12 +47,16 @@ func TestPluginExprKeys(t *testing.T) {
 		clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: "user_id"}, Value: int64(3)},
 		clause.IN{Column: clause.PrimaryColumn, Values: []any{int64(4), int64(8)}},
 		clause.AndConditions{Exprs: []clause.Expression{clause.Expr{SQL: "id = ?", Vars: []any{12}}}},
-		clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}},
 		clause.Eq{Column: clause.Column{Table: "items", Name: "id"}, Value: 5},
 	}
 	m.schema.PrioritizedPrimaryField = id
 	got := (&Plugin{}).whereKeys(m, exprs)
 	if want := [][]int64{{3}, {4, 8}, {12}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("structured keys %v, want %v", got, want)
+	}
+	// An Or among them joins them all with OR: nothing routes.
+	exprs = append(exprs, clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}})
+	if got := (&Plugin{}).whereKeys(m, exprs); got != nil {
+		t.Errorf("keys under OR %v, want none", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/idforge/idforge/engine"
@@ -947,5 +948,63 @@ func TestPluginAllowUnroutedWrites(t *testing.T) {
 	}
 	if n := len(e.physical(t)); n != 6 {
 		t.Fatalf("%d rows left, want 6", n)
+	}
+}
+
+// TestPluginOr reads every shard for a WHERE holding an OR, however GORM
+// built it, and refuses a write it cannot route: the first condition of an
+// OR does not bound the rows.
+func TestPluginOr(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			batch := orders(10)
+			if err := e.db.Create(&batch).Error; err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			for _, o := range e.physical(t) {
+				if o.UserID == 2 || o.UserID == 3 {
+					want++
+				}
+			}
+			reads := map[string]func() *gorm.DB{
+				"Or":       func() *gorm.DB { return e.db.Where("user_id = ?", 2).Or("user_id = ?", 3) },
+				"Or map":   func() *gorm.DB { return e.db.Where(map[string]any{"user_id": 2}).Or(map[string]any{"user_id": 3}) },
+				"Or group": func() *gorm.DB { return e.db.Where(e.db.Where("user_id = ?", 2).Or("user_id = ?", 3)) },
+				"Or struct": func() *gorm.DB {
+					return e.db.Where(&Order{UserID: 2}).Or(&Order{UserID: 3})
+				},
+				"clause.Or": func() *gorm.DB {
+					return e.db.Clauses(clause.Where{Exprs: []clause.Expression{clause.Or(
+						clause.Eq{Column: "user_id", Value: 2}, clause.Eq{Column: "user_id", Value: 3})}})
+				},
+				"||": func() *gorm.DB {
+					if b.Name != "mariadb" {
+						return e.db.Where("user_id = ? OR user_id = ?", 2, 3)
+					}
+					return e.db.Where("user_id = ? || user_id = ?", 2, 3)
+				},
+			}
+			for name, q := range reads {
+				var os []Order
+				if err := q().Find(&os).Error; err != nil || len(os) != want {
+					t.Errorf("%s: %d rows, %v; want %d", name, len(os), err, want)
+				}
+				var n int64
+				if err := q().Model(&Order{}).Count(&n).Error; err != nil || n != int64(want) {
+					t.Errorf("%s count: %d, %v; want %d", name, n, err, want)
+				}
+			}
+			if err := e.db.Model(&Order{}).Where("user_id = ?", 2).Or("user_id = ?", 3).Update("amount", 7).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
+				t.Errorf("update under Or: %v, want ErrUnrouted", err)
+			}
+			if err := e.db.Where("user_id = ?", 2).Or("user_id = ?", 3).Delete(&Order{}).Error; !errors.Is(err, shardgorm.ErrUnrouted) {
+				t.Errorf("delete under Or: %v, want ErrUnrouted", err)
+			}
+			if n := len(e.physical(t)); n != 10 {
+				t.Errorf("%d rows left, want 10", n)
+			}
+		})
 	}
 }
