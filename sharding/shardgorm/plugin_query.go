@@ -15,6 +15,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/sharding"
@@ -299,7 +300,23 @@ func (p *Plugin) sortRows(db *gorm.DB, m *pmodel, rows reflect.Value) error {
 			if f == nil {
 				return fmt.Errorf("%w: rows over shards are merged by %s, which %s does not hold: select it", engine.ErrInvalidConfig, o.name, elem)
 			}
+			if !selected(db.Statement, s, f.DBName) {
+				return notSelected(o.name)
+			}
 			get = append(get, func(row reflect.Value) any { v, _ := f.ValueOf(ctx, reflect.Indirect(row)); return v })
+		}
+	} else if elem.Kind() == reflect.Map && elem.Key().Kind() == reflect.String {
+		for _, o := range order {
+			if !selected(db.Statement, m.schema, o.name) {
+				return notSelected(o.name)
+			}
+			key := reflect.ValueOf(o.name).Convert(elem.Key())
+			get = append(get, func(row reflect.Value) any {
+				if v := reflect.Indirect(row).MapIndex(key); v.IsValid() {
+					return v.Interface()
+				}
+				return nil
+			})
 		}
 	} else {
 		// Pluck: the values are the column, which must be the order's.
@@ -346,6 +363,47 @@ func (p *Plugin) sortRows(db *gorm.DB, m *pmodel, rows reflect.Value) error {
 	}
 	reflect.Copy(rows, sorted)
 	return nil
+}
+
+// notSelected refuses to merge rows by a column the shards do not return.
+func notSelected(col string) error {
+	return fmt.Errorf("%w: rows over shards are merged by %s, which is not selected: select it", engine.ErrInvalidConfig, col)
+}
+
+// selected reports whether the rows stmt reads hold column col of s: no
+// Select (or one of *) and no Omit of it, or a Select of it, by field or
+// column name, or of an expression named col.
+func selected(stmt *gorm.Statement, s *schema.Schema, col string) bool {
+	is := func(name string) bool {
+		name = strings.Trim(name, "`\"")
+		if i := strings.LastIndex(name, "."); i >= 0 {
+			name = strings.Trim(name[i+1:], "`\"")
+		}
+		if strings.EqualFold(name, col) {
+			return true
+		}
+		f := s.LookUpField(name)
+		return f != nil && f.DBName == col
+	}
+	if slices.ContainsFunc(stmt.Omits, is) {
+		return false
+	}
+	if len(stmt.Selects) == 0 {
+		return true
+	}
+	for _, sel := range stmt.Selects {
+		for _, term := range strings.Split(sel, ",") {
+			words := strings.Fields(term)
+			if len(words) == 0 {
+				continue
+			}
+			last := words[len(words)-1]
+			if last == "*" || strings.HasSuffix(last, ".*") || is(last) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // plucks reports whether stmt selects only column col.

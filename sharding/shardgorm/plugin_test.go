@@ -728,6 +728,34 @@ func TestPluginUnroutedEqualsOneTable(t *testing.T) {
 			if err := one.Model(&Order{}).Select("MAX(amount)").Find(&hiOne).Error; err != nil || hi != hiOne {
 				t.Fatalf("max: sharded %d, one table %d (%v)", hi, hiOne, err)
 			}
+			// Some columns, the order's among them; rows as maps.
+			var sel, selOne []Order
+			if err := e.db.Select("id", "amount").Order("amount desc").Order("id").Limit(7).Find(&sel).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Select("id", "amount").Order("amount desc").Order("id").Limit(7).Find(&selOne).Error; err != nil ||
+				!slices.EqualFunc(sel, selOne, func(a, b Order) bool { return a.ID == b.ID }) {
+				t.Fatalf("selected: sharded %v, one table %v (%v)", ids(sel), ids(selOne), err)
+			}
+			var maps, mapsOne []map[string]any
+			if err := e.db.Model(&Order{}).Order("amount desc").Order("id").Limit(7).Find(&maps).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := one.Model(&Order{}).Order("amount desc").Order("id").Limit(7).Find(&mapsOne).Error; err != nil || len(maps) != 7 ||
+				!slices.EqualFunc(maps, mapsOne, func(a, b map[string]any) bool { return fmt.Sprint(a["id"]) == fmt.Sprint(b["id"]) }) {
+				t.Fatalf("maps: sharded %v, one table %v (%v)", maps, mapsOne, err)
+			}
+			// An order column not selected is zero in every row: refused.
+			for name, q := range map[string]func() error{
+				"Select":     func() error { return e.db.Select("id").Order("amount desc").Limit(2).Find(&sel).Error },
+				"Omit":       func() error { return e.db.Omit("Amount").Order("amount desc").Limit(2).Find(&sel).Error },
+				"maps":       func() error { return e.db.Model(&Order{}).Select("id").Order("amount desc").Limit(2).Find(&maps).Error },
+				"Select str": func() error { return e.db.Select("id, user_id").Order("amount desc").Limit(2).Find(&sel).Error },
+			} {
+				if err := q(); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "amount") {
+					t.Errorf("%s: order by a column not selected: %v, want a refusal naming it", name, err)
+				}
+			}
 		})
 	}
 }
