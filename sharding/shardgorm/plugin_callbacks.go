@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"gorm.io/gorm"
@@ -187,6 +188,26 @@ const inShardKey = "idforge:shardgorm_in"
 // behind a savepoint, and its rows must route to that shard; so does a
 // create in a transaction, each part in the database the transaction is
 // bound to.
+// written returns the Select and Omit of a Create for its parts, with the
+// ID and the shard key always written: they place the row.
+func (m *pmodel) written(st *gorm.Statement) (selects, omits []string) {
+	keep := []string{m.key.Name}
+	if m.id != nil {
+		keep = append(keep, m.id.Name)
+	}
+	placing := func(name string) bool {
+		return slices.ContainsFunc(keep, func(k string) bool {
+			f := m.schema.LookUpField(name)
+			return f != nil && f.Name == k
+		})
+	}
+	omits = slices.DeleteFunc(slices.Clone(st.Omits), placing)
+	if len(st.Selects) == 0 {
+		return nil, omits
+	}
+	return append(slices.Clone(st.Selects), keep...), omits
+}
+
 func (p *Plugin) create(db *gorm.DB) {
 	m := p.modelOf(db.Statement)
 	if m == nil || db.Error != nil {
@@ -205,10 +226,13 @@ func (p *Plugin) create(db *gorm.DB) {
 		s := v.(sharding.Shard)
 		only = &s
 	}
+	selects, omits := m.written(db.Statement)
 	n := 0
 	insert := func(tx *gorm.DB, s sharding.Shard) func(rows any) error {
 		return func(rows any) error {
-			res := tx.Session(&gorm.Session{NewDB: true, Context: ctx}).Table(m.table(s)).Set(inShardKey, s).Clauses(extra...).Create(rows)
+			q := tx.Session(&gorm.Session{NewDB: true, Context: ctx}).Table(m.table(s)).Set(inShardKey, s).Clauses(extra...)
+			q.Statement.Selects, q.Statement.Omits = selects, omits
+			res := q.Create(rows)
 			if res.Error == nil {
 				n += reflect.ValueOf(rows).Len()
 			}

@@ -1036,3 +1036,33 @@ func TestPluginOr(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginCreateSelectOmit writes the fields a Create selects, or does
+// not omit, and its associations only when not omitted; the ID and shard
+// key are written whatever is selected, as they place the row.
+func TestPluginCreateSelectOmit(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			omit := Order{UserID: 2, ProductID: 7, Amount: 5, Items: []OrderItem{{UserID: 2, Name: "a"}}}
+			if err := e.db.Omit("ProductID", clause.Associations).Create(&omit).Error; err != nil {
+				t.Fatal(err)
+			}
+			sel := Order{UserID: 3, ProductID: 8, Amount: 6, Items: []OrderItem{{UserID: 3, Name: "b"}}}
+			if err := e.db.Select("UserID", "Amount").Create(&sel).Error; err != nil {
+				t.Fatal(err)
+			}
+			rows := e.physical(t)
+			if o, ok := rows[omit.ID]; !ok || o.ProductID != 0 || o.Amount != 5 {
+				t.Errorf("Omit: stored %+v (found %v), want no product and amount 5", o, ok)
+			}
+			if o, ok := rows[sel.ID]; !ok || o.ProductID != 0 || o.Amount != 6 || o.UserID != 3 {
+				t.Errorf("Select: stored %+v (found %v), want user 3, amount 6, no product", o, ok)
+			}
+			var n int64
+			if err := e.db.Model(&OrderItem{}).Where("user_id IN ?", []int64{2, 3}).Count(&n).Error; err != nil || n != 0 {
+				t.Errorf("items stored: %d (%v), want none", n, err)
+			}
+		})
+	}
+}
