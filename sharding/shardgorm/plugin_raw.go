@@ -51,6 +51,9 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 	}
 	m := p.byTable[st.Table.Name]
 	groups, err := p.rawGroups(m, st)
+	if err == nil {
+		err = p.rawOwnedIDs(m, st)
+	}
 	if err != nil {
 		_ = db.AddError(err)
 		return true
@@ -139,6 +142,39 @@ func (p *Plugin) rawGroups(m *pmodel, st *sqlroute.Statement) (map[sharding.Shar
 		out[s] = append(out[s], v)
 	}
 	return out, nil
+}
+
+// rawOwnedIDs refuses an INSERT, where IDs route by their owner's residue,
+// of a row whose ID routes elsewhere than its owner, or gives none (the
+// database would choose it): the row could not be found by its ID.
+func (p *Plugin) rawOwnedIDs(m *pmodel, st *sqlroute.Statement) error {
+	if st.Kind != sqlroute.Insert || st.Table.Owner == "" || !m.idsRoute {
+		return nil
+	}
+	if len(st.IDs) != len(st.Owners) {
+		return fmt.Errorf("%w: INSERT into %s gives no %s in every row: the ID must be given, drawn for its owner (use db.Create to have it drawn)",
+			sharding.ErrWrongShard, m.schema.Table, m.id.DBName)
+	}
+	for i, v := range st.IDs {
+		ids, ok := ints(v.Value)
+		owners, ok2 := ints(st.Owners[i].Value)
+		if !ok || !ok2 || len(ids) != 1 || len(owners) != 1 {
+			return m.unrouted(st.Kind.String())
+		}
+		_, at, err := p.g.base.Route(ids[0])
+		if err != nil {
+			return err
+		}
+		_, want, err := p.g.base.Route(owners[0])
+		if err != nil {
+			return err
+		}
+		if at != want {
+			return fmt.Errorf("%w: INSERT into %s gives %s %d, which routes to %s, for %s %d of %s: the row could not be found by its ID; draw the ID for its owner",
+				sharding.ErrWrongShard, m.schema.Table, m.id.DBName, ids[0], at, m.key.DBName, owners[0], want)
+		}
+	}
+	return nil
 }
 
 // rawAssigned refuses an UPDATE (or upsert) setting a routing column to a

@@ -534,6 +534,20 @@ func TestPluginRawSQL(t *testing.T) {
 					}
 				}
 			}
+			// An ID must be given, drawn for its owner: by it the row is found.
+			foreign, err := e.router.OwnerID(1, 3000, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.db.Exec("INSERT INTO orders (id, user_id, amount) VALUES (?, ?, ?)", foreign, 2, 1).Error; !errors.Is(err, sharding.ErrWrongShard) {
+				t.Errorf("raw insert of another owner's ID: %v, want ErrWrongShard", err)
+			}
+			if err := e.db.Exec("INSERT INTO orders (user_id, amount) VALUES (?, ?)", 2, 1).Error; !errors.Is(err, sharding.ErrWrongShard) || !strings.Contains(err.Error(), "db.Create") {
+				t.Errorf("raw insert without ID: %v, want ErrWrongShard saying to use db.Create", err)
+			}
+			if n := len(e.physical(t)); n != 0 {
+				t.Errorf("%d rows stored by refused inserts", n)
+			}
 			// Other tables are untouched.
 			if err := e.db.AutoMigrate(&Memo{}); err != nil {
 				t.Fatal(err)
