@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/idforge/idforge/engine"
@@ -191,10 +192,19 @@ func (p *Plugin) parse(db *gorm.DB, model any) (*pmodel, error) {
 // statement names the model's logical table (a physical one is the
 // plugin's own, or the caller's, and runs as written).
 func (p *Plugin) modelOf(stmt *gorm.Statement) *pmodel {
-	if stmt.TableExpr != nil {
-		return nil
+	if stmt.TableExpr != nil && (len(stmt.TableExpr.Vars) > 0 || stmt.TableExpr.SQL != stmt.Quote(stmt.Table)) {
+		return nil // db.Table of an expression, or of a shard's own table
 	}
 	return p.byTable[stmt.Table]
+}
+
+// readAs points a read at m's physical table in shard s under the logical
+// name, so that what the statement qualifies by the logical table
+// ("orders.user_id", "orders.*", GORM's association conditions) names the
+// physical one.
+func (m *pmodel) readAs(stmt *gorm.Statement, s sharding.Shard) {
+	stmt.TableExpr = &clause.Expr{SQL: stmt.Quote(m.table(s)) + " " + stmt.Quote(m.schema.Table)}
+	stmt.Table = m.schema.Table
 }
 
 // table is m's physical table in shard s: the model's table followed by

@@ -65,7 +65,11 @@ func (p *Plugin) query(db *gorm.DB) {
 	}
 	db.Statement.Settings.Store(parentKey, parentHint{table: m.schema.Table, shards: t.shards, pool: db.Statement.ConnPool})
 	if len(t.shards) == 1 {
-		_ = db.AddError(p.use(db, m, t.shards[0]))
+		if err := p.use(db, m, t.shards[0]); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+		m.readAs(db.Statement, t.shards[0])
 		return
 	}
 	if _, ok := db.Statement.Clauses["GROUP BY"]; ok {
@@ -175,6 +179,7 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 		if err != nil {
 			return err
 		}
+		m.readAs(tx.Statement, shards[i])
 		if err := tx.Find(part.Interface()).Error; err != nil {
 			return err
 		}
@@ -514,6 +519,7 @@ func (p *Plugin) aggregate(db *gorm.DB, m *pmodel, shards []sharding.Shard, clau
 		if err != nil {
 			return err
 		}
+		m.readAs(tx.Statement, shards[i])
 		return tx.Row().Scan(&parts[i])
 	})
 	if err != nil {

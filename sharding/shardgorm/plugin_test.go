@@ -1080,3 +1080,45 @@ func TestPluginCreateSelectOmit(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginQualified reads what GORM code qualifies by the logical table,
+// or names by db.Table, from the physical tables: one shard's or all.
+func TestPluginQualified(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			batch := orders(10)
+			if err := e.db.Create(&batch).Error; err != nil {
+				t.Fatal(err)
+			}
+			mine := 0
+			for _, o := range e.physical(t) {
+				if o.UserID == 2 {
+					mine++
+				}
+			}
+			var os []Order
+			if err := e.db.Where("orders.user_id = ?", 2).Find(&os).Error; err != nil || len(os) != mine {
+				t.Errorf("Where(orders.user_id): %d rows, %v; want %d", len(os), err, mine)
+			}
+			if err := e.db.Select("orders.*").Where("user_id = ?", 2).Order("orders.id").Find(&os).Error; err != nil || len(os) != mine || !slices.IsSortedFunc(os, func(a, b Order) int { return int(a.ID - b.ID) }) {
+				t.Errorf("Select(orders.*).Order(orders.id): %v, %v", ids(os), err)
+			}
+			if err := e.db.Order("orders.id").Find(&os).Error; err != nil || len(os) != 10 || !slices.IsSortedFunc(os, func(a, b Order) int { return int(a.ID - b.ID) }) {
+				t.Errorf("Order(orders.id) over shards: %d rows, %v", len(os), err)
+			}
+			var maps []map[string]any
+			if err := e.db.Table("orders").Where("user_id = ?", 2).Find(&maps).Error; err != nil || len(maps) != mine {
+				t.Errorf("Table(orders): %d rows, %v; want %d", len(maps), err, mine)
+			}
+			o := batch[0]
+			var items []OrderItem
+			if err := e.db.Model(&o).Association("Items").Find(&items); err != nil || len(items) != 1 {
+				t.Errorf("Association Find: %d items, %v; want 1", len(items), err)
+			}
+			if n := e.db.Model(&o).Association("Items").Count(); n != 1 {
+				t.Errorf("Association Count: %d, want 1", n)
+			}
+		})
+	}
+}
