@@ -146,6 +146,9 @@ func (p *Plugin) Name() string { return pluginName }
 // databases (associations saved with a row in its shard are statements
 // there). The models' tables are named as the first database names them.
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p == nil || p.g == nil {
+		return fmt.Errorf("%w: shardgorm: a nil or zero Plugin: make one with NewPlugin", engine.ErrInvalidConfig)
+	}
 	for i, d := range p.g.base.DBs {
 		if d.Dialector.Name() != db.Dialector.Name() {
 			return fmt.Errorf("%w: shardgorm: the plugin's database %d is %s, the database it is registered on %s: statements are built for the one and run on the other",

@@ -99,6 +99,13 @@ type parentHint struct {
 // row routes db.Row and db.Rows, and Scan, of a sharded model: one shard
 // only, since their rows cannot be merged.
 func (p *Plugin) row(db *gorm.DB) {
+	defer func() {
+		// Row returns the *sql.Row it finds in Dest, nil after an error:
+		// give it one that reports the error from Scan.
+		if rows, _ := db.Get("rows"); db.Error != nil && rows == false {
+			db.Statement.Dest = errRow(ctxOf(db), db.Error)
+		}
+	}()
 	if p.raw(db, false) || db.Statement.SQL.Len() > 0 {
 		return
 	}
@@ -118,6 +125,21 @@ func (p *Plugin) row(db *gorm.DB) {
 	}
 	_ = db.AddError(p.use(db, m, t.shards[0]))
 }
+
+// errRow returns a *sql.Row whose Scan returns err: the row of a
+// database whose every connection fails with it.
+func errRow(ctx context.Context, err error) *sql.Row {
+	db := sql.OpenDB(failing{err})
+	defer db.Close()
+	return db.QueryRowContext(ctx, "")
+}
+
+// failing is a driver whose connections fail with err.
+type failing struct{ err error }
+
+func (f failing) Connect(context.Context) (driver.Conn, error) { return nil, f.err }
+func (f failing) Driver() driver.Driver                        { return f }
+func (f failing) Open(string) (driver.Conn, error)             { return nil, f.err }
 
 // fanQuery reads every shard of shards into db's destination.
 func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error {

@@ -43,7 +43,7 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 		if !p.mentions(sql) {
 			return false // what sqlroute cannot read, on other tables: not the plugin's
 		}
-		_ = db.AddError(fmt.Errorf("shardgorm: %w", err))
+		_ = db.AddError(rawError{err})
 		return true
 	}
 	if !st.Sharded() {
@@ -66,7 +66,7 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 			}
 			q, err := st.Rewrite(m.table(s))
 			if err != nil {
-				_ = db.AddError(fmt.Errorf("shardgorm: %w", err))
+				_ = db.AddError(rawError{err})
 				return true
 			}
 			c, err := p.conn(db, s)
@@ -117,6 +117,16 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 	_ = db.AddError(err)
 	return true
 }
+
+// rawError is a raw statement on a sharded table that the SQL reader
+// cannot read or rewrite: it wraps ErrUnrouted and the reader's error.
+type rawError struct{ err error }
+
+func (e rawError) Error() string {
+	return "shardgorm: raw statement on a sharded table cannot be routed: " + strings.TrimPrefix(e.err.Error(), "sqlroute: ")
+}
+
+func (e rawError) Unwrap() []error { return []error{ErrUnrouted, e.err} }
 
 // rawGroups groups the routing values of st by shard: an INSERT's rows,
 // or the values its WHERE binds the shard key (or an ID, where IDs route)

@@ -330,6 +330,19 @@ func TestPluginRefuseUnrouted(t *testing.T) {
 	if err := e.db.Where("user_id = ?", 1).Find(&os).Error; err != nil {
 		t.Fatal(err)
 	}
+	// Row over several shards: a row whose Scan reports the refusal.
+	var x int64
+	if err := e.db.Model(&Order{}).Select("amount").Row().Scan(&x); !errors.Is(err, shardgorm.ErrUnrouted) {
+		t.Fatalf("Row over shards: %v, want ErrUnrouted", err)
+	}
+	// A nil plugin is refused, not a panic.
+	other, err := gorm.Open(sqlite.Open(":memory:"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Use((*shardgorm.Plugin)(nil)); !errors.Is(err, engine.ErrInvalidConfig) {
+		t.Fatalf("Use of a nil plugin: %v, want ErrInvalidConfig", err)
+	}
 }
 
 // TestPluginConfig refuses a plugin without models or with a model lacking
@@ -565,8 +578,8 @@ func TestPluginRawSQL(t *testing.T) {
 					t.Fatalf("unread statement on another table: %v", err)
 				}
 			}
-			if err := e.db.Exec("DELETE FROM orders /* to the end").Error; !errors.Is(err, sqlroute.ErrSyntax) {
-				t.Fatalf("an unread statement on orders: %v, want the reader's refusal", err)
+			if err := e.db.Exec("DELETE FROM orders /* to the end").Error; !errors.Is(err, sqlroute.ErrSyntax) || !errors.Is(err, shardgorm.ErrUnrouted) || strings.Contains(err.Error(), "sqlroute") {
+				t.Fatalf("an unread statement on orders: %v, want the reader's refusal wrapping ErrUnrouted", err)
 			}
 		})
 	}
