@@ -272,10 +272,26 @@ func (p *Plugin) create(db *gorm.DB) {
 		Only: only,
 	})
 	db.RowsAffected = int64(n)
+	var se *sharding.ShardError
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx && errors.As(err, &se) {
+		err = inTxError{se}
+	}
 	if err != nil {
 		_ = db.AddError(gormids.InvalidData(err))
 	}
 }
+
+// inTxError is a ShardError of a Create inside the application's
+// transaction: the rows written are the transaction's, kept or rolled
+// back with it, so Create again finishes the batch only in it.
+type inTxError struct{ se *sharding.ShardError }
+
+func (e inTxError) Error() string {
+	return fmt.Sprintf("sharding: insert %d rows in a transaction: %v (the part was rolled back to its savepoint; %d rows written in the transaction, "+
+		"which commits or rolls them back: Create again with the same rows before it ends finishes the batch)", len(e.se.Rows), e.se.Err, len(e.se.Written))
+}
+
+func (e inTxError) Unwrap() error { return e.se }
 
 // write routes an update or delete on a sharded model: on one shard, the
 // statement runs there; on several (an IN over keys of several shards, or

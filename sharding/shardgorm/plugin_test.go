@@ -301,6 +301,11 @@ func TestPluginGORMCode(t *testing.T) {
 			if len(e.physical(t)) != len(all)-1 { // one deleted since
 				t.Fatal("duplicate Create wrote a row")
 			}
+			// In a transaction, what it left is the transaction's.
+			err := db.Transaction(func(tx *gorm.DB) error { return tx.Create(&dup).Error })
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), "in a transaction") {
+				t.Fatalf("duplicate Create in a transaction: %v, want a *sharding.ShardError saying so", err)
+			}
 
 			// Joins are refused: a shard's table is joined with nothing.
 			var joined []Order
