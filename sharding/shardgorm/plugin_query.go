@@ -123,7 +123,11 @@ func (p *Plugin) row(db *gorm.DB) {
 			"give one shard's %s, or read with Find, Count or Pluck", ErrUnrouted, m.schema.Name, len(t.shards), m.keys()))
 		return
 	}
-	_ = db.AddError(p.use(db, m, t.shards[0]))
+	if err := p.use(db, m, t.shards[0]); err != nil {
+		_ = db.AddError(err)
+		return
+	}
+	m.readAs(db.Statement, t.shards[0])
 }
 
 // errRow returns a *sql.Row whose Scan returns err: the row of a

@@ -1125,6 +1125,10 @@ func TestPluginQualified(t *testing.T) {
 			if err := e.db.Order("orders.id").Find(&os).Error; err != nil || len(os) != 10 || !slices.IsSortedFunc(os, func(a, b Order) int { return int(a.ID - b.ID) }) {
 				t.Errorf("Order(orders.id) over shards: %d rows, %v", len(os), err)
 			}
+			var n int
+			if err := e.db.Model(&Order{}).Select("count(*)").Where("orders.user_id = ?", 2).Row().Scan(&n); err != nil || n != mine {
+				t.Errorf("Row with orders.user_id: %d, %v; want %d", n, err, mine)
+			}
 			var maps []map[string]any
 			if err := e.db.Table("orders").Where("user_id = ?", 2).Find(&maps).Error; err != nil || len(maps) != mine {
 				t.Errorf("Table(orders): %d rows, %v; want %d", len(maps), err, mine)
