@@ -40,9 +40,6 @@ func (p *Plugin) raw(db *gorm.DB, exec bool) bool {
 	sql := db.Statement.SQL.String()
 	st, err := sqlroute.Parse(sql, db.Statement.Vars, p.tables)
 	if err != nil {
-		if !p.mentions(sql) {
-			return false // what sqlroute cannot read, on other tables: not the plugin's
-		}
 		_ = db.AddError(rawError{err})
 		return true
 	}
@@ -205,29 +202,4 @@ func (p *Plugin) rawAssigned(m *pmodel, st *sqlroute.Statement, s sharding.Shard
 		}
 	}
 	return nil
-}
-
-// mentions reports whether sql holds a sharded model's table as a word.
-func (p *Plugin) mentions(sql string) bool {
-	lower := strings.ToLower(sql)
-	for _, t := range p.tables {
-		name := strings.ToLower(t.Name)
-		for i := 0; ; {
-			j := strings.Index(lower[i:], name)
-			if j < 0 {
-				break
-			}
-			at, end := i+j, i+j+len(name)
-			if (at == 0 || !wordByte(lower[at-1])) && (end == len(lower) || !wordByte(lower[end])) {
-				return true
-			}
-			i = end
-		}
-	}
-	return false
-}
-
-// wordByte reports whether c may be part of an unquoted identifier.
-func wordByte(c byte) bool {
-	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

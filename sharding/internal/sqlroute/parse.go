@@ -63,6 +63,10 @@ func Parse(query string, args []any, tables []Table) (*Statement, error) {
 	}
 	lx, err := lex(query)
 	if err != nil {
+		if !namesWord(query, tables) {
+			// Text this reader cannot cut, on other tables: not sharded.
+			return &Statement{lx: &lexed{query: query}}, nil
+		}
 		return nil, err
 	}
 	st := &Statement{Kind: kindOf(lx), lx: lx, args: args}
@@ -144,6 +148,27 @@ func mentioned(lx *lexed, tables []Table) []Table {
 		}
 	}
 	return out
+}
+
+// namesWord reports whether query holds a table's name as a word, quoted
+// or not: the test for a statement the lexer refused.
+func namesWord(query string, tables []Table) bool {
+	lower := strings.ToLower(query)
+	for _, t := range tables {
+		name := strings.ToLower(t.Name)
+		for i := 0; ; {
+			j := strings.Index(lower[i:], name)
+			if j < 0 {
+				break
+			}
+			at, end := i+j, i+j+len(name)
+			if (at == 0 || !isWordByte(lower[at-1])) && (end == len(lower) || !isWordByte(lower[end])) {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
 }
 
 // parseTree parses the statement's text, comments blanked and MySQL's

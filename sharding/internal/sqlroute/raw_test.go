@@ -177,6 +177,8 @@ func TestPassThrough(t *testing.T) {
 		"SELECT * FROM users WHERE note = 'orders'",
 		"SELECT * FROM users u JOIN (SELECT 1) AS orders_x ON 1=1",
 		"WITH x AS (SELECT 1) SELECT * FROM x",
+		"SELECT * FROM users WHERE note = 'unterminated",
+		"SELECT (1 FROM users",
 		"",
 		"   ",
 	} {
