@@ -144,34 +144,8 @@ func (p *Plugin) fan(db *gorm.DB, shards []sharding.Shard, part func(ctx context
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
 		parallel = 1
 	}
-	sem := make(chan struct{}, parallel)
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i := range shards {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := ctx.Err(); err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = part(ctx, i)
-		}()
-	}
-	wg.Wait()
-	fe := &sharding.FanoutError{Failed: map[sharding.Shard]error{}}
-	for i, err := range errs {
-		if err != nil {
-			fe.Failed[shards[i]] = err
-		} else {
-			fe.Answered = append(fe.Answered, shards[i])
-		}
-	}
-	if len(fe.Failed) == 0 {
-		return nil
-	}
-	return fe
+	errs := repo.Run(ctx, parallel, len(shards), part)
+	return repo.FanoutError(func(i int) sharding.Shard { return shards[i] }, errs)
 }
 
 // inShardKey holds, in a statement's Settings (which GORM copies into the

@@ -238,14 +238,19 @@ func (b *Base[DB]) fan(ctx context.Context, ts []target, fn func(ctx context.Con
 	}))
 }
 
-// run calls fn for 0 ≤ i < n, at most Settings.Parallel at once, and
-// returns their errors by i; calls not started when ctx ends fail with its
-// error.
+// run calls fn for 0 ≤ i < n, at most Settings.Parallel at once: see
+// [Run].
 func (b *Base[DB]) run(ctx context.Context, n int, fn func(ctx context.Context, i int) error) []error {
+	return Run(ctx, b.Settings.Parallel, n, fn)
+}
+
+// Run calls fn for 0 ≤ i < n, at most parallel at once, and returns their
+// errors by i; calls not started when ctx ends fail with its error.
+func Run(ctx context.Context, parallel, n int, fn func(ctx context.Context, i int) error) []error {
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(b.Settings.Parallel, n) {
+	for range min(max(parallel, 1), n) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
@@ -262,9 +267,14 @@ func (b *Base[DB]) run(ctx context.Context, n int, fn func(ctx context.Context, 
 	return errs
 }
 
-// fanoutError is nil when no target failed, else a *[sharding.FanoutError]
-// over ts, errs[i] being target i's error.
+// fanoutError is [FanoutError] over the targets' shards.
 func fanoutError(ts []target, errs []error) error {
+	return FanoutError(func(i int) sharding.Shard { return ts[i].shard }, errs)
+}
+
+// FanoutError is nil when no call failed, else a *[sharding.FanoutError]
+// whose errs[i] is the error of shard(i).
+func FanoutError(shard func(i int) sharding.Shard, errs []error) error {
 	var fe *sharding.FanoutError
 	for i, err := range errs {
 		if err == nil {
@@ -273,14 +283,14 @@ func fanoutError(ts []target, errs []error) error {
 		if fe == nil {
 			fe = &sharding.FanoutError{Failed: map[sharding.Shard]error{}}
 		}
-		fe.Failed[ts[i].shard] = err
+		fe.Failed[shard(i)] = err
 	}
 	if fe == nil {
 		return nil
 	}
 	for i, err := range errs {
 		if err == nil {
-			fe.Answered = append(fe.Answered, ts[i].shard)
+			fe.Answered = append(fe.Answered, shard(i))
 		}
 	}
 	return fe
