@@ -77,14 +77,14 @@ func ctxOf(db *gorm.DB) context.Context {
 // conn is the connection pool a statement of db runs on in shard s: the
 // shard's database, or its prepared-statement pool for a statement of a
 // PrepareStmt session. In a transaction of the plugin it is the
-// transaction, bound to s's database at its first statement; in a
-// transaction begun on one of the databases, that transaction when s is
-// in it. Another database is refused with sharding.ErrWrongShard.
+// transaction, bound to s at its first statement; in a transaction begun
+// on one of the databases, that transaction when s is in it. Another
+// shard is refused with sharding.ErrWrongShard.
 func (p *Plugin) conn(db *gorm.DB, s sharding.Shard) (gorm.ConnPool, error) {
 	base := p.g.base.DBs[s.Database]
 	cur := db.Statement.ConnPool
 	if t := txOf(cur); t != nil {
-		return t.bind(base.Statement.ConnPool, "database "+s.DatabaseName)
+		return t.bind(base.Statement.ConnPool, &s, "database "+s.DatabaseName)
 	}
 	if _, ok := cur.(gorm.TxCommitter); ok {
 		in, err := (&gorm.DB{Config: &gorm.Config{ConnPool: cur}, Statement: &gorm.Statement{ConnPool: cur}}).DB()
@@ -137,12 +137,17 @@ func cloneClauses(in map[string]clause.Clause) map[string]clause.Clause {
 // fan runs part for every shard of db's statement, Settings.Parallel at
 // once, or one after the other in a transaction, whose one connection
 // serves one statement at a time; the shards that failed make a
-// *sharding.FanoutError.
+// *sharding.FanoutError. A transaction of the plugin holds one shard: a
+// statement reaching several is refused before any runs.
 func (p *Plugin) fan(db *gorm.DB, shards []sharding.Shard, part func(ctx context.Context, i int) error) error {
 	ctx := ctxOf(db)
 	parallel := p.g.base.Settings.Parallel
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
 		parallel = 1
+	}
+	if t := txOf(db.Statement.ConnPool); t != nil && !t.batches && len(shards) > 1 {
+		return fmt.Errorf("%w: a statement in a transaction reaches %d shards (%s, %s, ...): a transaction stays in one shard (there is no distributed transaction)",
+			sharding.ErrWrongShard, len(shards), shards[0], shards[1])
 	}
 	errs := repo.Run(ctx, parallel, len(shards), part)
 	return repo.FanoutError(func(i int) sharding.Shard { return shards[i] }, errs)
@@ -216,9 +221,11 @@ func (p *Plugin) create(db *gorm.DB) {
 	// A key already stored is the database's duplicate-key error, as on
 	// one table: nothing is skipped.
 	none := func([]int64) ([]int64, error) { return nil, nil }
+	var plan repo.Plan
 	err := g.base.Create(db.Statement.Dest, repo.Rows[gorm.DB]{
 		Plan: func(elem reflect.Type) (repo.Plan, error) {
 			pl, _, err := g.plan(ctx, elem)
+			plan = pl
 			return pl, err
 		},
 		Fill: func(value any) error { return idplugin.Fill(g.base.DBs[0].WithContext(ctx), value) },
@@ -246,6 +253,9 @@ func (p *Plugin) create(db *gorm.DB) {
 		Only: only,
 	})
 	db.RowsAffected = int64(n)
+	if t := txOf(db.Statement.ConnPool); t != nil && t.batches && only == nil {
+		err = p.batchWritten(t, db.Statement.Dest, plan, err)
+	}
 	var se *sharding.ShardError
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx && errors.As(err, &se) {
 		err = inTxError{se}
@@ -253,6 +263,42 @@ func (p *Plugin) create(db *gorm.DB) {
 	if err != nil {
 		_ = db.AddError(gormids.InvalidData(err))
 	}
+}
+
+// batchWritten records a batch of CreateInBatches, value, written with
+// err in the batches' transactions t: the shard of each row, for the
+// error of a COMMIT; or it turns the positions of err's rows into
+// positions in the value given to CreateInBatches.
+func (p *Plugin) batchWritten(t *ptx, value any, plan repo.Plan, err error) error {
+	var se *sharding.ShardError
+	if errors.As(err, &se) {
+		off := t.offset()
+		shift := func(rows []int) []int {
+			out := make([]int, len(rows))
+			for i, r := range rows {
+				out[i] = r + off
+			}
+			return out
+		}
+		return &sharding.ShardError{Rows: shift(se.Rows), Written: shift(se.Written), Err: se.Err}
+	}
+	if err != nil {
+		return err
+	}
+	rows := reflect.Indirect(reflect.ValueOf(value))
+	shards := make([]sharding.Shard, rows.Len())
+	for i := range shards {
+		row := reflect.Indirect(rows.Index(i))
+		key, err := plan.Key(row)
+		if err != nil {
+			return err
+		}
+		if _, shards[i], err = p.g.base.Route(key); err != nil {
+			return err
+		}
+	}
+	t.written(shards)
+	return nil
 }
 
 // inTxError is a ShardError of a Create inside the application's

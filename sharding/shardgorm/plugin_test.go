@@ -400,13 +400,18 @@ func TestPluginTransaction(t *testing.T) {
 			if err := e.db.AutoMigrate(&Memo{}); err != nil {
 				t.Fatal(err)
 			}
+			s2, _ := e.router.Route(2)
+			s4, _ := e.router.Route(4)
+			if s6, _ := e.router.Route(6); s2 != s6 || s2.Database != 0 || s4.Database != 0 || s4 == s2 {
+				t.Fatalf("users 2, 4, 6 route to %s, %s, %s: the test wants 2 and 6 in one shard of m0, 4 in another", s2, s4, s6)
+			}
 			for _, prepared := range []bool{false, true} {
 				db := e.db.Session(&gorm.Session{PrepareStmt: prepared})
 				before := len(e.physical(t))
 				rollback := errors.New("roll back")
 				err := db.Transaction(func(tx *gorm.DB) error {
-					// Users 2 and 4 are in database m0, in two tables.
-					for _, u := range []int64{2, 4} {
+					// Users 2 and 6 share a shard of m0, where Memo lives.
+					for _, u := range []int64{2, 6} {
 						if err := tx.Create(&Order{UserID: u, Amount: 7}).Error; err != nil {
 							return err
 						}
@@ -421,9 +426,16 @@ func TestPluginTransaction(t *testing.T) {
 					if err := tx.Model(&Order{}).Where("user_id = ? AND amount = ?", 2, 8).Count(&n).Error; err != nil || n != 1 {
 						return fmt.Errorf("count in the transaction = %d, %v", n, err)
 					}
-					var both []Order // two tables of m0, one connection
-					if err := tx.Where("user_id IN ?", []int64{2, 4}).Where("amount IN ?", []int64{7, 8}).Order("user_id").Find(&both).Error; err != nil || len(both) != 2 {
-						return fmt.Errorf("read over two shards in the transaction = %d rows, %v", len(both), err)
+					var both []Order
+					if err := tx.Where("user_id IN ?", []int64{2, 6}).Where("amount IN ?", []int64{7, 8}).Order("user_id").Find(&both).Error; err != nil || len(both) != 2 {
+						return fmt.Errorf("read of the shard in the transaction = %d rows, %v", len(both), err)
+					}
+					var all []Order
+					if err := tx.Find(&all).Error; !errors.Is(err, sharding.ErrWrongShard) {
+						return fmt.Errorf("read of every shard in the transaction: %v, want ErrWrongShard", err)
+					}
+					if err := tx.Where("user_id IN ?", []int64{2, 4}).Find(&all).Error; !errors.Is(err, sharding.ErrWrongShard) {
+						return fmt.Errorf("read of two shards in the transaction: %v, want ErrWrongShard", err)
 					}
 					return rollback
 				})
@@ -432,6 +444,21 @@ func TestPluginTransaction(t *testing.T) {
 				}
 				if got := len(e.physical(t)); got != before {
 					t.Fatalf("prepared=%v: rolled back transaction left %d rows, want %d", prepared, got, before)
+				}
+				// Users 2 and 4 are in database m0, in two tables: two
+				// shards, which a transaction never spans, even in one
+				// database (the tables may move to two).
+				err = db.Transaction(func(tx *gorm.DB) error {
+					if err := tx.Create(&Order{UserID: 2, Amount: 9}).Error; err != nil {
+						return err
+					}
+					return tx.Model(&Order{}).Where("user_id = ?", 4).Update("amount", 1).Error
+				})
+				if !errors.Is(err, sharding.ErrWrongShard) {
+					t.Fatalf("prepared=%v: a transaction over two tables of one database: %v, want ErrWrongShard", prepared, err)
+				}
+				if got := len(e.physical(t)); got != before {
+					t.Fatalf("prepared=%v: refused transaction left %d rows, want %d", prepared, got, before)
 				}
 				err = db.Transaction(func(tx *gorm.DB) error {
 					if err := tx.Create(&Order{UserID: 2, Amount: 9}).Error; err != nil {
@@ -819,12 +846,8 @@ func TestPluginApplicationHandle(t *testing.T) {
 			for i := range rows {
 				rows[i].Items = nil
 			}
-			err = app.CreateInBatches(&rows, 2).Error
-			if !errors.Is(err, sharding.ErrWrongShard) {
-				t.Fatalf("CreateInBatches over two databases in GORM's transaction: %v, want ErrWrongShard", err)
-			}
-			if err := app.Session(&gorm.Session{SkipDefaultTransaction: true}).CreateInBatches(&rows, 2).Error; err != nil {
-				t.Fatal(err)
+			if err := app.CreateInBatches(&rows, 2).Error; err != nil {
+				t.Fatalf("CreateInBatches over two databases in GORM's transaction: %v", err)
 			}
 			if err := app.Model(&one).Update("amount", 5).Error; err != nil {
 				t.Fatal(err)

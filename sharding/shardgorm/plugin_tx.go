@@ -1,21 +1,26 @@
 package shardgorm
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
 	"gorm.io/gorm"
 
 	"github.com/idforge/idforge/sharding"
+	"github.com/idforge/idforge/sharding/internal/repo"
 )
 
 // pool wraps the connection pool of the *gorm.DB the plugin is registered
 // on, so that its transactions (db.Begin, db.Transaction) are the
-// plugin's: bound to one database at their first statement.
+// plugin's: bound to one shard at their first statement on a sharded
+// model.
 type pool struct {
 	gorm.ConnPool
 }
@@ -32,26 +37,71 @@ func (p *pool) GetDBConn() (*sql.DB, error) {
 }
 
 // BeginTx begins a transaction that holds no connection until its first
-// statement, which binds it to that statement's database.
+// statement, which binds it to that statement's shard and database.
 func (p *pool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
-	return &ptx{main: p.ConnPool, ctx: ctx, opts: opts}, nil
+	return &ptx{main: p.ConnPool, ctx: ctx, opts: opts, batches: byCreateInBatches()}, nil
+}
+
+// byCreateInBatches reports whether the transaction being begun is the
+// one GORM's CreateInBatches wraps its batches in. GORM gives a
+// transaction no other sign of who began it, so the caller is read off
+// the stack: BeginTx called by GORM's Begin and Transaction (through a
+// prepared-statement pool, maybe) for CreateInBatches itself.
+func byCreateInBatches() bool {
+	pcs := make([]uintptr, 8)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		switch f.Function {
+		case "gorm.io/gorm.(*DB).CreateInBatches":
+			return true
+		case "gorm.io/gorm.(*DB).Begin", "gorm.io/gorm.(*DB).Transaction", "gorm.io/gorm.(*PreparedStmtDB).BeginTx":
+		default:
+			return false
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // ptx is a transaction of the plugin: a real transaction on the one
-// database its statements reach, begun at the first of them. A statement
-// reaching another database fails with sharding.ErrWrongShard, before
-// anything is sent there.
+// shard its statements on sharded models reach, begun at the first
+// statement; the application's other models share it when their
+// database is that shard's. A statement reaching another shard or
+// database fails with sharding.ErrWrongShard, before anything is sent
+// there.
+//
+// The transaction GORM's CreateInBatches begins is the batches' instead:
+// as a Create splits its rows by shard, each database's rows of every
+// batch go in a transaction of that database (one writer at a time on
+// SQLite), committed one after the other when the last batch is written,
+// or all rolled back at a batch's failure.
 type ptx struct {
-	main gorm.ConnPool // the application's pool, for statements on other models
-	ctx  context.Context
-	opts *sql.TxOptions
+	main    gorm.ConnPool // the application's pool, for statements on other models
+	ctx     context.Context
+	opts    *sql.TxOptions
+	batches bool // begun by CreateInBatches
 
 	mu         sync.Mutex
-	bound      any           // the pool of the database the transaction is bound to
-	boundName  string        // that database, for errors
-	tx         gorm.ConnPool // its transaction: a *sql.Tx, or a prepared-statement one
-	savepoints []string      // SAVEPOINT statements run before the binding, replayed at it
+	bound      any             // the pool of the database the transaction is bound to
+	boundName  string          // that database, for errors
+	tx         gorm.ConnPool   // its transaction: a *sql.Tx, or a prepared-statement one
+	shard      *sharding.Shard // the shard it holds, at its first statement on a sharded model
+	savepoints []string        // SAVEPOINT statements run before the binding, replayed at it
 	ended      bool
+
+	parts []*part // the batches' transactions, one per database
+	rows  int     // the rows of the batches written so far
+}
+
+// part is a database's transaction in the batches of a CreateInBatches,
+// with the positions of the rows written in it.
+type part struct {
+	db   int    // sharding.Shard.Database
+	name string // sharding.Shard.DatabaseName
+	tx   gorm.ConnPool
+	rows []int
 }
 
 // identity is what tells two pools of one database apart from others: the
@@ -69,51 +119,104 @@ func identity(c gorm.ConnPool) any {
 	}
 }
 
-// bind returns the transaction on the database of pool c, beginning it
-// at the first statement; a second database is refused.
-func (t *ptx) bind(c gorm.ConnPool, name string) (gorm.ConnPool, error) {
+// begin begins a transaction on pool c.
+func (t *ptx) begin(c gorm.ConnPool) (gorm.ConnPool, error) {
+	if w, ok := c.(*pool); ok {
+		c = w.ConnPool // begin on the database, not another plugin transaction
+	}
+	switch b := c.(type) {
+	case gorm.TxBeginner:
+		return b.BeginTx(t.ctx, t.opts)
+	case gorm.ConnPoolBeginner:
+		return b.BeginTx(t.ctx, t.opts)
+	}
+	return nil, gorm.ErrInvalidTransaction
+}
+
+// bind returns the transaction on the database of pool c, for shard s
+// or, when s is nil, for a statement on another model, beginning it at
+// the first statement; a second shard or database is refused.
+func (t *ptx) bind(c gorm.ConnPool, s *sharding.Shard, name string) (gorm.ConnPool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
 		return nil, sql.ErrTxDone
 	}
+	if s != nil && t.batches {
+		return t.part(c, *s)
+	}
+	if s != nil && t.shard != nil && *t.shard != *s {
+		return nil, fmt.Errorf("%w: a transaction holding shard %s reaches shard %s: a transaction stays in one shard (there is no distributed transaction)",
+			sharding.ErrWrongShard, t.shard, s)
+	}
 	id := identity(c)
-	if t.bound != nil {
-		if t.bound != id {
-			return nil, fmt.Errorf("%w: a transaction bound to %s reaches %s: a transaction stays in one database (there is no distributed transaction)",
-				sharding.ErrWrongShard, t.boundName, name)
+	if t.bound != nil && t.bound != id {
+		return nil, fmt.Errorf("%w: a transaction bound to %s reaches %s: a transaction stays in one database (there is no distributed transaction)",
+			sharding.ErrWrongShard, t.boundName, name)
+	}
+	if t.bound == nil {
+		tx, err := t.begin(c)
+		if err != nil {
+			return nil, err
 		}
-		return t.tx, nil
+		for _, q := range t.savepoints {
+			if _, err := tx.ExecContext(t.ctx, q); err != nil {
+				_ = tx.(gorm.TxCommitter).Rollback()
+				return nil, err
+			}
+		}
+		t.bound, t.boundName, t.tx = id, name, tx
 	}
-	if w, ok := c.(*pool); ok {
-		c = w.ConnPool // begin on the database, not another plugin transaction
+	if s != nil && t.shard == nil {
+		t.shard = s
 	}
-	var tx gorm.ConnPool
-	var err error
-	switch b := c.(type) {
-	case gorm.TxBeginner:
-		tx, err = b.BeginTx(t.ctx, t.opts)
-	case gorm.ConnPoolBeginner:
-		tx, err = b.BeginTx(t.ctx, t.opts)
-	default:
-		err = gorm.ErrInvalidTransaction
+	return t.tx, nil
+}
+
+// part returns the batches' transaction of shard s's database, on pool
+// c, beginning it at the database's first rows.
+func (t *ptx) part(c gorm.ConnPool, s sharding.Shard) (gorm.ConnPool, error) {
+	for _, p := range t.parts {
+		if p.db == s.Database {
+			return p.tx, nil
+		}
 	}
+	tx, err := t.begin(c)
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range t.savepoints {
-		if _, err := tx.ExecContext(t.ctx, q); err != nil {
-			_ = tx.(gorm.TxCommitter).Rollback()
-			return nil, err
+	t.parts = append(t.parts, &part{db: s.Database, name: s.DatabaseName, tx: tx})
+	return tx, nil
+}
+
+// written records a batch of a CreateInBatches written: the shard of
+// each of its rows, in order.
+func (t *ptx) written(shards []sharding.Shard) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, s := range shards {
+		for _, p := range t.parts {
+			if p.db == s.Database {
+				p.rows = append(p.rows, t.rows+i)
+			}
 		}
 	}
-	t.bound, t.boundName, t.tx = id, name, tx
-	return tx, nil
+	t.rows += len(shards)
+}
+
+// offset is the position, in the value given to CreateInBatches, of the
+// batch being written.
+func (t *ptx) offset() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rows
 }
 
 // onMain binds the transaction for a statement on the application's
 // database.
-func (t *ptx) onMain() (gorm.ConnPool, error) { return t.bind(t.main, "the application's database") }
+func (t *ptx) onMain() (gorm.ConnPool, error) {
+	return t.bind(t.main, nil, "the application's database")
+}
 
 // savepoint runs a savepoint statement (GORM's nested transactions) in
 // the bound transaction, or keeps it for the binding.
@@ -190,10 +293,11 @@ func (t *ptx) StmtContext(ctx context.Context, stmt *sql.Stmt) *sql.Stmt {
 	return stmt
 }
 
-// Commit commits the bound transaction, if a statement began it.
+// Commit commits the bound transaction, if a statement began it, and
+// the batches' transactions database by database.
 func (t *ptx) Commit() error { return t.end(true) }
 
-// Rollback rolls the bound transaction back, if a statement began it.
+// Rollback rolls the bound transaction and the batches' back.
 func (t *ptx) Rollback() error { return t.end(false) }
 
 func (t *ptx) end(commit bool) error {
@@ -203,17 +307,44 @@ func (t *ptx) end(commit bool) error {
 		return sql.ErrTxDone
 	}
 	t.ended = true
-	if t.tx == nil {
-		return nil
+	slices.SortFunc(t.parts, func(a, b *part) int { return cmp.Compare(a.db, b.db) })
+	txs := make([]gorm.ConnPool, 0, len(t.parts)+1)
+	for _, p := range t.parts {
+		txs = append(txs, p.tx)
 	}
-	c, ok := t.tx.(gorm.TxCommitter)
-	if !ok {
-		return gorm.ErrInvalidTransaction
+	if t.tx != nil {
+		txs = append(txs, t.tx)
 	}
-	if commit {
-		return c.Commit()
+	var failed error
+	var written []int
+	for i, tx := range txs {
+		c, ok := tx.(gorm.TxCommitter)
+		if !ok {
+			failed = errors.Join(failed, gorm.ErrInvalidTransaction)
+			continue
+		}
+		if !commit || failed != nil {
+			failed = errors.Join(failed, c.Rollback())
+			continue
+		}
+		if err := c.Commit(); err != nil {
+			if i == len(t.parts) {
+				failed = err // the application's transaction, after every shard's
+				continue
+			}
+			p := t.parts[i]
+			if !repo.Refused(err) {
+				err = fmt.Errorf("%w: %w", sharding.ErrOutcomeUnknown, err)
+			}
+			slices.Sort(written)
+			failed = &sharding.ShardError{Rows: p.rows, Written: written, Err: fmt.Errorf("database %s: commit: %w", p.name, err)}
+			continue
+		}
+		if i < len(t.parts) {
+			written = append(written, t.parts[i].rows...)
+		}
 	}
-	return c.Rollback()
+	return failed
 }
 
 // driverResult answers a savepoint kept for the binding.

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -514,19 +515,20 @@ type Conn struct {
 	Commit, Rollback func() error
 }
 
-// savepoint names the savepoint of a part written in a caller's transaction.
-const savepoint = "idforge_part"
-
 // Savepoint opens a savepoint with exec, in a caller's transaction, and
 // returns c committing and rolling back to it, so the part is
 // all-or-nothing and a failed one leaves the caller's transaction usable.
+// Each savepoint has a name of its own: a part's associations are parts
+// too, nested in it, and MySQL replaces a savepoint of the same name
+// where PostgreSQL and SQLite stack them.
 func Savepoint(exec func(query string) error, c Conn) (Conn, error) {
-	if err := exec("SAVEPOINT " + savepoint); err != nil {
+	name := fmt.Sprintf("idforge_part_%x", rand.Uint64())
+	if err := exec("SAVEPOINT " + name); err != nil {
 		return Conn{}, err
 	}
-	c.Commit = func() error { return exec("RELEASE SAVEPOINT " + savepoint) }
+	c.Commit = func() error { return exec("RELEASE SAVEPOINT " + name) }
 	c.Rollback = func() error {
-		return errors.Join(exec("ROLLBACK TO SAVEPOINT "+savepoint), exec("RELEASE SAVEPOINT "+savepoint))
+		return errors.Join(exec("ROLLBACK TO SAVEPOINT "+name), exec("RELEASE SAVEPOINT "+name))
 	}
 	return c, nil
 }
