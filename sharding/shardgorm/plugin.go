@@ -201,13 +201,33 @@ func (p *Plugin) modelOf(stmt *gorm.Statement) *pmodel {
 	return p.byTable[stmt.Table]
 }
 
-// readAs points a read at m's physical table in shard s under the logical
-// name, so that what the statement qualifies by the logical table
-// ("orders.user_id", "orders.*", GORM's association conditions) names the
-// physical one.
-func (m *pmodel) readAs(stmt *gorm.Statement, s sharding.Shard) {
-	stmt.TableExpr = &clause.Expr{SQL: stmt.Quote(m.table(s)) + " " + stmt.Quote(m.schema.Table)}
+// alias points a statement at m's physical table in shard s under the
+// logical name, so that what it qualifies by the logical table
+// ("orders.user_id", "orders.*", GORM's conditions on the primary key and
+// on associations) names the physical one. The AS is SQLite's: its UPDATE
+// and DELETE read an alias only after one.
+func (m *pmodel) alias(stmt *gorm.Statement, s sharding.Shard) {
+	stmt.TableExpr = &clause.Expr{SQL: stmt.Quote(m.table(s)) + " AS " + stmt.Quote(m.schema.Table)}
 	stmt.Table = m.schema.Table
+}
+
+// writeAs points an update or delete at m's physical table in shard s
+// under the logical name, as alias does. MariaDB reads an alias in
+// a DELETE only in its multi-table form, DELETE alias FROM table AS alias,
+// which takes no ORDER BY or LIMIT: a MySQL delete with either keeps the
+// physical name, and must not qualify columns.
+func (m *pmodel) writeAs(stmt *gorm.Statement, s sharding.Shard, update bool) {
+	if !update && stmt.Dialector.Name() == "mysql" {
+		for _, c := range []string{"ORDER BY", "LIMIT"} {
+			if _, ok := stmt.Clauses[c]; ok {
+				return
+			}
+		}
+		d, _ := stmt.Clauses["DELETE"].Expression.(clause.Delete)
+		d.Modifier = strings.TrimSpace(d.Modifier + " " + stmt.Quote(m.schema.Table))
+		stmt.AddClause(d)
+	}
+	m.alias(stmt, s)
 }
 
 // table is m's physical table in shard s: the model's table followed by

@@ -342,7 +342,11 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 		}
 	}
 	if len(t.shards) == 1 {
-		_ = db.AddError(p.use(db, m, t.shards[0]))
+		if err := p.use(db, m, t.shards[0]); err != nil {
+			_ = db.AddError(err)
+			return
+		}
+		m.writeAs(db.Statement, t.shards[0], update)
 		return
 	}
 	done(db)
@@ -361,6 +365,7 @@ func (p *Plugin) write(db *gorm.DB, update bool) {
 		if err != nil {
 			return err
 		}
+		m.writeAs(tx.Statement, t.shards[i], update)
 		models[i], dests[i] = structCopy(st.Model), structCopy(st.Dest)
 		tx.Statement.Model, tx.Statement.Dest = models[i], dests[i]
 		if rows := p.rowsIn(ctx, m, st.Dest, t.shards[i]); !same(rows, st.Dest) {
@@ -477,7 +482,7 @@ func (p *Plugin) staysInShard(db *gorm.DB, m *pmodel, shards []sharding.Shard) e
 		return nil
 	}
 	routing := func(name string) string {
-		f := m.schema.LookUpField(name)
+		f := m.schema.LookUpField(unqualified(name))
 		if f == nil {
 			return ""
 		}

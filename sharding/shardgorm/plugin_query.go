@@ -69,7 +69,7 @@ func (p *Plugin) query(db *gorm.DB) {
 			_ = db.AddError(err)
 			return
 		}
-		m.readAs(db.Statement, t.shards[0])
+		m.alias(db.Statement, t.shards[0])
 		return
 	}
 	if _, ok := db.Statement.Clauses["GROUP BY"]; ok {
@@ -127,7 +127,7 @@ func (p *Plugin) row(db *gorm.DB) {
 		_ = db.AddError(err)
 		return
 	}
-	m.readAs(db.Statement, t.shards[0])
+	m.alias(db.Statement, t.shards[0])
 }
 
 // errRow returns a *sql.Row whose Scan returns err: the row of a
@@ -205,7 +205,7 @@ func (p *Plugin) fanQuery(db *gorm.DB, m *pmodel, shards []sharding.Shard) error
 		if err != nil {
 			return err
 		}
-		m.readAs(tx.Statement, shards[i])
+		m.alias(tx.Statement, shards[i])
 		if err := tx.Find(part.Interface()).Error; err != nil {
 			return err
 		}
@@ -406,10 +406,7 @@ func notSelected(col string) error {
 // column name, or of an expression named col.
 func selected(stmt *gorm.Statement, s *schema.Schema, col string) bool {
 	is := func(name string) bool {
-		name = strings.Trim(name, "`\"")
-		if i := strings.LastIndex(name, "."); i >= 0 {
-			name = strings.Trim(name[i+1:], "`\"")
-		}
+		name = unqualified(name)
 		if strings.EqualFold(name, col) {
 			return true
 		}
@@ -435,6 +432,16 @@ func selected(stmt *gorm.Statement, s *schema.Schema, col string) bool {
 		}
 	}
 	return false
+}
+
+// unqualified is a column's name without its quotes and the table
+// qualifying it: "user_id" of `orders`.`user_id`.
+func unqualified(name string) string {
+	name = strings.Trim(name, "`\"")
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = strings.Trim(name[i+1:], "`\"")
+	}
+	return name
 }
 
 // plucks reports whether stmt selects only column col.
@@ -545,7 +552,7 @@ func (p *Plugin) aggregate(db *gorm.DB, m *pmodel, shards []sharding.Shard, clau
 		if err != nil {
 			return err
 		}
-		m.readAs(tx.Statement, shards[i])
+		m.alias(tx.Statement, shards[i])
 		return tx.Row().Scan(&parts[i])
 	})
 	if err != nil {
