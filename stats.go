@@ -28,10 +28,9 @@ type Stats struct {
 	Confirmed time.Time
 	// LeaseLost counts machine IDs found taken over.
 	LeaseLost int64
-	// StoreDown is when the store stopped answering, zero while it answers.
-	StoreDown time.Time
-	// Outage is the store outage going on (zero while the store answers);
-	// LastOutage the last one that ended (zero: none yet).
+	// Outage is the store outage going on, its Start when the store
+	// stopped answering (zero while the store answers); LastOutage the
+	// last one that ended (zero: none yet).
 	Outage, LastOutage Outage
 	// Calls are the recent store calls, newest first: the last 32 segment
 	// fetches (op "next_max_id") and the last 8 machine-ID calls (ops
@@ -185,9 +184,6 @@ func newStats() *stats {
 func (st *stats) fill(s *Stats) {
 	if t := st.confirmed.Load(); t != 0 {
 		s.Confirmed = time.Unix(0, t)
-	}
-	if t := st.down.Load(); t != 0 {
-		s.StoreDown = time.Unix(0, t)
 	}
 	st.mu.Lock()
 	s.Calls = append(st.calls.newestFirst(), st.leases.newestFirst()...)

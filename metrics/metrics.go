@@ -83,8 +83,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	down := 0.0
-	if !s.StoreDown.IsZero() {
-		down = time.Since(s.StoreDown).Seconds()
+	if !s.Outage.Start.IsZero() {
+		down = time.Since(s.Outage.Start).Seconds()
 	}
 	gauge(c.storeDown, down)
 	gauge(c.leaseID, float64(s.MachineID))
