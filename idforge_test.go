@@ -16,10 +16,10 @@ import (
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/redisstore"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/internal/leased"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // Both stores plug into New.
@@ -70,7 +70,7 @@ func TestNewWithoutStore(t *testing.T) {
 // store is a Store on the in-memory distributors of the contract suites.
 type store struct {
 	*machinetest.Memory
-	seg *segmenttest.Fake
+	seg *segtest.Fake
 }
 
 func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { return s.seg, nil }
@@ -248,7 +248,7 @@ func (r *resetStore) Guard(ctx context.Context, in machine.Instance, st machine.
 // another process may be handed the same ranges.
 func TestStoreResetDiscardsChains(t *testing.T) {
 	ctx := context.Background()
-	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segmenttest.NewFake(0)}}
+	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segtest.NewFake(0)}}
 	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 100 * time.Millisecond}})
 	first, err := reg.NextID(ctx, "chain", "order")
 	if err != nil {

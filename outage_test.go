@@ -9,7 +9,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // An outage runs from the first store call that fails to the next one the
@@ -20,7 +20,7 @@ import (
 // so no heartbeat calls the store behind the test's back.
 func TestOutageFigures(t *testing.T) {
 	ctx := context.Background()
-	seg := segmenttest.NewFake(0)
+	seg := segtest.NewFake(0)
 	reg := newReg(t, idforge.Settings{Store: store{Memory: machinetest.NewMemory(nil), seg: seg},
 		Machine: machine.Manual(3), StateDir: "off", Chain: segment.Settings{Step: 2}})
 	sf, err := reg.Generator(ctx, "snowflake", "")

@@ -13,7 +13,7 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/machine/machinetest"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/segtest"
 	"github.com/idforge/idforge/metrics"
 )
 
@@ -54,7 +54,7 @@ idforge_lease_machine_id 3
 // store is a Store whose sequences draw from one in-memory fake.
 type store struct {
 	*machinetest.Memory
-	seg *segmenttest.Fake
+	seg *segtest.Fake
 }
 
 func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { return s.seg, nil }
@@ -64,7 +64,7 @@ func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { r
 // answers again, the last outage's.
 func TestCollectorReportsOutages(t *testing.T) {
 	ctx := context.Background()
-	seg := segmenttest.NewFake(0)
+	seg := segtest.NewFake(0)
 	reg, err := idforge.New(ctx, idforge.Settings{Store: store{Memory: machinetest.NewMemory(nil), seg: seg},
 		Machine: machine.Manual(3), StateDir: "off", Chain: segment.Settings{Step: 1}})
 	if err != nil {

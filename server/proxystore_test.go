@@ -29,6 +29,7 @@ import (
 	"github.com/idforge/idforge/internal/genreg"
 	"github.com/idforge/idforge/internal/leased"
 	"github.com/idforge/idforge/internal/leased/leasetest"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // backing is a server-side store made of a machine distributor and a
@@ -45,18 +46,18 @@ func (b backing) Segment(name string, _ ...engine.Floor) (segment.Distributor, e
 // memSegments are in-memory sequences shared by name.
 type memSegments struct {
 	mu   sync.Mutex
-	seqs map[string]*segmenttest.Fake
+	seqs map[string]*segtest.Fake
 }
 
 func (m *memSegments) Segment(name string, _ ...engine.Floor) (segment.Distributor, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seqs == nil {
-		m.seqs = map[string]*segmenttest.Fake{}
+		m.seqs = map[string]*segtest.Fake{}
 	}
 	f, ok := m.seqs[name]
 	if !ok {
-		f = segmenttest.NewFake(0)
+		f = segtest.NewFake(0)
 		m.seqs[name] = f
 	}
 	return f, nil

@@ -21,10 +21,10 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/engine/snowflake"
 	"github.com/idforge/idforge/internal/chain"
 	"github.com/idforge/idforge/internal/genreg"
+	"github.com/idforge/idforge/internal/segtest"
 	"github.com/idforge/idforge/internal/wire"
 )
 
@@ -41,12 +41,12 @@ func testRegistry(t testing.TB) *genreg.Registry {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	seqs := map[string]*segmenttest.Fake{}
+	seqs := map[string]*segtest.Fake{}
 	err = reg.RegisterFactory("chain", func(ctx context.Context, name string) (engine.Generator, error) {
 		mu.Lock()
 		f, ok := seqs[name]
 		if !ok {
-			f = segmenttest.NewFake(0)
+			f = segtest.NewFake(0)
 			seqs[name] = f
 		}
 		mu.Unlock()

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idforge/idforge/engine/internal/segcheck"
 	"github.com/idforge/idforge/engine/redisstore"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/tests/testdb"
 )
 
@@ -66,5 +66,5 @@ func TestFloorLostRaiseAfterCrash(t *testing.T) {
 	} else {
 		t.Logf("crashed fetch: %v", err)
 	}
-	segmenttest.ExpectAbove(t, seg, 100, 41_000, "the fetch after a raise to Floor's 41,000 lost in a crash")
+	segcheck.ExpectAbove(t, seg, 100, 41_000, "the fetch after a raise to Floor's 41,000 lost in a crash")
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/engine/internal/segcheck"
 	"github.com/idforge/idforge/engine/sqlstore"
 	"github.com/idforge/idforge/tests/testdb"
 )
@@ -67,6 +67,6 @@ func TestFloorLostRaiseAfterFailedFetch(t *testing.T) {
 		if _, err := admin.ExecContext(ctx, d.Rebind("DELETE FROM idforge_segment WHERE name = ?"), "order"); err != nil {
 			t.Fatal(err)
 		}
-		segmenttest.ExpectAbove(t, seg, 100, 41_000, "the fetch after a lost raise to Floor's 41,000")
+		segcheck.ExpectAbove(t, seg, 100, 41_000, "the fetch after a lost raise to Floor's 41,000")
 	})
 }

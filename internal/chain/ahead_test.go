@@ -9,8 +9,8 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // caller draws IDs from a chain at a steady rate of the fake clock: each
@@ -68,7 +68,7 @@ func TestChainAheadRidesOutOutage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-			f := segmenttest.NewFake(0)
+			f := segtest.NewFake(0)
 			set := segment.Settings{Step: step, Ahead: tc.ahead}
 			own := chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond, HungerWindow: time.Second}
 			if tc.ahead == 0 {
@@ -123,7 +123,7 @@ func TestChainAheadRidesOutOutage(t *testing.T) {
 func TestChainAheadFollowsTraffic(t *testing.T) {
 	const step = 100
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: step, SafeDistance: 2, Ahead: 10 * time.Second},
 		chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	r := &caller{t: t, c: c, clk: clk}

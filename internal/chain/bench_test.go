@@ -11,8 +11,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // storeLatency is how long the fake store takes to answer in BenchmarkNextID.
@@ -147,7 +147,7 @@ func (a *atomicGen) NextID(context.Context) (int64, error) { return a.n.Add(1), 
 
 // benchNextID runs gen.NextID b.N times on goroutines goroutines for ns/op, then a
 // timed pass for the latency percentiles.
-func benchNextID(b *testing.B, goroutines int, gen engine.Generator, store *segmenttest.Fake) {
+func benchNextID(b *testing.B, goroutines int, gen engine.Generator, store *segtest.Fake) {
 	ctx := context.Background()
 	var calls int64
 	if store != nil {

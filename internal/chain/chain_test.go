@@ -18,16 +18,16 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // slowFake is a fake store whose every call takes d, like one at the
 // other end of a network.
-func slowFake(d time.Duration) *segmenttest.Fake {
-	f := segmenttest.NewFake(0)
+func slowFake(d time.Duration) *segtest.Fake {
+	f := segtest.NewFake(0)
 	f.SetLatency(d)
 	return f
 }
@@ -111,7 +111,7 @@ func distinct(t *testing.T, ids ...[]int64) []int64 {
 
 func TestChainConcurrentDistinct(t *testing.T) {
 	const goroutines, n = 16, 100_000
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 100})
 	all := distinct(t, draw(t, c, goroutines, n)...)
 	if len(all) != goroutines*n {
@@ -137,7 +137,7 @@ func TestChainConcurrentSlowStore(t *testing.T) {
 }
 
 func TestTwoChainsOneStore(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	a := newChain(t, f, segment.Settings{Step: 10})
 	b := newChain(t, f, segment.Settings{Step: 7})
 	var ids [][]int64
@@ -156,7 +156,7 @@ func TestTwoChainsOneStore(t *testing.T) {
 }
 
 func TestChainStoreDown(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 3}, chain.Owned{Name: "order", PrefetchPeriod: 5 * time.Millisecond})
 	ctx := context.Background()
 	var ids []int64
@@ -248,7 +248,7 @@ func TestChainStoreDown(t *testing.T) {
 // hazard, however fast or slow the machine.
 func TestChainOutagesUnderLoad(t *testing.T) {
 	const callers, rounds = 4, 5
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 5}, chain.Owned{PrefetchPeriod: time.Millisecond})
 	stop := make(chan struct{})
 	ids := make([][]int64, callers)
@@ -385,7 +385,7 @@ func (l *logCounter) lines() []string {
 // failed retry: the counts do not hang on the machine's speed.
 func TestChainOutageLogging(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	logs := &logCounter{}
 	c := newChain(t, f, segment.Settings{Step: 10}, chain.Owned{Clock: clk, Logger: slog.New(logs), PrefetchPeriod: time.Millisecond})
 	if _, err := c.NextID(context.Background()); err != nil {
@@ -435,7 +435,7 @@ func TestChainOutageLogging(t *testing.T) {
 }
 
 func TestChainMaxWait(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	f.SetDown(true)
 	c := newChain(t, f, segment.Settings{MaxWait: 20 * time.Millisecond})
 	_, err := c.NextID(context.Background())
@@ -492,7 +492,7 @@ func TestChainHungerWidensAndFeedingNarrows(t *testing.T) {
 
 func TestChainTTL(t *testing.T) {
 	clk := clocktest.NewFake(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c := newChain(t, f, segment.Settings{Step: 10, SafeDistance: 2, TTL: time.Hour}, chain.Owned{Clock: clk, PrefetchPeriod: time.Millisecond})
 	ctx := context.Background()
 	for want := int64(1); want <= 2; want++ {
@@ -606,7 +606,7 @@ func TestChainCloseLeaksNothing(t *testing.T) {
 }
 
 func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(0), segment.Settings{Step: 10})
+	c := newChain(t, segtest.NewFake(0), segment.Settings{Step: 10})
 	if _, err := c.NextID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestChainCloseDiscardsWhatItHeld(t *testing.T) {
 }
 
 func TestChainFastPathAllocatesNothing(t *testing.T) {
-	c := newChain(t, segmenttest.NewFake(0), segment.Settings{Step: 1 << 20}, chain.Owned{PrefetchPeriod: time.Hour})
+	c := newChain(t, segtest.NewFake(0), segment.Settings{Step: 1 << 20}, chain.Owned{PrefetchPeriod: time.Hour})
 	ctx := context.Background()
 	if _, err := c.NextID(ctx); err != nil {
 		t.Fatal(err)
@@ -630,7 +630,7 @@ func TestChainFastPathAllocatesNothing(t *testing.T) {
 }
 
 func TestInvalidSettings(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	for _, tc := range []struct {
 		want string
 		d    segment.Distributor

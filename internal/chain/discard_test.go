@@ -8,15 +8,15 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // Discard drops every ID the chain held: the next ID comes from a later
 // fetch, and a caller left waiting (the store slow to answer, as a reset
 // store is during its grace) is told why.
 func TestDiscard(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c, err := chain.New(f, segment.Settings{}, chain.Owned{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -13,15 +13,15 @@ import (
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock/clocktest"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // confirming is a fake store whose other operations (a lease's heartbeats)
 // confirm it at times the test sets, as engine/sqlstore's and
 // engine/redisstore's distributors report.
 type confirming struct {
-	*segmenttest.Fake
+	*segtest.Fake
 	at atomic.Int64 // Unix ns
 }
 
@@ -34,7 +34,7 @@ func (c *confirming) Confirmed() time.Time { return time.Unix(0, c.at.Load()) }
 func TestChainFence(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
-	d := &confirming{Fake: segmenttest.NewFake(0)}
+	d := &confirming{Fake: segtest.NewFake(0)}
 	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Clock: clk})
 	first, err := c.NextID(ctx)
 	if err != nil {
@@ -100,7 +100,7 @@ func TestChainFenceRefusal(t *testing.T) {
 func TestGeneratorFence(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
-	d := segmenttest.NewFake(0)
+	d := segtest.NewFake(0)
 	g, err := chain.NewSingle(d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestFenceSetting(t *testing.T) {
 	if err := chain.Validate(segment.Settings{Fence: -time.Second}); err != nil {
 		t.Fatalf("a negative Fence, checked for the registry: %v; want it accepted", err)
 	}
-	if _, err := chain.NewPlain(segmenttest.NewFake(0), segment.Settings{Fence: -time.Second}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Fence") {
+	if _, err := chain.NewPlain(segtest.NewFake(0), segment.Settings{Fence: -time.Second}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Fence") {
 		t.Fatalf("a chain built with a negative Fence: %v; want ErrInvalidConfig naming Fence", err)
 	}
 	if err := chain.Validate(segment.Settings{Fence: 25 * time.Hour}); !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "Fence") {
@@ -161,7 +161,7 @@ func (s *sizes) NextMaxID(ctx context.Context, step int64) (int64, error) {
 func TestChainFenceAfterStall(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.NewFake(time.Unix(1_700_000_000, 0))
-	d := &sizes{confirming: &confirming{Fake: segmenttest.NewFake(0)}}
+	d := &sizes{confirming: &confirming{Fake: segtest.NewFake(0)}}
 	d.least.Store(math.MaxInt64)
 	c := newChain(t, d, segment.Settings{Step: 100, Fence: time.Second}, chain.Owned{Clock: clk})
 	// Idle and full: the worker's first fetch tops it up to twice the

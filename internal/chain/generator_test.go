@@ -9,12 +9,12 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 func TestGeneratorSequential(t *testing.T) {
-	f := segmenttest.NewFake(500)
+	f := segtest.NewFake(500)
 	g, err := chain.NewPlainSingle(f, segment.Settings{Step: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestGeneratorConcurrentOneFetchAtATime(t *testing.T) {
 }
 
 func TestGeneratorStoreDown(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	g, err := chain.NewSingle(f, segment.Settings{Step: 2}, chain.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestExhaustedErrorMessages(t *testing.T) {
 }
 
 func TestNilContextDoesNotPanic(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	g, err := chain.NewPlainSingle(f, segment.Settings{Step: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestNilContextDoesNotPanic(t *testing.T) {
 // segment, then names the sequence and the store's failure when the refill
 // fails.
 func TestSingleRefillFails(t *testing.T) {
-	store := segmenttest.NewFake(41)
+	store := segtest.NewFake(41)
 	gen, err := chain.NewSingle(store, segment.Settings{Step: 2}, chain.Owned{Name: "invoice"})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestSingleRefillFails(t *testing.T) {
 	if !errors.Is(err, engine.ErrSegmentExhausted) || !errors.Is(err, engine.ErrStoreUnavailable) {
 		t.Fatalf("refill with the store down: %v; want ErrSegmentExhausted and ErrStoreUnavailable", err)
 	}
-	const want = `idforge: segment exhausted ("invoice"): refill failed: fetch of 2 IDs: idforge: store unavailable: segmenttest: fake store is down`
+	const want = `idforge: segment exhausted ("invoice"): refill failed: fetch of 2 IDs: idforge: store unavailable: segtest: fake store is down`
 	if err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // doubleBuffer is the benchmarks' baseline: Meituan Leaf's segment double
@@ -88,7 +88,7 @@ func (b *doubleBuffer) Close() error {
 
 // The baseline must be right for the comparison to mean anything.
 func TestDoubleBufferBaseline(t *testing.T) {
-	b := newDoubleBuffer(segmenttest.NewFake(0), 10)
+	b := newDoubleBuffer(segtest.NewFake(0), 10)
 	defer b.Close()
 	all := distinct(t, draw(t, b, 4, 10_000)...)
 	if len(all) != 40_000 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/segment"
-	"github.com/idforge/idforge/engine/segment/segmenttest"
 	"github.com/idforge/idforge/internal/chain"
+	"github.com/idforge/idforge/internal/segtest"
 )
 
 // Callers draw while the worker retires segments by a 1 ms TTL under them,
@@ -22,7 +22,7 @@ import (
 // outside what the store handed out, NextID fails only with ErrClosed or an
 // ExhaustedError honouring its deadline, and Close stops the worker.
 func TestStressTTLOutagesClose(t *testing.T) {
-	f := segmenttest.NewFake(0)
+	f := segtest.NewFake(0)
 	c, err := chain.New(f, segment.Settings{Step: 16, SafeDistance: 2, TTL: time.Millisecond, MaxWait: 50 * time.Millisecond}, chain.Owned{Logger: slog.New(slog.DiscardHandler), PrefetchPeriod: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/segcheck"
 	"github.com/idforge/idforge/engine/segment"
 )
 
@@ -67,7 +68,7 @@ func checkFloor(t *testing.T, open opener, wipe func(t *testing.T, epochOnly boo
 	write("order", 90_000) // other processes wrote IDs A never saw
 	wipe(t, false)
 	// A is still live: its next fetch sees the reset and re-seeds.
-	ExpectAbove(t, order, 100, 90_000, "a live process after the wipe, whose re-seed must read the data's floor")
+	segcheck.ExpectAbove(t, order, 100, 90_000, "a live process after the wipe, whose re-seed must read the data's floor")
 
 	// Two new store values, the lower answer first: the higher one must
 	// still be above its own answer.
@@ -200,23 +201,4 @@ func race(t *testing.T, open opener, wipe func(t *testing.T, epochOnly bool), ep
 	}
 	t.Logf("%d ranges, %d resets seen, %d fetches failed with the store unavailable, Floor asked %d times",
 		len(got), resets.Load(), unavailable.Load(), asked.Load())
-}
-
-// ExpectAbove fetches a range of step from d, again while the fetch fails
-// with engine.ErrStoreReset (at most 3 times: a reset is seen once per
-// store value), and fails the test unless the range starts at or above
-// floor. what says whose fetch it is.
-func ExpectAbove(t *testing.T, d segment.Distributor, step, floor int64, what string) {
-	t.Helper()
-	ctx := testContext(t)
-	got, err := d.NextMaxID(ctx, step)
-	for i := 0; i < 3 && errors.Is(err, engine.ErrStoreReset); i++ {
-		got, err = d.NextMaxID(ctx, step)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if got-step < floor {
-		t.Fatalf("%s got (%d, %d]; want it above %d", what, got-step, got, floor)
-	}
 }

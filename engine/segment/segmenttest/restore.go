@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idforge/idforge/engine"
+	"github.com/idforge/idforge/engine/internal/segcheck"
 	"github.com/idforge/idforge/engine/machine"
 	"github.com/idforge/idforge/engine/segment"
 )
@@ -71,12 +72,12 @@ func checkRestore(t *testing.T, s Suite) {
 	restore(t)
 	declare(t)
 	b := open(t, floor)
-	ExpectAbove(t, b("orders"), 100, 250, "after Declare, a sequence whose Floor says 250")
+	segcheck.ExpectAbove(t, b("orders"), 100, 250, "after Declare, a sequence whose Floor says 250")
 	refused(b("bare"), "after Declare, a sequence no Floor knows")
 	if _, err := s.Admin(t).RaiseCounter(ctx, "bare", 5_000); err != nil {
 		t.Fatalf("an operator's raise: %v", err)
 	}
-	ExpectAbove(t, b("bare"), 100, 5_000, "after Declare and an operator's raise to 5,000")
+	segcheck.ExpectAbove(t, b("bare"), 100, 5_000, "after Declare and an operator's raise to 5,000")
 
 	// The restored counter is a lower bound: a Floor answering less (rows
 	// not written yet) does not take the counter down.
@@ -87,7 +88,7 @@ func checkRestore(t *testing.T, s Suite) {
 	expect(t, ctx, ahead, 100, 200)
 	write("ahead", 10)
 	declare(t)
-	ExpectAbove(t, open(t, floor)("ahead"), 100, 200, "after Declare, a counter at 200 whose Floor says 10")
+	segcheck.ExpectAbove(t, open(t, floor)("ahead"), 100, 200, "after Declare, a counter at 200 whose Floor says 10")
 
 	// A live store value across Declare.
 	write("live", 0)
@@ -97,7 +98,7 @@ func checkRestore(t *testing.T, s Suite) {
 	if _, err := live.NextMaxID(ctx, 100); !errors.Is(err, engine.ErrStoreReset) {
 		t.Fatalf("a live store value's fetch after Declare: %v; want engine.ErrStoreReset", err)
 	}
-	ExpectAbove(t, live, 100, 100, "a live store value after Declare")
+	segcheck.ExpectAbove(t, live, 100, 100, "a live store value after Declare")
 
 	// The epoch deleted, the counters kept.
 	write("kept", 0)
@@ -114,7 +115,7 @@ func checkRestore(t *testing.T, s Suite) {
 	write("kept-ahead", 10)
 	s.Wipe(t, true)
 	refused(e("kept"), "after the epoch was deleted, a sequence no Floor knows")
-	ExpectAbove(t, e("kept-ahead"), 100, 200, "after the epoch was deleted, a counter at 200 whose Floor says 10")
+	segcheck.ExpectAbove(t, e("kept-ahead"), 100, 200, "after the epoch was deleted, a counter at 200 whose Floor says 10")
 
 	// Restored with its epoch under a live store value.
 	write("seen", 0)
@@ -131,7 +132,7 @@ func checkRestore(t *testing.T, s Suite) {
 	if _, err := seer.NextMaxID(ctx, 100); !errors.Is(err, engine.ErrStoreReset) {
 		t.Fatalf("a live store value whose counter went back from 200 to 100: %v; want engine.ErrStoreReset", err)
 	}
-	ExpectAbove(t, seer, 100, 200, "the live store value after it saw the store go back")
+	segcheck.ExpectAbove(t, seer, 100, 200, "the live store value after it saw the store go back")
 	refused(open(t, floor)("gone"), "a sequence used after the snapshot by a process now gone, once a live one saw the store go back")
 
 	// Restored with its epoch under a live machine-ID holder that claimed

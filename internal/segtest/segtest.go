@@ -1,10 +1,8 @@
-// Package segmenttest helps test segment distributors and the code that uses
-// them: [Run] is the conformance suite every [segment.Distributor] must pass,
-// and a store's Floor, epoch and restore handling with it, given the parts
-// of a [Suite] (the SQL and Redis stores run it against the real servers);
-// [Fake] is an in-memory distributor with a configurable latency and an
-// outage switch for unit tests and benchmarks.
-package segmenttest
+// Package segtest holds [Fake], an in-memory segment distributor with a
+// latency and an outage switch, for the module's own unit tests and
+// benchmarks of the chains, the registry and the server. Stores check the
+// contract with engine/segment/segmenttest.
+package segtest
 
 import (
 	"context"
@@ -48,7 +46,7 @@ func (f *Fake) Confirmed() time.Time { return time.Time{} }
 func (f *Fake) NextMaxID(ctx context.Context, step int64) (int64, error) {
 	f.calls.Add(1)
 	if step <= 0 {
-		return 0, fmt.Errorf("%w: segmenttest: step %d must be positive", engine.ErrInvalidConfig, step)
+		return 0, fmt.Errorf("%w: segtest: step %d must be positive", engine.ErrInvalidConfig, step)
 	}
 	if d := time.Duration(f.latency.Load()); d > 0 {
 		t := time.NewTimer(d)
@@ -59,15 +57,15 @@ func (f *Fake) NextMaxID(ctx context.Context, step int64) (int64, error) {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("segmenttest: NextMaxID: %w", err)
+		return 0, fmt.Errorf("segtest: NextMaxID: %w", err)
 	}
 	if f.down.Load() {
-		return 0, fmt.Errorf("%w: segmenttest: fake store is down", engine.ErrStoreUnavailable)
+		return 0, fmt.Errorf("%w: segtest: fake store is down", engine.ErrStoreUnavailable)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.max > math.MaxInt64-step {
-		return 0, fmt.Errorf("%w: segmenttest: %d + step %d", engine.ErrIDOverflow, f.max, step)
+		return 0, fmt.Errorf("%w: segtest: %d + step %d", engine.ErrIDOverflow, f.max, step)
 	}
 	f.max += step
 	return f.max, nil
