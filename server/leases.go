@@ -124,21 +124,12 @@ func (l *leases) sweep(now time.Time) {
 	}
 }
 
-// lister is a store that lists the machine IDs of a namespace
-// (engine/sqlstore's and engine/redisstore's Store): an optional ability,
-// as database/sql's drivers have them; a store without it counts only the
-// leases this server saw.
-type lister interface {
-	Machines(ctx context.Context, namespace string) ([]machine.Assignment, error)
-}
-
-// refresh reads from st, if it lists them, the stable instances holding a
-// machine ID in each of namespaces whose last listing is older than
+// refresh reads from ad, when there is one, the stable instances holding
+// a machine ID in each of namespaces whose last listing is older than
 // rowsMaxAge. A store that fails to answer leaves the last listing as it
 // was.
-func (l *leases) refresh(ctx context.Context, st any, namespaces []string, now time.Time) {
-	ad, ok := st.(lister)
-	if !ok {
+func (l *leases) refresh(ctx context.Context, ad machine.Admin, namespaces []string, now time.Time) {
+	if ad == nil {
 		return
 	}
 	for _, ns := range namespaces {

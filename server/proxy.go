@@ -175,7 +175,7 @@ func (s *Server) distribute(w http.ResponseWriter, r *http.Request, c *caller, r
 	}
 	ctx, cancel := proxyContext(r)
 	defer cancel()
-	s.leases.refresh(ctx, s.cfg.Proxy, s.countedNamespaces(c, req.Namespace), time.Now())
+	s.leases.refresh(ctx, s.cfg.Admin, s.countedNamespaces(c, req.Namespace), time.Now())
 	cl, herr := s.leases.claim(c, quota, keyOf(req), req.Lease, req.Stable, alone, s.cfg.safeGuard, s.ownKey(), time.Now())
 	if herr != nil {
 		return -1, herr

@@ -139,6 +139,11 @@ type Settings struct {
 	// Proxy enables the /v1/proxy endpoints on this store when not nil
 	// (engine/sqlstore's and engine/redisstore's Store are ones).
 	Proxy idforge.Store
+	// Admin, the operator's commands on the Proxy's store (its OpenAdmin),
+	// lets the machine-ID quotas count the stable instances the store
+	// holds, which survive restarts of the server; nil counts only the
+	// leases this server saw.
+	Admin machine.Admin
 	// Logger receives recovered panics, readiness changes, the audit lines
 	// of what tokens do and the summaries of what they were refused; nil is
 	// slog.Default().

@@ -249,7 +249,7 @@ func serve(ctx context.Context, o *serveOptions, hup <-chan os.Signal, stdout io
 		},
 	}
 	if *o.proxy {
-		cfg.Proxy = st.store
+		cfg.Proxy, cfg.Admin = st.store, st.admin
 	}
 	h, err := server.New(cfg)
 	if err != nil {

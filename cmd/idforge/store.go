@@ -35,8 +35,9 @@ const defaultStoreFile = "idforge.db"
 // openedStore is the store serve runs on (the root store contract) with a
 // liveness probe for /readyz, a closer, a description for logs (with no
 // password in it) and a shorter one for the state page (no address, no
-// path: what kind of store, and a SQLite file's name). Opened for the
-// operator's commands, it holds no store but their admin.
+// path: what kind of store, and a SQLite file's name), and the operator's
+// commands on it (serve's proxy quotas list its machine IDs). Opened for
+// the operator's commands, it holds no store but their admin.
 type openedStore struct {
 	store    idforge.Store
 	admin    machine.Admin
@@ -105,10 +106,11 @@ func openStoreFor(ctx context.Context, spec, src, dir string, log *slog.Logger, 
 			ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
 			close:    client.Close,
 		}
-		if admin {
-			opened.admin, err = redisstore.OpenAdmin(octx, client, rs)
-		} else {
+		if !admin {
 			opened.store, err = redisstore.Open(octx, client, rs)
+		}
+		if err == nil {
+			opened.admin, err = redisstore.OpenAdmin(octx, client, rs)
 		}
 		if err != nil {
 			client.Close()
@@ -193,8 +195,14 @@ func openSQL(ctx context.Context, src, driver, dsn, describe string, init bool, 
 		db.Close()
 		return nil, err
 	}
-	opened.store = st
-	opened.close = func() error { return errors.Join(st.Close(), db.Close()) }
+	ad, err := sqlstore.OpenAdmin(octx, db, set)
+	if err != nil {
+		st.Close()
+		db.Close()
+		return nil, err
+	}
+	opened.store, opened.admin = st, ad
+	opened.close = func() error { return errors.Join(ad.Close(), st.Close(), db.Close()) }
 	return opened, nil
 }
 

@@ -33,13 +33,6 @@ func OpenAdmin(ctx context.Context, client redis.Cmdable, settings ...Settings) 
 	return admin{s}, nil
 }
 
-// Machines lists the machine IDs of namespace, in order, as the
-// machine.Admin of [OpenAdmin] does: a read, which changes nothing, for a server that counts
-// the stable instances a store holds.
-func (s *Store) Machines(ctx context.Context, namespace string) ([]machine.Assignment, error) {
-	return admin{s}.Machines(ctx, namespace)
-}
-
 // admin implements the operator's commands on a store: [machine.Admin].
 type admin struct{ *Store }
 

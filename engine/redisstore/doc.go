@@ -103,9 +103,8 @@
 //
 // # Operator commands
 //
-// [Store.Machines], [Store.Release], [Store.Counter] and [Store.RaiseCounter]
-// serve `idforge store machines|release|chain`, as the SQL store's methods of
-// the same names do. Machines and Release are one script each over the
+// The machine.Admin of [OpenAdmin] serves `idforge store
+// machines|release|chain`, as the SQL store's does. Machines and Release are one script each over the
 // namespace's keys; Release refuses, in the same script, an ID whose holding
 // stored a last timestamp within the reset grace of now (engine.ErrInstanceInUse)
 // unless forced, and frees the ID as an unstable Revert would, keeping its
