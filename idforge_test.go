@@ -69,7 +69,7 @@ func TestNewWithoutStore(t *testing.T) {
 
 // store is a Store on the in-memory distributors of the contract suites.
 type store struct {
-	*machinetest.Memory
+	machine.Distributor
 	seg *segtest.Fake
 }
 
@@ -248,7 +248,7 @@ func (r *resetStore) Guard(ctx context.Context, in machine.Instance, st machine.
 // another process may be handed the same ranges.
 func TestStoreResetDiscardsChains(t *testing.T) {
 	ctx := context.Background()
-	st := &resetStore{store: store{Memory: machinetest.NewMemory(nil), seg: segtest.NewFake(0)}}
+	st := &resetStore{store: store{Distributor: machinetest.NewMemory(nil), seg: segtest.NewFake(0)}}
 	reg := newReg(t, idforge.Settings{Store: st, Lease: machine.Settings{Heartbeat: 100 * time.Millisecond}})
 	first, err := reg.NextID(ctx, "chain", "order")
 	if err != nil {

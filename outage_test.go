@@ -21,7 +21,7 @@ import (
 func TestOutageFigures(t *testing.T) {
 	ctx := context.Background()
 	seg := segtest.NewFake(0)
-	reg := newReg(t, idforge.Settings{Store: store{Memory: machinetest.NewMemory(nil), seg: seg},
+	reg := newReg(t, idforge.Settings{Store: store{Distributor: machinetest.NewMemory(nil), seg: seg},
 		Machine: machine.Manual(3), StateDir: "off", Chain: segment.Settings{Step: 2}})
 	sf, err := reg.Generator(ctx, "snowflake", "")
 	if err != nil {

@@ -53,7 +53,7 @@ idforge_lease_machine_id 3
 
 // store is a Store whose sequences draw from one in-memory fake.
 type store struct {
-	*machinetest.Memory
+	machine.Distributor
 	seg *segtest.Fake
 }
 
@@ -65,7 +65,7 @@ func (s store) Segment(string, ...engine.Floor) (segment.Distributor, error) { r
 func TestCollectorReportsOutages(t *testing.T) {
 	ctx := context.Background()
 	seg := segtest.NewFake(0)
-	reg, err := idforge.New(ctx, idforge.Settings{Store: store{Memory: machinetest.NewMemory(nil), seg: seg},
+	reg, err := idforge.New(ctx, idforge.Settings{Store: store{Distributor: machinetest.NewMemory(nil), seg: seg},
 		Machine: machine.Manual(3), StateDir: "off", Chain: segment.Settings{Step: 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // guardDown is a store whose Guard is down for one instance (its
 // heartbeats fail transiently), so that instance's lease lapses on schedule.
 type guardDown struct {
-	*machinetest.Memory
+	machine.Distributor
 	down string
 }
 
@@ -25,7 +25,7 @@ func (d guardDown) Guard(ctx context.Context, inst machine.Instance, st machine.
 	if inst.ID == d.down {
 		return engine.ErrStoreUnavailable
 	}
-	return d.Memory.Guard(ctx, inst, st)
+	return d.Distributor.Guard(ctx, inst, st)
 }
 
 // A second tick lasts 999 ms past its start, so the generator fences it by
@@ -38,7 +38,7 @@ func TestSecondTickFenceLeavesNoOverlapWithSuccessor(t *testing.T) {
 	x := time.Now().Truncate(time.Second).Add(-time.Hour)
 	clk := clocktest.NewFake(x.Add(500 * time.Millisecond))
 	clk.ManualSleep = true
-	store := guardDown{Memory: machinetest.NewMemory(clk), down: "a"}
+	store := guardDown{Distributor: machinetest.NewMemory(clk), down: "a"}
 	opts := leased.LeaseSettings{Lease: machine.Settings{SafeGuard: 10 * time.Second, SkewMargin: -1, Heartbeat: 5 * time.Second}, Clock: clk, Reservation: -1}
 	ctx := context.Background()
 	newGen := func(l *leased.Lease) *snowflake.Generator {

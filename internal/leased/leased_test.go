@@ -126,16 +126,16 @@ func TestStalledInstanceMovesToANewMachineID(t *testing.T) {
 // resettable is a store that forgets everything (a Redis restarted without
 // persistence) and says so on the next call.
 type resettable struct {
-	*machinetest.Memory
+	machine.Distributor
 	reset atomic.Bool
 }
 
 func (r *resettable) Guard(ctx context.Context, in machine.Instance, st machine.State) error {
 	if r.reset.CompareAndSwap(true, false) {
-		r.Memory = machinetest.NewMemory(nil)
+		r.Distributor = machinetest.NewMemory(nil)
 		return engine.ErrStoreReset
 	}
-	return r.Memory.Guard(ctx, in, st)
+	return r.Distributor.Guard(ctx, in, st)
 }
 
 // A lease swap after a store reset carries the last tick: the wiped store
@@ -145,7 +145,7 @@ func (r *resettable) Guard(ctx context.Context, in machine.Instance, st machine.
 func TestResetCarriesLastTick(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
 	clk.ManualSleep = true
-	store := &resettable{Memory: machinetest.NewMemory(nil)}
+	store := &resettable{Distributor: machinetest.NewMemory(nil)}
 	var resets atomic.Int64
 	sf := newSF(t, leased.Settings{Distributor: store, Instance: inst("a"), Snowflake: snowflake.Settings{Clock: clk},
 		Lease: machine.Settings{Heartbeat: time.Second}, Reservation: -1,
@@ -216,7 +216,7 @@ func advanceOnSleep(clk *clocktest.Fake, step time.Duration) (stop func()) {
 // connection) once hang is set: it tells hanging, then returns only when
 // its ctx ends.
 type hangingGuard struct {
-	*machinetest.Memory
+	machine.Distributor
 	hang    *atomic.Bool
 	hanging chan struct{}
 }
@@ -230,7 +230,7 @@ func (d hangingGuard) Guard(ctx context.Context, in machine.Instance, st machine
 		<-ctx.Done()
 		return engine.ErrStoreUnavailable
 	}
-	return d.Memory.Guard(ctx, in, st)
+	return d.Distributor.Guard(ctx, in, st)
 }
 
 // When the lease has lapsed, NextID probes the store with a Heartbeat, which
@@ -243,7 +243,7 @@ func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
 	clk.ManualSleep = true
 	var hang atomic.Bool
 	hanging := make(chan struct{}, 1)
-	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Memory: machinetest.NewMemory(nil), hang: &hang, hanging: hanging},
+	sf := newSF(t, leased.Settings{Distributor: hangingGuard{Distributor: machinetest.NewMemory(nil), hang: &hang, hanging: hanging},
 		Instance: inst("a"), Snowflake: snowflake.Settings{Clock: clk}, Lease: machine.Settings{SafeGuard: 1500 * time.Millisecond, Heartbeat: time.Second}, Reservation: -1})
 	next(t, sf)
 	hang.Store(true)
@@ -272,7 +272,7 @@ func TestLapsedLeaseProbeHonoursCallerDeadline(t *testing.T) {
 // awayGuard fails every Guard while away is set, as a store that cannot be
 // reached.
 type awayGuard struct {
-	*machinetest.Memory
+	machine.Distributor
 	away *atomic.Bool
 }
 
@@ -280,7 +280,7 @@ func (d awayGuard) Guard(ctx context.Context, in machine.Instance, st machine.St
 	if d.away.Load() {
 		return fmt.Errorf("%w: dial tcp 10.0.0.1:3306: connection refused", engine.ErrStoreUnavailable)
 	}
-	return d.Memory.Guard(ctx, in, st)
+	return d.Distributor.Guard(ctx, in, st)
 }
 
 // With the store unreachable past the reservation, NextID refuses saying
@@ -290,7 +290,7 @@ func TestRefusalWhileStoreAwaySaysSo(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
 	clk.ManualSleep = true
 	var away atomic.Bool
-	sf := newSF(t, leased.Settings{Distributor: awayGuard{Memory: machinetest.NewMemory(nil), away: &away},
+	sf := newSF(t, leased.Settings{Distributor: awayGuard{Distributor: machinetest.NewMemory(nil), away: &away},
 		Instance: inst("a"), Snowflake: snowflake.Settings{Clock: clk}})
 	next(t, sf)
 	away.Store(true)

@@ -1,5 +1,5 @@
 // Package machinetest checks machine.Distributor implementations against the
-// contract documented on [machine.Distributor], and provides [Memory], an
+// contract documented on [machine.Distributor], and provides [NewMemory], an
 // in-memory reference implementation for unit tests.
 //
 // A store implementation runs the suite from its own tests:

@@ -14,11 +14,9 @@ import (
 	"github.com/idforge/idforge/engine/machine"
 )
 
-// Memory is an in-memory machine.Distributor: the reference implementation
-// of the contract that [Run] checks, for unit tests of code built on
-// distributors. One mutex makes every method atomic. It is not persistent
-// and not shared between processes.
-type Memory struct {
+// memory is the in-memory distributor of [NewMemory]. One mutex makes
+// every method atomic.
+type memory struct {
 	clock clock.Clock
 	mu    sync.Mutex
 	ns    map[string]map[int64]*row // namespace → machine ID → row
@@ -32,20 +30,23 @@ type row struct {
 	last   int64 // Unix ms
 }
 
-// NewMemory returns an empty in-memory distributor that judges expiry by c
-// (clock.System if nil).
-func NewMemory(c clock.Clock) *Memory {
+// NewMemory returns an empty in-memory machine.Distributor that judges
+// expiry by c (clock.System if nil): the reference implementation of the
+// contract that [Run] checks, for unit tests of code built on
+// distributors. It is not persistent and not shared between processes;
+// its Terms say it remembers last timestamps, and it has no server time.
+func NewMemory(c clock.Clock) machine.Distributor {
 	if c == nil {
 		c = clock.System
 	}
-	return &Memory{clock: c, ns: map[string]map[int64]*row{}}
+	return &memory{clock: c, ns: map[string]map[int64]*row{}}
 }
 
 // Distribute hands out inst's own ID (refusing a stable inst's ID held live
 // by another process), else the lowest free or expired one not stamped
 // ahead of the clock, else the lowest never used, else the free one
 // stamped least far ahead, else fails with engine.ErrMachineIDOverflow.
-func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
+func (m *memory) Distribute(_ context.Context, inst machine.Instance, machineBits int, safeGuard time.Duration) (machine.State, error) {
 	if err := distcheck.Distribute(inst.Namespace, inst.ID, machineBits, safeGuard); err != nil {
 		return machine.State{}, err
 	}
@@ -113,7 +114,7 @@ func (m *Memory) Distribute(_ context.Context, inst machine.Instance, machineBit
 }
 
 // Guard raises the ID's last timestamp if inst holds it under st.Holder.
-func (m *Memory) Guard(_ context.Context, inst machine.Instance, st machine.State) error {
+func (m *memory) Guard(_ context.Context, inst machine.Instance, st machine.State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.held(inst, st, "guard")
@@ -126,14 +127,14 @@ func (m *Memory) Guard(_ context.Context, inst machine.Instance, st machine.Stat
 
 // Terms are a store's that keeps last timestamps and sets no window and
 // no grace.
-func (m *Memory) Terms() machine.Terms { return machine.Terms{Remembers: true} }
+func (m *memory) Terms() machine.Terms { return machine.Terms{Remembers: true} }
 
 // ServerTime is the zero time: the memory keeps no clock of its own.
-func (m *Memory) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
+func (m *memory) ServerTime(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // Revert stores the ID's last timestamp, even below what Guard raised it to,
 // ends the holding, and frees the ID unless inst is stable.
-func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.State) error {
+func (m *memory) Revert(_ context.Context, inst machine.Instance, st machine.State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.held(inst, st, "revert")
@@ -149,7 +150,7 @@ func (m *Memory) Revert(_ context.Context, inst machine.Instance, st machine.Sta
 
 // held returns the row of st.MachineID if inst holds it under st.Holder.
 // Callers hold mu.
-func (m *Memory) held(inst machine.Instance, st machine.State, op string) (*row, error) {
+func (m *memory) held(inst machine.Instance, st machine.State, op string) (*row, error) {
 	if err := distcheck.Instance(inst.Namespace, inst.ID); err != nil {
 		return nil, err
 	}
