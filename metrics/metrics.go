@@ -9,9 +9,8 @@ import (
 	"github.com/idforge/idforge/internal/genreg"
 )
 
-// Collector reports a registry's figures. It is a prometheus.Collector and
-// safe for concurrent use.
-type Collector struct {
+// collector reports a registry's figures.
+type collector struct {
 	reg *idforge.Registry
 
 	issued, idErrors, chainGap, chainDistance, chainStep, chainFetches, chainFailures,
@@ -19,15 +18,16 @@ type Collector struct {
 	outageServed, outageRefused, outageSeconds, outageEnded *prometheus.Desc
 }
 
-// New returns the collector of reg. Register it in a prometheus.Registry of
-// your own; every metric name starts with "idforge_" (relabel at scrape
-// time to change it).
-func New(reg *idforge.Registry) *Collector {
+// New returns the collector of reg, safe for concurrent use: each scrape
+// reads one Registry.Stats. Register it in a prometheus.Registry of your
+// own; every metric name starts with "idforge_" (relabel at scrape time to
+// change it).
+func New(reg *idforge.Registry) prometheus.Collector {
 	const ns = "idforge"
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}
-	return &Collector{
+	return &collector{
 		reg:            reg,
 		issued:         d("ids_issued_total", "IDs handed out.", "kind", "name"),
 		idErrors:       d("id_errors_total", "Draws that failed, by reason.", "kind", "name", "reason"),
@@ -49,8 +49,8 @@ func New(reg *idforge.Registry) *Collector {
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+// Describe sends the description of every metric.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.issued, c.idErrors, c.chainGap, c.chainDistance, c.chainStep, c.chainFetches,
 		c.chainFailures, c.chainHungry, c.chainDiscarded, c.storeDown, c.leaseID, c.leaseAge, c.leaseLost,
 		c.outageServed, c.outageRefused, c.outageSeconds, c.outageEnded} {
@@ -58,8 +58,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: one Registry.Stats per scrape.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+// Collect reports one Registry.Stats.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.reg.Stats()
 	cnt := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
