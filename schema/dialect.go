@@ -1,11 +1,7 @@
 package schema
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/idforge/idforge/engine"
@@ -60,57 +56,4 @@ func ParseDialect(name string) (Dialect, error) {
 		return SQLite, nil
 	}
 	return 0, fmt.Errorf("%w %q (want mysql, mariadb, postgres, postgresql, pgx, sqlite or sqlite3)", errUnknownDialect, name)
-}
-
-// driverDialect tells the dialect from the database/sql driver's Go type,
-// without talking to the database. It knows go-sql-driver/mysql, pgx's
-// stdlib, lib/pq, glebarez/go-sqlite, modernc.org/sqlite and
-// mattn/go-sqlite3; for other drivers (including wrappers that hide the
-// real driver) it returns an error wrapping engine.ErrInvalidConfig.
-func driverDialect(drv driver.Driver) (Dialect, error) {
-	t := reflect.TypeOf(drv)
-	if t == nil {
-		return 0, fmt.Errorf("%w: no driver", errUnknownDialect)
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return typeDialect(t.PkgPath(), t.Name())
-}
-
-// typeDialect matches a driver type's package path and name.
-func typeDialect(pkgPath, name string) (Dialect, error) {
-	id := strings.ToLower(pkgPath + "." + name)
-	switch {
-	case strings.Contains(id, "sqlite"):
-		return SQLite, nil
-	case strings.Contains(id, "mysql"):
-		return MySQL, nil
-	case strings.Contains(id, "pgx"), strings.Contains(id, "lib/pq"), strings.Contains(id, "postgres"):
-		return Postgres, nil
-	}
-	return 0, fmt.Errorf("%w: driver %s", errUnknownDialect, id)
-}
-
-// Detect tells db's dialect: from the driver's type when it is a known one,
-// otherwise by asking the server (version() answers on PostgreSQL and
-// MySQL/MariaDB, sqlite_version() on SQLite).
-func Detect(ctx context.Context, db *sql.DB) (Dialect, error) {
-	d, err := driverDialect(db.Driver())
-	if err == nil {
-		return d, nil
-	}
-	var version string
-	verr := db.QueryRowContext(ctx, "SELECT version()").Scan(&version)
-	if verr == nil {
-		if strings.Contains(version, "PostgreSQL") {
-			return Postgres, nil
-		}
-		return MySQL, nil
-	}
-	serr := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version)
-	if serr == nil {
-		return SQLite, nil
-	}
-	return 0, fmt.Errorf("%w (%v; SELECT version(): %v; SELECT sqlite_version(): %v)", errUnknownDialect, err, verr, serr)
 }

@@ -1,8 +1,9 @@
-// Package schema owns the tables of the SQL store: their DDL per dialect
-// (MySQL/MariaDB, PostgreSQL, SQLite), the dialects and how to tell them
-// from a driver or a server, Ensure to create the tables and Migrate to
-// bring older ones up to date. engine/sqlstore runs its statements on these
-// tables and `idforge schema` prints the DDL.
+// Package schema owns the tables of the SQL store (engine/sqlstore): the
+// dialects (MySQL/MariaDB, PostgreSQL, SQLite) and the DDL of each, for a
+// migration tool of your own, as `idforge schema` prints it.
+// sqlstore.Open creates the tables itself with Settings.CreateTables,
+// tells the dialect of a database when Settings.Dialect is not set, and
+// brings tables of an older DDL up to date.
 //
 // It imports only the standard library and the engine's errors.
 package schema

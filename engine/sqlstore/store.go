@@ -15,6 +15,7 @@ import (
 
 	"github.com/idforge/idforge/engine"
 	"github.com/idforge/idforge/engine/clock"
+	"github.com/idforge/idforge/engine/internal/sqlschema"
 	"github.com/idforge/idforge/engine/internal/storeepoch"
 	"github.com/idforge/idforge/schema"
 )
@@ -189,21 +190,18 @@ func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) 
 	if cfg.Start < 0 {
 		return nil, fmt.Errorf("%w: sqlstore: segment start %d is negative", engine.ErrInvalidConfig, cfg.Start)
 	}
-	if cfg.Dialect != 0 {
-		if _, err := schema.DDL(cfg.Dialect, ""); err != nil {
-			return nil, fmt.Errorf("sqlstore: %w", err)
-		}
-	}
 	if cfg.TablePrefix == "" {
 		cfg.TablePrefix = "idforge_"
 	}
-	if _, err := schema.Expand("", cfg.TablePrefix); err != nil {
-		return nil, err
-	}
+	// The DDL checks the dialect and the prefix: a known driver's dialect
+	// is told without a query, so a bad prefix is refused before one.
 	if cfg.Dialect == 0 {
-		if cfg.Dialect, err = schema.Detect(ctx, db); err != nil {
+		if cfg.Dialect, err = sqlschema.Detect(ctx, db); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w: %w", engine.ErrStoreUnavailable, err)
 		}
+	}
+	if _, err := schema.DDL(cfg.Dialect, cfg.TablePrefix); err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
 	s := &Store{db: db, cfg: cfg, name: fmt.Sprintf("sqlstore (%s) %s*", cfg.Dialect, cfg.TablePrefix), rewriting: rewriting}
 	if cfg.Dialect == schema.SQLite {
@@ -213,7 +211,7 @@ func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) 
 		}
 	}
 	if cfg.CreateTables {
-		if err := schema.Ensure(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
+		if err := sqlschema.Ensure(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
 			return nil, s.unavailable("creating the tables", err)
 		}
 	}
@@ -228,7 +226,7 @@ func open(ctx context.Context, db *sql.DB, rewriting bool, settings []Settings) 
 		s.Close()
 		return nil, err
 	}
-	if err := schema.Migrate(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
+	if err := sqlschema.Migrate(ctx, db, cfg.Dialect, cfg.TablePrefix); err != nil {
 		s.Close()
 		return nil, s.unavailable("upgrading the machine table", err)
 	}
@@ -363,7 +361,7 @@ var (
 // names and {epoch $n} for the check that the epoch token is $n.
 func (s *Store) stmt(src string) *stmt {
 	src = epochCheck.ReplaceAllString(src, "EXISTS (SELECT 1 FROM {meta} WHERE name = 'epoch' AND value = $1)")
-	src, _ = schema.Expand(src, s.cfg.TablePrefix) // the prefix was checked by Open
+	src = sqlschema.Expand(src, s.cfg.TablePrefix) // the prefix was checked by Open
 	st := &stmt{db: s.db, one: s.one}
 	switch s.cfg.Dialect {
 	case schema.Postgres:

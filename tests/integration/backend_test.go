@@ -97,7 +97,7 @@ func sqlServer(t *testing.T, d testdb.DB) *server {
 		t.Fatalf("creating the ID tables on %s: %v", d.Name, err)
 	}
 	adminStore.Close()
-	dialect, err := schema.Detect(ctx, admin)
+	dialect, err := schema.ParseDialect(d.Driver)
 	if err != nil {
 		t.Fatalf("detecting %s's dialect: %v", d.Name, err)
 	}
