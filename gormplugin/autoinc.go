@@ -25,7 +25,7 @@ type autoKey struct {
 // auto-incrementing on purpose (one migrated from AUTO_INCREMENT keys)
 // keeps working. fields are the keys whose auto-increment GORM implied
 // and the plugin turned off.
-func (p *Plugin) warnAutoIncrement(ctx context.Context, db *gorm.DB, s *schema.Schema, fields []*schema.Field) {
+func (p *plugin) warnAutoIncrement(ctx context.Context, db *gorm.DB, s *schema.Schema, fields []*schema.Field) {
 	if len(fields) == 0 || db.DryRun || db.Statement == nil || s.Table == "" {
 		return
 	}

@@ -38,7 +38,7 @@ func (mp *modelPlan) enterHooks(stmt *gorm.Statement) {
 }
 
 // end restores the statement's context after its AfterCreate hooks.
-func (p *Plugin) end(db *gorm.DB) {
+func (p *plugin) end(db *gorm.DB) {
 	if rec, ok := db.Statement.Context.Value(inflightKey{}).(*inflight); ok && rec.stmt == db.Statement {
 		db.Statement.Context = rec.parent
 	}

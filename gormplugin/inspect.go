@@ -15,7 +15,7 @@ const learnCallbackName = "idforge:learn"
 // learn builds the plan of the create's model on first sight before the
 // create's own transaction begins, so that what the plugin reads of the
 // table then (see inspect) waits for no connection the create holds.
-func (p *Plugin) learn(db *gorm.DB) {
+func (p *plugin) learn(db *gorm.DB) {
 	s := db.Statement.Schema
 	if db.Error != nil || s == nil {
 		return
@@ -33,7 +33,7 @@ func rootKey(db *gorm.DB) any { return db.Callback() }
 
 // root is the *gorm.DB the plugin was registered on (db.Use) that db is a
 // session or transaction of; db itself when the plugin does not know it.
-func (p *Plugin) root(db *gorm.DB) *gorm.DB {
+func (p *plugin) root(db *gorm.DB) *gorm.DB {
 	if r, ok := p.roots.Load(rootKey(db)); ok {
 		return r.(*gorm.DB)
 	}
@@ -43,7 +43,7 @@ func (p *Plugin) root(db *gorm.DB) *gorm.DB {
 // pool is a session of the plugin's own on the connection pool of db's
 // database: not the caller's session, its prepared statements, nor the
 // transaction db may be in.
-func (p *Plugin) pool(ctx context.Context, db *gorm.DB) *gorm.DB {
+func (p *plugin) pool(ctx context.Context, db *gorm.DB) *gorm.DB {
 	root := p.root(db)
 	s := root.Session(&gorm.Session{NewDB: true, SkipHooks: true, Context: ctx})
 	pool := gormids.Unprepared(root.Config.ConnPool)
@@ -60,7 +60,7 @@ func (p *Plugin) pool(ctx context.Context, db *gorm.DB) *gorm.DB {
 // read runs in the background and this returns at once: waiting there for
 // a second connection could wait for ever on a pool of one (SQLite) or on
 // one that callers doing the same have exhausted.
-func (p *Plugin) inspect(ctx context.Context, db *gorm.DB, read func(*gorm.DB)) {
+func (p *plugin) inspect(ctx context.Context, db *gorm.DB, read func(*gorm.DB)) {
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
 		read(p.pool(ctx, db))
 		return

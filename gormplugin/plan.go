@@ -35,7 +35,7 @@ type modelPlan struct {
 // dated columns. Errors in tags and field types are cached and returned
 // every time; a registry that cannot produce a generator yet (unknown kind,
 // store down) is asked again next time.
-func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepare bool) (*modelPlan, error) {
+func (p *plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepare bool) (*modelPlan, error) {
 	if r, ok := p.plans.Load(s); ok {
 		res := r.(planResult)
 		return res.plan, res.err
@@ -49,7 +49,7 @@ func (p *Plugin) plan(ctx context.Context, db *gorm.DB, s *schema.Schema, prepar
 // build builds and caches the plan of s, once, and returns it with the
 // keys whose auto-increment GORM implied and the plugin turned off, when
 // it built it.
-func (p *Plugin) build(ctx context.Context, db *gorm.DB, s *schema.Schema, prepare bool) (*modelPlan, []*schema.Field, error) {
+func (p *plugin) build(ctx context.Context, db *gorm.DB, s *schema.Schema, prepare bool) (*modelPlan, []*schema.Field, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r, ok := p.plans.Load(s); ok {
@@ -109,7 +109,7 @@ type floorKey struct {
 // on the pool of the *gorm.DB the plugin was registered on (see root), not
 // in the session that first created a row of the model: it is asked again
 // after every store reset, long after that session ended.
-func (p *Plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
+func (p *plugin) addFloor(db *gorm.DB, table, column string, f *idgen.Field) {
 	if !idgen.Sequence(f.Spec.Kind) || table == "" || column == "" {
 		return
 	}

@@ -66,10 +66,10 @@ type config struct {
 	cols     *gormids.Columns // which columns it fills; registered on the db for shardgorm
 }
 
-// Plugin fills ID fields on create. Make one with [New] and register it with
-// db.Use; it is safe for concurrent use. It keeps what it learns of each
-// model (the fields it fills and their generators) on itself.
-type Plugin struct {
+// plugin fills ID fields on create; it is safe for concurrent use. It
+// keeps what it learns of each model (the fields it fills and their
+// generators) on itself.
+type plugin struct {
 	set []Settings
 	cfg config
 
@@ -89,15 +89,16 @@ type planResult struct {
 	err  error
 }
 
-// New returns the plugin configured by at most one Settings (none: the
-// defaults). Initialize, called by db.Use, validates them.
-func New(s ...Settings) *Plugin { return &Plugin{set: s} }
+// New returns the plugin, configured by at most one Settings (none: the
+// defaults), to register with db.Use, which validates them; it fills ID
+// fields on create and is safe for concurrent use.
+func New(s ...Settings) gorm.Plugin { return &plugin{set: s} }
 
 // Name implements gorm.Plugin: "gorm:idforge".
-func (p *Plugin) Name() string { return pluginName }
+func (p *plugin) Name() string { return pluginName }
 
 // resolve validates the settings given to New into the plugin's config.
-func (p *Plugin) resolve() error {
+func (p *plugin) resolve() error {
 	var s Settings
 	switch len(p.set) {
 	case 0:
@@ -164,7 +165,7 @@ func checkDefault(def idgen.Spec) error {
 // one after gorm:create that reads back the keys of rows an upsert met,
 // before the associations saved after the row take its key, and one after
 // the AfterCreate hooks.
-func (p *Plugin) Initialize(db *gorm.DB) error {
+func (p *plugin) Initialize(db *gorm.DB) error {
 	if err := p.resolve(); err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 // endCallbackName is the create callback that runs after the AfterCreate hooks.
 const endCallbackName = "idforge:end_create"
 
-func (p *Plugin) create(db *gorm.DB) {
+func (p *plugin) create(db *gorm.DB) {
 	stmt := db.Statement
 	if db.Error != nil || stmt.Schema == nil {
 		return
@@ -304,7 +305,7 @@ func isZero(v any) bool {
 	return rv.IsZero()
 }
 
-func (p *Plugin) logger(db *gorm.DB) logger.Interface {
+func (p *plugin) logger(db *gorm.DB) logger.Interface {
 	if p.cfg.logger != nil {
 		return p.cfg.logger
 	}
@@ -402,8 +403,8 @@ func Prepare(db *gorm.DB, models ...any) error {
 	return errors.Join(errs...)
 }
 
-func pluginOf(db *gorm.DB) (*Plugin, error) {
-	if p, ok := db.Config.Plugins[pluginName].(*Plugin); ok {
+func pluginOf(db *gorm.DB) (*plugin, error) {
+	if p, ok := db.Config.Plugins[pluginName].(*plugin); ok {
 		return p, nil
 	}
 	return nil, fmt.Errorf("%w: the idforge plugin is not registered on this *gorm.DB (db.Use(idplugin.New(...)))", engine.ErrInvalidConfig)

@@ -31,7 +31,7 @@ func FuzzDefaultGenerator(f *testing.F) {
 		if def == "" {
 			return // the default, snowflake
 		}
-		p := New(Settings{Registry: noProvider{}, DefaultGenerator: def})
+		p := &plugin{set: []Settings{{Registry: noProvider{}, DefaultGenerator: def}}}
 		if err := p.resolve(); err != nil {
 			if !errors.Is(err, engine.ErrInvalidConfig) || !strings.Contains(err.Error(), "idplugin.Settings.DefaultGenerator") {
 				t.Fatalf("DefaultGenerator %q: %v; want ErrInvalidConfig naming the field", def, err)

@@ -22,7 +22,7 @@ import (
 // gorm tag is kept. It reports which fields take their UUID as 16 bytes: a
 // uuid.UUID in a BINARY column on MySQL/MariaDB, whether set here or in the
 // gorm tag.
-func (p *Plugin) setColumnTypes(db *gorm.DB, s *schema.Schema, fields []*schema.Field, ids []*idgen.Field, set bool) []bool {
+func (p *plugin) setColumnTypes(db *gorm.DB, s *schema.Schema, fields []*schema.Field, ids []*idgen.Field, set bool) []bool {
 	dialect := db.Dialector.Name()
 	binary := make([]bool, len(fields))
 	for i, sf := range fields {
@@ -52,7 +52,7 @@ func hasType(sf *schema.Field) bool {
 // uuidColumn sets the SQL type of sf, a UUID column, when set, and on
 // MySQL/MariaDB makes a binary column of a 16-byte array type take the 16
 // bytes, which it reports.
-func (p *Plugin) uuidColumn(dialect string, sf *schema.Field, set bool) bool {
+func (p *plugin) uuidColumn(dialect string, sf *schema.Field, set bool) bool {
 	t := sf.FieldType
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()

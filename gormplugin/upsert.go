@@ -238,7 +238,7 @@ func (u *upsert) prepare() {
 
 // upserted makes an upsert's rows agree with the table (see settle): after
 // gorm:create, before the associations saved after the row take its key.
-func (p *Plugin) upserted(db *gorm.DB) {
+func (p *plugin) upserted(db *gorm.DB) {
 	stmt := db.Statement
 	if _, ok := stmt.Clauses["ON CONFLICT"]; !ok {
 		return

@@ -73,7 +73,7 @@ func New(dbs []*gorm.DB, r *sharding.Router, s ...sharding.Settings) (*Repositor
 		return nil, err
 	}
 	for i, db := range dbs {
-		if _, ok := db.Config.Plugins[(&idplugin.Plugin{}).Name()]; !ok {
+		if _, ok := db.Config.Plugins[idplugin.New().Name()]; !ok {
 			return nil, fmt.Errorf("%w: shardgorm.New: database %d has no idforge plugin: db.Use(idplugin.New(...)) first, so rows get their IDs before they are routed",
 				engine.ErrInvalidConfig, i)
 		}
