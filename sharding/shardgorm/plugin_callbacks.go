@@ -158,15 +158,6 @@ func (p *Plugin) fan(db *gorm.DB, shards []sharding.Shard, part func(ctx context
 // statement runs in.
 const inShardKey = "idforge:shardgorm_in"
 
-// create writes a Create of a sharded model through the repository: IDs
-// filled (owner-keyed ones composed), rows routed, each shard's part in a
-// transaction of its own. The rest of GORM's create chain on db is
-// skipped: each part's statement runs the model's hooks and saves its
-// associations in its shard's transaction. A create in a shard's
-// transaction (an association saved with its parent's row) writes there,
-// behind a savepoint, and its rows must route to that shard; so does a
-// create in a transaction, each part in the database the transaction is
-// bound to.
 // written returns the Select and Omit of a Create for its parts, with the
 // ID and the shard key always written: they place the row.
 func (m *pmodel) written(st *gorm.Statement) (selects, omits []string) {
@@ -187,12 +178,22 @@ func (m *pmodel) written(st *gorm.Statement) (selects, omits []string) {
 	return append(slices.Clone(st.Selects), keep...), omits
 }
 
+// create writes a Create of a sharded model through the repository: IDs
+// filled (owner-keyed ones composed), rows routed, each shard's part in a
+// transaction of its own. The rest of GORM's create chain on db is
+// skipped: each part's statement runs the model's hooks (unless db skips
+// them) and saves its associations in its shard's transaction. A create
+// in a shard's transaction (an association saved with its parent's row)
+// writes there, behind a savepoint, and its rows must route to that
+// shard; so does a create in a transaction, whose rows must all go to
+// the one shard it holds, or will hold.
 func (p *Plugin) create(db *gorm.DB) {
 	m := p.modelOf(db.Statement)
 	if m == nil || db.Error != nil {
 		return
 	}
 	done(db)
+	hooks := !db.Statement.SkipHooks
 	db.Statement.SkipHooks = true // the parts run them
 	ctx := ctxOf(db)
 	g := p.g
@@ -205,12 +206,19 @@ func (p *Plugin) create(db *gorm.DB) {
 		s := v.(sharding.Shard)
 		only = &s
 	}
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	t := txOf(db.Statement.ConnPool)
+	batches := t != nil && t.batches && only == nil
+	if held := t.held(); only == nil && held != nil {
+		only = held
+	}
 	selects, omits := m.written(db.Statement)
 	n := 0
 	insert := func(tx *gorm.DB, s sharding.Shard) func(rows any) error {
 		return func(rows any) error {
 			q := tx.Session(&gorm.Session{NewDB: true, Context: ctx}).Table(m.table(s)).Set(inShardKey, s).Clauses(extra...)
 			q.Statement.Selects, q.Statement.Omits = selects, omits
+			q.Statement.SkipHooks = !hooks
 			res := q.Create(rows)
 			if res.Error == nil {
 				n += reflect.ValueOf(rows).Len()
@@ -230,7 +238,7 @@ func (p *Plugin) create(db *gorm.DB) {
 		},
 		Fill: func(value any) error { return idplugin.Fill(g.base.DBs[0].WithContext(ctx), value) },
 		Begin: func(base *gorm.DB, s sharding.Shard) (repo.Conn, error) {
-			if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx || only != nil {
+			if inTx || only != nil {
 				c, err := p.conn(db, s)
 				if err != nil {
 					return repo.Conn{}, err
@@ -250,15 +258,25 @@ func (p *Plugin) create(db *gorm.DB) {
 				Rollback: func() error { return tx.Rollback().Error },
 			}, nil
 		},
-		Only: only,
+		Only:   only,
+		Single: inTx && !batches,
 	})
 	db.RowsAffected = int64(n)
-	if t := txOf(db.Statement.ConnPool); t != nil && t.batches && only == nil {
+	if batches {
 		err = p.batchWritten(t, db.Statement.Dest, plan, err)
 	}
 	var se *sharding.ShardError
-	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx && errors.As(err, &se) {
-		err = inTxError{se}
+	if errors.As(err, &se) {
+		what := fmt.Sprintf("the part was rolled back; %s written before it, stored (ShardError.Written)", rowsN(len(se.Written)))
+		switch {
+		case batches:
+			what = "every batch was rolled back: none of the rows is stored"
+		case inTx:
+			what = fmt.Sprintf("the part was rolled back to its savepoint; %s written in the transaction, which commits or rolls them back", rowsN(len(se.Written)))
+		case errors.Is(se.Err, sharding.ErrOutcomeUnknown):
+			what = fmt.Sprintf("the part may be stored; %s written before it, stored (ShardError.Written)", rowsN(len(se.Written)))
+		}
+		err = createError{se: se, what: what}
 	}
 	if err != nil {
 		_ = db.AddError(gormids.InvalidData(err))
@@ -267,20 +285,18 @@ func (p *Plugin) create(db *gorm.DB) {
 
 // batchWritten records a batch of CreateInBatches, value, written with
 // err in the batches' transactions t: the shard of each row, for the
-// error of a COMMIT; or it turns the positions of err's rows into
-// positions in the value given to CreateInBatches.
+// error of a COMMIT. A failed batch's rows are turned into positions in
+// the value given to CreateInBatches; none is written, since GORM rolls
+// every batch back.
 func (p *Plugin) batchWritten(t *ptx, value any, plan repo.Plan, err error) error {
 	var se *sharding.ShardError
 	if errors.As(err, &se) {
+		rows := make([]int, len(se.Rows))
 		off := t.offset()
-		shift := func(rows []int) []int {
-			out := make([]int, len(rows))
-			for i, r := range rows {
-				out[i] = r + off
-			}
-			return out
+		for i, r := range se.Rows {
+			rows[i] = r + off
 		}
-		return &sharding.ShardError{Rows: shift(se.Rows), Written: shift(se.Written), Err: se.Err}
+		return &sharding.ShardError{Rows: rows, Err: se.Err}
 	}
 	if err != nil {
 		return err
@@ -301,17 +317,28 @@ func (p *Plugin) batchWritten(t *ptx, value any, plan repo.Plan, err error) erro
 	return nil
 }
 
-// inTxError is a ShardError of a Create inside the application's
-// transaction: the rows written are the transaction's, kept or rolled
-// back with it, so Create again finishes the batch only in it.
-type inTxError struct{ se *sharding.ShardError }
-
-func (e inTxError) Error() string {
-	return fmt.Sprintf("sharding: insert %d rows in a transaction: %v (the part was rolled back to its savepoint; %d rows written in the transaction, "+
-		"which commits or rolls them back: Create again with the same rows before it ends finishes the batch)", len(e.se.Rows), e.se.Err, len(e.se.Written))
+// createError is a *sharding.ShardError of the plugin's Create, with
+// what became of the rows: the plugin skips no row stored before (a key
+// stored is the database's duplicate-key error), so the repository's
+// advice to Create again does not hold.
+type createError struct {
+	se   *sharding.ShardError
+	what string
 }
 
-func (e inTxError) Unwrap() error { return e.se }
+func (e createError) Error() string {
+	return fmt.Sprintf("sharding: insert %s: %v (%s)", rowsN(len(e.se.Rows)), e.se.Err, e.what)
+}
+
+func (e createError) Unwrap() error { return e.se }
+
+// rowsN is "1 row" or "n rows".
+func rowsN(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
 
 // write routes an update or delete on a sharded model: on one shard, the
 // statement runs there; on several (an IN over keys of several shards, or

@@ -304,7 +304,7 @@ func TestPluginGORMCode(t *testing.T) {
 			}
 			// In a transaction, what it left is the transaction's.
 			err := db.Transaction(func(tx *gorm.DB) error { return tx.Create(&dup).Error })
-			if !errors.As(err, &se) || !strings.Contains(err.Error(), "in a transaction") {
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), "written in the transaction") {
 				t.Fatalf("duplicate Create in a transaction: %v, want a *sharding.ShardError saying so", err)
 			}
 

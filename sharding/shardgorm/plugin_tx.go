@@ -204,6 +204,25 @@ func (t *ptx) written(shards []sharding.Shard) {
 	t.rows += len(shards)
 }
 
+// held returns the shard the transaction holds, nil before its first
+// statement on a sharded model, for the batches' and outside one.
+func (t *ptx) held() *sharding.Shard {
+	if t == nil || t.batches {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.shard == nil {
+		return nil
+	}
+	s := *t.shard
+	return &s
+}
+
+// GetDBConn returns the application's *sql.DB, as tx.DB() does for a
+// transaction of GORM's own.
+func (t *ptx) GetDBConn() (*sql.DB, error) { return (&pool{ConnPool: t.main}).GetDBConn() }
+
 // offset is the position, in the value given to CreateInBatches, of the
 // batch being written.
 func (t *ptx) offset() int {
@@ -337,7 +356,10 @@ func (t *ptx) end(commit bool) error {
 				err = fmt.Errorf("%w: %w", sharding.ErrOutcomeUnknown, err)
 			}
 			slices.Sort(written)
-			failed = &sharding.ShardError{Rows: p.rows, Written: written, Err: fmt.Errorf("database %s: commit: %w", p.name, err)}
+			failed = createError{
+				se:   &sharding.ShardError{Rows: p.rows, Written: written, Err: fmt.Errorf("database %s: commit: %w", p.name, err)},
+				what: fmt.Sprintf("the databases after it were rolled back; %s of those before it, stored (ShardError.Written)", rowsN(len(written))),
+			}
 			continue
 		}
 		if i < len(t.parts) {

@@ -3,6 +3,7 @@ package shardgorm_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -130,5 +131,94 @@ func TestPluginCreateInBatchesCommit(t *testing.T) {
 	}
 	if !slices.Equal(got, written) {
 		t.Errorf("rows stored %v, want %v", got, written)
+	}
+}
+
+// errNegative is what Order's BeforeCreate answers a negative amount.
+var errNegative = errors.New("negative amount")
+
+// BeforeCreate refuses a negative amount, as an application's validation
+// would: the plugin must run it wherever the row is written.
+func (o *Order) BeforeCreate(*gorm.DB) error {
+	if o.Amount < 0 {
+		return errNegative
+	}
+	return nil
+}
+
+// TestPluginHooksEverywhere runs a sharded model's create hooks in
+// every way a row is created: plainly, in a transaction, and in
+// CreateInBatches; a session skipping hooks skips them.
+func TestPluginHooksEverywhere(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			db := e.db.Session(&gorm.Session{})
+			db.SkipDefaultTransaction = false
+			bad := func() []Order { return []Order{{UserID: 1, Amount: 1}, {UserID: 2, Amount: -1}, {UserID: 3, Amount: 1}} }
+			ways := map[string]func() error{
+				"Create": func() error { rows := bad(); return db.Create(&rows).Error },
+				"Transaction": func() error {
+					return db.Transaction(func(tx *gorm.DB) error { return tx.Create(&Order{UserID: 2, Amount: -1}).Error })
+				},
+				"CreateInBatches": func() error { rows := bad(); return db.CreateInBatches(&rows, 1).Error },
+			}
+			for name, create := range ways {
+				if err := create(); !errors.Is(err, errNegative) {
+					t.Errorf("%s of a negative amount: %v, want the hook's error", name, err)
+				}
+			}
+			for _, o := range e.physical(t) {
+				if o.Amount < 0 {
+					t.Errorf("a negative amount was stored: %+v", o)
+				}
+			}
+			rows := bad()
+			if err := db.Session(&gorm.Session{SkipHooks: true}).Create(&rows).Error; err != nil {
+				t.Fatalf("Create skipping hooks: %v", err)
+			}
+			if got := len(e.physical(t)); got != 3 {
+				t.Errorf("Create skipping hooks stored %d rows, want 3", got)
+			}
+		})
+	}
+}
+
+// TestPluginTransactionCreateOneShard refuses a Create in a transaction
+// whose rows go to several shards before any row is written, and lets
+// tx.DB() answer as in a transaction of GORM's own.
+func TestPluginTransactionCreateOneShard(t *testing.T) {
+	for _, b := range shardtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
+			tx := e.db.Begin()
+			if sqlDB, err := tx.DB(); err != nil || sqlDB == nil {
+				t.Errorf("tx.DB() in the plugin's transaction: %v, %v", sqlDB, err)
+			}
+			batch := []Order{{UserID: 4, Amount: 1}, {UserID: 2, Amount: 2}} // two tables of m0
+			err := tx.Create(&batch).Error
+			if !errors.Is(err, sharding.ErrWrongShard) || !strings.Contains(err.Error(), "nothing was written") {
+				t.Errorf("Create over two shards in a transaction: %v, want ErrWrongShard before any row", err)
+			}
+			if err := tx.Create(&Order{UserID: 2, Amount: 3}).Error; err != nil {
+				t.Fatalf("Create in the one shard after the refusal: %v", err)
+			}
+			err = tx.Create(&Order{UserID: 4, Amount: 4}).Error
+			if !errors.Is(err, sharding.ErrWrongShard) || !strings.Contains(err.Error(), "nothing was written") && !strings.Contains(err.Error(), "outside") {
+				t.Errorf("Create in another shard of the held one: %v, want ErrWrongShard", err)
+			}
+			if err := tx.Commit().Error; err != nil {
+				t.Fatal(err)
+			}
+			stored := e.physical(t)
+			if len(stored) != 1 {
+				t.Fatalf("the transaction committed %d rows, want the one of user 2: %v", len(stored), stored)
+			}
+			for _, o := range stored {
+				if o.UserID != 2 || o.Amount != 3 {
+					t.Errorf("committed %+v, want user 2's amount 3", o)
+				}
+			}
+		})
 	}
 }

@@ -545,6 +545,9 @@ type Rows[DB any] struct {
 	// Only, when set, is the one shard the rows may go to: a caller's
 	// transaction is on it, and Begin opens a savepoint in it.
 	Only *sharding.Shard
+	// Single refuses rows of several shards before anything is written:
+	// a caller's transaction not yet on a shard will hold one.
+	Single bool
 }
 
 // Create fills the IDs of value (a pointer to a struct, or a slice or array
@@ -597,6 +600,10 @@ func (b *Base[DB]) Create(value any, orm Rows[DB]) error {
 	groups, err := b.split(rows, plan.Key, id, orm.Only)
 	if err != nil {
 		return err
+	}
+	if orm.Single && len(groups) > 1 {
+		return fmt.Errorf("%w: sharding: the rows go to %d shards (%s, %s, ...), and a transaction holds one: nothing was written",
+			sharding.ErrWrongShard, len(groups), groups[0].Shard, groups[1].Shard)
 	}
 	var written []int
 	for k, g := range groups {
