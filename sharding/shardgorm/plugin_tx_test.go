@@ -155,7 +155,9 @@ func TestPluginHooksEverywhere(t *testing.T) {
 			e := newPluginEnv(t, b, shardgorm.PluginSettings{})
 			db := e.db.Session(&gorm.Session{})
 			db.SkipDefaultTransaction = false
-			bad := func() []Order { return []Order{{UserID: 1, Amount: 1}, {UserID: 2, Amount: -1}, {UserID: 3, Amount: 1}} }
+			bad := func() []Order {
+				return []Order{{UserID: 1, Amount: 1}, {UserID: 2, Amount: -1}, {UserID: 3, Amount: 1}}
+			}
 			ways := map[string]func() error{
 				"Create": func() error { rows := bad(); return db.Create(&rows).Error },
 				"Transaction": func() error {
