@@ -22,9 +22,10 @@ import (
 // that names no shard key (nor, where IDs route, an ID) in its conditions,
 // when the plugin is told to refuse such statements: a read with
 // [PluginSettings.RefuseUnrouted], an update or delete unless
-// [PluginSettings.AllowUnroutedWrites], and a raw statement always. The
-// error names the model and the columns it routes by.
-var ErrUnrouted = errors.New("shardgorm: statement on a sharded model names no shard key")
+// [PluginSettings.AllowUnroutedWrites], and a raw statement always; and
+// of a raw read whose keys reach several shards. The error names the
+// model and the columns it routes by.
+var ErrUnrouted = errors.New("shardgorm: statement on a sharded model not routed")
 
 // PluginSettings configures a [Plugin]. The zero value is the default.
 type PluginSettings struct {
